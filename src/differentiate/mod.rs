@@ -1,0 +1,15 @@
+//! Automatic differentiation of IR functions.
+//!
+//! Reverse mode is a deterministic sweep ([`reverse`]): the primal is walked
+//! once backwards, each op's VJP template (from the op table) is instantiated
+//! per active operand, and contributions to a value's cotangent are summed
+//! as they arrive. A value used k times is differentiated once, so the
+//! gradient costs a constant factor of the primal (the cheap gradient
+//! principle). Pure-rewrite reverse mode blows up in the e-graph (see
+//! ARCHITECTURE.md), so the sweep builds the adjoint and the e-graph then
+//! simplifies primal and adjoint together.
+
+pub mod reverse;
+pub mod template;
+
+pub use reverse::{reverse, Reverse};

@@ -1,0 +1,189 @@
+//! Derivative templates: the op table's per-argument rules, kept as data in
+//! the rule-pattern syntax (`(mul ?g (cos ?a))`) and instantiated into IR.
+
+use crate::lang::ir::{Builder, VarId};
+use crate::lang::types::Type;
+use crate::ops::{parse_number, Op};
+use std::fmt;
+
+/// A parsed template.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Template {
+    /// `?g`, `?out`, `?a`, `?b`.
+    Var(String),
+    /// A number; takes the dtype (and shape, by broadcasting) of its context.
+    Num(f64),
+    App(Op, Vec<Template>),
+}
+
+/// A template that does not parse or does not fit the op: a bug in the op
+/// table (the table's unit tests parse every template).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateError(pub String);
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Template {
+    pub fn parse(s: &str) -> Result<Template, TemplateError> {
+        let toks = tokenize(s);
+        let mut pos = 0;
+        let t = parse_at(&toks, &mut pos)?;
+        if pos != toks.len() {
+            return Err(TemplateError(format!("trailing input in `{s}`")));
+        }
+        Ok(t)
+    }
+
+    /// Variables used, in order of first appearance.
+    pub fn vars(&self, out: &mut Vec<String>) {
+        match self {
+            Template::Var(v) => {
+                if !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
+            Template::Num(_) => {}
+            Template::App(_, cs) => cs.iter().for_each(|c| c.vars(out)),
+        }
+    }
+
+    /// Emit IR computing this template. `bind` maps template variables to
+    /// IR values; `expected` is the type the result must have (the type of
+    /// the operand whose cotangent this is).
+    pub fn instantiate(
+        &self,
+        b: &mut Builder,
+        bind: &dyn Fn(&str) -> Option<VarId>,
+        expected: Option<&Type>,
+    ) -> Result<VarId, TemplateError> {
+        match self {
+            Template::Var(v) => {
+                let id = bind(v).ok_or_else(|| TemplateError(format!("unbound ?{v}")))?;
+                match expected {
+                    Some(t) if b.ty(id) != t => b
+                        .broadcast_to(id, t)
+                        .map_err(|e| TemplateError(format!("?{v}: {e}"))),
+                    _ => Ok(id),
+                }
+            }
+            Template::Num(x) => {
+                let t = expected
+                    .ok_or_else(|| TemplateError(format!("number {x} has no type from context")))?;
+                let c = b.constant(t.dtype, *x);
+                b.broadcast_to(c, t).map_err(|e| TemplateError(e.0))
+            }
+            Template::App(op, cs) => {
+                let err = |e: crate::ops::OpTypeError| TemplateError(format!("{}: {e}", op.name()));
+                match op {
+                    Op::Bcast => {
+                        let t = expected.ok_or_else(|| {
+                            TemplateError("`bcast` has no type from context".into())
+                        })?;
+                        let s = cs[0].instantiate(b, bind, Some(&Type::scalar(t.dtype)))?;
+                        b.push("", Op::Bcast, &[s], Some(t)).map_err(err)
+                    }
+                    Op::Zero => {
+                        let t = expected.ok_or_else(|| {
+                            TemplateError("`zero` has no type from context".into())
+                        })?;
+                        b.push("", Op::Zero, &[], Some(t)).map_err(err)
+                    }
+                    Op::Sum => {
+                        let a = cs[0].instantiate(b, bind, None)?;
+                        b.push("", Op::Sum, &[a], None).map_err(err)
+                    }
+                    _ => {
+                        // Element-wise: operands share the result's type; if
+                        // the context gives none, a variable operand does.
+                        let ctx = match expected {
+                            Some(t) => Some(t.clone()),
+                            None => cs.iter().find_map(|c| match c {
+                                Template::Var(v) => bind(v).map(|id| b.ty(id).clone()),
+                                _ => None,
+                            }),
+                        };
+                        let mut args = Vec::with_capacity(cs.len());
+                        for c in cs {
+                            args.push(c.instantiate(b, bind, ctx.as_ref())?);
+                        }
+                        b.push("", *op, &args, None).map_err(err)
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn tokenize(s: &str) -> Vec<String> {
+    s.replace('(', " ( ")
+        .replace(')', " ) ")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_at(toks: &[String], pos: &mut usize) -> Result<Template, TemplateError> {
+    let tok = toks
+        .get(*pos)
+        .ok_or_else(|| TemplateError("unexpected end of template".into()))?;
+    *pos += 1;
+    if tok == "(" {
+        let name = toks
+            .get(*pos)
+            .ok_or_else(|| TemplateError("expected an op".into()))?;
+        *pos += 1;
+        let op = Op::from_name(name).ok_or_else(|| TemplateError(format!("unknown op `{name}`")))?;
+        let mut cs = Vec::new();
+        while toks.get(*pos).map(String::as_str) != Some(")") {
+            if *pos >= toks.len() {
+                return Err(TemplateError("missing `)`".into()));
+            }
+            cs.push(parse_at(toks, pos)?);
+        }
+        *pos += 1;
+        if cs.len() != op.arity() {
+            return Err(TemplateError(format!(
+                "`{name}` takes {} operand(s), got {}",
+                op.arity(),
+                cs.len()
+            )));
+        }
+        Ok(Template::App(op, cs))
+    } else if let Some(v) = tok.strip_prefix('?') {
+        Ok(Template::Var(v.to_string()))
+    } else if let Some(x) = parse_number(tok) {
+        Ok(Template::Num(x))
+    } else {
+        Err(TemplateError(format!("unexpected `{tok}`")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::ALL_OPS;
+
+    #[test]
+    fn every_vjp_template_parses_and_uses_known_vars() {
+        for op in ALL_OPS {
+            for t in op.vjp() {
+                let parsed = Template::parse(t).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+                let mut vs = Vec::new();
+                parsed.vars(&mut vs);
+                for v in vs {
+                    let ok = match v.as_str() {
+                        "g" | "out" => true,
+                        "a" => op.arity() >= 1,
+                        "b" => op.arity() >= 2,
+                        _ => false,
+                    };
+                    assert!(ok, "{op:?}: template `{t}` uses ?{v}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! The typed SSA/ANF intermediate representation.
+//!
+//! A [`Function`] is a straight-line list of statements, each binding one new
+//! variable to one op applied to earlier variables. Calls are inlined when the
+//! front end lowers to IR, so every function is self-contained.
+//!
+//! The text form is stable and parses back ([`parse_functions`]):
+//!
+//! ```text
+//! fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
+//!   %0: f32[N] = mul %w %x
+//!   %pred: f32 = sum %0
+//!   %err: f32 = sub %pred %y
+//!   %1: f32 = mul %err %err
+//!   ret %1
+//! }
+//! ```
+
+use super::span::Span;
+use super::types::{DType, Dim, Type};
+use crate::ops::{parse_number, Lit, Op, OpTypeError};
+use indexmap::IndexMap;
+use smallvec::SmallVec;
+use std::collections::HashSet;
+use std::fmt;
+
+/// A variable of one function (an index into [`Function::vars`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+impl VarId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarInfo {
+    /// Unique within the function; printed as `%name`.
+    pub name: String,
+    pub ty: Type,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub var: VarId,
+    /// Where the parameter is declared (for run-time argument errors).
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stmt {
+    pub var: VarId,
+    pub op: Op,
+    pub args: SmallVec<[VarId; 2]>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    pub size_params: Vec<String>,
+    pub params: Vec<Param>,
+    pub vars: Vec<VarInfo>,
+    pub stmts: Vec<Stmt>,
+    pub rets: Vec<VarId>,
+}
+
+/// An IR function failed its own invariants: a bug in the pass that made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrError(pub String);
+
+impl fmt::Display for IrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<OpTypeError> for IrError {
+    fn from(e: OpTypeError) -> IrError {
+        IrError(e.0)
+    }
+}
+
+impl Function {
+    pub fn ty(&self, v: VarId) -> &Type {
+        &self.vars[v.index()].ty
+    }
+
+    pub fn var_name(&self, v: VarId) -> &str {
+        &self.vars[v.index()].name
+    }
+
+    pub fn param_types(&self) -> Vec<Type> {
+        self.params.iter().map(|p| self.ty(p.var).clone()).collect()
+    }
+
+    pub fn ret_types(&self) -> Vec<Type> {
+        self.rets.iter().map(|r| self.ty(*r).clone()).collect()
+    }
+
+    /// The statement defining each variable (None for parameters).
+    pub fn definitions(&self) -> Vec<Option<usize>> {
+        let mut def = vec![None; self.vars.len()];
+        for (i, s) in self.stmts.iter().enumerate() {
+            def[s.var.index()] = Some(i);
+        }
+        def
+    }
+
+    /// How many times each variable is used as an operand or returned.
+    pub fn use_counts(&self) -> Vec<usize> {
+        let mut n = vec![0; self.vars.len()];
+        for s in &self.stmts {
+            for a in &s.args {
+                n[a.index()] += 1;
+            }
+        }
+        for r in &self.rets {
+            n[r.index()] += 1;
+        }
+        n
+    }
+
+    /// Check SSA form, names and every statement's type rule.
+    pub fn validate(&self) -> Result<(), IrError> {
+        let mut defined = vec![false; self.vars.len()];
+        let mut names = HashSet::new();
+        for v in &self.vars {
+            if !names.insert(v.name.as_str()) {
+                return Err(IrError(format!("{}: duplicate name %{}", self.name, v.name)));
+            }
+            for d in &v.ty.shape {
+                if let Dim::Param(p) = d {
+                    if !self.size_params.contains(p) {
+                        return Err(IrError(format!(
+                            "{}: %{} uses unknown size parameter {p}",
+                            self.name, v.name
+                        )));
+                    }
+                }
+            }
+        }
+        for p in &self.params {
+            if p.var.index() >= self.vars.len() || defined[p.var.index()] {
+                return Err(IrError(format!("{}: bad parameter", self.name)));
+            }
+            defined[p.var.index()] = true;
+        }
+        for s in &self.stmts {
+            for a in &s.args {
+                if a.index() >= self.vars.len() || !defined[a.index()] {
+                    return Err(IrError(format!(
+                        "{}: %{} uses a value before it is defined",
+                        self.name,
+                        self.var_name(s.var)
+                    )));
+                }
+            }
+            if s.var.index() >= self.vars.len() || defined[s.var.index()] {
+                return Err(IrError(format!("{}: a variable is defined twice", self.name)));
+            }
+            let arg_tys: Vec<&Type> = s.args.iter().map(|a| self.ty(*a)).collect();
+            let got = s.op.result_type(&arg_tys, Some(self.ty(s.var))).map_err(|e| {
+                IrError(format!("{}: %{}: {e}", self.name, self.var_name(s.var)))
+            })?;
+            if &got != self.ty(s.var) {
+                return Err(IrError(format!(
+                    "{}: %{} is declared {} but `{}` gives {got}",
+                    self.name,
+                    self.var_name(s.var),
+                    self.ty(s.var),
+                    s.op.name()
+                )));
+            }
+            defined[s.var.index()] = true;
+        }
+        for r in &self.rets {
+            if r.index() >= self.vars.len() || !defined[r.index()] {
+                return Err(IrError(format!("{}: returns an undefined value", self.name)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The same program in another precision (constants re-rounded). Used to
+    /// check f32 programs' derivatives against finite differences in f64.
+    pub fn with_dtype(&self, dtype: DType) -> Function {
+        let mut f = self.clone();
+        for v in &mut f.vars {
+            v.ty.dtype = dtype;
+        }
+        for s in &mut f.stmts {
+            if let Op::Const(l) = s.op {
+                s.op = Op::Const(Lit::new(dtype, l.value()));
+            }
+        }
+        f
+    }
+
+    /// Count statements per op name (sorted by name), for reports.
+    pub fn op_counts(&self) -> IndexMap<&'static str, usize> {
+        let mut m: IndexMap<&'static str, usize> = IndexMap::new();
+        for s in &self.stmts {
+            *m.entry(s.op.name()).or_default() += 1;
+        }
+        m.sort_keys();
+        m
+    }
+}
+
+/// Builds a function, keeping variable names unique and checking types.
+#[derive(Debug)]
+pub struct Builder {
+    f: Function,
+    used: HashSet<String>,
+    next_tmp: usize,
+}
+
+impl Builder {
+    pub fn new(name: impl Into<String>, size_params: Vec<String>) -> Builder {
+        Builder {
+            f: Function {
+                name: name.into(),
+                size_params,
+                params: Vec::new(),
+                vars: Vec::new(),
+                stmts: Vec::new(),
+                rets: Vec::new(),
+            },
+            used: HashSet::new(),
+            next_tmp: 0,
+        }
+    }
+
+    /// A fresh variable; `hint` is a source name (made unique with `.k`) or
+    /// empty for a numbered temporary.
+    pub fn fresh(&mut self, hint: &str, ty: Type) -> VarId {
+        let name = if hint.is_empty() {
+            loop {
+                let n = self.next_tmp.to_string();
+                self.next_tmp += 1;
+                if !self.used.contains(&n) {
+                    break n;
+                }
+            }
+        } else if !self.used.contains(hint) {
+            hint.to_string()
+        } else {
+            let mut k = 1;
+            loop {
+                let n = format!("{hint}.{k}");
+                if !self.used.contains(&n) {
+                    break n;
+                }
+                k += 1;
+            }
+        };
+        self.used.insert(name.clone());
+        let id = VarId(self.f.vars.len() as u32);
+        self.f.vars.push(VarInfo { name, ty });
+        id
+    }
+
+    pub fn param(&mut self, name: &str, ty: Type, span: Span) -> VarId {
+        let v = self.fresh(name, ty);
+        self.f.params.push(Param { var: v, span });
+        v
+    }
+
+    pub fn ty(&self, v: VarId) -> &Type {
+        self.f.ty(v)
+    }
+
+    /// Append `op(args)`; the result type comes from the op's type rule
+    /// (`annot` for ops that need one).
+    pub fn push(
+        &mut self,
+        hint: &str,
+        op: Op,
+        args: &[VarId],
+        annot: Option<&Type>,
+    ) -> Result<VarId, OpTypeError> {
+        let tys: Vec<&Type> = args.iter().map(|a| self.f.ty(*a)).collect();
+        let ty = op.result_type(&tys, annot)?;
+        let v = self.fresh(hint, ty);
+        self.f.stmts.push(Stmt {
+            var: v,
+            op,
+            args: args.iter().copied().collect(),
+        });
+        Ok(v)
+    }
+
+    /// A scalar literal of the given dtype.
+    pub fn constant(&mut self, dtype: DType, x: f64) -> VarId {
+        let lit = Lit::new(dtype, x);
+        let v = self.fresh("", Type::scalar(dtype));
+        self.f.stmts.push(Stmt {
+            var: v,
+            op: Op::Const(lit),
+            args: SmallVec::new(),
+        });
+        v
+    }
+
+    /// `v` as a value of type `to`: itself, or a broadcast of a scalar.
+    pub fn broadcast_to(&mut self, v: VarId, to: &Type) -> Result<VarId, OpTypeError> {
+        if self.ty(v) == to {
+            return Ok(v);
+        }
+        self.push("", Op::Bcast, &[v], Some(to))
+    }
+
+    pub fn finish(mut self, rets: Vec<VarId>) -> Function {
+        self.f.rets = rets;
+        self.f
+    }
+
+    pub fn function(&self) -> &Function {
+        &self.f
+    }
+}
+
+impl fmt::Display for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fn {}", self.name)?;
+        if !self.size_params.is_empty() {
+            write!(f, "[{}]", self.size_params.join(", "))?;
+        }
+        f.write_str("(")?;
+        for (i, p) in self.params.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "%{}: {}", self.var_name(p.var), self.ty(p.var))?;
+        }
+        f.write_str(") -> ")?;
+        let rets = self.ret_types();
+        if rets.len() == 1 {
+            write!(f, "{}", rets[0])?;
+        } else {
+            f.write_str("(")?;
+            for (i, t) in rets.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{t}")?;
+            }
+            f.write_str(")")?;
+        }
+        f.write_str(" {\n")?;
+        for s in &self.stmts {
+            write!(f, "  %{}: {} = {}", self.var_name(s.var), self.ty(s.var), s.op)?;
+            for a in &s.args {
+                write!(f, " %{}", self.var_name(*a))?;
+            }
+            f.write_str("\n")?;
+        }
+        f.write_str("  ret")?;
+        for (i, r) in self.rets.iter().enumerate() {
+            write!(f, "{} %{}", if i > 0 { "," } else { "" }, self.var_name(*r))?;
+        }
+        f.write_str("\n}\n")
+    }
+}
+
+/// A syntax or consistency error in IR text, with its 1-based line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for IrParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// Parse one or more functions in the IR text form.
+pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((ln, line)) = lines.next() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        let err = |m: &str| IrParseError {
+            line: ln + 1,
+            message: m.to_string(),
+        };
+        let header = line
+            .strip_prefix("fn ")
+            .and_then(|h| h.strip_suffix('{'))
+            .ok_or_else(|| err("expected `fn NAME(...) -> T {`"))?
+            .trim();
+        let open = header.find('(').ok_or_else(|| err("expected `(`"))?;
+        let close = header.find(") ->").ok_or_else(|| err("expected `) -> T`"))?;
+        let (name, sizes) = match header[..open].find('[') {
+            Some(i) => {
+                let s = header[i + 1..open]
+                    .trim()
+                    .strip_suffix(']')
+                    .ok_or_else(|| err("expected `]`"))?;
+                let sizes = s.split(',').map(|x| x.trim().to_string()).collect();
+                (header[..i].trim(), sizes)
+            }
+            None => (header[..open].trim(), Vec::new()),
+        };
+        let mut b = Builder::new(name, sizes);
+        let mut env: IndexMap<String, VarId> = IndexMap::new();
+        for p in split_top(&header[open + 1..close]) {
+            let (pname, pty) = p.split_once(':').ok_or_else(|| err("expected `%name: type`"))?;
+            let pname = pname
+                .trim()
+                .strip_prefix('%')
+                .ok_or_else(|| err("expected `%name`"))?;
+            let ty = Type::parse(pty).ok_or_else(|| err(&format!("bad type `{}`", pty.trim())))?;
+            let v = b.param(pname, ty, Span::default());
+            if b.function().var_name(v) != pname {
+                return Err(err(&format!("duplicate name %{pname}")));
+            }
+            env.insert(pname.to_string(), v);
+        }
+        let mut rets = None;
+        for (ln, line) in lines.by_ref() {
+            let line = line.trim();
+            let err = |m: &str| IrParseError {
+                line: ln + 1,
+                message: m.to_string(),
+            };
+            if line == "}" {
+                break;
+            }
+            if let Some(r) = line.strip_prefix("ret") {
+                let mut vs = Vec::new();
+                for part in r.split(',') {
+                    let n = part
+                        .trim()
+                        .strip_prefix('%')
+                        .ok_or_else(|| err("expected `%name`"))?;
+                    vs.push(*env.get(n).ok_or_else(|| err(&format!("unknown %{n}")))?);
+                }
+                rets = Some(vs);
+                continue;
+            }
+            let (lhs, rhs) = line.split_once('=').ok_or_else(|| err("expected `=`"))?;
+            let (vname, vty) = lhs.split_once(':').ok_or_else(|| err("expected `%name: type`"))?;
+            let vname = vname
+                .trim()
+                .strip_prefix('%')
+                .ok_or_else(|| err("expected `%name`"))?;
+            let ty = Type::parse(vty).ok_or_else(|| err(&format!("bad type `{}`", vty.trim())))?;
+            let mut words = rhs.split_whitespace();
+            let opname = words.next().ok_or_else(|| err("expected an op"))?;
+            let op = if opname == "const" {
+                let n = words.next().ok_or_else(|| err("expected a number"))?;
+                let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
+                Op::Const(Lit::new(ty.dtype, x))
+            } else {
+                Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?
+            };
+            let mut args = Vec::new();
+            for w in words {
+                let n = w.strip_prefix('%').ok_or_else(|| err("expected `%name`"))?;
+                args.push(*env.get(n).ok_or_else(|| err(&format!("unknown %{n}")))?);
+            }
+            let v = b
+                .push(vname, op, &args, Some(&ty))
+                .map_err(|e| err(&e.0))?;
+            if b.ty(v) != &ty {
+                return Err(err(&format!("declared {ty} but `{opname}` gives {}", b.ty(v))));
+            }
+            if b.function().var_name(v) != vname {
+                return Err(err(&format!("duplicate name %{vname}")));
+            }
+            env.insert(vname.to_string(), v);
+        }
+        let rets = rets.ok_or_else(|| err("function has no `ret`"))?;
+        let f = b.finish(rets);
+        f.validate().map_err(|e| err(&e.0))?;
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Split on commas that are not inside brackets.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        parts.push(&s[start..]);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOSS: &str = "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
+  %0: f32[N] = mul %w %x
+  %pred: f32 = sum %0
+  %err: f32 = sub %pred %y
+  %1: f32 = mul %err %err
+  %2: f32 = const 0.1
+  %3: f32[N] = bcast %2
+  ret %1
+}
+";
+
+    #[test]
+    fn print_parse_print_is_identity() {
+        let fs = parse_functions(LOSS).unwrap();
+        assert_eq!(fs.len(), 1);
+        assert_eq!(fs[0].to_string(), LOSS);
+    }
+
+    #[test]
+    fn multiple_returns() {
+        let t = "fn g(%a: f64, %b: f64) -> (f64, f64) {\n  %0: f64 = add %a %b\n  ret %0, %a\n}\n";
+        let fs = parse_functions(t).unwrap();
+        assert_eq!(fs[0].to_string(), t);
+    }
+
+    #[test]
+    fn type_errors_are_reported_with_lines() {
+        let t = "fn g[N](%a: f64[N], %b: f64) -> f64 {\n  %0: f64 = add %a %b\n  ret %0\n}\n";
+        let e = parse_functions(t).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("one type"), "{e}");
+    }
+}

@@ -1,0 +1,8 @@
+//! The front end and the IR: lexer, parser, name resolution and type
+//! checking, the typed SSA/ANF IR and the reference interpreter.
+
+pub mod interp;
+pub mod ir;
+pub mod span;
+pub mod types;
+pub mod value;

@@ -1,0 +1,182 @@
+//! Element types, dimensions and array types.
+
+use std::fmt;
+
+/// Element type of a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    F32,
+    F64,
+}
+
+impl DType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<DType> {
+        match s {
+            "f32" => Some(DType::F32),
+            "f64" => Some(DType::F64),
+            _ => None,
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 => 8,
+        }
+    }
+
+    /// Round an f64 to this dtype (the value stays held in an f64).
+    pub fn round(self, x: f64) -> f64 {
+        match self {
+            DType::F32 => x as f32 as f64,
+            DType::F64 => x,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One dimension of an array type: a literal size or a size parameter
+/// (`N` in `fn f[N](x: f32[N])`), bound at call time from argument shapes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dim {
+    Lit(u64),
+    Param(String),
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Lit(n) => write!(f, "{n}"),
+            Dim::Param(p) => f.write_str(p),
+        }
+    }
+}
+
+/// The type of a value: an element type and a shape (empty = scalar).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Type {
+    pub dtype: DType,
+    pub shape: Vec<Dim>,
+}
+
+impl Type {
+    pub fn scalar(dtype: DType) -> Type {
+        Type {
+            dtype,
+            shape: Vec::new(),
+        }
+    }
+
+    pub fn array(dtype: DType, shape: Vec<Dim>) -> Type {
+        Type { dtype, shape }
+    }
+
+    pub fn is_scalar(&self) -> bool {
+        self.shape.is_empty()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The same shape with another element type.
+    pub fn with_dtype(&self, dtype: DType) -> Type {
+        Type {
+            dtype,
+            shape: self.shape.clone(),
+        }
+    }
+
+    /// Number of elements given values for the size parameters
+    /// (`None` if a parameter is unbound or the product overflows).
+    pub fn num_elements(&self, dims: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+        let mut n: u64 = 1;
+        for d in &self.shape {
+            let k = match d {
+                Dim::Lit(k) => *k,
+                Dim::Param(p) => dims(p)?,
+            };
+            n = n.checked_mul(k)?;
+        }
+        Some(n)
+    }
+
+    /// Parse the text form (`f32`, `f64[N]`, `f32[N, 3]`).
+    pub fn parse(s: &str) -> Option<Type> {
+        let s = s.trim();
+        let (head, rest) = match s.find('[') {
+            Some(i) => (&s[..i], Some(&s[i..])),
+            None => (s, None),
+        };
+        let dtype = DType::from_name(head.trim())?;
+        let mut shape = Vec::new();
+        if let Some(rest) = rest {
+            let inner = rest.strip_prefix('[')?.strip_suffix(']')?;
+            for part in inner.split(',') {
+                let part = part.trim();
+                if part.is_empty() {
+                    return None;
+                }
+                if part.chars().all(|c| c.is_ascii_digit()) {
+                    shape.push(Dim::Lit(part.parse().ok()?));
+                } else if part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+                {
+                    shape.push(Dim::Param(part.to_string()));
+                } else {
+                    return None;
+                }
+            }
+            if shape.is_empty() {
+                return None;
+            }
+        }
+        Some(Type { dtype, shape })
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.dtype)?;
+        if !self.shape.is_empty() {
+            f.write_str("[")?;
+            for (i, d) in self.shape.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{d}")?;
+            }
+            f.write_str("]")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_text_round_trips() {
+        for s in ["f32", "f64[N]", "f32[N, 3]", "f64[3]"] {
+            let t = Type::parse(s).unwrap();
+            assert_eq!(t.to_string(), s);
+        }
+        assert!(Type::parse("f16").is_none());
+        assert!(Type::parse("f32[]").is_none());
+        assert!(Type::parse("f32[N").is_none());
+    }
+}

@@ -1,0 +1,8 @@
+//! egrad: an optimizing derivative compiler.
+
+pub mod differentiate;
+pub mod error;
+pub mod lang;
+pub mod ops;
+
+pub use error::{Error, Result};

@@ -1,0 +1,509 @@
+//! The op table: every fact about every primitive, in one place.
+//!
+//! Each fact is an exhaustive `match` over [`Op`] with no wildcard arm, so a
+//! new op does not compile until it has all of them:
+//!
+//! | fact | function |
+//! | --- | --- |
+//! | symbol and arity | [`Op::name`], [`Op::arity`] |
+//! | type rule | [`Op::result_type`] |
+//! | reference evaluator | [`Op::eval`] |
+//! | reverse-mode derivative (VJP template per argument) | [`Op::vjp`] |
+//! | symbolic-zero absorption | [`Op::zero_if_arg_zero`] |
+//! | cost (flops per element) | [`Op::flops`] |
+//! | Cranelift lowering | `backend::lower` (an exhaustive match there) |
+//!
+//! Ops act on whole arrays. Element-wise ops take operands of one shape
+//! (the front end inserts explicit [`Op::Bcast`] for scalar broadcasting), so
+//! every derivative template is shape-homogeneous.
+
+use crate::lang::types::{DType, Type};
+use crate::lang::value::Value;
+use std::fmt;
+
+/// A typed floating-point literal. Holds the value's `f64` bit pattern
+/// (already rounded to `dtype`), so `-0.0` and `0.0` and NaNs stay distinct
+/// and the literal can be hashed (unlike `NotNan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Lit {
+    pub dtype: DType,
+    bits: u64,
+}
+
+impl Lit {
+    pub fn new(dtype: DType, value: f64) -> Lit {
+        Lit {
+            dtype,
+            bits: dtype.round(value).to_bits(),
+        }
+    }
+
+    pub fn value(self) -> f64 {
+        f64::from_bits(self.bits)
+    }
+
+    /// The number alone, shortest round-trip form in the literal's precision.
+    pub fn number_text(self) -> String {
+        match self.dtype {
+            DType::F32 => format!("{:?}", self.value() as f32),
+            DType::F64 => format!("{:?}", self.value()),
+        }
+    }
+
+    /// Parse `2.0f32`, `-0.5f64`, `NaNf32`, `inff64`.
+    pub fn parse_suffixed(s: &str) -> Option<Lit> {
+        let (num, dtype) = if let Some(n) = s.strip_suffix("f32") {
+            (n, DType::F32)
+        } else if let Some(n) = s.strip_suffix("f64") {
+            (n, DType::F64)
+        } else {
+            return None;
+        };
+        parse_number(num).map(|v| Lit::new(dtype, v))
+    }
+}
+
+/// Parse a decimal float as written by [`Lit::number_text`].
+pub fn parse_number(s: &str) -> Option<f64> {
+    if s.is_empty() || s.starts_with('+') {
+        return None;
+    }
+    let ok = s.chars().all(|c| c.is_ascii_digit() || ".-eE+".contains(c))
+        || matches!(s, "NaN" | "inf" | "-inf");
+    if !ok {
+        return None;
+    }
+    s.parse::<f64>().ok()
+}
+
+impl fmt::Display for Lit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.number_text(), self.dtype)
+    }
+}
+
+/// A primitive operation on arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// A scalar literal.
+    Const(Lit),
+    /// The symbolic zero tangent of the annotated type (materialises as +0.0).
+    Zero,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Neg,
+    Sin,
+    Cos,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    /// Sum of all elements of an array (`+/`).
+    Sum,
+    /// A scalar repeated to the annotated array type.
+    Bcast,
+}
+
+/// Every op with no payload, for tables and tests (constants excluded).
+pub const ALL_OPS: &[Op] = &[
+    Op::Zero,
+    Op::Add,
+    Op::Sub,
+    Op::Mul,
+    Op::Div,
+    Op::Neg,
+    Op::Sin,
+    Op::Cos,
+    Op::Exp,
+    Op::Log,
+    Op::Sqrt,
+    Op::Tanh,
+    Op::Sum,
+    Op::Bcast,
+];
+
+/// A type rule failed: the message names what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpTypeError(pub String);
+
+impl fmt::Display for OpTypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Arithmetic both precisions share, so the evaluator runs in the program's
+/// own precision (f32 math is done in f32, through the same libm the JIT calls).
+pub trait Real: Copy {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+}
+
+macro_rules! impl_real {
+    ($t:ty) => {
+        impl Real for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            fn neg(self) -> Self {
+                -self
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+        }
+    };
+}
+impl_real!(f32);
+impl_real!(f64);
+
+/// Apply an element-wise function in the dtype's own precision.
+fn map_elems(dtype: DType, args: &[&Value], f: fn(&[f64], DType) -> f64) -> Value {
+    let n = args.iter().map(|a| a.len()).max().unwrap_or(0);
+    let shape = args
+        .iter()
+        .find(|a| a.len() == n)
+        .map(|a| a.shape.clone())
+        .unwrap_or_default();
+    let mut buf = vec![0.0; args.len()];
+    let mut data = Vec::with_capacity(n);
+    for i in 0..n {
+        for (k, a) in args.iter().enumerate() {
+            buf[k] = if a.len() == 1 { a.data[0] } else { a.data[i] };
+        }
+        data.push(f(&buf, dtype));
+    }
+    Value { dtype, shape, data }
+}
+
+/// Run a generic element function at the right precision.
+macro_rules! elem {
+    (|$($x:ident),*| $body:expr) => {
+        |xs: &[f64], dtype: DType| -> f64 {
+            fn go<T: Real>(xs: &[f64]) -> T {
+                let mut it = xs.iter().map(|v| T::from_f64(*v));
+                $(let $x: T = it.next().unwrap_or(T::from_f64(f64::NAN));)*
+                $body
+            }
+            match dtype {
+                DType::F32 => go::<f32>(xs).to_f64(),
+                DType::F64 => go::<f64>(xs).to_f64(),
+            }
+        }
+    };
+}
+
+impl Op {
+    /// The op's name in the IR text form and in rule patterns.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Const(_) => "const",
+            Op::Zero => "zero",
+            Op::Add => "add",
+            Op::Sub => "sub",
+            Op::Mul => "mul",
+            Op::Div => "div",
+            Op::Neg => "neg",
+            Op::Sin => "sin",
+            Op::Cos => "cos",
+            Op::Exp => "exp",
+            Op::Log => "log",
+            Op::Sqrt => "sqrt",
+            Op::Tanh => "tanh",
+            Op::Sum => "sum",
+            Op::Bcast => "bcast",
+        }
+    }
+
+    /// Look up a payload-free op by name.
+    pub fn from_name(s: &str) -> Option<Op> {
+        ALL_OPS.iter().copied().find(|op| op.name() == s)
+    }
+
+    /// Number of array operands.
+    pub fn arity(&self) -> usize {
+        match self {
+            Op::Const(_) | Op::Zero => 0,
+            Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Sum
+            | Op::Bcast => 1,
+            Op::Add | Op::Sub | Op::Mul | Op::Div => 2,
+        }
+    }
+
+    /// Does the result type come from an annotation (the IR statement's type,
+    /// the e-graph node's type child) rather than from the operands?
+    pub fn needs_annotation(&self) -> bool {
+        match self {
+            Op::Zero | Op::Bcast => true,
+            Op::Const(_)
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Sum => false,
+        }
+    }
+
+    /// Is the op applied element by element (a candidate for loop fusion)?
+    pub fn is_elementwise(&self) -> bool {
+        match self {
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh => true,
+            Op::Const(_) | Op::Zero | Op::Sum | Op::Bcast => false,
+        }
+    }
+
+    /// The type rule.
+    pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
+        if args.len() != self.arity() {
+            return Err(OpTypeError(format!(
+                "`{}` takes {} operand(s), got {}",
+                self.name(),
+                self.arity(),
+                args.len()
+            )));
+        }
+        let need_annot = || {
+            annot
+                .cloned()
+                .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
+        };
+        match self {
+            Op::Const(l) => Ok(Type::scalar(l.dtype)),
+            Op::Zero => need_annot(),
+            Op::Add | Op::Sub | Op::Mul | Op::Div => {
+                if args[0] != args[1] {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs operands of one type, got {} and {}",
+                        self.name(),
+                        args[0],
+                        args[1]
+                    )));
+                }
+                Ok(args[0].clone())
+            }
+            Op::Neg | Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Sqrt | Op::Tanh => {
+                Ok(args[0].clone())
+            }
+            Op::Sum => {
+                if args[0].is_scalar() {
+                    return Err(OpTypeError("`sum` needs an array operand".into()));
+                }
+                Ok(Type::scalar(args[0].dtype))
+            }
+            Op::Bcast => {
+                let t = need_annot()?;
+                if !args[0].is_scalar() || args[0].dtype != t.dtype {
+                    return Err(OpTypeError(format!(
+                        "`bcast` to {t} needs a {} scalar, got {}",
+                        t.dtype, args[0]
+                    )));
+                }
+                Ok(t)
+            }
+        }
+    }
+
+    /// The reference evaluator. `out_shape` is the concrete result shape
+    /// (needed by [`Op::Zero`] and [`Op::Bcast`]); `dtype` the result dtype.
+    pub fn eval(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
+        let fill = |x: f64| Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data: vec![dtype.round(x); out_shape.iter().product()],
+        };
+        match self {
+            Op::Const(l) => Value::scalar(l.dtype, l.value()),
+            Op::Zero => fill(0.0),
+            Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
+            Op::Sub => map_elems(dtype, args, elem!(|a, b| a.sub(b))),
+            Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),
+            Op::Div => map_elems(dtype, args, elem!(|a, b| a.div(b))),
+            Op::Neg => map_elems(dtype, args, elem!(|a| a.neg())),
+            Op::Sin => map_elems(dtype, args, elem!(|a| a.sin())),
+            Op::Cos => map_elems(dtype, args, elem!(|a| a.cos())),
+            Op::Exp => map_elems(dtype, args, elem!(|a| a.exp())),
+            Op::Log => map_elems(dtype, args, elem!(|a| a.ln())),
+            Op::Sqrt => map_elems(dtype, args, elem!(|a| a.sqrt())),
+            Op::Tanh => map_elems(dtype, args, elem!(|a| a.tanh())),
+            Op::Sum => {
+                // Left to right, in the dtype's precision (the JIT's order).
+                let mut acc = 0.0f64;
+                for &x in &args[0].data {
+                    acc = dtype.round(acc + x);
+                }
+                Value::scalar(dtype, acc)
+            }
+            Op::Bcast => fill(args[0].as_scalar()),
+        }
+    }
+
+    /// Reverse-mode rule: for each operand, a template for its cotangent
+    /// contribution, in the rule-pattern syntax. `?g` is the cotangent of
+    /// the result, `?out` the primal result, `?a` and `?b` the operands.
+    /// Numbers take the operand's dtype; a number meeting an array operand is
+    /// broadcast. The template of `bcast` (from `sum`) takes the operand's type.
+    pub fn vjp(&self) -> &'static [&'static str] {
+        match self {
+            Op::Const(_) | Op::Zero => &[],
+            Op::Add => &["?g", "?g"],
+            Op::Sub => &["?g", "(neg ?g)"],
+            Op::Mul => &["(mul ?g ?b)", "(mul ?g ?a)"],
+            Op::Div => &["(div ?g ?b)", "(neg (div (mul ?g ?out) ?b))"],
+            Op::Neg => &["(neg ?g)"],
+            Op::Sin => &["(mul ?g (cos ?a))"],
+            Op::Cos => &["(neg (mul ?g (sin ?a)))"],
+            Op::Exp => &["(mul ?g ?out)"],
+            Op::Log => &["(div ?g ?a)"],
+            Op::Sqrt => &["(div ?g (mul 2 ?out))"],
+            Op::Tanh => &["(mul ?g (sub 1 (mul ?out ?out)))"],
+            Op::Sum => &["(bcast ?g)"],
+            Op::Bcast => &["(sum ?g)"],
+        }
+    }
+
+    /// Is the result a symbolic zero whenever operand `i` is one (the op is
+    /// linear in that operand with no other term)? Used by the e-graph's
+    /// zero analysis.
+    pub fn zero_if_arg_zero(&self, i: usize) -> bool {
+        match self {
+            Op::Mul => true,
+            Op::Div => i == 0,
+            Op::Neg | Op::Sum | Op::Bcast => true,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh => false,
+        }
+    }
+
+    /// Cost in flops per result element (per operand element for `sum`).
+    /// Unit: one floating-point add or multiply = 1. Transcendental functions
+    /// are priced at about the number of multiply-adds their libm call takes.
+    pub fn flops(&self) -> f64 {
+        match self {
+            Op::Const(_) | Op::Zero => 0.0,
+            // A broadcast is fused into its consumer: reading the scalar is free.
+            Op::Bcast => 0.0,
+            Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
+            Op::Div => 4.0,
+            Op::Sqrt => 6.0,
+            Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Const(l) => write!(f, "const {}", l.number_text()),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for op in ALL_OPS {
+            assert_eq!(Op::from_name(op.name()), Some(*op));
+            assert_eq!(op.vjp().len(), op.arity(), "{op:?}");
+        }
+    }
+
+    #[test]
+    fn literals_keep_sign_of_zero_and_nan() {
+        let z = Lit::new(DType::F32, 0.0);
+        let nz = Lit::new(DType::F32, -0.0);
+        assert_ne!(z, nz);
+        assert_eq!(nz.to_string(), "-0.0f32");
+        for s in ["2.0f32", "-0.5f64", "NaNf32", "inff64", "-inff32", "1e-8f32"] {
+            assert_eq!(Lit::parse_suffixed(s).unwrap().to_string(), s);
+        }
+        assert!(Lit::parse_suffixed("2.0").is_none());
+        assert!(Lit::parse_suffixed("xf32").is_none());
+    }
+
+    #[test]
+    fn f32_eval_rounds_in_f32() {
+        let a = Value::scalar(DType::F32, 0.1);
+        let b = Value::scalar(DType::F32, 0.2);
+        let r = Op::Add.eval(&[&a, &b], DType::F32, &[]);
+        assert_eq!(r.as_scalar(), (0.1f32 + 0.2f32) as f64);
+    }
+}
