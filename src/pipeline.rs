@@ -1,0 +1,427 @@
+//! The pipeline, stage by stage:
+//!
+//! ```text
+//! source → parse → resolve/type-check → typed IR (calls inlined)      lang
+//!        → reverse sweep: forward + pullback with residuals           differentiate
+//!        → e-graph (primal and adjoint together) → saturate rules     rewrites
+//!        → DAG-aware extraction under the cost model                  extract
+//!        → residual plan                                              residuals
+//!        → Cranelift JIT (fused loops)                                backend
+//! ```
+//!
+//! [`optimize_gradient`] runs everything up to extraction and returns a
+//! [`GradProgram`]; [`GradProgram::compile`] runs the backend.
+
+use crate::backend::{self, BackendOptions, CompiledFunction};
+use crate::differentiate::{reverse, reverse::prune_dead, Reverse};
+use crate::error::{Error, Result};
+use crate::extract::cost::{Cost, CostModel};
+use crate::extract::extract;
+use crate::lang::interp::ArgError;
+use crate::lang::ir::Function;
+use crate::lang::program::Program;
+use crate::lang::span::{Diagnostic, SourceFile};
+use crate::lang::types::{DType, Type};
+use crate::lang::value::Value;
+use crate::residuals::{plan, ResidualPlan};
+use crate::rewrites::rules::RuleSet;
+use crate::rewrites::{insert, saturate, Limits, SaturationReport};
+use indexmap::IndexMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// What to differentiate and how to optimize it.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The function: a plain scalar function, or a `@grad` function (then
+    /// its attribute says what to differentiate).
+    pub function: Option<String>,
+    /// Parameters to differentiate (plain functions; default: all).
+    pub wrt: Option<Vec<String>>,
+    /// Sizes the cost model prices at (`N=1000` when not given).
+    pub dims: IndexMap<String, u64>,
+    pub limits: Limits,
+    /// Skip the e-graph (AD output goes straight to the backend).
+    pub no_optimize: bool,
+    /// Load rules from this directory instead of the bundled `rulesets/`.
+    pub rules_dir: Option<PathBuf>,
+    pub backend: BackendOptions,
+}
+
+impl Options {
+    pub fn function(mut self, name: impl Into<String>) -> Options {
+        self.function = Some(name.into());
+        self
+    }
+
+    pub fn wrt<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Options {
+        self.wrt = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    pub fn dim(mut self, name: impl Into<String>, n: u64) -> Options {
+        self.dims.insert(name.into(), n);
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Options {
+        self.limits = limits;
+        self
+    }
+
+    pub fn no_optimize(mut self, yes: bool) -> Options {
+        self.no_optimize = yes;
+        self
+    }
+
+    fn rules(&self) -> Result<RuleSet> {
+        match &self.rules_dir {
+            Some(d) => RuleSet::load_dir(d).map_err(|e| Error::Usage(e.to_string())),
+            None => RuleSet::builtin().map_err(|e| Error::internal(format!("bundled rules: {e}"))),
+        }
+    }
+}
+
+/// An IR function before and after the e-graph.
+#[derive(Clone, Debug)]
+pub struct Optimized {
+    pub before: Function,
+    pub after: Function,
+    pub cost_before: Cost,
+    pub cost_after: Cost,
+    /// None when optimization was switched off.
+    pub saturation: Option<SaturationReport>,
+}
+
+/// Price a function under the model (each statement once).
+pub fn program_cost(f: &Function, model: &CostModel) -> Cost {
+    let ins = insert(f);
+    let mut c = Cost::ZERO;
+    let mut seen = std::collections::HashSet::new();
+    for class in ins.egraph.classes() {
+        if seen.insert(class.id) {
+            if let Some(n) = class.nodes.first() {
+                c = c + model.node_cost(&ins.egraph, n);
+            }
+        }
+    }
+    c
+}
+
+/// Put a function through the e-graph: insert, saturate under the limits,
+/// extract the cheapest equivalent program.
+pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
+    let model = CostModel::with_dims(options.dims.clone());
+    let cost_before = program_cost(f, &model);
+    if options.no_optimize {
+        let after = prune_dead(f);
+        let cost_after = program_cost(&after, &model);
+        return Ok(Optimized {
+            before: f.clone(),
+            after,
+            cost_before,
+            cost_after,
+            saturation: None,
+        });
+    }
+    let rules = options.rules()?.rewrites();
+    let (ins, report) = saturate(insert(f), &rules, &options.limits);
+    let ex = extract(&ins, f, &model).map_err(Error::internal)?;
+    Ok(Optimized {
+        before: f.clone(),
+        after: ex.function,
+        cost_before,
+        cost_after: ex.cost,
+        saturation: Some(report),
+    })
+}
+
+/// An optimized gradient: every stage's program, the report, and a way to
+/// compile it.
+#[derive(Clone, Debug)]
+pub struct GradProgram {
+    /// The name asked for (the `@grad` function, or the primal).
+    pub name: String,
+    /// The primal function being differentiated.
+    pub primal: Function,
+    /// Names of the differentiated parameters.
+    pub wrt: Vec<String>,
+    /// The AD output: forward, pullback and their composition.
+    pub ad: Reverse,
+    /// `(inputs) -> (value, gradients...)` after the e-graph.
+    pub optimized: Optimized,
+    pub residuals: ResidualPlan,
+    pub file: SourceFile,
+    model: CostModel,
+}
+
+/// Differentiate and optimize a function of `program` (see [`Options`]).
+///
+/// ```
+/// use egrad::{optimize_gradient, Arg, Options, Program};
+/// let program = Program::parse(
+///     "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
+///        let pred = +/(w .* x)
+///        let err = pred - y
+///        err * err
+///      }",
+/// )?;
+/// let grad = optimize_gradient(&program, &Options::default().function("loss").wrt(["w"]))?;
+/// println!("{}", grad.report());
+/// let compiled = grad.compile()?;
+/// let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
+/// let (value, grads) = compiled.value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])?;
+/// assert_eq!(value.as_scalar(), 31.5 * 31.5);
+/// assert_eq!(grads[0].data, vec![252.0, 315.0, 378.0]);
+/// # Ok::<(), egrad::Error>(())
+/// ```
+pub fn optimize_gradient(program: &Program, options: &Options) -> Result<GradProgram> {
+    let name = options
+        .function
+        .clone()
+        .ok_or_else(|| Error::Usage("no function named: use Options::function".into()))?;
+    let (primal, wrt): (Function, Vec<usize>) = match program.grad_spec(&name) {
+        Some(spec) => (spec.primal.clone(), spec.wrt.clone()),
+        None => {
+            let f = program.ir(&name)?.clone();
+            let wrt = match &options.wrt {
+                None => (0..f.params.len()).collect(),
+                Some(names) => names
+                    .iter()
+                    .map(|n| {
+                        f.params
+                            .iter()
+                            .position(|p| f.var_name(p.var) == n)
+                            .ok_or_else(|| {
+                                Error::Usage(format!(
+                                    "`{name}` has no parameter `{n}` (parameters: {})",
+                                    f.params
+                                        .iter()
+                                        .map(|p| f.var_name(p.var))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ))
+                            })
+                    })
+                    .collect::<Result<_>>()?,
+            };
+            if f.rets.len() != 1 || !f.ty(f.rets[0]).is_scalar() {
+                let shown: Vec<String> = f.ret_types().iter().map(Type::to_string).collect();
+                return Err(Error::Usage(format!(
+                    "`{name}` returns {}; a gradient needs one scalar result",
+                    shown.join(", ")
+                )));
+            }
+            (f, wrt)
+        }
+    };
+    let ad = reverse(&primal, &wrt).map_err(Error::internal)?;
+    let mut vg = ad.value_and_grad.clone();
+    vg.name = name.clone();
+    let optimized = optimize_ir(&vg, options)?;
+    let model = CostModel::with_dims(options.dims.clone());
+    let residuals = plan(&optimized.after, &model);
+    Ok(GradProgram {
+        name,
+        wrt: wrt
+            .iter()
+            .map(|&i| primal.var_name(primal.params[i].var).to_string())
+            .collect(),
+        primal,
+        ad,
+        optimized,
+        residuals,
+        file: program.file().clone(),
+        model,
+    })
+}
+
+impl GradProgram {
+    /// `(inputs) -> (value, gradients...)`, optimized.
+    pub fn value_and_grad_ir(&self) -> &Function {
+        &self.optimized.after
+    }
+
+    /// `(inputs) -> (gradients...)`, optimized (the `@grad` function).
+    pub fn gradient_ir(&self) -> Function {
+        let mut f = self.optimized.after.clone();
+        f.rets.remove(0);
+        prune_dead(&f)
+    }
+
+    pub fn report(&self) -> Report<'_> {
+        Report { g: self }
+    }
+
+    /// Compile the value-and-gradient program to native code.
+    pub fn compile(&self) -> Result<CompiledGradient> {
+        self.compile_with(&BackendOptions::default())
+    }
+
+    pub fn compile_with(&self, opts: &BackendOptions) -> Result<CompiledGradient> {
+        Ok(CompiledGradient {
+            native: backend::compile(&self.optimized.after, opts)?,
+            file: self.file.clone(),
+        })
+    }
+}
+
+/// The report of [`GradProgram::report`].
+pub struct Report<'a> {
+    g: &'a GradProgram,
+}
+
+fn counts(f: &Function) -> String {
+    let c = f.op_counts();
+    let total: usize = c.values().sum();
+    let parts: Vec<String> = c.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    format!("{total} ({})", parts.join(", "))
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = self.g;
+        let o = &g.optimized;
+        writeln!(
+            f,
+            "gradient of `{}` with respect to {}",
+            g.primal.name,
+            g.wrt.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+        )?;
+        let sizes: Vec<String> = g
+            .primal
+            .size_params
+            .iter()
+            .map(|p| {
+                format!(
+                    "{p}={}",
+                    g.model
+                        .dims
+                        .get(p)
+                        .copied()
+                        .unwrap_or(crate::extract::cost::DEFAULT_DIM)
+                )
+            })
+            .collect();
+        writeln!(f, "ops before: {}", counts(&o.before))?;
+        writeln!(f, "ops after:  {}", counts(&o.after))?;
+        writeln!(
+            f,
+            "cost (flops{}): before {}, after {}",
+            if sizes.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", sizes.join(", "))
+            },
+            o.cost_before,
+            o.cost_after
+        )?;
+        match &o.saturation {
+            Some(s) => writeln!(
+                f,
+                "e-graph: {} nodes, {} classes, {} iterations, stop: {}{}, {:.2} ms",
+                s.nodes,
+                s.classes,
+                s.iterations,
+                s.stop_reason,
+                if s.hit_limit { " (limit hit; program still correct)" } else { "" },
+                s.time.as_secs_f64() * 1e3
+            )?,
+            None => writeln!(f, "e-graph: off (--no-optimize)")?,
+        }
+        write!(f, "{}", g.residuals)
+    }
+}
+
+/// An argument for a compiled function. Scalars take the parameter's dtype.
+#[derive(Clone, Debug)]
+pub enum Arg<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    Scalar(f64),
+    Value(Value),
+}
+
+impl<'a> Arg<'a> {
+    pub fn f32(xs: &'a [f32]) -> Arg<'a> {
+        Arg::F32(xs)
+    }
+    pub fn f64(xs: &'a [f64]) -> Arg<'a> {
+        Arg::F64(xs)
+    }
+    pub fn scalar(x: f64) -> Arg<'a> {
+        Arg::Scalar(x)
+    }
+
+    fn to_value(&self, want: Option<DType>) -> Value {
+        match self {
+            Arg::F32(xs) => Value::f32(xs),
+            Arg::F64(xs) => Value::f64(xs),
+            Arg::Scalar(x) => Value::scalar(want.unwrap_or(DType::F64), *x),
+            Arg::Value(v) => v.clone(),
+        }
+    }
+}
+
+/// Turn a run-time argument error into a diagnostic at the parameter.
+pub fn arg_error(f: &Function, file: &SourceFile, e: ArgError) -> Error {
+    match e.param {
+        Some(i) => {
+            let span = f.params[i].span;
+            Error::at(
+                file,
+                Diagnostic::new(span, e.message).with_note(format!(
+                    "checked before native code runs; `{}` has signature ({})",
+                    f.name,
+                    f.params
+                        .iter()
+                        .map(|p| format!("{}: {}", f.var_name(p.var), f.ty(p.var)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            )
+        }
+        None => Error::Usage(e.message),
+    }
+}
+
+/// Compiled native code for a function, with argument checking that names
+/// the source place.
+pub fn call_checked(
+    native: &CompiledFunction,
+    file: &SourceFile,
+    args: &[Arg<'_>],
+) -> Result<Vec<Value>> {
+    let f = native.function();
+    let vals: Vec<Value> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.to_value(f.params.get(i).map(|p| f.ty(p.var).dtype)))
+        .collect();
+    let refs: Vec<&Value> = vals.iter().collect();
+    native.call(&refs).map_err(|e| arg_error(f, file, e))
+}
+
+/// A compiled value-and-gradient function.
+pub struct CompiledGradient {
+    native: CompiledFunction,
+    file: SourceFile,
+}
+
+impl CompiledGradient {
+    /// The primal value and the gradients (in `wrt` order).
+    pub fn value_and_grad(&self, args: &[Arg<'_>]) -> Result<(Value, Vec<Value>)> {
+        let mut out = call_checked(&self.native, &self.file, args)?;
+        let value = out.remove(0);
+        Ok((value, out))
+    }
+
+    /// The gradients only.
+    pub fn grad(&self, args: &[Arg<'_>]) -> Result<Vec<Value>> {
+        Ok(self.value_and_grad(args)?.1)
+    }
+
+    pub fn native(&self) -> &CompiledFunction {
+        &self.native
+    }
+}

@@ -1,0 +1,114 @@
+//! Residuals: the primal values the pullback reads.
+//!
+//! Given a value-and-gradient program (return 0 is the primal value, the
+//! rest are gradients), the forward part is everything the primal value
+//! needs; the pullback is the rest. A residual is a forward value the
+//! pullback reads. Inputs are residuals that need no copy (the caller keeps
+//! them alive); computed values are stored. The plan lists them with their
+//! types and byte offsets in the residual buffer (8-byte aligned, in
+//! program order): that is the residual ABI.
+
+use crate::extract::cost::CostModel;
+use crate::lang::ir::Function;
+use crate::lang::types::Type;
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResidualKind {
+    /// A function input: read in place.
+    Input,
+    /// Computed by the forward pass and stored for the pullback.
+    Stored,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Residual {
+    pub name: String,
+    pub ty: Type,
+    pub kind: ResidualKind,
+    /// Bytes at the cost model's sizes (0 for inputs).
+    pub bytes: f64,
+    /// Offset in the residual buffer at the model's sizes.
+    pub offset: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResidualPlan {
+    pub residuals: Vec<Residual>,
+    /// Size of the residual buffer at the model's sizes.
+    pub total_bytes: f64,
+}
+
+/// Find the residuals of a value-and-gradient function.
+pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
+    let mut forward = vec![false; vg.vars.len()];
+    for p in &vg.params {
+        forward[p.var.index()] = true;
+    }
+    let defs = vg.definitions();
+    // Everything the primal value (return 0) depends on.
+    let mut stack: Vec<_> = vg.rets.first().copied().into_iter().collect();
+    while let Some(v) = stack.pop() {
+        if let Some(i) = defs[v.index()] {
+            if !forward[v.index()] {
+                forward[v.index()] = true;
+                stack.extend(vg.stmts[i].args.iter().copied());
+            }
+        }
+    }
+    let mut needed = Vec::new();
+    let mut push = |v: crate::lang::ir::VarId| {
+        if forward[v.index()] && !needed.contains(&v) {
+            needed.push(v);
+        }
+    };
+    for s in &vg.stmts {
+        if !forward[s.var.index()] {
+            s.args.iter().for_each(|a| push(*a));
+        }
+    }
+    vg.rets.iter().skip(1).for_each(|r| push(*r));
+    needed.sort();
+    let mut out = ResidualPlan::default();
+    for v in needed {
+        let is_input = defs[v.index()].is_none();
+        let ty = vg.ty(v).clone();
+        let bytes = if is_input { 0.0 } else { model.bytes(&ty) };
+        let offset = out.total_bytes;
+        out.total_bytes += (bytes / 8.0).ceil() * 8.0;
+        out.residuals.push(Residual {
+            name: vg.var_name(v).to_string(),
+            ty,
+            kind: if is_input {
+                ResidualKind::Input
+            } else {
+                ResidualKind::Stored
+            },
+            bytes,
+            offset,
+        });
+    }
+    out
+}
+
+impl fmt::Display for ResidualPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "residuals: {} ({} bytes stored)",
+            self.residuals.len(),
+            self.total_bytes
+        )?;
+        for r in &self.residuals {
+            match r.kind {
+                ResidualKind::Input => writeln!(f, "  %{}: {}  input, read in place", r.name, r.ty)?,
+                ResidualKind::Stored => writeln!(
+                    f,
+                    "  %{}: {}  stored at offset {}, {} bytes",
+                    r.name, r.ty, r.offset, r.bytes
+                )?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,291 @@
+//! The IR as an egg [`Language`], and the e-class analysis that carries each
+//! class's type, folds constants with exact IEEE semantics and absorbs
+//! symbolic zeros.
+
+use crate::lang::types::Type;
+use crate::lang::value::Value;
+use crate::ops::{Lit, Op};
+use egg::{DidMerge, EGraph, Id, Language};
+use indexmap::IndexMap;
+use smallvec::SmallVec;
+use std::fmt;
+
+/// An e-node: an op from the op table, a function input, or a type literal
+/// (the annotation child of `bcast` and `zero`).
+///
+/// In the e-graph, `bcast` has two children `(bcast x f32[N])` and `zero`
+/// one `(zero f32[N])`; every other op has its IR operands.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Node {
+    Op(Op, SmallVec<[Id; 2]>),
+    Input(String),
+    Ty(Type),
+}
+
+/// Number of e-graph children of an op (IR operands plus a type child).
+pub fn egraph_arity(op: &Op) -> usize {
+    op.arity() + usize::from(op.needs_annotation())
+}
+
+/// Text form of a type inside an s-expression (no spaces).
+pub fn type_token(t: &Type) -> String {
+    t.to_string().replace(' ', "")
+}
+
+impl Language for Node {
+    type Discriminant = (u8, Option<Op>, Option<String>);
+
+    fn discriminant(&self) -> Self::Discriminant {
+        match self {
+            Node::Op(op, _) => (0, Some(*op), None),
+            Node::Input(n) => (1, None, Some(n.clone())),
+            Node::Ty(t) => (2, None, Some(type_token(t))),
+        }
+    }
+
+    fn matches(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Node::Op(a, ca), Node::Op(b, cb)) => a == b && ca.len() == cb.len(),
+            (Node::Input(a), Node::Input(b)) => a == b,
+            (Node::Ty(a), Node::Ty(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn children(&self) -> &[Id] {
+        match self {
+            Node::Op(_, c) => c,
+            Node::Input(_) | Node::Ty(_) => &[],
+        }
+    }
+
+    fn children_mut(&mut self) -> &mut [Id] {
+        match self {
+            Node::Op(_, c) => c,
+            Node::Input(_) | Node::Ty(_) => &mut [],
+        }
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Node::Op(Op::Const(l), _) => write!(f, "{l}"),
+            Node::Op(op, _) => f.write_str(op.name()),
+            Node::Input(n) => f.write_str(n),
+            Node::Ty(t) => f.write_str(&type_token(t)),
+        }
+    }
+}
+
+/// Why a pattern token is not an e-node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeParseError(pub String);
+
+impl fmt::Display for NodeParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl egg::FromOp for Node {
+    type Error = NodeParseError;
+
+    fn from_op(op: &str, children: Vec<Id>) -> Result<Self, Self::Error> {
+        if let Some(o) = Op::from_name(op) {
+            let want = egraph_arity(&o);
+            if children.len() != want {
+                return Err(NodeParseError(format!(
+                    "`{op}` takes {want} operand(s) here, got {}",
+                    children.len()
+                )));
+            }
+            return Ok(Node::Op(o, children.into()));
+        }
+        if !children.is_empty() {
+            return Err(NodeParseError(format!("unknown op `{op}`")));
+        }
+        if let Some(l) = Lit::parse_suffixed(op) {
+            return Ok(Node::Op(Op::Const(l), SmallVec::new()));
+        }
+        if let Some(t) = Type::parse(op) {
+            return Ok(Node::Ty(t));
+        }
+        if op.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && op.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        {
+            return Ok(Node::Input(op.to_string()));
+        }
+        Err(NodeParseError(format!("`{op}` is not an op, a literal, a type or a name")))
+    }
+}
+
+/// Per-class facts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Data {
+    /// Type of the values in the class (None for a type-literal class).
+    pub ty: Option<Type>,
+    /// The type a type-literal class denotes.
+    pub denotes: Option<Type>,
+    /// The class's value is this scalar constant.
+    pub konst: Option<Lit>,
+    /// The class is a symbolic zero tangent.
+    pub zero: bool,
+}
+
+/// The analysis: types of inputs are given; everything else is derived
+/// from the op table's type rule and evaluator.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub inputs: IndexMap<String, Type>,
+}
+
+pub type EG = EGraph<Node, Analysis>;
+
+impl egg::Analysis<Node> for Analysis {
+    type Data = Data;
+
+    fn make(egraph: &mut EG, enode: &Node, _id: Id) -> Data {
+        match enode {
+            Node::Ty(t) => Data {
+                ty: None,
+                denotes: Some(t.clone()),
+                konst: None,
+                zero: false,
+            },
+            Node::Input(n) => Data {
+                ty: egraph.analysis.inputs.get(n).cloned(),
+                denotes: None,
+                konst: None,
+                zero: false,
+            },
+            Node::Op(op, ch) => {
+                let ir_args = &ch[..op.arity()];
+                let annot = if op.needs_annotation() {
+                    ch.last().and_then(|c| egraph[*c].data.denotes.clone())
+                } else {
+                    None
+                };
+                let tys: Option<Vec<Type>> =
+                    ir_args.iter().map(|c| egraph[*c].data.ty.clone()).collect();
+                let ty = tys.and_then(|tys| {
+                    let refs: Vec<&Type> = tys.iter().collect();
+                    op.result_type(&refs, annot.as_ref()).ok()
+                });
+                let konst = match op {
+                    Op::Const(l) => Some(*l),
+                    _ if op.is_elementwise() => fold(egraph, *op, ir_args, ty.as_ref()),
+                    _ => None,
+                };
+                let zero = matches!(op, Op::Zero)
+                    || ir_args
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| egraph[*c].data.zero && op.zero_if_arg_zero(i));
+                Data {
+                    ty,
+                    denotes: None,
+                    konst,
+                    zero,
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
+        let mut changed_a = false;
+        let mut changed_b = false;
+        if a.ty.is_none() && b.ty.is_some() {
+            a.ty = b.ty.clone();
+            changed_a = true;
+        } else if a.ty.is_some() && b.ty.is_none() {
+            changed_b = true;
+        }
+        if a.denotes.is_none() && b.denotes.is_some() {
+            a.denotes = b.denotes.clone();
+            changed_a = true;
+        } else if a.denotes.is_some() && b.denotes.is_none() {
+            changed_b = true;
+        }
+        if a.konst.is_none() && b.konst.is_some() {
+            a.konst = b.konst;
+            changed_a = true;
+        } else if a.konst.is_some() && b.konst.is_none() {
+            changed_b = true;
+        }
+        if !a.zero && b.zero {
+            a.zero = true;
+            changed_a = true;
+        } else if a.zero && !b.zero {
+            changed_b = true;
+        }
+        DidMerge(changed_a, changed_b)
+    }
+
+    fn modify(egraph: &mut EG, id: Id) {
+        let data = egraph[id].data.clone();
+        if let Some(l) = data.konst {
+            let c = egraph.add(Node::Op(Op::Const(l), SmallVec::new()));
+            egraph.union(id, c);
+        }
+        if data.zero {
+            if let Some(t) = data.ty {
+                let tn = egraph.add(Node::Ty(t));
+                let z = egraph.add(Node::Op(Op::Zero, [tn].into_iter().collect()));
+                egraph.union(id, z);
+            }
+        }
+    }
+}
+
+/// Fold an element-wise op on scalar constants in the result's precision.
+fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
+    let ty = ty?;
+    if !ty.is_scalar() {
+        return None;
+    }
+    let vals: Option<Vec<Value>> = args
+        .iter()
+        .map(|c| egraph[*c].data.konst.map(|l| Value::scalar(l.dtype, l.value())))
+        .collect();
+    let vals = vals?;
+    let refs: Vec<&Value> = vals.iter().collect();
+    let r = op.eval(&refs, ty.dtype, &[]);
+    Some(Lit::new(ty.dtype, r.as_scalar()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::types::DType;
+
+    #[test]
+    fn folds_constants_exactly_and_keeps_signed_zero() {
+        let mut eg = EG::new(Analysis::default());
+        let expr: egg::RecExpr<Node> = "(add 0.1f32 0.2f32)".parse().unwrap();
+        let id = eg.add_expr(&expr);
+        eg.rebuild();
+        let k = eg[id].data.konst.unwrap();
+        assert_eq!(k.value(), (0.1f32 + 0.2f32) as f64);
+        let z: egg::RecExpr<Node> = "(neg 0.0f64)".parse().unwrap();
+        let zid = eg.add_expr(&z);
+        eg.rebuild();
+        assert_eq!(eg[zid].data.konst.unwrap(), Lit::new(DType::F64, -0.0));
+        let nan: egg::RecExpr<Node> = "(sub inff64 inff64)".parse().unwrap();
+        let nid = eg.add_expr(&nan);
+        eg.rebuild();
+        assert!(eg[nid].data.konst.unwrap().value().is_nan());
+    }
+
+    #[test]
+    fn zero_absorbs_through_linear_ops() {
+        let mut a = Analysis::default();
+        a.inputs.insert("x".into(), Type::parse("f64[N]").unwrap());
+        let mut eg = EG::new(a);
+        let e: egg::RecExpr<Node> = "(sum (mul x (zero f64[N])))".parse().unwrap();
+        let id = eg.add_expr(&e);
+        eg.rebuild();
+        assert!(eg[id].data.zero);
+        assert_eq!(eg[id].data.ty, Some(Type::scalar(DType::F64)));
+    }
+}
