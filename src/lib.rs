@@ -6,6 +6,6 @@ pub mod lang;
 pub mod ops;
 
 pub use error::{Error, Result};
-pub mod rewrites;
 pub mod extract;
 pub mod residuals;
+pub mod rewrites;

@@ -492,7 +492,9 @@ mod tests {
         let nz = Lit::new(DType::F32, -0.0);
         assert_ne!(z, nz);
         assert_eq!(nz.to_string(), "-0.0f32");
-        for s in ["2.0f32", "-0.5f64", "NaNf32", "inff64", "-inff32", "1e-8f32"] {
+        for s in [
+            "2.0f32", "-0.5f64", "NaNf32", "inff64", "-inff32", "1e-8f32",
+        ] {
             assert_eq!(Lit::parse_suffixed(s).unwrap().to_string(), s);
         }
         assert!(Lit::parse_suffixed("2.0").is_none());

@@ -100,7 +100,12 @@ fn type_of(p: &Pattern<Node>, i: usize, env: &BTreeMap<Var, Bound>) -> Option<Ty
     }
 }
 
-fn eval(p: &Pattern<Node>, i: usize, env: &BTreeMap<Var, Bound>, vals: &BTreeMap<Var, Value>) -> Value {
+fn eval(
+    p: &Pattern<Node>,
+    i: usize,
+    env: &BTreeMap<Var, Bound>,
+    vals: &BTreeMap<Var, Value>,
+) -> Value {
     let ast = p.ast.as_ref();
     match &ast[i] {
         ENodeOrVar::Var(v) => vals[v].clone(),
@@ -119,8 +124,22 @@ fn eval(p: &Pattern<Node>, i: usize, env: &BTreeMap<Var, Bound>, vals: &BTreeMap
 }
 
 const SPECIAL: &[f64] = &[
-    0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.25, 1e-30, -1e-300, 1e30, 3e38, f64::INFINITY,
-    f64::NEG_INFINITY, f64::NAN, 7.0, 0.1,
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    2.0,
+    -3.25,
+    1e-30,
+    -1e-300,
+    1e30,
+    3e38,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    7.0,
+    0.1,
 ];
 
 struct Rng(u64);
@@ -151,9 +170,20 @@ fn assignments(rule: &Rule) -> Vec<BTreeMap<Var, Bound>> {
         for mask in 0..(1u32 << n) {
             let mut env = BTreeMap::new();
             for (k, v) in vv.iter().chain(tv.iter()).enumerate() {
-                let shape = if mask & (1 << k) != 0 { vec![Dim::Lit(3)] } else { vec![] };
+                let shape = if mask & (1 << k) != 0 {
+                    vec![Dim::Lit(3)]
+                } else {
+                    vec![]
+                };
                 let t = Type::array(dtype, shape);
-                env.insert(*v, if k < vv.len() { Bound::Val(t) } else { Bound::Ty(t) });
+                env.insert(
+                    *v,
+                    if k < vv.len() {
+                        Bound::Val(t)
+                    } else {
+                        Bound::Ty(t)
+                    },
+                );
             }
             let lt = type_of(&rule.lhs, rule.lhs.ast.as_ref().len() - 1, &env);
             let rt = type_of(&rule.rhs, rule.rhs.ast.as_ref().len() - 1, &env);
@@ -196,7 +226,10 @@ fn every_rule_preserves_values() {
                 let r = eval(&rule.rhs, rule.rhs.ast.as_ref().len() - 1, env, &vals);
                 let same = if mentions_zero(rule) {
                     l.shape == r.shape
-                        && l.data.iter().zip(&r.data).all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
+                        && l.data
+                            .iter()
+                            .zip(&r.data)
+                            .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
                 } else {
                     l.bits_eq(&r)
                 };
@@ -243,11 +276,15 @@ fn every_rule_fires() {
             .with_iter_limit(5)
             .run(&rewrites);
         let eg = runner.egraph;
-        let applied = runner
-            .iterations
-            .iter()
-            .any(|it| it.applied.contains_key(&egg::Symbol::from(rule.name.as_str())));
-        assert!(applied, "rule {} never fired on its own left side", rule.name);
+        let applied = runner.iterations.iter().any(|it| {
+            it.applied
+                .contains_key(&egg::Symbol::from(rule.name.as_str()))
+        });
+        assert!(
+            applied,
+            "rule {} never fired on its own left side",
+            rule.name
+        );
         let _ = eg.find(root);
     }
 }

@@ -180,7 +180,9 @@ fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<St
     let mut fwd = vg.clone();
     fwd.name = format!("{}.forward", vg.name);
     fwd.stmts.truncate(primal_len);
-    fwd.rets = std::iter::once(vg.rets[0]).chain(residuals.iter().copied()).collect();
+    fwd.rets = std::iter::once(vg.rets[0])
+        .chain(residuals.iter().copied())
+        .collect();
     let fwd = renumber(&fwd);
 
     let mut b = Builder::new(format!("{}.pullback", vg.name), vg.size_params.clone());
@@ -212,7 +214,10 @@ fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<St
         .collect::<Result<_, _>>()?;
     let pb = b.finish(rets);
     pb.validate()?;
-    let names = residuals.iter().map(|r| vg.var_name(*r).to_string()).collect();
+    let names = residuals
+        .iter()
+        .map(|r| vg.var_name(*r).to_string())
+        .collect();
     Ok((fwd, pb, names))
 }
 
@@ -328,8 +333,9 @@ mod tests {
 
     #[test]
     fn inactive_parameter_gets_a_symbolic_zero() {
-        let f = &parse_functions("fn f(%a: f64, %b: f64) -> f64 {\n  %0: f64 = sin %a\n  ret %0\n}")
-            .unwrap()[0];
+        let f =
+            &parse_functions("fn f(%a: f64, %b: f64) -> f64 {\n  %0: f64 = sin %a\n  ret %0\n}")
+                .unwrap()[0];
         let r = reverse(f, &[0, 1]).unwrap();
         let g = r.gradient("g");
         assert_eq!(g.stmts.last().unwrap().op, Op::Zero);

@@ -136,7 +136,8 @@ fn parse_at(toks: &[String], pos: &mut usize) -> Result<Template, TemplateError>
             .get(*pos)
             .ok_or_else(|| TemplateError("expected an op".into()))?;
         *pos += 1;
-        let op = Op::from_name(name).ok_or_else(|| TemplateError(format!("unknown op `{name}`")))?;
+        let op =
+            Op::from_name(name).ok_or_else(|| TemplateError(format!("unknown op `{name}`")))?;
         let mut cs = Vec::new();
         while toks.get(*pos).map(String::as_str) != Some(")") {
             if *pos >= toks.len() {

@@ -104,7 +104,10 @@ impl CostModel {
                     Some(t) => self.elements(t),
                     None => {
                         // The result type: any class holding this node has it.
-                        match eg.lookup(node.clone()).and_then(|id| eg[id].data.ty.as_ref()) {
+                        match eg
+                            .lookup(node.clone())
+                            .and_then(|id| eg[id].data.ty.as_ref())
+                        {
                             Some(t) => self.elements(t),
                             None => 1.0,
                         }

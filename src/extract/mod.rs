@@ -119,7 +119,11 @@ pub struct Extracted {
 
 /// Extract the roots of `ins` as an IR function with the signature of
 /// `like` (its name, size parameters and parameters).
-pub fn extract(ins: &Inserted, like: &Function, model: &CostModel) -> Result<Extracted, ExtractError> {
+pub fn extract(
+    ins: &Inserted,
+    like: &Function,
+    model: &CostModel,
+) -> Result<Extracted, ExtractError> {
     let eg = &ins.egraph;
     let choice = choose(eg, model);
     let mut b = Builder::new(like.name.clone(), like.size_params.clone());
@@ -136,7 +140,16 @@ pub fn extract(ins: &Inserted, like: &Function, model: &CostModel) -> Result<Ext
     let mut cost = Cost::ZERO;
     let mut rets = Vec::new();
     for &root in &ins.roots {
-        let v = emit(eg, &choice, eg.find(root), ins, model, &mut b, &mut var_of, &mut cost)?;
+        let v = emit(
+            eg,
+            &choice,
+            eg.find(root),
+            ins,
+            model,
+            &mut b,
+            &mut var_of,
+            &mut cost,
+        )?;
         rets.push(v);
     }
     let f = b.finish(rets);
@@ -177,10 +190,7 @@ fn emit(
             }
             continue;
         }
-        let args: Vec<VarId> = ir_args
-            .iter()
-            .map(|a| var_of[&eg.find(*a)])
-            .collect();
+        let args: Vec<VarId> = ir_args.iter().map(|a| var_of[&eg.find(*a)]).collect();
         let ty = eg[c]
             .data
             .ty

@@ -94,7 +94,10 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
             // A size parameter no argument mentions: only outputs use it.
             return Err(ArgError {
                 param: None,
-                message: format!("size parameter `{p}` of `{}` is not bound by any argument", f.name),
+                message: format!(
+                    "size parameter `{p}` of `{}` is not bound by any argument",
+                    f.name
+                ),
             });
         }
     }
@@ -133,15 +136,22 @@ pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
         let vals: Vec<&Value> = s
             .args
             .iter()
-            .map(|a| env[a.index()].as_ref().expect("validated IR: defined before use"))
+            .map(|a| {
+                env[a.index()]
+                    .as_ref()
+                    .expect("validated IR: defined before use")
+            })
             .collect();
         let v = s.op.eval(&vals, ty.dtype, &shape);
         env[s.var.index()] = Some(v);
     }
-    Ok(f
-        .rets
+    Ok(f.rets
         .iter()
-        .map(|r| env[r.index()].clone().expect("validated IR: returns are defined"))
+        .map(|r| {
+            env[r.index()]
+                .clone()
+                .expect("validated IR: returns are defined")
+        })
         .collect())
 }
 

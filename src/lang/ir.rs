@@ -127,7 +127,10 @@ impl Function {
         let mut names = HashSet::new();
         for v in &self.vars {
             if !names.insert(v.name.as_str()) {
-                return Err(IrError(format!("{}: duplicate name %{}", self.name, v.name)));
+                return Err(IrError(format!(
+                    "{}: duplicate name %{}",
+                    self.name, v.name
+                )));
             }
             for d in &v.ty.shape {
                 if let Dim::Param(p) = d {
@@ -157,12 +160,16 @@ impl Function {
                 }
             }
             if s.var.index() >= self.vars.len() || defined[s.var.index()] {
-                return Err(IrError(format!("{}: a variable is defined twice", self.name)));
+                return Err(IrError(format!(
+                    "{}: a variable is defined twice",
+                    self.name
+                )));
             }
             let arg_tys: Vec<&Type> = s.args.iter().map(|a| self.ty(*a)).collect();
-            let got = s.op.result_type(&arg_tys, Some(self.ty(s.var))).map_err(|e| {
-                IrError(format!("{}: %{}: {e}", self.name, self.var_name(s.var)))
-            })?;
+            let got = s
+                .op
+                .result_type(&arg_tys, Some(self.ty(s.var)))
+                .map_err(|e| IrError(format!("{}: %{}: {e}", self.name, self.var_name(s.var))))?;
             if &got != self.ty(s.var) {
                 return Err(IrError(format!(
                     "{}: %{} is declared {} but `{}` gives {got}",
@@ -176,7 +183,10 @@ impl Function {
         }
         for r in &self.rets {
             if r.index() >= self.vars.len() || !defined[r.index()] {
-                return Err(IrError(format!("{}: returns an undefined value", self.name)));
+                return Err(IrError(format!(
+                    "{}: returns an undefined value",
+                    self.name
+                )));
             }
         }
         Ok(())
@@ -350,7 +360,13 @@ impl fmt::Display for Function {
         }
         f.write_str(" {\n")?;
         for s in &self.stmts {
-            write!(f, "  %{}: {} = {}", self.var_name(s.var), self.ty(s.var), s.op)?;
+            write!(
+                f,
+                "  %{}: {} = {}",
+                self.var_name(s.var),
+                self.ty(s.var),
+                s.op
+            )?;
             for a in &s.args {
                 write!(f, " %{}", self.var_name(*a))?;
             }
@@ -396,7 +412,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
             .ok_or_else(|| err("expected `fn NAME(...) -> T {`"))?
             .trim();
         let open = header.find('(').ok_or_else(|| err("expected `(`"))?;
-        let close = header.find(") ->").ok_or_else(|| err("expected `) -> T`"))?;
+        let close = header
+            .find(") ->")
+            .ok_or_else(|| err("expected `) -> T`"))?;
         let (name, sizes) = match header[..open].find('[') {
             Some(i) => {
                 let s = header[i + 1..open]
@@ -411,7 +429,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
         let mut b = Builder::new(name, sizes);
         let mut env: IndexMap<String, VarId> = IndexMap::new();
         for p in split_top(&header[open + 1..close]) {
-            let (pname, pty) = p.split_once(':').ok_or_else(|| err("expected `%name: type`"))?;
+            let (pname, pty) = p
+                .split_once(':')
+                .ok_or_else(|| err("expected `%name: type`"))?;
             let pname = pname
                 .trim()
                 .strip_prefix('%')
@@ -446,7 +466,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 continue;
             }
             let (lhs, rhs) = line.split_once('=').ok_or_else(|| err("expected `=`"))?;
-            let (vname, vty) = lhs.split_once(':').ok_or_else(|| err("expected `%name: type`"))?;
+            let (vname, vty) = lhs
+                .split_once(':')
+                .ok_or_else(|| err("expected `%name: type`"))?;
             let vname = vname
                 .trim()
                 .strip_prefix('%')
@@ -466,11 +488,12 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let n = w.strip_prefix('%').ok_or_else(|| err("expected `%name`"))?;
                 args.push(*env.get(n).ok_or_else(|| err(&format!("unknown %{n}")))?);
             }
-            let v = b
-                .push(vname, op, &args, Some(&ty))
-                .map_err(|e| err(&e.0))?;
+            let v = b.push(vname, op, &args, Some(&ty)).map_err(|e| err(&e.0))?;
             if b.ty(v) != &ty {
-                return Err(err(&format!("declared {ty} but `{opname}` gives {}", b.ty(v))));
+                return Err(err(&format!(
+                    "declared {ty} but `{opname}` gives {}",
+                    b.ty(v)
+                )));
             }
             if b.function().var_name(v) != vname {
                 return Err(err(&format!("duplicate name %{vname}")));

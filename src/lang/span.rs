@@ -139,7 +139,9 @@ fn snippet(file: &SourceFile, span: Span, label: Option<&str>) -> String {
         let e = floor_char_boundary(&file.text, e.max(s));
         file.text[s..e].chars().take_while(|c| *c != '\n').count()
     };
-    let caret_len = span_chars.max(1).min(line_chars.saturating_sub(col - 1).max(1));
+    let caret_len = span_chars
+        .max(1)
+        .min(line_chars.saturating_sub(col - 1).max(1));
     let mut out = String::new();
     out.push_str(&format!("{pad}--> {}:{line}:{col}\n", file.name));
     out.push_str(&format!("{pad} |\n"));

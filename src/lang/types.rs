@@ -132,7 +132,10 @@ impl Type {
                 }
                 if part.chars().all(|c| c.is_ascii_digit()) {
                     shape.push(Dim::Lit(part.parse().ok()?));
-                } else if part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                } else if part
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
                     && part.chars().all(|c| c.is_alphanumeric() || c == '_')
                 {
                     shape.push(Dim::Param(part.to_string()));

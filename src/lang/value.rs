@@ -84,9 +84,11 @@ impl Value {
 /// no trailing `.0` for integral values, exponent form for very large/small.
 pub fn format_elem(dtype: DType, x: f64) -> String {
     let s = match dtype {
-        DType::F32 => fmt_float(x as f32 as f64, |v| format!("{}", v as f32), |v| {
-            format!("{:e}", v as f32)
-        }),
+        DType::F32 => fmt_float(
+            x as f32 as f64,
+            |v| format!("{}", v as f32),
+            |v| format!("{:e}", v as f32),
+        ),
         DType::F64 => fmt_float(x, |v| format!("{v}"), |v| format!("{v:e}")),
     };
     s
@@ -123,7 +125,10 @@ mod tests {
 
     #[test]
     fn formats_like_a_user_expects() {
-        assert_eq!(Value::f32(&[252.0, 315.0, 378.0]).to_string(), "[252, 315, 378]");
+        assert_eq!(
+            Value::f32(&[252.0, 315.0, 378.0]).to_string(),
+            "[252, 315, 378]"
+        );
         assert_eq!(Value::scalar(DType::F32, 0.1).to_string(), "0.1");
         assert_eq!(Value::scalar(DType::F64, 1e-30).to_string(), "1e-30");
         assert_eq!(Value::scalar(DType::F64, -0.0).to_string(), "-0");

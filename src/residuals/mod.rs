@@ -101,7 +101,9 @@ impl fmt::Display for ResidualPlan {
         )?;
         for r in &self.residuals {
             match r.kind {
-                ResidualKind::Input => writeln!(f, "  %{}: {}  input, read in place", r.name, r.ty)?,
+                ResidualKind::Input => {
+                    writeln!(f, "  %{}: {}  input, read in place", r.name, r.ty)?
+                }
                 ResidualKind::Stored => writeln!(
                     f,
                     "  %{}: {}  stored at offset {}, {} bytes",

@@ -111,12 +111,19 @@ impl egg::FromOp for Node {
         if let Some(t) = Type::parse(op) {
             return Ok(Node::Ty(t));
         }
-        if op.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-            && op.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        if op
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && op
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
         {
             return Ok(Node::Input(op.to_string()));
         }
-        Err(NodeParseError(format!("`{op}` is not an op, a literal, a type or a name")))
+        Err(NodeParseError(format!(
+            "`{op}` is not an op, a literal, a type or a name"
+        )))
     }
 }
 
@@ -246,7 +253,12 @@ fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
     }
     let vals: Option<Vec<Value>> = args
         .iter()
-        .map(|c| egraph[*c].data.konst.map(|l| Value::scalar(l.dtype, l.value())))
+        .map(|c| {
+            egraph[*c]
+                .data
+                .konst
+                .map(|l| Value::scalar(l.dtype, l.value()))
+        })
         .collect();
     let vals = vals?;
     let refs: Vec<&Value> = vals.iter().collect();

@@ -126,13 +126,13 @@ pub fn saturate(
     };
     let egraph = runner.egraph;
     let roots = roots.iter().map(|r| egraph.find(*r)).collect();
-    let names = names
-        .into_iter()
-        .map(|(id, n)| (egraph.find(id), n))
-        .fold(IndexMap::new(), |mut m, (id, n)| {
+    let names = names.into_iter().map(|(id, n)| (egraph.find(id), n)).fold(
+        IndexMap::new(),
+        |mut m, (id, n)| {
             m.entry(id).or_insert(n);
             m
-        });
+        },
+    );
     (
         Inserted {
             egraph,

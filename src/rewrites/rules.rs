@@ -10,16 +10,25 @@
 use super::lang::{Analysis, Node, EG};
 use crate::lang::types::DType;
 use crate::ops::{parse_number, Lit, Op};
-use egg::{ConditionalApplier, Condition, Id, Pattern, Rewrite, Searcher, Subst, Var};
+use egg::{Condition, ConditionalApplier, Id, Pattern, Rewrite, Searcher, Subst, Var};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
 /// The rule files bundled into the binary (the same files as `rulesets/`).
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
-    ("rulesets/algebra.rules", include_str!("../../rulesets/algebra.rules")),
-    ("rulesets/zero.rules", include_str!("../../rulesets/zero.rules")),
-    ("rulesets/broadcast.rules", include_str!("../../rulesets/broadcast.rules")),
+    (
+        "rulesets/algebra.rules",
+        include_str!("../../rulesets/algebra.rules"),
+    ),
+    (
+        "rulesets/zero.rules",
+        include_str!("../../rulesets/zero.rules"),
+    ),
+    (
+        "rulesets/broadcast.rules",
+        include_str!("../../rulesets/broadcast.rules"),
+    ),
 ];
 
 /// A rule file is malformed.
@@ -60,7 +69,9 @@ impl Guard {
         };
         let d = &eg[*id].data;
         match self {
-            Guard::Nonzero(_) => d.konst.is_some_and(|l| l.value() != 0.0 && !l.value().is_nan()),
+            Guard::Nonzero(_) => d
+                .konst
+                .is_some_and(|l| l.value() != 0.0 && !l.value().is_nan()),
             Guard::Scalar(_) => d.ty.as_ref().is_some_and(|t| t.is_scalar()),
             Guard::Array(_) => d.ty.as_ref().is_some_and(|t| !t.is_scalar()),
         }
@@ -200,16 +211,16 @@ fn instantiate(toks: &[String], dtype: DType) -> String {
 }
 
 fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
-    let (name, rest) = line
-        .split_once(':')
-        .ok_or("expected `name: LHS => RHS`")?;
+    let (name, rest) = line.split_once(':').ok_or("expected `name: LHS => RHS`")?;
     let name = name.trim();
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err(format!("bad rule name `{name}` (letters, digits, `-`, `_`)"));
+        return Err(format!(
+            "bad rule name `{name}` (letters, digits, `-`, `_`)"
+        ));
     }
     let (lhs, rest) = rest.split_once("=>").ok_or("expected `=>`")?;
     let (rhs, guard_text) = match rest.split_once(" if ") {
@@ -237,7 +248,11 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
             })
             .collect()
     } else {
-        vec![(name.to_string(), lhs.trim().to_string(), rhs.trim().to_string())]
+        vec![(
+            name.to_string(),
+            lhs.trim().to_string(),
+            rhs.trim().to_string(),
+        )]
     };
     let mut out = Vec::new();
     for (n, l, r) in variants {
@@ -253,12 +268,17 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
         let bound = lhs.vars();
         for v in rhs.vars() {
             if !bound.contains(&v) {
-                return Err(format!("`{v}` on the right side is not bound by the left side"));
+                return Err(format!(
+                    "`{v}` on the right side is not bound by the left side"
+                ));
             }
         }
         for g in &guards {
             if !bound.contains(&g.var()) {
-                return Err(format!("guard variable `{}` is not bound by the left side", g.var()));
+                return Err(format!(
+                    "guard variable `{}` is not bound by the left side",
+                    g.var()
+                ));
             }
         }
         check_no_input_names(&lhs).and(check_no_input_names(&rhs))?;
@@ -336,7 +356,10 @@ mod tests {
     fn errors_name_file_and_line() {
         let mut s = RuleSet::default();
         let e = s
-            .add_file("x.rules", "# ok\nfine: (neg (neg ?a)) => ?a\nbad: (frob ?a) => ?a\n")
+            .add_file(
+                "x.rules",
+                "# ok\nfine: (neg (neg ?a)) => ?a\nbad: (frob ?a) => ?a\n",
+            )
             .unwrap_err();
         assert_eq!(e.line, 3);
         assert!(e.to_string().starts_with("x.rules:3: "), "{e}");
@@ -352,7 +375,10 @@ mod tests {
             assert!(e.message.contains(want), "{text}: {e}");
         }
         let e = RuleSet::default()
-            .add_file("z.rules", "r: (neg (neg ?a)) => ?a\nr: (neg (neg ?a)) => ?a\n")
+            .add_file(
+                "z.rules",
+                "r: (neg (neg ?a)) => ?a\nr: (neg (neg ?a)) => ?a\n",
+            )
             .unwrap_err();
         assert!(e.message.contains("duplicate"), "{e}");
     }
