@@ -153,7 +153,7 @@ impl Rng {
     }
     fn sample(&mut self) -> f64 {
         let r = self.next();
-        if r % 3 == 0 {
+        if r.is_multiple_of(3) {
             SPECIAL[(r / 3 % SPECIAL.len() as u64) as usize]
         } else {
             ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 20.0
