@@ -1,5 +1,6 @@
 //! egrad: an optimizing derivative compiler.
 
+pub mod backend;
 pub mod differentiate;
 pub mod error;
 pub mod lang;

@@ -1,0 +1,340 @@
+//! The Cranelift JIT: ISA and module set-up, the libm imports, compilation,
+//! and the compiled function with its host-side calling wrapper.
+
+use super::lower::{Plan, Translator};
+use super::BackendOptions;
+use crate::error::Error;
+use crate::lang::interp::{bind_args, concrete_shape, ArgError};
+use crate::lang::ir::Function;
+use crate::lang::types::DType;
+use crate::lang::value::Value;
+use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, UserFuncName};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+
+/// Transcendental functions called through imported symbols, so the JIT
+/// computes exactly what Rust's `f32`/`f64` methods (and so the reference
+/// interpreter) compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Libm {
+    Sin,
+    Cos,
+    Exp,
+    Log,
+    Tanh,
+}
+
+const LIBM: [Libm; 5] = [Libm::Sin, Libm::Cos, Libm::Exp, Libm::Log, Libm::Tanh];
+const DTYPES: [DType; 2] = [DType::F32, DType::F64];
+
+macro_rules! libm_wrappers {
+    ($($name:ident: $t:ty => $m:ident;)*) => {
+        $(
+            extern "C" fn $name(x: $t) -> $t {
+                <$t>::$m(x)
+            }
+        )*
+    };
+}
+
+libm_wrappers! {
+    egrad_sin_f32: f32 => sin;
+    egrad_cos_f32: f32 => cos;
+    egrad_exp_f32: f32 => exp;
+    egrad_log_f32: f32 => ln;
+    egrad_tanh_f32: f32 => tanh;
+    egrad_sin_f64: f64 => sin;
+    egrad_cos_f64: f64 => cos;
+    egrad_exp_f64: f64 => exp;
+    egrad_log_f64: f64 => ln;
+    egrad_tanh_f64: f64 => tanh;
+}
+
+impl Libm {
+    fn symbol(self, dtype: DType) -> (&'static str, *const u8) {
+        use DType::*;
+        use Libm::*;
+        match (self, dtype) {
+            (Sin, F32) => ("egrad_sin_f32", egrad_sin_f32 as *const u8),
+            (Cos, F32) => ("egrad_cos_f32", egrad_cos_f32 as *const u8),
+            (Exp, F32) => ("egrad_exp_f32", egrad_exp_f32 as *const u8),
+            (Log, F32) => ("egrad_log_f32", egrad_log_f32 as *const u8),
+            (Tanh, F32) => ("egrad_tanh_f32", egrad_tanh_f32 as *const u8),
+            (Sin, F64) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
+            (Cos, F64) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
+            (Exp, F64) => ("egrad_exp_f64", egrad_exp_f64 as *const u8),
+            (Log, F64) => ("egrad_log_f64", egrad_log_f64 as *const u8),
+            (Tanh, F64) => ("egrad_tanh_f64", egrad_tanh_f64 as *const u8),
+        }
+    }
+}
+
+fn cl_err(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::internal(format!("cranelift: {what}: {e:?}"))
+}
+
+/// A JIT module for the host with the libm symbols registered.
+fn new_module(verify: bool) -> Result<JITModule, Error> {
+    let mut flags = settings::builder();
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("use_colocated_libcalls", "false"),
+        ("is_pic", "false"),
+        ("enable_verifier", if verify { "true" } else { "false" }),
+    ] {
+        flags.set(k, v).map_err(|e| cl_err(k, e))?;
+    }
+    let isa_builder = cranelift_native::builder().map_err(|e| cl_err("host ISA", e))?;
+    let isa = isa_builder
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| cl_err("ISA", e))?;
+    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+    for which in LIBM {
+        for dtype in DTYPES {
+            let (name, ptr) = which.symbol(dtype);
+            jb.symbol(name, ptr);
+        }
+    }
+    Ok(JITModule::new(jb))
+}
+
+/// The lowered function, declared in `module` but not yet defined.
+struct Lowered {
+    id: FuncId,
+    ctx: Context,
+    plan: Plan,
+}
+
+fn lower(module: &mut JITModule, f: &Function) -> Result<Lowered, Error> {
+    f.validate()
+        .map_err(|e| Error::internal(format!("backend: invalid IR: {e}")))?;
+    if module.target_config().pointer_type() != types::I64 {
+        return Err(Error::internal("backend: only 64-bit hosts are supported"));
+    }
+    let plan = Plan::new(f)?;
+
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::I64));
+    let id = module
+        .declare_function("egrad_entry", Linkage::Local, &sig)
+        .map_err(|e| cl_err("declare", e))?;
+    // Declare every libm import up front, in a fixed order, so the CLIF text
+    // is deterministic.
+    let mut imports: Vec<(Libm, DType, FuncId)> = Vec::new();
+    for which in LIBM {
+        for dtype in DTYPES {
+            let t = match dtype {
+                DType::F32 => types::F32,
+                DType::F64 => types::F64,
+            };
+            let mut s = module.make_signature();
+            s.params.push(AbiParam::new(t));
+            s.returns.push(AbiParam::new(t));
+            let fid = module
+                .declare_function(which.symbol(dtype).0, Linkage::Import, &s)
+                .map_err(|e| cl_err("declare import", e))?;
+            imports.push((which, dtype, fid));
+        }
+    }
+
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    let target = module.target_config();
+    {
+        let mut import = |func: &mut ir::Function, which: Libm, dtype: DType| -> FuncRef {
+            let fid = imports
+                .iter()
+                .find(|(w, d, _)| *w == which && *d == dtype)
+                .map(|&(_, _, fid)| fid)
+                .unwrap_or(imports[0].2);
+            module.declare_func_in_func(fid, func)
+        };
+        let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let b = Translator::new(f, &plan, b, &mut import).translate_function()?;
+        b.finalize(target);
+    }
+    Ok(Lowered { id, ctx, plan })
+}
+
+/// The CLIF of `f` before Cranelift's optimisations (deterministic).
+pub fn clif_text(f: &Function) -> Result<String, Error> {
+    let mut module = new_module(false)?;
+    let lowered = lower(&mut module, f)?;
+    Ok(lowered.ctx.func.display().to_string())
+}
+
+type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
+
+/// A natively compiled function. Owns its JIT memory (freed on drop).
+pub struct CompiledFunction {
+    /// `Some` until dropped; the entry pointer is valid only while it lives.
+    module: Option<JITModule>,
+    entry: Entry,
+    func: Function,
+    plan: Plan,
+}
+
+/// Compile `f` to native code.
+pub fn compile(f: &Function, opts: &BackendOptions) -> Result<CompiledFunction, Error> {
+    let mut module = new_module(opts.verify)?;
+    let Lowered { id, mut ctx, plan } = match lower(&mut module, f) {
+        Ok(l) => l,
+        Err(e) => {
+            // SAFETY: nothing compiled in this module is referenced anywhere.
+            unsafe { module.free_memory() };
+            return Err(e);
+        }
+    };
+    let defined = module
+        .define_function(id, &mut ctx)
+        .map_err(|e| cl_err("compile", e))
+        .and_then(|()| {
+            module
+                .finalize_definitions()
+                .map_err(|e| cl_err("finalize", e))
+        });
+    if let Err(e) = defined {
+        // SAFETY: no pointer into this module escaped.
+        unsafe { module.free_memory() };
+        return Err(e);
+    }
+    let code = module.get_finalized_function(id);
+    // SAFETY: the function was declared with the signature
+    // (pointer, pointer) -> () in the ISA's default (C) calling convention.
+    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+    Ok(CompiledFunction {
+        module: Some(module),
+        entry,
+        func: f.clone(),
+        plan,
+    })
+}
+
+/// A buffer in the dtype's native layout.
+enum NativeBuf {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl NativeBuf {
+    fn from_value(v: &Value) -> NativeBuf {
+        match v.dtype {
+            DType::F32 => NativeBuf::F32(v.data.iter().map(|&x| x as f32).collect()),
+            DType::F64 => NativeBuf::F64(v.data.clone()),
+        }
+    }
+
+    fn zeros(dtype: DType, n: usize) -> NativeBuf {
+        match dtype {
+            DType::F32 => NativeBuf::F32(vec![0.0; n]),
+            DType::F64 => NativeBuf::F64(vec![0.0; n]),
+        }
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            NativeBuf::F32(v) => v.as_mut_ptr().cast(),
+            NativeBuf::F64(v) => v.as_mut_ptr().cast(),
+        }
+    }
+
+    fn into_f64(self) -> Vec<f64> {
+        match self {
+            NativeBuf::F32(v) => v.into_iter().map(|x| x as f64).collect(),
+            NativeBuf::F64(v) => v,
+        }
+    }
+}
+
+impl CompiledFunction {
+    /// Run the native code. Arguments are checked (count, dtype, rank,
+    /// lengths) before any native code runs.
+    pub fn call(&self, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
+        let f = &self.func;
+        let dims = bind_args(f, args)?;
+        let too_big = |what: &str| ArgError {
+            param: None,
+            message: format!("`{}`: the {what} is too large to allocate", f.name),
+        };
+        let mut dim_vals = Vec::with_capacity(f.size_params.len());
+        for p in &f.size_params {
+            let d = dims.get(p).copied().unwrap_or(0);
+            dim_vals.push(i64::try_from(d).map_err(|_| too_big("size parameter"))?);
+        }
+        let sized = |ty: &crate::lang::types::Type| -> Result<(Vec<usize>, usize), ArgError> {
+            let shape = concrete_shape(ty, &dims);
+            let n = shape
+                .iter()
+                .try_fold(1usize, |a, &k| a.checked_mul(k))
+                .filter(|n| {
+                    n.checked_mul(ty.dtype.bytes())
+                        .is_some_and(|b| b <= isize::MAX as usize)
+                })
+                .ok_or_else(|| too_big("result"))?;
+            Ok((shape, n))
+        };
+
+        let mut bufs: Vec<NativeBuf> = Vec::with_capacity(self.plan.n_buffers());
+        for a in args {
+            bufs.push(NativeBuf::from_value(a));
+        }
+        let mut out_shapes = Vec::with_capacity(f.rets.len());
+        for r in &f.rets {
+            let ty = f.ty(*r);
+            let (shape, n) = sized(ty)?;
+            bufs.push(NativeBuf::zeros(ty.dtype, n));
+            out_shapes.push((ty.dtype, shape));
+        }
+        for ty in &self.plan.scratch {
+            let (_, n) = sized(ty)?;
+            bufs.push(NativeBuf::zeros(ty.dtype, n));
+        }
+        let ptrs: Vec<*mut u8> = bufs.iter_mut().map(NativeBuf::as_mut_ptr).collect();
+        // SAFETY: the module is alive (owned by `self`); `ptrs` holds one
+        // buffer per input, output and scratch slot, each sized from the
+        // bound dims, and `dim_vals` one value per size parameter, which is
+        // exactly what the code indexes (loops run over 0..len only).
+        unsafe { (self.entry)(ptrs.as_ptr(), dim_vals.as_ptr()) };
+        drop(ptrs);
+
+        let outs = bufs.into_iter().skip(self.plan.n_inputs);
+        Ok(out_shapes
+            .into_iter()
+            .zip(outs)
+            .map(|((dtype, shape), buf)| Value {
+                dtype,
+                shape,
+                data: buf.into_f64(),
+            })
+            .collect())
+    }
+
+    /// The IR function this was compiled from.
+    pub fn function(&self) -> &Function {
+        &self.func
+    }
+}
+
+impl Drop for CompiledFunction {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: `entry` points into this module's memory and is never
+            // called again: `self` is being dropped.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+impl std::fmt::Debug for CompiledFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledFunction")
+            .field("function", &self.func.name)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,449 @@
+//! The native backend against the reference interpreter: results must be
+//! bit-for-bit identical.
+
+use egrad::backend::{clif_text, compile, BackendOptions, CompiledFunction};
+use egrad::lang::interp;
+use egrad::lang::ir::{parse_functions, Function};
+use egrad::lang::types::{DType, Dim};
+use egrad::lang::value::Value;
+use proptest::prelude::*;
+
+const OPTS: BackendOptions = BackendOptions { verify: true };
+
+const SEED_GRAD: &str = "fn dloss_dw[N](%w: f32[N], %x: f32[N], %y: f32) -> f32[N] {
+  %0: f32[N] = mul %w %x
+  %pred: f32 = sum %0
+  %err: f32 = sub %pred %y
+  %1: f32 = add %err %err
+  %2: f32[N] = bcast %1
+  %w.ct: f32[N] = mul %2 %x
+  ret %w.ct
+}";
+
+/// Test functions, written for a dtype `T` (substituted with f32 and f64).
+const CASES: &[&str] = &[
+    // every unary op on arrays
+    "fn unary[N](%a: T[N]) -> (T[N], T[N], T[N], T[N], T[N], T[N], T[N]) {
+  %0: T[N] = neg %a
+  %1: T[N] = sin %a
+  %2: T[N] = cos %a
+  %3: T[N] = exp %a
+  %4: T[N] = log %a
+  %5: T[N] = sqrt %a
+  %6: T[N] = tanh %a
+  ret %0, %1, %2, %3, %4, %5, %6
+}",
+    // every binary op on arrays
+    "fn binary[N](%a: T[N], %b: T[N]) -> (T[N], T[N], T[N], T[N]) {
+  %0: T[N] = add %a %b
+  %1: T[N] = sub %a %b
+  %2: T[N] = mul %a %b
+  %3: T[N] = div %a %b
+  ret %0, %1, %2, %3
+}",
+    // every op on scalars, constants, zero, bcast to a scalar
+    "fn scalars(%a: T, %b: T) -> (T, T, T, T, T, T, T, T, T, T, T, T, T, T, T) {
+  %0: T = add %a %b
+  %1: T = sub %a %b
+  %2: T = mul %a %b
+  %3: T = div %a %b
+  %4: T = neg %a
+  %5: T = sin %a
+  %6: T = cos %a
+  %7: T = exp %a
+  %8: T = log %a
+  %9: T = sqrt %a
+  %10: T = tanh %a
+  %11: T = const 0.1
+  %12: T = zero
+  %13: T = bcast %b
+  %14: T = mul %11 %a
+  ret %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14
+}",
+    // a fused chain: sum(sin(a*b)+c), one loop
+    "fn chain[N](%a: T[N], %b: T[N], %c: T[N]) -> T {
+  %0: T[N] = mul %a %b
+  %1: T[N] = sin %0
+  %2: T[N] = add %1 %c
+  %3: T = sum %2
+  ret %3
+}",
+    // every op fused into one sum
+    "fn all_fused[N](%a: T[N], %b: T[N]) -> T {
+  %0: T[N] = mul %a %b
+  %1: T[N] = sin %0
+  %2: T[N] = cos %1
+  %3: T[N] = exp %2
+  %4: T[N] = log %3
+  %5: T[N] = sqrt %4
+  %6: T[N] = tanh %5
+  %7: T[N] = neg %6
+  %8: T[N] = div %7 %b
+  %9: T[N] = sub %8 %a
+  %10: T = sum %9
+  ret %10
+}",
+    // a value used twice (materialised to scratch), then fused uses of it
+    "fn twice[N](%a: T[N], %b: T[N]) -> (T, T[N]) {
+  %0: T[N] = mul %a %b
+  %1: T[N] = sin %0
+  %2: T[N] = add %0 %1
+  %3: T = sum %2
+  %4: T[N] = exp %2
+  %5: T[N] = add %4 %2
+  ret %3, %5
+}",
+    // broadcasting scalars and constants, a bcast used twice
+    "fn bcast[N](%a: T[N], %s: T) -> (T[N], T) {
+  %k: T = const 2.5
+  %0: T = mul %s %k
+  %1: T[N] = bcast %0
+  %2: T[N] = mul %a %1
+  %3: T[N] = add %2 %1
+  %4: T = sum %1
+  ret %3, %4
+}",
+    // returning a parameter, the same value twice, a bcast twice, a scalar twice
+    "fn returns[N](%a: T[N], %s: T) -> (T[N], T[N], T[N], T, T, T[N], T[N], T) {
+  %0: T[N] = neg %a
+  %1: T[N] = bcast %s
+  %2: T = exp %s
+  ret %a, %0, %0, %2, %2, %1, %1, %s
+}",
+    // symbolic zeros: array and scalar, returned and used
+    "fn zeros[N](%a: T[N]) -> (T[N], T[N], T) {
+  %z: T[N] = zero
+  %0: T[N] = add %a %z
+  %1: T[N] = sin %0
+  %s: T = zero
+  %2: T = sum %z
+  %3: T = add %2 %s
+  ret %z, %1, %3
+}",
+    // 2-D arrays
+    "fn two_d[N, M](%x: T[N, M], %y: T[N, M], %s: T) -> (T[N, M], T) {
+  %0: T[N, M] = mul %x %y
+  %1: T[N, M] = sin %x
+  %2: T[N, M] = add %0 %1
+  %3: T = sum %2
+  %4: T[N, M] = bcast %s
+  %5: T[N, M] = mul %2 %4
+  ret %5, %3
+}",
+    // literal dims mixed with parameters, and dead code
+    "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {
+  %0: T[3] = exp %a
+  %1: T = sum %0
+  %2: T[N, 2] = tanh %b
+  %3: T = sum %2
+  %4: T[N, 2] = cos %b
+  %5: T = sum %4
+  %6: T = add %1 %3
+  ret %0, %6
+}",
+];
+
+fn cases(dtype: DType) -> Vec<Function> {
+    CASES
+        .iter()
+        .map(|c| {
+            let text = c.replace(" T", &format!(" {}", dtype.name()));
+            let text = text.replace("(T", &format!("({}", dtype.name()));
+            let mut fs = parse_functions(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            fs.remove(0)
+        })
+        .collect()
+}
+
+/// Deterministic pseudo-random numbers in [-2, 2).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+    }
+}
+
+fn args_for(f: &Function, n: usize, m: usize, rng: &mut Lcg) -> Vec<Value> {
+    f.params
+        .iter()
+        .map(|p| {
+            let ty = f.ty(p.var);
+            let shape: Vec<usize> = ty
+                .shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Lit(k) => *k as usize,
+                    Dim::Param(p) if p == "N" => n,
+                    Dim::Param(_) => m,
+                })
+                .collect();
+            let len = shape.iter().product();
+            let data = (0..len).map(|_| rng.next()).collect();
+            Value::array(ty.dtype, shape, data)
+        })
+        .collect()
+}
+
+/// Bit-for-bit equality (`to_bits` of each element, dtype and shape). The
+/// one exception is which NaN comes out when several NaNs meet: IEEE 754
+/// leaves it open, and both rustc and Cranelift may commute `add`/`mul`
+/// operands (x86 returns the first operand's NaN), so two NaNs of any sign
+/// and payload count as equal (as in `Value::bits_eq`).
+fn assert_bits_eq(f: &Function, got: &[Value], want: &[Value], what: &str) {
+    assert_eq!(got.len(), want.len(), "{}: {what}: result count", f.name);
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.dtype, w.dtype, "{}: {what}: result {k} dtype", f.name);
+        assert_eq!(g.shape, w.shape, "{}: {what}: result {k} shape", f.name);
+        for (i, (a, b)) in g.data.iter().zip(&w.data).enumerate() {
+            if a.is_nan() && b.is_nan() {
+                continue;
+            }
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{}: {what}: result {k} element {i}: jit {a:?} interp {b:?}",
+                f.name
+            );
+        }
+    }
+}
+
+fn check(cf: &CompiledFunction, args: &[Value], what: &str) {
+    let refs: Vec<&Value> = args.iter().collect();
+    let want = interp::run(cf.function(), &refs).unwrap();
+    let got = cf.call(&refs).unwrap();
+    assert_bits_eq(cf.function(), &got, &want, what);
+}
+
+#[test]
+fn seed_gradient() {
+    let f = &parse_functions(SEED_GRAD).unwrap()[0];
+    let cf = compile(f, &OPTS).unwrap();
+    let w = Value::f32(&[1.0, 2.0, 3.0]);
+    let x = Value::f32(&[4.0, 5.0, 6.0]);
+    let y = Value::scalar(DType::F32, 0.5);
+    let out = cf.call(&[&w, &x, &y]).unwrap();
+    assert_eq!(out, vec![Value::f32(&[252.0, 315.0, 378.0])]);
+    check(&cf, &[w, x, y], "seed");
+}
+
+#[test]
+fn table_matches_interpreter_bit_for_bit() {
+    let mut rng = Lcg(42);
+    for dtype in [DType::F32, DType::F64] {
+        for f in cases(dtype) {
+            let cf = compile(&f, &OPTS).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            for n in [0, 1, 7, 1000] {
+                for m in [0, 1, 3] {
+                    let args = args_for(&f, n, m, &mut rng);
+                    check(&cf, &args, &format!("{dtype} N={n} M={m}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn special_values_match() {
+    // NaN, infinities, signed zeros, subnormals, huge and tiny numbers.
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e-40,
+        1e30,
+        -1e30,
+        88.7,
+        -103.0,
+        710.0,
+        1e-310,
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        for f in cases(dtype) {
+            let cf = compile(&f, &OPTS).unwrap();
+            let mut rng = Lcg(7);
+            let mut args = args_for(&f, specials.len(), 1, &mut rng);
+            for (k, a) in args.iter_mut().enumerate() {
+                let n = a.data.len();
+                for (i, x) in a.data.iter_mut().enumerate() {
+                    *x = dtype.round(specials[(i + 3 * k) % specials.len()]);
+                }
+                let _ = n;
+            }
+            check(&cf, &args, &format!("{dtype} specials"));
+        }
+    }
+}
+
+#[test]
+fn deep_chain_is_fused_without_recursion() {
+    let mut text = String::from("fn deep[N](%a: f64[N]) -> f64 {\n  %v0: f64[N] = sin %a\n");
+    let depth = 3000;
+    for k in 1..depth {
+        let op = ["sin", "tanh", "neg"][k % 3];
+        text += &format!("  %v{k}: f64[N] = {op} %v{}\n", k - 1);
+    }
+    text += &format!("  %s: f64 = sum %v{}\n  ret %s\n}}\n", depth - 1);
+    let f = &parse_functions(&text).unwrap()[0];
+    let cf = compile(f, &BackendOptions { verify: false }).unwrap();
+    let mut rng = Lcg(3);
+    check(&cf, &args_for(f, 17, 0, &mut rng), "deep");
+    // One loop only.
+    assert_eq!(clif_text(f).unwrap().matches("brif").count(), 1);
+}
+
+#[test]
+fn fusion_shapes_the_loops() {
+    let loops = |text: &str| {
+        let f = &parse_functions(text).unwrap()[0];
+        clif_text(f).unwrap().matches("brif").count()
+    };
+    // sum loop over w*x (inlined), then the returned w.ct (bcast inlined).
+    assert_eq!(loops(SEED_GRAD), 2);
+    let fs = cases(DType::F32);
+    let by_name = |n: &str| fs.iter().find(|f| f.name == n).unwrap();
+    let count = |f: &Function| clif_text(f).unwrap().matches("brif").count();
+    assert_eq!(count(by_name("chain")), 1);
+    assert_eq!(count(by_name("all_fused")), 1);
+    // %0 and %2 materialised (used twice), sum loop, %5 returned.
+    assert_eq!(count(by_name("twice")), 4);
+    // %3 returned, sum of the bcast.
+    assert_eq!(count(by_name("bcast")), 2);
+}
+
+#[test]
+fn clif_text_is_deterministic() {
+    for dtype in [DType::F32, DType::F64] {
+        for f in cases(dtype) {
+            let a = clif_text(&f).unwrap();
+            let b = clif_text(&f).unwrap();
+            assert_eq!(a, b);
+            assert!(a.starts_with("function "), "{a}");
+        }
+    }
+    let f = &cases(DType::F32)[0];
+    let text = clif_text(f).unwrap();
+    assert!(text.contains("sqrt"), "{text}");
+    assert!(text.contains("call fn"), "{text}");
+}
+
+#[test]
+fn bad_arguments_are_rejected_before_running() {
+    let f = &parse_functions(SEED_GRAD).unwrap()[0];
+    let cf = compile(f, &OPTS).unwrap();
+    let w = Value::f32(&[1.0, 2.0, 3.0]);
+    let x2 = Value::f32(&[4.0, 5.0]);
+    let y = Value::scalar(DType::F32, 0.5);
+    let e = cf.call(&[&w, &x2, &y]).unwrap_err();
+    assert_eq!(e.param, Some(1));
+    let e = cf.call(&[&w, &w]).unwrap_err();
+    assert_eq!(e.param, None);
+    let wd = Value::f64(&[1.0, 2.0, 3.0]);
+    let e = cf.call(&[&wd, &w, &y]).unwrap_err();
+    assert_eq!(e.param, Some(0));
+    let e = cf.call(&[&w, &w, &w]).unwrap_err();
+    assert_eq!(e.param, Some(2));
+    // Literal dims are checked too.
+    let f =
+        &parse_functions("fn g(%a: f64[3]) -> f64 {\n  %0: f64 = sum %a\n  ret %0\n}").unwrap()[0];
+    let cf = compile(f, &OPTS).unwrap();
+    assert!(cf.call(&[&Value::f64(&[1.0; 1000])]).is_err());
+    assert_eq!(
+        cf.call(&[&Value::f64(&[1.0, 2.0, 3.0])]).unwrap(),
+        vec![Value::scalar(DType::F64, 6.0)]
+    );
+}
+
+#[test]
+fn compile_and_drop_many_times() {
+    let f = &parse_functions(SEED_GRAD).unwrap()[0];
+    let w = Value::f32(&[1.0, 2.0, 3.0]);
+    let x = Value::f32(&[4.0, 5.0, 6.0]);
+    let y = Value::scalar(DType::F32, 0.5);
+    for _ in 0..200 {
+        let cf = compile(f, &BackendOptions::default()).unwrap();
+        let out = cf.call(&[&w, &x, &y]).unwrap();
+        assert_eq!(out[0].data, vec![252.0, 315.0, 378.0]);
+    }
+}
+
+#[test]
+fn no_arguments_and_no_size_params() {
+    let f = &parse_functions(
+        "fn k() -> (f32, f64[2]) {\n  %0: f32 = const 1.5\n  %1: f64 = const -0.0\n  %2: f64[2] = bcast %1\n  ret %0, %2\n}",
+    )
+    .unwrap()[0];
+    let cf = compile(f, &OPTS).unwrap();
+    check(&cf, &[], "constants");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn seed_gradient_random(
+        data in prop::collection::vec((-1e3f32..1e3, -1e3f32..1e3), 0..64),
+        y in -1e3f32..1e3,
+    ) {
+        let f = &parse_functions(SEED_GRAD).unwrap()[0];
+        let cf = compile(f, &OPTS).unwrap();
+        let w: Vec<f32> = data.iter().map(|p| p.0).collect();
+        let x: Vec<f32> = data.iter().map(|p| p.1).collect();
+        check(&cf, &[Value::f32(&w), Value::f32(&x), Value::scalar(DType::F32, y as f64)], "random");
+    }
+
+    #[test]
+    fn chain_random(
+        data in prop::collection::vec((any::<f64>(), any::<f64>(), -10.0f64..10.0), 0..40),
+        f32s in any::<bool>(),
+    ) {
+        let dtype = if f32s { DType::F32 } else { DType::F64 };
+        let fs = cases(dtype);
+        for name in ["chain", "twice", "all_fused"] {
+            let f = fs.iter().find(|f| f.name == name).unwrap();
+            let cf = compile(f, &OPTS).unwrap();
+            let col = |k: usize| -> Value {
+                let xs: Vec<f64> = data.iter().map(|t| [t.0, t.1, t.2][k]).collect();
+                Value::array(dtype, vec![xs.len()], xs)
+            };
+            let args: Vec<Value> = (0..f.params.len()).map(col).collect();
+            check(&cf, &args, "random");
+        }
+    }
+}
+
+#[test]
+fn one_nan_propagates_bit_exactly() {
+    // With only one NaN operand the result's NaN bits are determined: compare
+    // them strictly (negative and positive NaNs, and NaNs made by the ops).
+    for dtype in [DType::F32, DType::F64] {
+        let fs = cases(dtype);
+        for name in ["binary", "unary", "chain"] {
+            let f = fs.iter().find(|f| f.name == name).unwrap();
+            let cf = compile(f, &OPTS).unwrap();
+            let a = [f64::NAN, -f64::NAN, 1.0, -1.0, 0.0, f64::INFINITY];
+            let b = [2.0, 3.0, 0.0, -0.0, 0.0, f64::INFINITY];
+            let args: Vec<Value> = [&a[..], &b[..], &b[..]][..f.params.len()]
+                .iter()
+                .map(|xs| Value::array(dtype, vec![xs.len()], xs.to_vec()))
+                .collect();
+            let refs: Vec<&Value> = args.iter().collect();
+            let want = interp::run(f, &refs).unwrap();
+            let got = cf.call(&refs).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                let gb: Vec<u64> = g.data.iter().map(|x| x.to_bits()).collect();
+                let wb: Vec<u64> = w.data.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(gb, wb, "{name} {dtype}");
+            }
+        }
+    }
+}
