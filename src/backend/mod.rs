@@ -36,7 +36,7 @@ pub use jit::{clif_text, compile, CompiledFunction};
 use crate::lang::ir::Function;
 
 /// Options for [`compile`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BackendOptions {
     /// Run Cranelift's IR verifier while compiling.
     pub verify: bool,
