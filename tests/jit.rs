@@ -450,19 +450,19 @@ fn one_nan_propagates_bit_exactly() {
 
 /// The CLIF of the seed gradient, against `tests/golden/dloss_dw.clif`
 /// (System V x86-64 only: the text names the calling convention). Set
-/// `EGRAD_BLESS=1` to rewrite the file after an intended change.
+/// `UPDATE_GOLDEN=1` to rewrite the file after an intended change.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[test]
 fn seed_gradient_clif_golden() {
     let f = &parse_functions(SEED_GRAD).unwrap()[0];
     let text = clif_text(f).unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/dloss_dw.clif");
-    if std::env::var_os("EGRAD_BLESS").is_some() {
+    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::write(path, &text).unwrap();
     }
     let want = std::fs::read_to_string(path).unwrap();
     assert_eq!(
         text, want,
-        "CLIF changed; rerun with EGRAD_BLESS=1 if intended"
+        "CLIF changed; rerun with UPDATE_GOLDEN=1 if intended"
     );
 }
