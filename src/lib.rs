@@ -8,5 +8,6 @@ pub mod ops;
 
 pub use error::{Error, Result};
 pub mod extract;
+pub mod pipeline;
 pub mod residuals;
 pub mod rewrites;

@@ -19,7 +19,6 @@ use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::lang::interp::ArgError;
 use crate::lang::ir::Function;
-use crate::lang::program::Program;
 use crate::lang::span::{Diagnostic, SourceFile};
 use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
@@ -155,83 +154,41 @@ pub struct GradProgram {
     model: CostModel,
 }
 
-/// Differentiate and optimize a function of `program` (see [`Options`]).
-///
-/// ```
-/// use egrad::{optimize_gradient, Arg, Options, Program};
-/// let program = Program::parse(
-///     "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
-///        let pred = +/(w .* x)
-///        let err = pred - y
-///        err * err
-///      }",
-/// )?;
-/// let grad = optimize_gradient(&program, &Options::default().function("loss").wrt(["w"]))?;
-/// println!("{}", grad.report());
-/// let compiled = grad.compile()?;
-/// let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
-/// let (value, grads) = compiled.value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])?;
-/// assert_eq!(value.as_scalar(), 31.5 * 31.5);
-/// assert_eq!(grads[0].data, vec![252.0, 315.0, 378.0]);
-/// # Ok::<(), egrad::Error>(())
-/// ```
-pub fn optimize_gradient(program: &Program, options: &Options) -> Result<GradProgram> {
-    let name = options
-        .function
-        .clone()
-        .ok_or_else(|| Error::Usage("no function named: use Options::function".into()))?;
-    let (primal, wrt): (Function, Vec<usize>) = match program.grad_spec(&name) {
-        Some(spec) => (spec.primal.clone(), spec.wrt.clone()),
-        None => {
-            let f = program.ir(&name)?.clone();
-            let wrt = match &options.wrt {
-                None => (0..f.params.len()).collect(),
-                Some(names) => names
-                    .iter()
-                    .map(|n| {
-                        f.params
-                            .iter()
-                            .position(|p| f.var_name(p.var) == n)
-                            .ok_or_else(|| {
-                                Error::Usage(format!(
-                                    "`{name}` has no parameter `{n}` (parameters: {})",
-                                    f.params
-                                        .iter()
-                                        .map(|p| f.var_name(p.var))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                ))
-                            })
-                    })
-                    .collect::<Result<_>>()?,
-            };
-            if f.rets.len() != 1 || !f.ty(f.rets[0]).is_scalar() {
-                let shown: Vec<String> = f.ret_types().iter().map(Type::to_string).collect();
-                return Err(Error::Usage(format!(
-                    "`{name}` returns {}; a gradient needs one scalar result",
-                    shown.join(", ")
-                )));
-            }
-            (f, wrt)
-        }
-    };
-    let ad = reverse(&primal, &wrt).map_err(Error::internal)?;
+/// `optimize_gradient` for a primal already in IR: differentiate `primal`
+/// with respect to the parameters at positions `wrt`, name the result
+/// `name`; `file` is the source run-time argument errors point into.
+pub fn optimize_gradient_ir(
+    name: &str,
+    primal: &Function,
+    wrt: &[usize],
+    options: &Options,
+    file: &SourceFile,
+) -> Result<GradProgram> {
+    if primal.rets.len() != 1 || !primal.ty(primal.rets[0]).is_scalar() {
+        let shown: Vec<String> = primal.ret_types().iter().map(Type::to_string).collect();
+        return Err(Error::Usage(format!(
+            "`{}` returns {}; a gradient needs one scalar result",
+            primal.name,
+            shown.join(", ")
+        )));
+    }
+    let ad = reverse(primal, wrt).map_err(Error::internal)?;
     let mut vg = ad.value_and_grad.clone();
-    vg.name = name.clone();
+    vg.name = name.to_string();
     let optimized = optimize_ir(&vg, options)?;
     let model = CostModel::with_dims(options.dims.clone());
     let residuals = plan(&optimized.after, &model);
     Ok(GradProgram {
-        name,
+        name: name.to_string(),
         wrt: wrt
             .iter()
             .map(|&i| primal.var_name(primal.params[i].var).to_string())
             .collect(),
-        primal,
+        primal: primal.clone(),
         ad,
         optimized,
         residuals,
-        file: program.file().clone(),
+        file: file.clone(),
         model,
     })
 }
@@ -286,7 +243,11 @@ impl fmt::Display for Report<'_> {
             f,
             "gradient of `{}` with respect to {}",
             g.primal.name,
-            g.wrt.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+            g.wrt
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )?;
         let sizes: Vec<String> = g
             .primal
@@ -324,7 +285,11 @@ impl fmt::Display for Report<'_> {
                 s.classes,
                 s.iterations,
                 s.stop_reason,
-                if s.hit_limit { " (limit hit; program still correct)" } else { "" },
+                if s.hit_limit {
+                    " (limit hit; program still correct)"
+                } else {
+                    ""
+                },
                 s.time.as_secs_f64() * 1e3
             )?,
             None => writeln!(f, "e-graph: off (--no-optimize)")?,

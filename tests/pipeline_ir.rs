@@ -1,0 +1,120 @@
+//! The middle and back of the pipeline on IR, independent of the parser:
+//! AD → e-graph → extraction → JIT, checked against the interpreter.
+
+use egrad::backend::{self, BackendOptions};
+use egrad::lang::interp::run;
+use egrad::lang::ir::{parse_functions, Function};
+use egrad::lang::span::SourceFile;
+use egrad::lang::types::DType;
+use egrad::lang::value::Value;
+use egrad::pipeline::{optimize_gradient_ir, Options};
+use egrad::rewrites::Limits;
+use std::time::Duration;
+
+fn seed() -> Function {
+    parse_functions(
+        "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
+  %0: f32[N] = mul %w %x
+  %pred: f32 = sum %0
+  %err: f32 = sub %pred %y
+  %1: f32 = mul %err %err
+  ret %1
+}",
+    )
+    .unwrap()
+    .remove(0)
+}
+
+fn file() -> SourceFile {
+    SourceFile::new("<ir>", "")
+}
+
+#[test]
+fn seed_gradient_optimized_and_compiled() {
+    let g = optimize_gradient_ir("dloss_dw", &seed(), &[0], &Options::default(), &file()).unwrap();
+    let grad = g.gradient_ir();
+    // No symbolic zero, no multiplication by one, nothing computed twice.
+    let text = grad.to_string();
+    assert!(!text.contains("zero") && !text.contains("const"), "{text}");
+    let mut seen = std::collections::HashSet::new();
+    for s in &grad.stmts {
+        assert!(seen.insert((s.op, s.args.clone())), "duplicate in\n{text}");
+    }
+    let report = g.report().to_string();
+    assert!(report.contains("ops before: 10"), "{report}");
+    assert!(report.contains("ops after:  7"), "{report}");
+    assert!(report.contains("stop: saturated"), "{report}");
+
+    let compiled = g.compile_with(&BackendOptions { verify: true }).unwrap();
+    let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
+    use egrad::pipeline::Arg;
+    let (value, grads) = compiled
+        .value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])
+        .unwrap();
+    assert_eq!(value.as_scalar(), 31.5 * 31.5);
+    assert_eq!(grads[0].data, vec![252.0, 315.0, 378.0]);
+    let err = compiled
+        .value_and_grad(&[Arg::f32(&w), Arg::f32(&x[..2]), Arg::scalar(0.5)])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`N` = 3 from argument `w`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn jit_equals_interpreter_on_the_optimized_gradient() {
+    let g = optimize_gradient_ir("g", &seed(), &[0, 1, 2], &Options::default(), &file()).unwrap();
+    let f = g.value_and_grad_ir();
+    let native = backend::compile(f, &BackendOptions { verify: true }).unwrap();
+    for n in [0usize, 1, 7, 1000] {
+        let w = Value::f32(&(0..n).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>());
+        let x = Value::f32(&(0..n).map(|i| (i as f32 * 0.11).cos()).collect::<Vec<_>>());
+        let y = Value::scalar(DType::F32, 0.25);
+        let a = native.call(&[&w, &x, &y]).unwrap();
+        let b = run(f, &[&w, &x, &y]).unwrap();
+        for (p, q) in a.iter().zip(&b) {
+            assert!(p.bits_eq(q), "n = {n}: {p:?} vs {q:?}");
+        }
+    }
+}
+
+#[test]
+fn optimizing_is_deterministic() {
+    let first = optimize_gradient_ir("g", &seed(), &[0, 1, 2], &Options::default(), &file())
+        .unwrap()
+        .gradient_ir()
+        .to_string();
+    for _ in 0..10 {
+        let again = optimize_gradient_ir("g", &seed(), &[0, 1, 2], &Options::default(), &file())
+            .unwrap()
+            .gradient_ir()
+            .to_string();
+        assert_eq!(first, again);
+    }
+}
+
+#[test]
+fn a_limit_hit_is_reported_and_the_program_is_still_correct() {
+    let limits = Limits {
+        nodes: 10,
+        iterations: 1,
+        time: Duration::from_secs(1),
+    };
+    let g = optimize_gradient_ir(
+        "g",
+        &seed(),
+        &[0],
+        &Options::default().limits(limits),
+        &file(),
+    )
+    .unwrap();
+    let sat = g.optimized.saturation.as_ref().unwrap();
+    assert!(sat.hit_limit, "{sat:?}");
+    assert!(g.report().to_string().contains("limit hit"));
+    let w = Value::f32(&[1.0, 2.0, 3.0]);
+    let x = Value::f32(&[4.0, 5.0, 6.0]);
+    let y = Value::scalar(DType::F32, 0.5);
+    let out = run(&g.gradient_ir(), &[&w, &x, &y]).unwrap();
+    assert_eq!(out[0].data, vec![252.0, 315.0, 378.0]);
+}
