@@ -1,1 +1,72 @@
-fn main() {}
+//! The seed program at N = 1,000,000: primal, optimized gradient and
+//! unoptimized gradient (AD straight to Cranelift), all through the JIT.
+//! Reproduce: `cargo bench --bench seed`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use egrad::backend::{self, BackendOptions};
+use egrad::lang::ir::parse_functions;
+use egrad::lang::span::SourceFile;
+use egrad::lang::types::DType;
+use egrad::lang::value::Value;
+use egrad::pipeline::{optimize_gradient_ir, Options};
+use std::hint::black_box;
+
+const N: usize = 1_000_000;
+
+/// `examples/loss.eg`'s `loss`, as the front end lowers it.
+const LOSS: &str = "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
+  %0: f32[N] = mul %w %x
+  %pred: f32 = sum %0
+  %err: f32 = sub %pred %y
+  %1: f32 = mul %err %err
+  ret %1
+}";
+
+/// The bench suite's generator: uniform in [-1, 1).
+fn v(s: u64, i: u64) -> f64 {
+    let mut z = ((s << 32) + i).wrapping_add(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^= z >> 31;
+    2.0 * ((z >> 11) as f64 / 9007199254740992.0) - 1.0
+}
+
+fn seed(c: &mut Criterion) {
+    let loss = parse_functions(LOSS).expect("seed IR").remove(0);
+    let w = Value::f32(&(0..N as u64).map(|i| v(1, i) as f32).collect::<Vec<_>>());
+    let x = Value::f32(&(0..N as u64).map(|i| v(2, i) as f32).collect::<Vec<_>>());
+    let y = Value::scalar(DType::F32, 0.5);
+    let args = [&w, &x, &y];
+    let opts = Options::default().dim("N", N as u64);
+    let file = SourceFile::new("examples/loss.eg", "");
+    let bo = BackendOptions { verify: false };
+
+    let primal = backend::compile(&loss, &bo).expect("primal");
+    let grad = optimize_gradient_ir("dloss_dw", &loss, &[0], &opts, &file).expect("gradient");
+    let grad_native = backend::compile(&grad.gradient_ir(), &bo).expect("gradient");
+    let unopt = optimize_gradient_ir(
+        "dloss_dw",
+        &loss,
+        &[0],
+        &opts.clone().no_optimize(true),
+        &file,
+    )
+    .expect("unoptimized gradient");
+    let unopt_native = backend::compile(&unopt.gradient_ir(), &bo).expect("unoptimized");
+
+    let mut g = c.benchmark_group("seed_n1e6");
+    g.sample_size(30);
+    g.bench_function("primal", |b| {
+        b.iter(|| black_box(primal.call(black_box(&args))))
+    });
+    g.bench_function("gradient", |b| {
+        b.iter(|| black_box(grad_native.call(black_box(&args))))
+    });
+    g.bench_function("gradient_unoptimized", |b| {
+        b.iter(|| black_box(unopt_native.call(black_box(&args))))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, seed);
+criterion_main!(benches);
