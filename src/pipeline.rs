@@ -19,6 +19,7 @@ use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::lang::interp::ArgError;
 use crate::lang::ir::Function;
+use crate::lang::program::Program;
 use crate::lang::span::{Diagnostic, SourceFile};
 use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
@@ -154,7 +155,63 @@ pub struct GradProgram {
     model: CostModel,
 }
 
-/// `optimize_gradient` for a primal already in IR: differentiate `primal`
+/// Differentiate and optimize a function of `program` (see [`Options`]).
+///
+/// ```
+/// use egrad::{optimize_gradient, Arg, Options, Program};
+/// let program = Program::parse(
+///     "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
+///        let pred = +/(w .* x)
+///        let err = pred - y
+///        err * err
+///      }",
+/// )?;
+/// let grad = optimize_gradient(&program, &Options::default().function("loss").wrt(["w"]))?;
+/// println!("{}", grad.report());
+/// let compiled = grad.compile()?;
+/// let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
+/// let (value, grads) = compiled.value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])?;
+/// assert_eq!(value.as_scalar(), 31.5 * 31.5);
+/// assert_eq!(grads[0].data, vec![252.0, 315.0, 378.0]);
+/// # Ok::<(), egrad::Error>(())
+/// ```
+pub fn optimize_gradient(program: &Program, options: &Options) -> Result<GradProgram> {
+    let name = options
+        .function
+        .clone()
+        .ok_or_else(|| Error::Usage("no function named: use Options::function".into()))?;
+    let (primal, wrt): (Function, Vec<usize>) = match program.grad_spec(&name) {
+        Some(spec) => (spec.primal.clone(), spec.wrt.clone()),
+        None => {
+            let f = program.ir(&name)?.clone();
+            let wrt = match &options.wrt {
+                None => (0..f.params.len()).collect(),
+                Some(names) => names
+                    .iter()
+                    .map(|n| {
+                        f.params
+                            .iter()
+                            .position(|p| f.var_name(p.var) == n)
+                            .ok_or_else(|| {
+                                Error::Usage(format!(
+                                    "`{name}` has no parameter `{n}` (parameters: {})",
+                                    f.params
+                                        .iter()
+                                        .map(|p| f.var_name(p.var))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ))
+                            })
+                    })
+                    .collect::<Result<_>>()?,
+            };
+            (f, wrt)
+        }
+    };
+    optimize_gradient_ir(&name, &primal, &wrt, options, program.file())
+}
+
+/// [`optimize_gradient`] for a primal already in IR: differentiate `primal`
 /// with respect to the parameters at positions `wrt`, name the result
 /// `name`; `file` is the source run-time argument errors point into.
 pub fn optimize_gradient_ir(

@@ -1,0 +1,425 @@
+//! The `egrad` command line.
+
+use crate::backend::{self, BackendOptions};
+use crate::error::{Error, Result};
+use crate::lang::interp;
+use crate::lang::program::Program;
+use crate::lang::types::{DType, Dim, Type};
+use crate::lang::value::{format_elem, Value};
+use crate::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
+use crate::rewrites::Limits;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indexmap::IndexMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(name = "egrad", version, about = "An optimizing derivative compiler")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse and type-check a program (and differentiate its @grad functions).
+    Check { file: PathBuf },
+    /// Run a function through the JIT and print its results.
+    Run(RunArgs),
+    /// Differentiate a function and show the stages and the report.
+    Grad(GradArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OptArgs {
+    /// Size at which the cost model prices the program (repeatable), e.g. N=1000.
+    #[arg(long = "dim", value_name = "NAME=SIZE")]
+    pub dims: Vec<String>,
+    /// Skip the e-graph: AD output goes straight to the backend.
+    #[arg(long)]
+    pub no_optimize: bool,
+    /// Saturation node limit.
+    #[arg(long, default_value_t = Limits::default().nodes)]
+    pub node_limit: usize,
+    /// Saturation iteration limit.
+    #[arg(long, default_value_t = Limits::default().iterations)]
+    pub iter_limit: usize,
+    /// Saturation time limit in seconds.
+    #[arg(long, default_value_t = Limits::default().time.as_secs_f64())]
+    pub time_limit: f64,
+    /// Load rewrite rules from this directory instead of the bundled ones.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    pub file: PathBuf,
+    /// The function to run.
+    #[arg(long = "fn")]
+    pub function: String,
+    /// An argument: name=VALUE where VALUE is a number or a list ([1, 2, 3],
+    /// [[1, 2], [3, 4]]).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+    /// Fill every argument not given with --arg with uniform values in [-1, 1).
+    #[arg(long)]
+    pub random: bool,
+    /// Seed for --random.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run the reference interpreter instead of native code.
+    #[arg(long)]
+    pub interp: bool,
+    #[command(flatten)]
+    pub opt: OptArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Stage {
+    /// The syntax tree of the whole file.
+    Ast,
+    /// Typed IR of the function being differentiated.
+    Ir,
+    /// AD output: forward, pullback, and their composition.
+    Ad,
+    /// The gradient program extracted from the e-graph.
+    Extracted,
+    /// Cranelift IR of the extracted gradient.
+    Clif,
+}
+
+#[derive(Args, Debug)]
+pub struct GradArgs {
+    pub file: PathBuf,
+    /// A @grad function, or a scalar function to differentiate.
+    #[arg(long = "fn")]
+    pub function: String,
+    /// Parameters to differentiate (plain functions; default all).
+    #[arg(long = "wrt")]
+    pub wrt: Vec<String>,
+    /// Print a stage (repeatable).
+    #[arg(long = "dump", value_enum)]
+    pub dumps: Vec<Stage>,
+    /// Print the optimization report.
+    #[arg(long)]
+    pub report: bool,
+    #[command(flatten)]
+    pub opt: OptArgs,
+}
+
+/// Run the CLI; returns the process exit code.
+pub fn main_with(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Check { file } => check(&file),
+        Command::Run(a) => run(&a),
+        Command::Grad(a) => grad(&a),
+    };
+    match result {
+        Ok(out) => {
+            print!("{out}");
+            0
+        }
+        Err(e) => {
+            eprint!("{e}");
+            1
+        }
+    }
+}
+
+fn check(file: &PathBuf) -> Result<String> {
+    let p = Program::from_file(file)?;
+    Ok(format!(
+        "ok: {} function(s): {}\n",
+        p.function_names().len(),
+        p.function_names().join(", ")
+    ))
+}
+
+fn parse_dims(dims: &[String]) -> Result<IndexMap<String, u64>> {
+    let mut m = IndexMap::new();
+    for d in dims {
+        let (k, v) = d
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--dim `{d}`: expected NAME=SIZE")))?;
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| Error::Usage(format!("--dim `{d}`: `{v}` is not a size")))?;
+        m.insert(k.trim().to_string(), n);
+    }
+    Ok(m)
+}
+
+fn options(opt: &OptArgs) -> Result<Options> {
+    if !(opt.time_limit.is_finite() && opt.time_limit >= 0.0) {
+        return Err(Error::Usage(
+            "--time-limit must be a non-negative number of seconds".into(),
+        ));
+    }
+    let mut o = Options::default()
+        .no_optimize(opt.no_optimize)
+        .limits(Limits {
+            nodes: opt.node_limit,
+            iterations: opt.iter_limit,
+            time: Duration::from_secs_f64(opt.time_limit),
+        });
+    o.dims = parse_dims(&opt.dims)?;
+    o.rules_dir = opt.rules.clone();
+    Ok(o)
+}
+
+/// Parse a number or a (nested) list of numbers into elements and a shape.
+fn parse_value(text: &str, dtype: DType) -> std::result::Result<Value, String> {
+    let mut p = ValueParser {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    let (shape, data) = p.item(0)?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(format!("unexpected `{}`", &text[p.i..]));
+    }
+    Ok(Value::array(dtype, shape, data))
+}
+
+struct ValueParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl ValueParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn item(&mut self, depth: usize) -> std::result::Result<(Vec<usize>, Vec<f64>), String> {
+        if depth > 32 {
+            return Err("lists nested too deeply".into());
+        }
+        self.ws();
+        if self.s.get(self.i) == Some(&b'[') {
+            self.i += 1;
+            let mut items = Vec::new();
+            loop {
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    break;
+                }
+                if !items.is_empty() {
+                    if self.s.get(self.i) != Some(&b',') {
+                        return Err("expected `,` or `]`".into());
+                    }
+                    self.i += 1;
+                }
+                items.push(self.item(depth + 1)?);
+            }
+            let inner = items.first().map(|x| x.0.clone()).unwrap_or_default();
+            if items.iter().any(|x| x.0 != inner) {
+                return Err("rows of different lengths".into());
+            }
+            let mut shape = vec![items.len()];
+            shape.extend(inner);
+            Ok((shape, items.into_iter().flat_map(|x| x.1).collect()))
+        } else {
+            let start = self.i;
+            while self.i < self.s.len() && !b",] \t\n".contains(&self.s[self.i]) {
+                self.i += 1;
+            }
+            let t = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+            let x: f64 = t.parse().map_err(|_| format!("`{t}` is not a number"))?;
+            Ok((vec![], vec![x]))
+        }
+    }
+}
+
+/// splitmix64, the bench suite's generator.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^ (z >> 31)
+}
+
+/// Uniform in [-1, 1): element `i` of array `s`.
+pub fn uniform(s: u64, i: u64) -> f64 {
+    let u = (splitmix64((s << 32).wrapping_add(i)) >> 11) as f64 * (1.0 / 9007199254740992.0);
+    2.0 * u - 1.0
+}
+
+fn build_args(
+    f: &crate::lang::ir::Function,
+    a: &RunArgs,
+    dims: &IndexMap<String, u64>,
+) -> Result<Vec<Value>> {
+    let mut given: IndexMap<String, String> = IndexMap::new();
+    for s in &a.args {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--arg `{s}`: expected NAME=VALUE")))?;
+        let k = k.trim().to_string();
+        if !f.params.iter().any(|p| f.var_name(p.var) == k) {
+            return Err(Error::Usage(format!(
+                "--arg `{k}`: `{}` has no parameter `{k}` (parameters: {})",
+                f.name,
+                f.params
+                    .iter()
+                    .map(|p| f.var_name(p.var))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        given.insert(k, v.to_string());
+    }
+    let mut out = Vec::new();
+    for (i, p) in f.params.iter().enumerate() {
+        let name = f.var_name(p.var);
+        let ty: &Type = f.ty(p.var);
+        if let Some(text) = given.get(name) {
+            if text.starts_with('@') {
+                return Err(Error::Usage(format!(
+                    "--arg {name}={text}: reading arrays from files is not supported yet; give the values inline"
+                )));
+            }
+            let v = parse_value(text, ty.dtype)
+                .map_err(|e| Error::Usage(format!("--arg {name}: {e}")))?;
+            out.push(v);
+        } else if a.random {
+            let mut shape = Vec::new();
+            for d in &ty.shape {
+                shape.push(match d {
+                    Dim::Lit(k) => *k as usize,
+                    Dim::Param(n) => *dims.get(n).ok_or_else(|| {
+                        Error::Usage(format!(
+                            "--random: give the size of `{n}` (for `{name}`) with --dim {n}=SIZE"
+                        ))
+                    })? as usize,
+                });
+            }
+            let n: usize = shape.iter().product();
+            let data = (0..n as u64)
+                .map(|j| uniform(a.seed.wrapping_add(i as u64 + 1), j))
+                .collect();
+            out.push(Value::array(ty.dtype, shape, data));
+        } else {
+            return Err(Error::Usage(format!(
+                "missing argument `{name}: {ty}`: give --arg {name}=VALUE or --random"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Print a value; long arrays are elided in the middle.
+pub fn show(v: &Value) -> String {
+    if v.is_scalar() || v.len() <= 32 {
+        return v.to_string();
+    }
+    let head: Vec<String> = v.data[..8]
+        .iter()
+        .map(|x| format_elem(v.dtype, *x))
+        .collect();
+    let tail: Vec<String> = v.data[v.len() - 2..]
+        .iter()
+        .map(|x| format_elem(v.dtype, *x))
+        .collect();
+    let shape: Vec<String> = v.shape.iter().map(|d| d.to_string()).collect();
+    format!(
+        "{}[{}] [{}, ..., {}]",
+        v.dtype,
+        shape.join(", "),
+        head.join(", "),
+        tail.join(", ")
+    )
+}
+
+fn run(a: &RunArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let opts = options(&a.opt)?;
+    let f = program.ir(&a.function)?.clone();
+    let args = build_args(&f, a, &opts.dims)?;
+    let refs: Vec<&Value> = args.iter().collect();
+    let results = if a.interp {
+        interp::run(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?
+    } else {
+        let opt = optimize_ir(&f, &opts)?;
+        let native = backend::compile(&opt.after, &BackendOptions::default())?;
+        native
+            .call(&refs)
+            .map_err(|e| arg_error(&opt.after, program.file(), e))?
+    };
+    let mut out = String::new();
+    for r in results {
+        out.push_str(&show(&r));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn grad(a: &GradArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let mut opts = options(&a.opt)?.function(a.function.clone());
+    if !a.wrt.is_empty() {
+        if program.grad_spec(&a.function).is_some() {
+            return Err(Error::Usage(format!(
+                "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt",
+                a.function
+            )));
+        }
+        opts = opts.wrt(a.wrt.clone());
+    }
+    let g = optimize_gradient(&program, &opts)?;
+    let mut out = String::new();
+    for stage in &a.dumps {
+        match stage {
+            Stage::Ast => out.push_str(&program.dump_ast()),
+            Stage::Ir => out.push_str(&g.primal.to_string()),
+            Stage::Ad => {
+                out.push_str(&g.ad.forward.to_string());
+                out.push('\n');
+                out.push_str(&g.ad.pullback.to_string());
+            }
+            Stage::Extracted => out.push_str(&g.gradient_ir().to_string()),
+            Stage::Clif => out.push_str(&backend::clif_text(&g.gradient_ir())?),
+        }
+    }
+    if a.report || a.dumps.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&g.report().to_string());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse() {
+        let v = parse_value("[1, 2.5, -3e2]", DType::F32).unwrap();
+        assert_eq!(v.shape, vec![3]);
+        assert_eq!(v.data, vec![1.0, 2.5, -300.0]);
+        let m = parse_value("[[1,2],[3,4],[5,6]]", DType::F64).unwrap();
+        assert_eq!(m.shape, vec![3, 2]);
+        assert_eq!(
+            parse_value("0.5", DType::F64).unwrap().shape,
+            Vec::<usize>::new()
+        );
+        assert!(parse_value("[1, 2", DType::F64).is_err());
+        assert!(parse_value("[[1],[2,3]]", DType::F64).is_err());
+        assert!(parse_value("abc", DType::F64).is_err());
+        assert!(parse_value(&"[".repeat(100), DType::F64).is_err());
+    }
+
+    #[test]
+    fn generator_matches_the_suite_check_values() {
+        assert_eq!(uniform(1, 0), 0.532603514678172);
+        assert_eq!(uniform(1, 1), -0.7479379591580257);
+        assert_eq!(uniform(2, 0), 0.81013045575637);
+    }
+}

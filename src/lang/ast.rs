@@ -1,0 +1,294 @@
+//! The abstract syntax tree. Every node carries its byte [`Span`].
+
+use super::span::Span;
+use std::fmt::Write;
+
+/// A name and where it is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole source file: its functions in source order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Module {
+    pub items: Vec<FnDef>,
+}
+
+/// `@name(arg, ...)` before a function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attr {
+    pub name: Ident,
+    pub args: Vec<Ident>,
+    pub span: Span,
+}
+
+/// `fn name[N, ...](p: T, ...) -> T { ... }` or `... -> T = expr`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FnDef {
+    pub attrs: Vec<Attr>,
+    pub name: Ident,
+    pub size_params: Vec<Ident>,
+    pub params: Vec<ParamDecl>,
+    pub ret: TypeExpr,
+    pub body: Expr,
+    /// From `fn` (or the first attribute) to the end of the body.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub name: Ident,
+    pub ty: TypeExpr,
+    pub span: Span,
+}
+
+/// A written type: `f32`, `f64[N, 3]`, or a tuple `(T, U)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeExpr {
+    Named {
+        dtype: Ident,
+        dims: Vec<DimExpr>,
+        span: Span,
+    },
+    Tuple {
+        elems: Vec<TypeExpr>,
+        span: Span,
+    },
+}
+
+impl TypeExpr {
+    pub fn span(&self) -> Span {
+        match self {
+            TypeExpr::Named { span, .. } | TypeExpr::Tuple { span, .. } => *span,
+        }
+    }
+}
+
+/// One dimension of a written array type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DimExpr {
+    Lit(u64, Span),
+    Name(Ident),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    /// `*` and `.*`
+    Mul,
+    /// `/` and `./`
+    Div,
+}
+
+impl BinOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    /// `-e`
+    Neg,
+    /// `+/e`
+    Sum,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// A number literal as written, and its value.
+    Num {
+        text: String,
+        value: f64,
+    },
+    Name(String),
+    Unary {
+        op: UnOp,
+        op_span: Span,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        /// The operator as written (`*` or `.*`, ...).
+        op_text: &'static str,
+        op_span: Span,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Call {
+        callee: Ident,
+        args: Vec<Expr>,
+    },
+    /// `(a, b, ...)`, two or more elements.
+    Tuple(Vec<Expr>),
+    Block(Block),
+}
+
+/// `{ let ...; ...; result }`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub lets: Vec<Let>,
+    pub result: Box<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Let {
+    pub pattern: Pattern,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    Name(Ident),
+    Tuple(Vec<Ident>, Span),
+}
+
+fn sp(s: Span) -> String {
+    format!("@{}..{}", s.start, s.end)
+}
+
+fn type_text(t: &TypeExpr) -> String {
+    match t {
+        TypeExpr::Named { dtype, dims, .. } => {
+            let mut s = dtype.name.clone();
+            if !dims.is_empty() {
+                let d: Vec<String> = dims
+                    .iter()
+                    .map(|d| match d {
+                        DimExpr::Lit(n, _) => n.to_string(),
+                        DimExpr::Name(i) => i.name.clone(),
+                    })
+                    .collect();
+                let _ = write!(s, "[{}]", d.join(", "));
+            }
+            s
+        }
+        TypeExpr::Tuple { elems, .. } => {
+            let e: Vec<String> = elems.iter().map(type_text).collect();
+            format!("({})", e.join(", "))
+        }
+    }
+}
+
+impl Module {
+    /// A deterministic indented tree with byte spans, one node per line.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        for f in &self.items {
+            f.dump(&mut out);
+        }
+        out
+    }
+}
+
+impl FnDef {
+    fn dump(&self, out: &mut String) {
+        let _ = writeln!(out, "fn {} {}", self.name.name, sp(self.span));
+        for a in &self.attrs {
+            let args: Vec<&str> = a.args.iter().map(|i| i.name.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "  attr @{}({}) {}",
+                a.name.name,
+                args.join(", "),
+                sp(a.span)
+            );
+        }
+        for s in &self.size_params {
+            let _ = writeln!(out, "  size {} {}", s.name, sp(s.span));
+        }
+        for p in &self.params {
+            let _ = writeln!(
+                out,
+                "  param {}: {} {}",
+                p.name.name,
+                type_text(&p.ty),
+                sp(p.span)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  returns {} {}",
+            type_text(&self.ret),
+            sp(self.ret.span())
+        );
+        let _ = writeln!(out, "  body");
+        self.body.dump(out, 2);
+    }
+}
+
+impl Expr {
+    fn dump(&self, out: &mut String, depth: usize) {
+        let pad = "  ".repeat(depth);
+        let s = sp(self.span);
+        match &self.kind {
+            ExprKind::Num { text, .. } => {
+                let _ = writeln!(out, "{pad}num {text} {s}");
+            }
+            ExprKind::Name(n) => {
+                let _ = writeln!(out, "{pad}name {n} {s}");
+            }
+            ExprKind::Unary { op, operand, .. } => {
+                let name = match op {
+                    UnOp::Neg => "neg",
+                    UnOp::Sum => "sum",
+                };
+                let _ = writeln!(out, "{pad}{name} {s}");
+                operand.dump(out, depth + 1);
+            }
+            ExprKind::Binary {
+                op,
+                op_text,
+                lhs,
+                rhs,
+                ..
+            } => {
+                let _ = writeln!(out, "{pad}{} `{op_text}` {s}", op.name());
+                lhs.dump(out, depth + 1);
+                rhs.dump(out, depth + 1);
+            }
+            ExprKind::Call { callee, args } => {
+                let _ = writeln!(out, "{pad}call {} {s}", callee.name);
+                for a in args {
+                    a.dump(out, depth + 1);
+                }
+            }
+            ExprKind::Tuple(es) => {
+                let _ = writeln!(out, "{pad}tuple {s}");
+                for e in es {
+                    e.dump(out, depth + 1);
+                }
+            }
+            ExprKind::Block(b) => {
+                let _ = writeln!(out, "{pad}block {s}");
+                for l in &b.lets {
+                    let pat = match &l.pattern {
+                        Pattern::Name(i) => i.name.clone(),
+                        Pattern::Tuple(is, _) => {
+                            let n: Vec<&str> = is.iter().map(|i| i.name.as_str()).collect();
+                            format!("({})", n.join(", "))
+                        }
+                    };
+                    let _ = writeln!(out, "{pad}  let {pat} {}", sp(l.span));
+                    l.value.dump(out, depth + 2);
+                }
+                b.result.dump(out, depth + 1);
+            }
+        }
+    }
+}

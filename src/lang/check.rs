@@ -1,0 +1,1444 @@
+//! Name resolution, type checking and lowering to IR.
+//!
+//! Checking happens in three passes over a parsed [`Module`]:
+//!
+//! 1. **Signatures**: every function's size parameters, parameter and return
+//!    types and attributes are resolved, so functions may be used before
+//!    their definition.
+//! 2. **Call graph**: calls are inlined, so the call graph must be acyclic;
+//!    each cycle is reported at a call site, and the remaining functions are
+//!    put in callee-first order.
+//! 3. **Bodies**: each function body is type-checked and lowered to an IR
+//!    [`Function`] in one walk. A call is inlined: the callee's IR is copied
+//!    with its size parameters replaced by the caller's dimensions. A
+//!    `@grad` function's body is lowered as a primal function and
+//!    differentiated with [`reverse`]; callers inline the gradient.
+//!
+//! Number literals have no dtype of their own: they are kept as constants
+//! (constant sub-expressions are folded in `f64`) until they meet a typed
+//! operand, a parameter type or a declared return type, which gives them a
+//! dtype and, if needed, a broadcast to an array shape.
+//!
+//! Errors never stop the walk: an erroneous sub-expression has the value
+//! [`Val::Err`], which silences errors that would only be consequences.
+
+use super::ast::*;
+use super::ir::{Builder, Function, VarId};
+use super::program::GradSpec;
+use super::span::{Diagnostic, Span};
+use super::types::{DType, Dim, Type};
+use crate::differentiate::reverse;
+use crate::ops::Op;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The built-in element-wise math functions (one argument each).
+pub const BUILTINS: &[(&str, Op)] = &[
+    ("sin", Op::Sin),
+    ("cos", Op::Cos),
+    ("exp", Op::Exp),
+    ("log", Op::Log),
+    ("sqrt", Op::Sqrt),
+    ("tanh", Op::Tanh),
+];
+
+/// The largest function (in IR statements, after inlining) we build.
+pub const MAX_STMTS: usize = 1_000_000;
+
+fn builtin(name: &str) -> Option<Op> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
+}
+
+fn fold_builtin(op: Op, x: f64) -> f64 {
+    match op {
+        Op::Sin => x.sin(),
+        Op::Cos => x.cos(),
+        Op::Exp => x.exp(),
+        Op::Log => x.ln(),
+        Op::Sqrt => x.sqrt(),
+        Op::Tanh => x.tanh(),
+        _ => x,
+    }
+}
+
+/// A checked and lowered function.
+#[derive(Clone, Debug)]
+pub struct CheckedFn {
+    /// The function as callers see it (the gradient for `@grad` functions).
+    pub ir: Function,
+    /// For `@grad` functions: what was differentiated.
+    pub grad: Option<GradSpec>,
+}
+
+/// Why checking failed.
+#[derive(Clone, Debug)]
+pub enum CheckError {
+    /// Errors in the program, sorted by position.
+    Source(Vec<Diagnostic>),
+    /// A bug in egrad (an IR invariant broke).
+    Internal(String),
+}
+
+/// A resolved signature.
+struct Sig {
+    size_params: Vec<String>,
+    params: Vec<(String, Type, Span)>,
+    ret: Vec<Type>,
+    ret_tuple: bool,
+    /// `@grad(...)`: indices of the parameters differentiated.
+    grad: Option<Vec<usize>>,
+}
+
+/// The value of an expression during lowering.
+#[derive(Clone, Debug)]
+enum Val {
+    Var(VarId),
+    /// A number not yet given a dtype.
+    Const(f64),
+    Tuple(Vec<Val>),
+    /// An error was already reported.
+    Err,
+}
+
+/// Check and lower every function. Returns the functions by name, in
+/// source order.
+pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
+    let mut errs: Vec<Diagnostic> = Vec::new();
+    let n = module.items.len();
+
+    // Names → first definition.
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut defined = vec![true; n];
+    for (i, f) in module.items.iter().enumerate() {
+        if builtin(&f.name.name).is_some() {
+            errs.push(Diagnostic::new(
+                f.name.span,
+                format!(
+                    "`{}` is a builtin function and cannot be redefined",
+                    f.name.name
+                ),
+            ));
+            defined[i] = false;
+        } else if let Some(&j) = by_name.get(&f.name.name) {
+            errs.push(
+                Diagnostic::new(
+                    f.name.span,
+                    format!("the function `{}` is defined twice", f.name.name),
+                )
+                .with_label(module.items[j].name.span, "first defined here"),
+            );
+            defined[i] = false;
+        } else {
+            by_name.insert(f.name.name.clone(), i);
+        }
+    }
+
+    // Pass 1: signatures.
+    let sigs: Vec<Option<Sig>> = module
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if defined[i] {
+                signature(f, &mut errs)
+            } else {
+                None
+            }
+        })
+        .collect();
+
+    // Pass 2: call graph.
+    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
+    for (i, f) in module.items.iter().enumerate() {
+        if defined[i] {
+            collect_calls(&f.body, &by_name, &mut calls[i]);
+        }
+    }
+    let order = callee_first_order(module, &calls, &defined, &mut errs);
+
+    // Pass 3: bodies.
+    let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
+    let mut internal: Option<String> = None;
+    for i in order {
+        let Some(sig) = &sigs[i] else { continue };
+        let mut cx = FnCx {
+            sigs: &sigs,
+            lowered: &lowered,
+            by_name: &by_name,
+            module,
+            sizes: &sig.size_params,
+            b: Builder::new(module.items[i].name.name.clone(), sig.size_params.clone()),
+            env: Vec::new(),
+            errs: Vec::new(),
+            internal: None,
+            too_large: false,
+        };
+        let result = cx.lower_fn(&module.items[i], sig);
+        errs.append(&mut cx.errs);
+        if internal.is_none() {
+            internal = cx.internal.take();
+        }
+        lowered[i] = result;
+    }
+
+    if !errs.is_empty() {
+        errs.sort_by_key(|d| d.span.start);
+        return Err(CheckError::Source(errs));
+    }
+    if let Some(m) = internal {
+        return Err(CheckError::Internal(m));
+    }
+    let mut out = Vec::new();
+    for (f, l) in module.items.iter().zip(lowered) {
+        match l {
+            Some(c) => out.push((f.name.name.clone(), c)),
+            None => {
+                return Err(CheckError::Internal(format!(
+                    "`{}` was not lowered but no error was reported",
+                    f.name.name
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Resolve a written non-tuple type against the declared size parameters.
+fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Option<Type> {
+    match t {
+        TypeExpr::Tuple { span, .. } => {
+            errs.push(Diagnostic::new(
+                *span,
+                "a tuple type is only allowed as a function's return type",
+            ));
+            None
+        }
+        TypeExpr::Named { dtype, dims, .. } => {
+            let mut ok = true;
+            let d = match DType::from_name(&dtype.name) {
+                Some(d) => Some(d),
+                None => {
+                    errs.push(
+                        Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
+                            .with_note("the element types are `f32` and `f64`"),
+                    );
+                    None
+                }
+            };
+            let mut shape = Vec::new();
+            for dim in dims {
+                match dim {
+                    DimExpr::Lit(k, _) => shape.push(Dim::Lit(*k)),
+                    DimExpr::Name(id) => {
+                        if sizes.iter().any(|s| s.name == id.name) {
+                            shape.push(Dim::Param(id.name.clone()));
+                        } else {
+                            ok = false;
+                            errs.push(
+                                Diagnostic::new(
+                                    id.span,
+                                    format!("unknown size parameter `{}`", id.name),
+                                )
+                                .with_note(format!(
+                                    "declare it in brackets after the function name, as in `fn f[{}](...)`",
+                                    id.name
+                                )),
+                            );
+                        }
+                    }
+                }
+            }
+            if ok {
+                d.map(|d| Type::array(d, shape))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
+    let before = errs.len();
+    let fname = &f.name.name;
+    // Size parameters.
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    for s in &f.size_params {
+        if let Some(first) = seen.insert(&s.name, s.span) {
+            errs.push(
+                Diagnostic::new(s.span, format!("duplicate size parameter `{}`", s.name))
+                    .with_label(first, "first declared here"),
+            );
+        }
+    }
+    // Parameters.
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    let mut params = Vec::new();
+    for p in &f.params {
+        if let Some(first) = seen.insert(&p.name.name, p.name.span) {
+            errs.push(
+                Diagnostic::new(
+                    p.name.span,
+                    format!("duplicate parameter `{}` in `{fname}`", p.name.name),
+                )
+                .with_label(first, "first declared here"),
+            );
+        }
+        if let Some(t) = resolve_type(&p.ty, &f.size_params, errs) {
+            params.push((p.name.name.clone(), t, p.span));
+        }
+    }
+    // Every size parameter must be inferable from a parameter type.
+    for s in &f.size_params {
+        let used = f.params.iter().any(|p| match &p.ty {
+            TypeExpr::Named { dims, .. } => dims
+                .iter()
+                .any(|d| matches!(d, DimExpr::Name(i) if i.name == s.name)),
+            TypeExpr::Tuple { .. } => false,
+        });
+        if !used {
+            errs.push(Diagnostic::new(
+                s.span,
+                format!(
+                    "size parameter `{}` of `{fname}` is not used in any parameter type, so it cannot be inferred",
+                    s.name
+                ),
+            ));
+        }
+    }
+    // Return type.
+    let (ret, ret_tuple) = match &f.ret {
+        TypeExpr::Tuple { elems, .. } => {
+            let mut ret = Vec::new();
+            for e in elems {
+                if let TypeExpr::Tuple { span, .. } = e {
+                    errs.push(Diagnostic::new(
+                        *span,
+                        "nested tuple types are not supported",
+                    ));
+                } else if let Some(t) = resolve_type(e, &f.size_params, errs) {
+                    ret.push(t);
+                }
+            }
+            (ret, true)
+        }
+        t => (
+            resolve_type(t, &f.size_params, errs).into_iter().collect(),
+            false,
+        ),
+    };
+    // Attributes.
+    let mut grad = None;
+    for (k, a) in f.attrs.iter().enumerate() {
+        if k > 0 {
+            errs.push(
+                Diagnostic::new(a.span, format!("`{fname}` has more than one attribute"))
+                    .with_label(f.attrs[0].span, "the first one is here")
+                    .with_note("a function takes at most one attribute for now"),
+            );
+            continue;
+        }
+        if a.name.name != "grad" {
+            errs.push(
+                Diagnostic::new(a.name.span, format!("unknown attribute `@{}`", a.name.name))
+                    .with_note("the known attribute is `@grad(p, ...)`"),
+            );
+            continue;
+        }
+        if a.args.is_empty() {
+            errs.push(Diagnostic::new(
+                a.span,
+                "`@grad` needs the names of the parameters to differentiate, as in `@grad(w)`",
+            ));
+            continue;
+        }
+        let mut wrt = Vec::new();
+        let mut ok = true;
+        for arg in &a.args {
+            match f.params.iter().position(|p| p.name.name == arg.name) {
+                Some(i) if wrt.contains(&i) => {
+                    ok = false;
+                    errs.push(Diagnostic::new(
+                        arg.span,
+                        format!("`@grad` names `{}` twice", arg.name),
+                    ));
+                }
+                Some(i) => wrt.push(i),
+                None => {
+                    ok = false;
+                    let names: Vec<String> = f
+                        .params
+                        .iter()
+                        .map(|p| format!("`{}`", p.name.name))
+                        .collect();
+                    let note = if names.is_empty() {
+                        format!("`{fname}` has no parameters")
+                    } else {
+                        format!("the parameters of `{fname}` are {}", names.join(", "))
+                    };
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!(
+                                "`@grad` names `{}`, which is not a parameter of `{fname}`",
+                                arg.name
+                            ),
+                        )
+                        .with_note(note),
+                    );
+                }
+            }
+        }
+        if !ok {
+            continue;
+        }
+        // The declared return type must be the wrt parameters' types.
+        if errs.len() == before {
+            let want: Vec<Type> = wrt.iter().map(|&i| params[i].1.clone()).collect();
+            let fits = if want.len() == 1 {
+                !ret_tuple && ret == want
+            } else {
+                ret_tuple && ret == want
+            };
+            if !fits {
+                let want_text = type_list(&want);
+                let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+                errs.push(
+                    Diagnostic::new(
+                        f.ret.span(),
+                        format!(
+                            "`{fname}` must return {want_text}, the type of {}, because of `@grad`",
+                            names.join(", ")
+                        ),
+                    )
+                    .with_label(a.span, "the gradient is requested here"),
+                );
+                continue;
+            }
+        }
+        grad = Some(wrt);
+    }
+    if errs.len() > before {
+        return None;
+    }
+    Some(Sig {
+        size_params: f.size_params.iter().map(|s| s.name.clone()).collect(),
+        params,
+        ret,
+        ret_tuple,
+        grad,
+    })
+}
+
+fn type_list(ts: &[Type]) -> String {
+    if ts.len() == 1 {
+        ts[0].to_string()
+    } else {
+        let s: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+        format!("({})", s.join(", "))
+    }
+}
+
+fn collect_calls(e: &Expr, by_name: &HashMap<String, usize>, out: &mut Vec<(usize, Span)>) {
+    match &e.kind {
+        ExprKind::Num { .. } | ExprKind::Name(_) => {}
+        ExprKind::Unary { operand, .. } => collect_calls(operand, by_name, out),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            collect_calls(lhs, by_name, out);
+            collect_calls(rhs, by_name, out);
+        }
+        ExprKind::Call { callee, args } => {
+            if let Some(&i) = by_name.get(&callee.name) {
+                out.push((i, e.span));
+            }
+            for a in args {
+                collect_calls(a, by_name, out);
+            }
+        }
+        ExprKind::Tuple(es) => {
+            for x in es {
+                collect_calls(x, by_name, out);
+            }
+        }
+        ExprKind::Block(b) => {
+            for l in &b.lets {
+                collect_calls(&l.value, by_name, out);
+            }
+            collect_calls(&b.result, by_name, out);
+        }
+    }
+}
+
+/// Kahn's algorithm; reports each function that lies on a cycle.
+fn callee_first_order(
+    module: &Module,
+    calls: &[Vec<(usize, Span)>],
+    defined: &[bool],
+    errs: &mut Vec<Diagnostic>,
+) -> Vec<usize> {
+    let n = calls.len();
+    let mut deps: Vec<HashSet<usize>> = calls
+        .iter()
+        .map(|cs| cs.iter().map(|(c, _)| *c).collect())
+        .collect();
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, d) in deps.iter().enumerate() {
+        for &c in d {
+            callers[c].push(i);
+        }
+    }
+    let mut queue: VecDeque<usize> = (0..n)
+        .filter(|&i| defined[i] && deps[i].is_empty())
+        .collect();
+    let mut done = vec![false; n];
+    let mut order = Vec::new();
+    while let Some(i) = queue.pop_front() {
+        if done[i] {
+            continue;
+        }
+        done[i] = true;
+        order.push(i);
+        for &c in &callers[i] {
+            deps[c].remove(&i);
+            if deps[c].is_empty() && !done[c] && defined[c] {
+                queue.push_back(c);
+            }
+        }
+    }
+    // Functions left over call themselves or depend on a function that does.
+    for start in 0..n {
+        if done[start] || !defined[start] {
+            continue;
+        }
+        // BFS from start's callees, looking for start.
+        let mut parent: HashMap<usize, usize> = HashMap::new();
+        let mut q: VecDeque<usize> = VecDeque::new();
+        let mut first_call: HashMap<usize, Span> = HashMap::new();
+        for (c, span) in &calls[start] {
+            if !done[*c] && !first_call.contains_key(c) {
+                first_call.insert(*c, *span);
+                parent.insert(*c, start);
+                q.push_back(*c);
+            }
+        }
+        let mut found = false;
+        while let Some(x) = q.pop_front() {
+            if x == start {
+                found = true;
+                break;
+            }
+            for (c, _) in &calls[x] {
+                if !done[*c] && !parent.contains_key(c) {
+                    parent.insert(*c, x);
+                    q.push_back(*c);
+                }
+            }
+        }
+        if !found {
+            continue;
+        }
+        // Rebuild the path start -> ... -> start.
+        let mut path = vec![start];
+        let mut x = start;
+        let mut guard = 0;
+        while let Some(&p) = parent.get(&x) {
+            path.push(p);
+            if p == start || guard > n {
+                break;
+            }
+            x = p;
+            guard += 1;
+        }
+        path.reverse();
+        let first = path.get(1).copied().unwrap_or(start);
+        let span = first_call
+            .get(&first)
+            .copied()
+            .unwrap_or(module.items[start].name.span);
+        let names: Vec<&str> = path
+            .iter()
+            .map(|&i| module.items[i].name.name.as_str())
+            .collect();
+        let fname = &module.items[start].name.name;
+        let msg = if path.len() <= 2 {
+            format!("`{fname}` calls itself")
+        } else {
+            format!("`{fname}` calls itself through {}", names.join(" -> "))
+        };
+        errs.push(
+            Diagnostic::new(span, msg)
+                .with_note("calls are inlined, so recursion (direct or indirect) is not supported"),
+        );
+    }
+    order
+}
+
+/// Lowering state for one function body.
+struct FnCx<'a> {
+    sigs: &'a [Option<Sig>],
+    lowered: &'a [Option<CheckedFn>],
+    by_name: &'a HashMap<String, usize>,
+    module: &'a Module,
+    sizes: &'a [String],
+    b: Builder,
+    env: Vec<(String, Val)>,
+    errs: Vec<Diagnostic>,
+    internal: Option<String>,
+    too_large: bool,
+}
+
+/// The innermost result expression (where a type error of a body shows).
+fn result_expr(e: &Expr) -> &Expr {
+    let mut e = e;
+    while let ExprKind::Block(b) = &e.kind {
+        e = &b.result;
+    }
+    e
+}
+
+/// A callee variable name, as a hint for the inlined copy (numbered
+/// temporaries stay temporaries; `pred.2` becomes `pred`).
+fn base_name(name: &str) -> &str {
+    let base = name.split('.').next().unwrap_or("");
+    if base.chars().all(|c| c.is_ascii_digit()) {
+        ""
+    } else {
+        base
+    }
+}
+
+impl FnCx<'_> {
+    fn error(&mut self, d: Diagnostic) {
+        self.errs.push(d);
+    }
+
+    fn bug(&mut self, m: impl Into<String>) -> Val {
+        if self.internal.is_none() {
+            self.internal = Some(m.into());
+        }
+        Val::Err
+    }
+
+    fn push(&mut self, hint: &str, op: Op, args: &[VarId], annot: Option<&Type>) -> Val {
+        match self.b.push(hint, op, args, annot) {
+            Ok(v) => Val::Var(v),
+            Err(e) => self.bug(format!("lowering `{}`: {}", self.b.function().name, e.0)),
+        }
+    }
+
+    fn ty(&self, v: VarId) -> Type {
+        self.b.ty(v).clone()
+    }
+
+    fn describe(&self, v: &Val) -> String {
+        match v {
+            Val::Var(x) => self.ty(*x).to_string(),
+            Val::Const(_) => "a number".into(),
+            Val::Tuple(vs) => {
+                let s: Vec<String> = vs.iter().map(|v| self.describe(v)).collect();
+                format!("({})", s.join(", "))
+            }
+            Val::Err => "?".into(),
+        }
+    }
+
+    /// A constant of `ty` (broadcast if `ty` is an array).
+    fn materialize(&mut self, x: f64, ty: &Type, hint: &str) -> Val {
+        let c = self.b.constant(ty.dtype, x);
+        if ty.is_scalar() {
+            return Val::Var(c);
+        }
+        self.push(hint, Op::Bcast, &[c], Some(ty))
+    }
+
+    /// `v` as a value of exactly `ty` (literals adapt); None if it is not.
+    fn coerce(&mut self, v: &Val, ty: &Type) -> Option<Val> {
+        match v {
+            Val::Var(x) if self.b.ty(*x) == ty => Some(v.clone()),
+            Val::Const(x) => Some(self.materialize(*x, ty, "")),
+            Val::Err => Some(Val::Err),
+            _ => None,
+        }
+    }
+
+    fn lower_fn(&mut self, f: &FnDef, sig: &Sig) -> Option<CheckedFn> {
+        for (name, ty, span) in &sig.params {
+            let v = self.b.param(name, ty.clone(), *span);
+            self.env.push((name.clone(), Val::Var(v)));
+        }
+        let body = self.lower(&f.body, &[]);
+        let fname = f.name.name.clone();
+        let res = result_expr(&f.body).span;
+        if let Some(wrt) = &sig.grad {
+            let ret = match body {
+                Val::Var(v) if self.b.ty(v).is_scalar() => v,
+                Val::Const(x) => {
+                    let d = sig
+                        .params
+                        .get(wrt[0])
+                        .map(|p| p.1.dtype)
+                        .unwrap_or(DType::F64);
+                    self.b.constant(d, x)
+                }
+                Val::Err => return None,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(
+                        Diagnostic::new(
+                            res,
+                            format!(
+                                "the body of the `@grad` function `{fname}` must be a scalar, but it has type {t}"
+                            ),
+                        )
+                        .with_note("reverse mode differentiates a function with one scalar result"),
+                    );
+                    return None;
+                }
+            };
+            if !self.errs.is_empty() || self.internal.is_some() {
+                return None;
+            }
+            let b = std::mem::replace(&mut self.b, Builder::new("", Vec::new()));
+            let primal = b.finish(vec![ret]);
+            if let Err(e) = primal.validate() {
+                self.bug(format!("primal of `{fname}`: {e}"));
+                return None;
+            }
+            let rev = match reverse(&primal, wrt) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.bug(format!("differentiating `{fname}`: {e}"));
+                    return None;
+                }
+            };
+            let ir = rev.gradient(&fname);
+            if let Err(e) = ir.validate() {
+                self.bug(format!("gradient of `{fname}`: {e}"));
+                return None;
+            }
+            return Some(CheckedFn {
+                ir,
+                grad: Some(GradSpec {
+                    primal,
+                    wrt: wrt.clone(),
+                }),
+            });
+        }
+        // An ordinary function: the body must have the declared type.
+        let declared = type_list(&sig.ret);
+        let mut rets = Vec::new();
+        let mismatch = match (&body, sig.ret_tuple) {
+            (Val::Err, _) => return None,
+            (Val::Tuple(vs), true) if vs.len() == sig.ret.len() => {
+                let mut bad = false;
+                for (v, t) in vs.iter().zip(&sig.ret) {
+                    match self.coerce(v, t) {
+                        Some(Val::Var(x)) => rets.push(x),
+                        Some(Val::Err) => return None,
+                        _ => bad = true,
+                    }
+                }
+                bad
+            }
+            (Val::Tuple(_), _) => true,
+            (v, false) => match sig.ret.first().cloned() {
+                Some(t) => match self.coerce(v, &t) {
+                    Some(Val::Var(x)) => {
+                        rets.push(x);
+                        false
+                    }
+                    Some(_) => return None,
+                    None => true,
+                },
+                None => return None,
+            },
+            (_, true) => true,
+        };
+        if mismatch {
+            let got = self.describe(&body);
+            self.error(
+                Diagnostic::new(
+                    res,
+                    format!(
+                        "`{fname}` is declared to return {declared}, but its body has type {got}"
+                    ),
+                )
+                .with_label(f.ret.span(), "the return type is declared here"),
+            );
+            return None;
+        }
+        if !self.errs.is_empty() || self.internal.is_some() {
+            return None;
+        }
+        let b = std::mem::replace(&mut self.b, Builder::new("", Vec::new()));
+        let ir = b.finish(rets);
+        if let Err(e) = ir.validate() {
+            self.bug(format!("`{fname}`: {e}"));
+            return None;
+        }
+        Some(CheckedFn { ir, grad: None })
+    }
+
+    /// A non-tuple value, or an error.
+    fn single(&mut self, v: Val, span: Span) -> Val {
+        if let Val::Tuple(vs) = &v {
+            self.error(
+                Diagnostic::new(
+                    span,
+                    format!(
+                        "expected a single value, found a tuple of {} values",
+                        vs.len()
+                    ),
+                )
+                .with_note("take a tuple apart with `let (a, b) = ...`"),
+            );
+            return Val::Err;
+        }
+        v
+    }
+
+    fn lower(&mut self, e: &Expr, hints: &[&str]) -> Val {
+        let hint = hints.first().copied().unwrap_or("");
+        match &e.kind {
+            ExprKind::Num { value, .. } => Val::Const(*value),
+            ExprKind::Name(n) => self.lookup(n, e.span),
+            ExprKind::Unary {
+                op,
+                op_span,
+                operand,
+            } => {
+                let v = self.lower(operand, &[]);
+                let v = self.single(v, operand.span);
+                match (op, v) {
+                    (_, Val::Err) => Val::Err,
+                    (UnOp::Neg, Val::Const(x)) => Val::Const(-x),
+                    (UnOp::Neg, Val::Var(x)) => self.push(hint, Op::Neg, &[x], None),
+                    (UnOp::Sum, Val::Var(x)) if !self.b.ty(x).is_scalar() => {
+                        self.push(hint, Op::Sum, &[x], None)
+                    }
+                    (UnOp::Sum, v) => {
+                        let t = self.describe(&v);
+                        self.error(
+                            Diagnostic::new(
+                                *op_span,
+                                "`+/` sums the elements of an array, but its operand is a scalar",
+                            )
+                            .with_label(operand.span, format!("this has type {t}")),
+                        );
+                        Val::Err
+                    }
+                    (_, Val::Tuple(_)) => Val::Err,
+                }
+            }
+            ExprKind::Binary {
+                op,
+                op_text,
+                op_span,
+                lhs,
+                rhs,
+            } => {
+                let l = self.lower(lhs, &[]);
+                let l = self.single(l, lhs.span);
+                let r = self.lower(rhs, &[]);
+                let r = self.single(r, rhs.span);
+                self.binary(*op, op_text, *op_span, (l, lhs.span), (r, rhs.span), hint)
+            }
+            ExprKind::Call { callee, args } => self.call(e, callee, args, hints),
+            ExprKind::Tuple(es) => {
+                let mut vs = Vec::new();
+                for (k, x) in es.iter().enumerate() {
+                    let h = hints.get(k).copied().unwrap_or("");
+                    let v = self.lower(x, &[h]);
+                    vs.push(self.single(v, x.span));
+                }
+                Val::Tuple(vs)
+            }
+            ExprKind::Block(b) => {
+                let mark = self.env.len();
+                for l in &b.lets {
+                    self.lower_let(l);
+                }
+                let v = self.lower(&b.result, hints);
+                self.env.truncate(mark);
+                v
+            }
+        }
+    }
+
+    fn lower_let(&mut self, l: &Let) {
+        match &l.pattern {
+            Pattern::Name(id) => {
+                let v = self.lower(&l.value, &[id.name.as_str()]);
+                self.env.push((id.name.clone(), v));
+            }
+            Pattern::Tuple(ids, span) => {
+                let hints: Vec<&str> = ids.iter().map(|i| i.name.as_str()).collect();
+                let v = self.lower(&l.value, &hints);
+                let vals = match v {
+                    Val::Tuple(vs) if vs.len() == ids.len() => vs,
+                    Val::Err => vec![Val::Err; ids.len()],
+                    other => {
+                        let got = match &other {
+                            Val::Tuple(vs) => plural(vs.len(), "value"),
+                            _ => "a single value".to_string(),
+                        };
+                        self.error(
+                            Diagnostic::new(
+                                *span,
+                                format!(
+                                    "this pattern takes apart {}, but the value is {got}",
+                                    plural(ids.len(), "value")
+                                ),
+                            )
+                            .with_label(
+                                l.value.span,
+                                format!("this has type {}", self.describe(&other)),
+                            ),
+                        );
+                        vec![Val::Err; ids.len()]
+                    }
+                };
+                for (id, v) in ids.iter().zip(vals) {
+                    self.env.push((id.name.clone(), v));
+                }
+            }
+        }
+    }
+
+    fn lookup(&mut self, n: &str, span: Span) -> Val {
+        if let Some((_, v)) = self.env.iter().rev().find(|(k, _)| k == n) {
+            return v.clone();
+        }
+        let d = if self.by_name.contains_key(n) || builtin(n).is_some() {
+            Diagnostic::new(span, format!("`{n}` is a function, not a value"))
+                .with_note(format!("call it as `{n}(...)`"))
+        } else if self.sizes.iter().any(|s| s == n) {
+            Diagnostic::new(span, format!("size parameter `{n}` is not a value"))
+                .with_note("size parameters may only appear in types")
+        } else {
+            Diagnostic::new(span, format!("unknown name `{n}`"))
+        };
+        self.error(d);
+        Val::Err
+    }
+
+    fn binary(
+        &mut self,
+        op: BinOp,
+        op_text: &str,
+        op_span: Span,
+        (l, lspan): (Val, Span),
+        (r, rspan): (Val, Span),
+        hint: &str,
+    ) -> Val {
+        let irop = match op {
+            BinOp::Add => Op::Add,
+            BinOp::Sub => Op::Sub,
+            BinOp::Mul => Op::Mul,
+            BinOp::Div => Op::Div,
+        };
+        match (l, r) {
+            (Val::Err, _) | (_, Val::Err) | (Val::Tuple(_), _) | (_, Val::Tuple(_)) => Val::Err,
+            (Val::Const(a), Val::Const(b)) => Val::Const(match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                BinOp::Div => a / b,
+            }),
+            (Val::Var(a), Val::Const(c)) => {
+                let t = self.ty(a);
+                let Val::Var(b) = self.materialize(c, &t, "") else {
+                    return Val::Err;
+                };
+                self.push(hint, irop, &[a, b], None)
+            }
+            (Val::Const(c), Val::Var(b)) => {
+                let t = self.ty(b);
+                let Val::Var(a) = self.materialize(c, &t, "") else {
+                    return Val::Err;
+                };
+                self.push(hint, irop, &[a, b], None)
+            }
+            (Val::Var(a), Val::Var(b)) => {
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                if ta.dtype != tb.dtype {
+                    self.error(
+                        Diagnostic::new(
+                            op_span,
+                            format!(
+                                "`{op_text}` mixes element types {} and {}",
+                                ta.dtype, tb.dtype
+                            ),
+                        )
+                        .with_label(lspan, format!("this has type {ta}"))
+                        .with_label(rspan, format!("this has type {tb}"))
+                        .with_note("there is no implicit conversion between f32 and f64"),
+                    );
+                    return Val::Err;
+                }
+                let (a, b) = if ta == tb {
+                    (a, b)
+                } else if ta.is_scalar() {
+                    match self.b.broadcast_to(a, &tb) {
+                        Ok(x) => (x, b),
+                        Err(e) => return self.bug(e.0),
+                    }
+                } else if tb.is_scalar() {
+                    match self.b.broadcast_to(b, &ta) {
+                        Ok(x) => (a, x),
+                        Err(e) => return self.bug(e.0),
+                    }
+                } else {
+                    self.error(
+                        Diagnostic::new(
+                            op_span,
+                            format!("shape mismatch: `{op_text}` needs operands of the same shape, found {ta} and {tb}"),
+                        )
+                        .with_label(lspan, format!("this has type {ta}"))
+                        .with_label(rspan, format!("this has type {tb}")),
+                    );
+                    return Val::Err;
+                };
+                self.push(hint, irop, &[a, b], None)
+            }
+        }
+    }
+
+    fn call(&mut self, e: &Expr, callee: &Ident, args: &[Expr], hints: &[&str]) -> Val {
+        let name = callee.name.as_str();
+        let hint = hints.first().copied().unwrap_or("");
+        if let Some(op) = builtin(name) {
+            let vals: Vec<Val> = args.iter().map(|a| self.lower(a, &[])).collect();
+            if args.len() != 1 {
+                self.error(Diagnostic::new(
+                    e.span,
+                    format!(
+                        "`{name}` takes 1 argument, but {} given",
+                        if args.len() == 1 {
+                            "1 was".to_string()
+                        } else {
+                            format!("{} were", args.len())
+                        }
+                    ),
+                ));
+                return Val::Err;
+            }
+            let v = vals.into_iter().next().unwrap_or(Val::Err);
+            return match self.single(v, args[0].span) {
+                Val::Const(x) => Val::Const(fold_builtin(op, x)),
+                Val::Var(x) => self.push(hint, op, &[x], None),
+                _ => Val::Err,
+            };
+        }
+        let Some(&fi) = self.by_name.get(name) else {
+            for a in args {
+                self.lower(a, &[]);
+            }
+            let d = if self.env.iter().any(|(k, _)| k == name) {
+                Diagnostic::new(callee.span, format!("`{name}` is a value, not a function"))
+            } else {
+                Diagnostic::new(callee.span, format!("unknown function `{name}`"))
+            };
+            self.error(d);
+            return Val::Err;
+        };
+        let vals: Vec<Val> = args
+            .iter()
+            .map(|a| {
+                let v = self.lower(a, &[]);
+                self.single(v, a.span)
+            })
+            .collect();
+        let Some(sig) = self.sigs.get(fi).and_then(|s| s.as_ref()) else {
+            return Val::Err;
+        };
+        let decl = &self.module.items[fi];
+        if args.len() != sig.params.len() {
+            self.error(
+                Diagnostic::new(
+                    e.span,
+                    format!(
+                        "`{name}` takes {}, but {} given",
+                        plural(sig.params.len(), "argument"),
+                        if args.len() == 1 {
+                            "1 was".to_string()
+                        } else {
+                            format!("{} were", args.len())
+                        }
+                    ),
+                )
+                .with_label(decl.name.span, format!("`{name}` is declared here")),
+            );
+            return Val::Err;
+        }
+        // Unify the callee's size parameters with the argument shapes.
+        let mut subst: HashMap<String, Dim> = HashMap::new();
+        let mut ok = true;
+        for (k, v) in vals.iter().enumerate() {
+            let (pname, pty, pspan) = &sig.params[k];
+            let Val::Var(x) = v else {
+                if matches!(v, Val::Err) {
+                    ok = false;
+                }
+                continue;
+            };
+            let at = self.ty(*x);
+            let mut fits = at.dtype == pty.dtype && at.rank() == pty.rank();
+            if fits {
+                let mut trial = subst.clone();
+                for (pd, ad) in pty.shape.iter().zip(&at.shape) {
+                    match pd {
+                        Dim::Lit(_) => fits &= pd == ad,
+                        Dim::Param(p) => match trial.get(p) {
+                            Some(bound) => fits &= bound == ad,
+                            None => {
+                                trial.insert(p.clone(), ad.clone());
+                            }
+                        },
+                    }
+                }
+                if fits {
+                    subst = trial;
+                }
+            }
+            if !fits {
+                ok = false;
+                let want = subst_type(pty, &subst);
+                self.error(
+                    Diagnostic::new(
+                        args[k].span,
+                        format!(
+                            "argument `{pname}` of `{name}` must have type {want}, but it has type {at}"
+                        ),
+                    )
+                    .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
+                );
+            }
+        }
+        if !ok {
+            return Val::Err;
+        }
+        // Literal arguments take the parameter's type.
+        let mut arg_vars = Vec::new();
+        for (k, v) in vals.iter().enumerate() {
+            let (pname, pty, _) = &sig.params[k];
+            match v {
+                Val::Var(x) => arg_vars.push(*x),
+                Val::Const(c) => {
+                    let want = subst_type(pty, &subst);
+                    let unbound = pty
+                        .shape
+                        .iter()
+                        .any(|d| matches!(d, Dim::Param(p) if !subst.contains_key(p)));
+                    if unbound {
+                        self.error(Diagnostic::new(
+                            args[k].span,
+                            format!(
+                                "cannot infer the shape of argument `{pname}` of `{name}` ({pty}) from a number"
+                            ),
+                        ).with_note("pass an array, or another argument that fixes its size"));
+                        return Val::Err;
+                    }
+                    match self.materialize(*c, &want, "") {
+                        Val::Var(x) => arg_vars.push(x),
+                        _ => return Val::Err,
+                    }
+                }
+                _ => return Val::Err,
+            }
+        }
+        let Some(callee_fn) = self.lowered.get(fi).and_then(|c| c.as_ref()) else {
+            // The callee has errors of its own (already reported).
+            return Val::Err;
+        };
+        self.inline(&callee_fn.ir, &arg_vars, &subst, hints, e.span)
+    }
+
+    fn inline(
+        &mut self,
+        callee: &Function,
+        args: &[VarId],
+        subst: &HashMap<String, Dim>,
+        hints: &[&str],
+        span: Span,
+    ) -> Val {
+        if self.b.function().stmts.len() + callee.stmts.len() > MAX_STMTS {
+            if !self.too_large {
+                self.too_large = true;
+                let name = self.b.function().name.clone();
+                self.error(Diagnostic::new(
+                    span,
+                    format!("`{name}` is too large after inlining calls (more than {MAX_STMTS} operations)"),
+                ));
+            }
+            return Val::Err;
+        }
+        let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
+        for (p, a) in callee.params.iter().zip(args) {
+            if let Some(slot) = map.get_mut(p.var.index()) {
+                *slot = Some(*a);
+            }
+        }
+        for s in &callee.stmts {
+            let mut xs = Vec::new();
+            for a in &s.args {
+                match map.get(a.index()).copied().flatten() {
+                    Some(x) => xs.push(x),
+                    None => {
+                        return self.bug(format!("inlining `{}`: undefined value", callee.name))
+                    }
+                }
+            }
+            let Some(info) = callee.vars.get(s.var.index()) else {
+                return self.bug(format!("inlining `{}`: bad variable", callee.name));
+            };
+            let ty = subst_type(&info.ty, subst);
+            let hint = callee
+                .rets
+                .iter()
+                .position(|r| *r == s.var)
+                .and_then(|k| hints.get(k).copied())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| base_name(&info.name));
+            let Val::Var(nv) = self.push(hint, s.op, &xs, Some(&ty)) else {
+                return Val::Err;
+            };
+            if self.b.ty(nv) != &ty {
+                return self.bug(format!(
+                    "inlining `{}`: %{} should be {ty}",
+                    callee.name, info.name
+                ));
+            }
+            if let Some(slot) = map.get_mut(s.var.index()) {
+                *slot = Some(nv);
+            }
+        }
+        let mut rets = Vec::new();
+        for r in &callee.rets {
+            match map.get(r.index()).copied().flatten() {
+                Some(x) => rets.push(Val::Var(x)),
+                None => return self.bug(format!("inlining `{}`: undefined result", callee.name)),
+            }
+        }
+        if rets.len() == 1 {
+            rets.pop().unwrap_or(Val::Err)
+        } else {
+            Val::Tuple(rets)
+        }
+    }
+}
+
+fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {
+    Type::array(
+        t.dtype,
+        t.shape
+            .iter()
+            .map(|d| match d {
+                Dim::Param(p) => subst.get(p).cloned().unwrap_or_else(|| d.clone()),
+                Dim::Lit(_) => d.clone(),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::interp::run;
+    use crate::lang::value::Value;
+    use crate::{Error, Program};
+
+    const SEED: &str = "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
+  let pred = +/(w .* x)
+  let err = pred - y
+  err * err
+}
+
+@grad(w)
+fn dloss_dw[N](w: f32[N], x: f32[N], y: f32) -> f32[N] = loss(w, x, y)
+";
+
+    fn prog(src: &str) -> Program {
+        match Program::parse(src) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn err(src: &str) -> String {
+        match Program::parse(src) {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn run1(p: &Program, f: &str, args: &[&Value]) -> Vec<Value> {
+        run(p.ir(f).unwrap(), args).unwrap()
+    }
+
+    #[test]
+    fn seed_lowers_and_runs() {
+        let p = prog(SEED);
+        assert_eq!(p.function_names(), vec!["loss", "dloss_dw"]);
+        assert_eq!(
+            p.ir("loss").unwrap().to_string(),
+            "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
+  %0: f32[N] = mul %w %x
+  %pred: f32 = sum %0
+  %err: f32 = sub %pred %y
+  %1: f32 = mul %err %err
+  ret %1
+}
+"
+        );
+        let w = Value::f32(&[1.0, 2.0, 3.0]);
+        let x = Value::f32(&[4.0, 5.0, 6.0]);
+        let y = Value::scalar(crate::lang::types::DType::F32, 0.5);
+        let l = run1(&p, "loss", &[&w, &x, &y]);
+        assert_eq!(l[0].as_scalar(), 31.5 * 31.5);
+        let g = run1(&p, "dloss_dw", &[&w, &x, &y]);
+        assert_eq!(g[0].data, vec![252.0, 315.0, 378.0]);
+        let spec = p.grad_spec("dloss_dw").unwrap();
+        assert_eq!(spec.wrt, vec![0]);
+        assert_eq!(spec.primal.params.len(), 3);
+        assert!(p.grad_spec("loss").is_none());
+        let s = p.param_span("dloss_dw", 1).unwrap();
+        assert_eq!(&SEED[s.start as usize..s.end as usize], "x: f32[N]");
+        assert!(matches!(p.ir("nope"), Err(Error::Usage(m)) if m.contains("`loss`, `dloss_dw`")));
+    }
+
+    #[test]
+    fn scalars_broadcast() {
+        let p = prog("fn f[N](x: f64[N], s: f64) -> f64[N] = s * x + 1");
+        let ir = p.ir("f").unwrap();
+        assert_eq!(ir.op_counts().get("bcast"), Some(&2), "{ir}");
+        let r = run1(
+            &p,
+            "f",
+            &[
+                &Value::f64(&[1.0, 2.0]),
+                &Value::scalar(crate::lang::types::DType::F64, 3.0),
+            ],
+        );
+        assert_eq!(r[0].data, vec![4.0, 7.0]);
+    }
+
+    #[test]
+    fn literals_take_the_context_dtype() {
+        // `2 * 3` folds; the f32 operand gives the dtype.
+        let p = prog("fn f(x: f32) -> f32 {\n let k = 2 * 3\n x * k - 0.5\n}");
+        let ir = p.ir("f").unwrap().to_string();
+        assert!(ir.contains("f32 = const 6.0"), "{ir}");
+        assert!(ir.contains("f32 = const 0.5"), "{ir}");
+        // A literal body takes the declared return type (broadcast).
+        let p = prog("fn ones[N](x: f64[N]) -> f64[N] = 1");
+        let r = run1(&p, "ones", &[&Value::f64(&[5.0, 5.0])]);
+        assert_eq!(r[0].data, vec![1.0, 1.0]);
+        // A literal argument takes the parameter's type.
+        let p = prog("fn sq(x: f32) -> f32 = x * x\nfn g(y: f32) -> f32 = sq(3) + y");
+        assert!(p.ir("g").unwrap().to_string().contains("f32 = const 3.0"));
+        // Math functions of literals fold too.
+        let p = prog("fn h(x: f64) -> f64 = x * exp(0)");
+        assert!(p.ir("h").unwrap().to_string().contains("f64 = const 1.0"));
+    }
+
+    #[test]
+    fn calls_inline_with_size_substitution() {
+        let p = prog(
+            "fn dot[K](a: f64[K], b: f64[K]) -> f64 = +/(a .* b)
+             fn norm2[M](v: f64[M]) -> f64 {
+               let d = dot(v, v)
+               d
+             }
+             fn fixed(v: f64[3]) -> f64 = norm2(v)",
+        );
+        let ir = p.ir("norm2").unwrap();
+        assert_eq!(ir.ty(ir.stmts[0].var).to_string(), "f64[M]");
+        assert!(ir.vars.iter().any(|v| v.name == "d"));
+        let ir = p.ir("fixed").unwrap();
+        assert_eq!(ir.ty(ir.stmts[0].var).to_string(), "f64[3]");
+        let r = run1(&p, "fixed", &[&Value::f64(&[1.0, 2.0, 2.0])]);
+        assert_eq!(r[0].as_scalar(), 9.0);
+    }
+
+    #[test]
+    fn grad_of_two_params_returns_a_tuple() {
+        let p = prog(
+            "fn f[N](a: f64[N], b: f64) -> f64 = +/(a .* a) * b
+             @grad(a, b)
+             fn g[N](a: f64[N], b: f64) -> (f64[N], f64) = f(a, b)
+             fn use[N](a: f64[N], b: f64) -> f64 {
+               let (da, db) = g(a, b)
+               +/da + db
+             }",
+        );
+        let a = Value::f64(&[1.0, 2.0]);
+        let b = Value::scalar(crate::lang::types::DType::F64, 3.0);
+        let r = run1(&p, "g", &[&a, &b]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].data, vec![6.0, 12.0]);
+        assert_eq!(r[1].as_scalar(), 5.0);
+        let u = run1(&p, "use", &[&a, &b]);
+        assert_eq!(u[0].as_scalar(), 23.0);
+    }
+
+    #[test]
+    fn higher_derivatives_through_grad_functions() {
+        let p = prog(
+            "fn cube(x: f64) -> f64 = x * x * x
+             @grad(x)
+             fn d1(x: f64) -> f64 = cube(x)
+             @grad(x)
+             fn d2(x: f64) -> f64 = d1(x)",
+        );
+        let x = Value::scalar(crate::lang::types::DType::F64, 2.0);
+        assert_eq!(run1(&p, "d1", &[&x])[0].as_scalar(), 12.0);
+        assert_eq!(run1(&p, "d2", &[&x])[0].as_scalar(), 12.0);
+    }
+
+    #[test]
+    fn use_before_definition_and_blocks() {
+        let p = prog(
+            "fn a(x: f64) -> f64 = b(x) + { let t = sin(x); t * t }
+             fn b(x: f64) -> f64 = tanh(x) / sqrt(x)",
+        );
+        assert!(p.ir("a").is_ok());
+    }
+
+    #[test]
+    fn errors_are_all_reported() {
+        let e = err("fn f(x: f32) -> f32 {\n let a = zz\n let b = x .* qq\n x\n}");
+        assert!(
+            e.contains("unknown name `zz`") && e.contains("unknown name `qq`"),
+            "{e}"
+        );
+        let e = err("fn f[N, M](x: f32[N], y: f32[M]) -> f32[N] = x .* y");
+        assert!(e.contains("shape mismatch"), "{e}");
+        let e = err("fn f(x: f32, y: f64) -> f32 = x + y");
+        assert!(e.contains("mixes element types f32 and f64"), "{e}");
+        let e = err("fn f(x: f32) -> f32 = g(x)\nfn g(x: f32) -> f32 = f(x)");
+        assert!(e.contains("calls itself through"), "{e}");
+        let e = err("fn f[N](x: f32) -> f32 = x");
+        assert!(e.contains("cannot be inferred"), "{e}");
+        let e = err("fn sin(x: f32) -> f32 = x");
+        assert!(e.contains("builtin"), "{e}");
+        let e = err("fn f(x: f32) -> f32 = x\nfn f(x: f32) -> f32 = x");
+        assert!(e.contains("defined twice"), "{e}");
+        let e = err("@grad(x) @grad(x)\nfn f(x: f32) -> f32 = x");
+        assert!(e.contains("more than one attribute"), "{e}");
+        let e = err("fn f[N](x: f32[N]) -> f32 = +/x\nfn g(y: f32[3], z: f32[4]) -> f32 = f(y) + f(z) + f(1)");
+        assert!(e.contains("cannot infer the shape"), "{e}");
+        let e = err(
+            "fn f(x: f32) -> (f32, f32) = (x, x)\nfn g(x: f32) -> f32 { let (a, b, c) = f(x)\n a }",
+        );
+        assert!(
+            e.contains("takes apart 3 values, but the value is 2 values"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! The lexer: source text to tokens with byte spans.
+//!
+//! Line breaks are significant (they end statements) except inside
+//! parentheses or brackets: the lexer keeps a stack of open delimiters and
+//! emits a [`Tok::Newline`] only when the innermost one is `{` or there is
+//! none. Consecutive line breaks collapse into one token. `//` starts a
+//! comment that runs to the end of the line.
+
+use super::span::{Diagnostic, Span};
+use std::fmt;
+
+/// One token.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    Ident(String),
+    /// A number literal: its text, its value, and its value as an integer
+    /// if it is written with digits only and fits in a `u64`.
+    Num {
+        text: String,
+        value: f64,
+        int: Option<u64>,
+    },
+    Fn,
+    Let,
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    LBrace,
+    RBrace,
+    Comma,
+    Colon,
+    Semi,
+    Eq,
+    Arrow,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    DotStar,
+    DotSlash,
+    /// `+/`, the sum reduction.
+    PlusSlash,
+    At,
+    Newline,
+    Eof,
+}
+
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Tok::Ident(s) => return write!(f, "`{s}`"),
+            Tok::Num { text, .. } => return write!(f, "`{text}`"),
+            Tok::Fn => "`fn`",
+            Tok::Let => "`let`",
+            Tok::LParen => "`(`",
+            Tok::RParen => "`)`",
+            Tok::LBracket => "`[`",
+            Tok::RBracket => "`]`",
+            Tok::LBrace => "`{`",
+            Tok::RBrace => "`}`",
+            Tok::Comma => "`,`",
+            Tok::Colon => "`:`",
+            Tok::Semi => "`;`",
+            Tok::Eq => "`=`",
+            Tok::Arrow => "`->`",
+            Tok::Plus => "`+`",
+            Tok::Minus => "`-`",
+            Tok::Star => "`*`",
+            Tok::Slash => "`/`",
+            Tok::DotStar => "`.*`",
+            Tok::DotSlash => "`./`",
+            Tok::PlusSlash => "`+/`",
+            Tok::At => "`@`",
+            Tok::Newline => "a line break",
+            Tok::Eof => "the end of the file",
+        };
+        f.write_str(s)
+    }
+}
+
+/// A token and where it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+}
+
+/// Split `src` into tokens (always ending with [`Tok::Eof`]). Bad characters
+/// and malformed numbers are reported and skipped, so lexing never fails.
+pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
+    let bytes = src.as_bytes();
+    let mut toks: Vec<Token> = Vec::new();
+    let mut errs = Vec::new();
+    // Open delimiters: b'(', b'[' or b'{'.
+    let mut open: Vec<u8> = Vec::new();
+    let mut i = 0;
+    let at = |k: usize| bytes.get(k).copied().unwrap_or(0);
+    while i < bytes.len() {
+        let c = bytes[i];
+        let start = i;
+        let push = |tok: Tok, len: usize, toks: &mut Vec<Token>| {
+            toks.push(Token {
+                tok,
+                span: Span::new(start, start + len),
+            });
+            len
+        };
+        match c {
+            b'\n' => {
+                let significant = !matches!(open.last(), Some(b'(') | Some(b'['));
+                let last_is_nl = matches!(
+                    toks.last(),
+                    Some(Token {
+                        tok: Tok::Newline,
+                        ..
+                    })
+                );
+                if significant && !last_is_nl {
+                    push(Tok::Newline, 1, &mut toks);
+                }
+                i += 1;
+            }
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'/' if at(i + 1) == b'/' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                open.push(c);
+                let t = match c {
+                    b'(' => Tok::LParen,
+                    b'[' => Tok::LBracket,
+                    _ => Tok::LBrace,
+                };
+                i += push(t, 1, &mut toks);
+            }
+            b')' | b']' | b'}' => {
+                let want = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                // Pop up to and including the matching opener, if any; an
+                // unmatched closer leaves the stack alone (the parser reports it).
+                if let Some(k) = open.iter().rposition(|o| *o == want) {
+                    open.truncate(k);
+                }
+                let t = match c {
+                    b')' => Tok::RParen,
+                    b']' => Tok::RBracket,
+                    _ => Tok::RBrace,
+                };
+                i += push(t, 1, &mut toks);
+            }
+            b',' => i += push(Tok::Comma, 1, &mut toks),
+            b':' => i += push(Tok::Colon, 1, &mut toks),
+            b';' => i += push(Tok::Semi, 1, &mut toks),
+            b'=' => i += push(Tok::Eq, 1, &mut toks),
+            b'@' => i += push(Tok::At, 1, &mut toks),
+            b'*' => i += push(Tok::Star, 1, &mut toks),
+            b'/' => i += push(Tok::Slash, 1, &mut toks),
+            b'+' if at(i + 1) == b'/' => i += push(Tok::PlusSlash, 2, &mut toks),
+            b'+' => i += push(Tok::Plus, 1, &mut toks),
+            b'-' if at(i + 1) == b'>' => i += push(Tok::Arrow, 2, &mut toks),
+            b'-' => i += push(Tok::Minus, 1, &mut toks),
+            b'.' if at(i + 1) == b'*' => i += push(Tok::DotStar, 2, &mut toks),
+            b'.' if at(i + 1) == b'/' => i += push(Tok::DotSlash, 2, &mut toks),
+            b'0'..=b'9' => {
+                let mut j = i;
+                while at(j).is_ascii_digit() {
+                    j += 1;
+                }
+                let mut is_int = true;
+                if at(j) == b'.' && at(j + 1).is_ascii_digit() {
+                    is_int = false;
+                    j += 1;
+                    while at(j).is_ascii_digit() {
+                        j += 1;
+                    }
+                }
+                if matches!(at(j), b'e' | b'E') {
+                    let k = if matches!(at(j + 1), b'+' | b'-') {
+                        j + 2
+                    } else {
+                        j + 1
+                    };
+                    if at(k).is_ascii_digit() {
+                        is_int = false;
+                        j = k;
+                        while at(j).is_ascii_digit() {
+                            j += 1;
+                        }
+                    }
+                }
+                let mut bad = false;
+                while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
+                    bad = true;
+                    j += 1;
+                }
+                // Only ASCII was consumed, so this slice is on char boundaries.
+                let text = src.get(i..j).unwrap_or("").to_string();
+                let span = Span::new(i, j);
+                if bad {
+                    errs.push(Diagnostic::new(span, format!("invalid number `{text}`")));
+                }
+                let value = if bad {
+                    0.0
+                } else {
+                    text.parse::<f64>().unwrap_or(0.0)
+                };
+                let int = if is_int && !bad {
+                    text.parse::<u64>().ok()
+                } else {
+                    None
+                };
+                toks.push(Token {
+                    tok: Tok::Num { text, value, int },
+                    span,
+                });
+                i = j;
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let mut j = i;
+                while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
+                    j += 1;
+                }
+                let word = src.get(i..j).unwrap_or("");
+                let tok = match word {
+                    "fn" => Tok::Fn,
+                    "let" => Tok::Let,
+                    w => Tok::Ident(w.to_string()),
+                };
+                toks.push(Token {
+                    tok,
+                    span: Span::new(i, j),
+                });
+                i = j;
+            }
+            _ => {
+                // One whole (possibly multi-byte) character.
+                let ch = src.get(i..).and_then(|s| s.chars().next()).unwrap_or('?');
+                let len = ch.len_utf8().max(1);
+                errs.push(Diagnostic::new(
+                    Span::new(i, i + len),
+                    format!("unexpected character `{}`", ch.escape_debug()),
+                ));
+                i += len;
+            }
+        }
+    }
+    toks.push(Token {
+        tok: Tok::Eof,
+        span: Span::new(src.len(), src.len()),
+    });
+    (toks, errs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(src: &str) -> Vec<Tok> {
+        let (t, e) = lex(src);
+        assert!(e.is_empty(), "{e:?}");
+        t.into_iter().map(|t| t.tok).collect()
+    }
+
+    fn num(text: &str, value: f64, int: Option<u64>) -> Tok {
+        Tok::Num {
+            text: text.into(),
+            value,
+            int,
+        }
+    }
+
+    #[test]
+    fn operators_and_numbers() {
+        assert_eq!(
+            kinds("+/(w .* x) ./ 2.*1e-3 -> 0.5"),
+            vec![
+                Tok::PlusSlash,
+                Tok::LParen,
+                Tok::Ident("w".into()),
+                Tok::DotStar,
+                Tok::Ident("x".into()),
+                Tok::RParen,
+                Tok::DotSlash,
+                num("2", 2.0, Some(2)),
+                Tok::DotStar,
+                num("1e-3", 1e-3, None),
+                Tok::Arrow,
+                num("0.5", 0.5, None),
+                Tok::Eof
+            ]
+        );
+    }
+
+    #[test]
+    fn newlines_inside_parens_are_dropped() {
+        assert_eq!(
+            kinds("f(a,\n b)\n\n// c\nlet"),
+            vec![
+                Tok::Ident("f".into()),
+                Tok::LParen,
+                Tok::Ident("a".into()),
+                Tok::Comma,
+                Tok::Ident("b".into()),
+                Tok::RParen,
+                Tok::Newline,
+                Tok::Let,
+                Tok::Eof
+            ]
+        );
+        assert_eq!(
+            kinds("{a\n}"),
+            vec![
+                Tok::LBrace,
+                Tok::Ident("a".into()),
+                Tok::Newline,
+                Tok::RBrace,
+                Tok::Eof
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_input_is_reported_not_fatal() {
+        let (t, e) = lex("a # 12x é");
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0].message, "unexpected character `#`");
+        assert_eq!(e[1].message, "invalid number `12x`");
+        assert_eq!(t.last().map(|t| &t.tok), Some(&Tok::Eof));
+    }
+}

@@ -1,0 +1,662 @@
+//! The parser: tokens to [`Module`], by recursive descent.
+//!
+//! Grammar (`NL` is a significant line break, see the lexer):
+//!
+//! ```text
+//! module  := { NL | item }
+//! item    := { attr NL? } 'fn' IDENT [ '[' IDENT {',' IDENT} ']' ]
+//!            '(' [ param {',' param} ] ')' '->' type ( block | '=' expr )
+//! attr    := '@' IDENT [ '(' [ IDENT {',' IDENT} ] ')' ]
+//! param   := IDENT ':' type
+//! type    := IDENT [ '[' dim {',' dim} ']' ] | '(' type {',' type} ')'
+//! dim     := INT | IDENT
+//! expr    := mul { ('+' | '-') NL? mul }
+//! mul     := unary { ('*' | '/' | '.*' | './') NL? unary }
+//! unary   := ('-' | '+/') unary | primary
+//! primary := NUM | IDENT [ '(' [ expr {',' expr} ] ')' ]
+//!          | '(' expr {',' expr} ')' | block
+//! block   := '{' { NL | ';' } { stmt (NL | ';') { NL | ';' } } expr { NL | ';' } '}'
+//! stmt    := 'let' ( IDENT | '(' IDENT {',' IDENT} ')' ) '=' NL? expr
+//! ```
+//!
+//! A line break after a binary operator or after `=` continues the
+//! expression; anywhere else in a block it ends it. Nesting deeper than
+//! [`MAX_DEPTH`] is an error (so no input can overflow the stack).
+
+use super::ast::*;
+use super::lexer::{lex, Tok, Token};
+use super::span::{Diagnostic, Span};
+
+/// Maximum nesting depth of expressions and types (including the length of
+/// operator chains, which nest to the left).
+pub const MAX_DEPTH: usize = 256;
+
+type PResult<T> = Result<T, Diagnostic>;
+
+/// Parse a whole file. Returns the functions that parsed and every error
+/// (one per broken item at most, plus lexical errors).
+pub fn parse(src: &str) -> (Module, Vec<Diagnostic>) {
+    let (toks, mut errs) = lex(src);
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    let mut items = Vec::new();
+    loop {
+        p.skip_newlines();
+        if p.at(&Tok::Eof) {
+            break;
+        }
+        let start = p.pos;
+        match p.item() {
+            Ok(f) => items.push(f),
+            Err(d) => {
+                errs.push(d);
+                p.depth = 0;
+                // Skip to the next item start, making progress.
+                if p.pos == start {
+                    p.pos += 1;
+                }
+                while !matches!(p.peek(), Tok::Eof | Tok::Fn | Tok::At) {
+                    p.pos += 1;
+                }
+            }
+        }
+    }
+    (Module { items }, errs)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    depth: usize,
+}
+
+fn describe(t: &Tok) -> String {
+    t.to_string()
+}
+
+impl Parser {
+    fn tok(&self) -> &Token {
+        // The token list always ends with Eof, and pos never passes it.
+        let i = self.pos.min(self.toks.len().saturating_sub(1));
+        &self.toks[i]
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.tok().tok
+    }
+
+    fn span(&self) -> Span {
+        self.tok().span
+    }
+
+    /// Span of the previous token (for node ends).
+    fn prev_span(&self) -> Span {
+        if self.pos == 0 {
+            return self.span();
+        }
+        let i = (self.pos - 1).min(self.toks.len().saturating_sub(1));
+        self.toks[i].span
+    }
+
+    fn at(&self, t: &Tok) -> bool {
+        self.peek() == t
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.tok().clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, t: &Tok) -> bool {
+        if self.at(t) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn skip_newlines(&mut self) {
+        while self.at(&Tok::Newline) {
+            self.bump();
+        }
+    }
+
+    fn error_expected(&self, what: &str) -> Diagnostic {
+        Diagnostic::new(
+            self.span(),
+            format!("expected {what}, found {}", describe(self.peek())),
+        )
+    }
+
+    fn expect(&mut self, t: &Tok) -> PResult<Span> {
+        if self.at(t) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.error_expected(&t.to_string()))
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<Ident> {
+        match self.peek().clone() {
+            Tok::Ident(name) => {
+                let span = self.bump().span;
+                Ok(Ident { name, span })
+            }
+            _ => Err(self.error_expected(what)),
+        }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::new(
+                self.span(),
+                format!("expression nested too deeply (the limit is {MAX_DEPTH} levels)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// `IDENT {',' IDENT}` up to (not including) `close`; may be empty.
+    fn ident_list(&mut self, close: &Tok, what: &str) -> PResult<Vec<Ident>> {
+        let mut out = Vec::new();
+        while !self.at(close) {
+            out.push(self.ident(what)?);
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn item(&mut self) -> PResult<FnDef> {
+        let start = self.span();
+        let mut attrs = Vec::new();
+        while self.at(&Tok::At) {
+            let at = self.bump().span;
+            let name = self.ident("an attribute name after `@`")?;
+            let mut args = Vec::new();
+            if self.eat(&Tok::LParen) {
+                args = self.ident_list(&Tok::RParen, "a parameter name")?;
+                self.expect(&Tok::RParen)?;
+            }
+            attrs.push(Attr {
+                name,
+                args,
+                span: at.to(self.prev_span()),
+            });
+            self.skip_newlines();
+        }
+        if !self.at(&Tok::Fn) {
+            return Err(self.error_expected("`fn`"));
+        }
+        self.bump();
+        let name = self.ident("a function name")?;
+        let mut size_params = Vec::new();
+        if self.eat(&Tok::LBracket) {
+            size_params = self.ident_list(&Tok::RBracket, "a size parameter name")?;
+            self.expect(&Tok::RBracket)?;
+        }
+        self.expect(&Tok::LParen)?;
+        let mut params = Vec::new();
+        while !self.at(&Tok::RParen) {
+            let pname = self.ident("a parameter name")?;
+            self.expect(&Tok::Colon)?;
+            let ty = self.ty()?;
+            params.push(ParamDecl {
+                span: pname.span.to(ty.span()),
+                name: pname,
+                ty,
+            });
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RParen)?;
+        self.skip_newlines();
+        self.expect(&Tok::Arrow)?;
+        let ret = self.ty()?;
+        self.skip_newlines();
+        let body = if self.at(&Tok::LBrace) {
+            self.block()?
+        } else if self.eat(&Tok::Eq) {
+            self.skip_newlines();
+            self.expr()?
+        } else {
+            return Err(self.error_expected("`{` or `=` before the function body"));
+        };
+        if !matches!(self.peek(), Tok::Newline | Tok::Eof | Tok::Semi) {
+            return Err(self.error_expected("a line break after the function body"));
+        }
+        self.eat(&Tok::Semi);
+        Ok(FnDef {
+            attrs,
+            name,
+            size_params,
+            params,
+            ret,
+            span: start.to(body.span),
+            body,
+        })
+    }
+
+    fn ty(&mut self) -> PResult<TypeExpr> {
+        self.enter()?;
+        let r = self.ty_inner();
+        self.leave();
+        r
+    }
+
+    fn ty_inner(&mut self) -> PResult<TypeExpr> {
+        let start = self.span();
+        if self.eat(&Tok::LParen) {
+            let mut elems = vec![self.ty()?];
+            while self.eat(&Tok::Comma) {
+                if self.at(&Tok::RParen) {
+                    break;
+                }
+                elems.push(self.ty()?);
+            }
+            let end = self.expect(&Tok::RParen)?;
+            if elems.len() == 1 {
+                return Ok(elems.remove(0));
+            }
+            return Ok(TypeExpr::Tuple {
+                elems,
+                span: start.to(end),
+            });
+        }
+        let dtype = self.ident("a type")?;
+        let mut dims = Vec::new();
+        let mut span = dtype.span;
+        if self.eat(&Tok::LBracket) {
+            loop {
+                match self.peek().clone() {
+                    Tok::Num { int: Some(n), .. } => {
+                        let s = self.bump().span;
+                        dims.push(DimExpr::Lit(n, s));
+                    }
+                    Tok::Ident(name) => {
+                        let s = self.bump().span;
+                        dims.push(DimExpr::Name(Ident { name, span: s }));
+                    }
+                    _ => {
+                        return Err(self.error_expected(
+                            "a dimension (a size parameter or a non-negative integer)",
+                        ))
+                    }
+                }
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+            span = span.to(self.expect(&Tok::RBracket)?);
+        }
+        Ok(TypeExpr::Named { dtype, dims, span })
+    }
+
+    fn block(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.block_inner();
+        self.leave();
+        r
+    }
+
+    fn skip_separators(&mut self) {
+        while matches!(self.peek(), Tok::Newline | Tok::Semi) {
+            self.bump();
+        }
+    }
+
+    fn block_inner(&mut self) -> PResult<Expr> {
+        let open = self.expect(&Tok::LBrace)?;
+        let mut lets = Vec::new();
+        let mut result: Option<Expr> = None;
+        self.skip_separators();
+        while !self.at(&Tok::RBrace) {
+            if let Some(r) = &result {
+                return Err(Diagnostic::new(
+                    r.span,
+                    "this expression's value is unused: only the last expression of a block is its value",
+                )
+                .with_note("start a new statement with `let`, or join the lines with an operator"));
+            }
+            if self.at(&Tok::Let) {
+                lets.push(self.let_stmt()?);
+            } else if self.at(&Tok::Eof) {
+                return Err(Diagnostic::new(open, "this `{` is never closed"));
+            } else {
+                result = Some(self.expr()?);
+            }
+            if !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::RBrace) {
+                return Err(self.error_expected("a line break, `;` or `}`"));
+            }
+            self.skip_separators();
+        }
+        let close = self.bump().span;
+        let span = open.to(close);
+        let Some(result) = result else {
+            return Err(Diagnostic::new(
+                span,
+                "this block has no value: it must end with an expression",
+            ));
+        };
+        Ok(Expr {
+            kind: ExprKind::Block(Block {
+                lets,
+                result: Box::new(result),
+            }),
+            span,
+        })
+    }
+
+    fn let_stmt(&mut self) -> PResult<Let> {
+        let start = self.expect(&Tok::Let)?;
+        let pattern = if self.at(&Tok::LParen) {
+            let open = self.bump().span;
+            let names = self.ident_list(&Tok::RParen, "a name")?;
+            let close = self.expect(&Tok::RParen)?;
+            if names.is_empty() {
+                return Err(Diagnostic::new(
+                    open.to(close),
+                    "expected at least one name",
+                ));
+            }
+            Pattern::Tuple(names, open.to(close))
+        } else {
+            Pattern::Name(self.ident("a name after `let`")?)
+        };
+        self.expect(&Tok::Eq)?;
+        self.skip_newlines();
+        let value = self.expr()?;
+        Ok(Let {
+            pattern,
+            span: start.to(value.span),
+            value,
+        })
+    }
+
+    pub fn expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.binary(0);
+        self.leave();
+        r
+    }
+
+    fn binop(&self, level: u8) -> Option<(BinOp, &'static str)> {
+        match (level, self.peek()) {
+            (0, Tok::Plus) => Some((BinOp::Add, "+")),
+            (0, Tok::Minus) => Some((BinOp::Sub, "-")),
+            (1, Tok::Star) => Some((BinOp::Mul, "*")),
+            (1, Tok::DotStar) => Some((BinOp::Mul, ".*")),
+            (1, Tok::Slash) => Some((BinOp::Div, "/")),
+            (1, Tok::DotSlash) => Some((BinOp::Div, "./")),
+            _ => None,
+        }
+    }
+
+    /// Level 0: additive, level 1: multiplicative; left-associative.
+    fn binary(&mut self, level: u8) -> PResult<Expr> {
+        let mut lhs = if level == 0 {
+            self.binary(1)?
+        } else {
+            self.unary()?
+        };
+        let saved = self.depth;
+        while let Some((op, op_text)) = self.binop(level) {
+            // Each link of a chain nests one level deeper (left spine).
+            if let Err(e) = self.enter() {
+                self.depth = saved;
+                return Err(e);
+            }
+            let op_span = self.bump().span;
+            self.skip_newlines();
+            let rhs = if level == 0 {
+                self.binary(1)
+            } else {
+                self.unary()
+            };
+            let rhs = match rhs {
+                Ok(r) => r,
+                Err(e) => {
+                    self.depth = saved;
+                    return Err(e);
+                }
+            };
+            lhs = Expr {
+                span: lhs.span.to(rhs.span),
+                kind: ExprKind::Binary {
+                    op,
+                    op_text,
+                    op_span,
+                    lhs: Box::new(lhs),
+                    rhs: Box::new(rhs),
+                },
+            };
+        }
+        self.depth = saved;
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.unary_inner();
+        self.leave();
+        r
+    }
+
+    fn unary_inner(&mut self) -> PResult<Expr> {
+        let op = match self.peek() {
+            Tok::Minus => Some(UnOp::Neg),
+            Tok::PlusSlash => Some(UnOp::Sum),
+            _ => None,
+        };
+        if let Some(op) = op {
+            let op_span = self.bump().span;
+            let operand = self.unary()?;
+            return Ok(Expr {
+                span: op_span.to(operand.span),
+                kind: ExprKind::Unary {
+                    op,
+                    op_span,
+                    operand: Box::new(operand),
+                },
+            });
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Num { text, value, .. } => {
+                self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Num { text, value },
+                    span: start,
+                })
+            }
+            Tok::Ident(name) => {
+                self.bump();
+                if self.at(&Tok::LParen) {
+                    self.bump();
+                    let mut args = Vec::new();
+                    while !self.at(&Tok::RParen) {
+                        args.push(self.expr()?);
+                        if !self.eat(&Tok::Comma) {
+                            break;
+                        }
+                    }
+                    let end = self.expect(&Tok::RParen)?;
+                    return Ok(Expr {
+                        kind: ExprKind::Call {
+                            callee: Ident { name, span: start },
+                            args,
+                        },
+                        span: start.to(end),
+                    });
+                }
+                Ok(Expr {
+                    kind: ExprKind::Name(name),
+                    span: start,
+                })
+            }
+            Tok::LParen => {
+                self.bump();
+                let mut elems = vec![self.expr()?];
+                while self.eat(&Tok::Comma) {
+                    if self.at(&Tok::RParen) {
+                        break;
+                    }
+                    elems.push(self.expr()?);
+                }
+                let end = self.expect(&Tok::RParen)?;
+                if self.at(&Tok::LParen) {
+                    return Err(Diagnostic::new(
+                        self.span(),
+                        "only named functions can be called",
+                    ));
+                }
+                if elems.len() == 1 {
+                    return Ok(elems.remove(0));
+                }
+                Ok(Expr {
+                    kind: ExprKind::Tuple(elems),
+                    span: start.to(end),
+                })
+            }
+            Tok::LBrace => self.block(),
+            Tok::Plus => Err(Diagnostic::new(
+                start,
+                "expected an expression, found `+` (there is no unary plus; `+/` is the sum)",
+            )),
+            _ => Err(self.error_expected("an expression")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str = "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
+  let pred = +/(w .* x)
+  let err = pred - y
+  err * err
+}
+
+@grad(w)
+fn dloss_dw[N](w: f32[N], x: f32[N], y: f32) -> f32[N] = loss(w, x, y)
+";
+
+    fn ok(src: &str) -> Module {
+        let (m, e) = parse(src);
+        assert!(e.is_empty(), "{e:?}");
+        m
+    }
+
+    fn body_dump(src: &str) -> String {
+        let m = ok(&format!(
+            "fn f(a: f32, b: f32, c: f32) -> f32 {{\n{src}\n}}"
+        ));
+        m.dump()
+            .lines()
+            .skip_while(|l| !l.starts_with("  body"))
+            .skip(2)
+            .map(|l| format!("{}\n", l.split(" @").next().unwrap_or("")))
+            .map(|l| l.strip_prefix("  ").unwrap_or(&l).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn seed_parses() {
+        let m = ok(SEED);
+        assert_eq!(m.items.len(), 2);
+        assert_eq!(m.items[1].attrs[0].name.name, "grad");
+        assert_eq!(m.items[0].params.len(), 3);
+    }
+
+    #[test]
+    fn precedence() {
+        assert_eq!(
+            body_dump("a + b * -c"),
+            "    add `+`\n      name a\n      mul `*`\n        name b\n        neg\n          name c\n"
+        );
+        assert_eq!(
+            body_dump("+/a .* b - c"),
+            "    sub `-`\n      mul `.*`\n        sum\n          name a\n        name b\n      name c\n"
+        );
+        assert_eq!(
+            body_dump("a - b - c"),
+            "    sub `-`\n      sub `-`\n        name a\n        name b\n      name c\n"
+        );
+    }
+
+    #[test]
+    fn newline_ends_expressions() {
+        // `let a = b` then `-c` on the next line: two statements.
+        let d = body_dump("let a = b\n-c");
+        assert!(d.contains("let a"), "{d}");
+        assert!(d.contains("\n    neg\n"), "{d}");
+        // Inside parentheses a line break does not end anything.
+        assert_eq!(
+            body_dump("(a\n - c)"),
+            "    sub `-`\n      name a\n      name c\n"
+        );
+        // A trailing operator continues onto the next line.
+        assert_eq!(
+            body_dump("a -\n c"),
+            "    sub `-`\n      name a\n      name c\n"
+        );
+    }
+
+    #[test]
+    fn destructuring_and_semicolons() {
+        let d = body_dump("let (p, q) = g(a, b); p + q");
+        assert!(d.contains("let (p, q)"), "{d}");
+    }
+
+    #[test]
+    fn unused_expression_is_an_error() {
+        let (_, e) = parse("fn f(a: f32) -> f32 {\n a\n a\n}");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].message.contains("unused"), "{}", e[0].message);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!(
+            "fn f(a: f32) -> f32 = {}a{}",
+            "(".repeat(5000),
+            ")".repeat(5000)
+        );
+        let (_, e) = parse(&deep);
+        assert!(e[0].message.contains("nested too deeply"));
+        let long = format!("fn f(a: f32) -> f32 = a{}", " + a".repeat(5000));
+        let (_, e) = parse(&long);
+        assert!(e[0].message.contains("nested too deeply"));
+        let neg = format!("fn f(a: f32) -> f32 = {}a", "-".repeat(5000));
+        let (_, e) = parse(&neg);
+        assert!(e[0].message.contains("nested too deeply"));
+    }
+
+    #[test]
+    fn errors_recover_at_the_next_item() {
+        let (m, e) =
+            parse("fn f(a: f32) -> f32 = a +\nfn g(a f32) -> f32 = a\nfn h(a: f32) -> f32 = a");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(m.items.len(), 1);
+        assert_eq!(m.items[0].name.name, "h");
+    }
+}

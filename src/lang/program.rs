@@ -1,0 +1,124 @@
+//! A checked program: the front end's product, what the pipeline and the
+//! CLI consume. Parsing, checking and lowering of every function happen in
+//! [`Program::parse`].
+
+use super::ast::Module;
+use super::check::{check, CheckError, CheckedFn};
+use super::ir::Function;
+use super::parser::parse;
+use super::span::{Diagnostics, SourceFile, Span};
+use crate::error::Error;
+
+/// A parsed, checked and lowered source file.
+#[derive(Clone, Debug)]
+pub struct Program {
+    file: SourceFile,
+    ast: Module,
+    functions: Vec<(String, CheckedFn)>,
+}
+
+/// What a `@grad` function differentiates.
+#[derive(Clone, Debug)]
+pub struct GradSpec {
+    /// The body lowered as a function of the same parameters (one scalar result).
+    pub primal: Function,
+    /// Indices of the parameters differentiated, in `@grad(...)` order.
+    pub wrt: Vec<usize>,
+}
+
+impl Program {
+    /// Parse and check `source`, named `<input>` in diagnostics.
+    pub fn parse(source: &str) -> Result<Program, Error> {
+        Program::parse_named("<input>", source)
+    }
+
+    /// Parse and check `source`, named `name` in diagnostics.
+    pub fn parse_named(name: &str, source: &str) -> Result<Program, Error> {
+        let file = SourceFile::new(name, source);
+        let (ast, errs) = parse(source);
+        if !errs.is_empty() {
+            return Err(Error::Source(Diagnostics { file, items: errs }));
+        }
+        match check(&ast) {
+            Ok(functions) => Ok(Program {
+                file,
+                ast,
+                functions,
+            }),
+            Err(CheckError::Source(items)) => Err(Error::Source(Diagnostics { file, items })),
+            Err(CheckError::Internal(m)) => Err(Error::Internal(m)),
+        }
+    }
+
+    /// Read and check a file; diagnostics name it as `path` was given.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Program, Error> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        Program::parse_named(&shown, &text)
+    }
+
+    pub fn file(&self) -> &SourceFile {
+        &self.file
+    }
+
+    pub fn ast(&self) -> &Module {
+        &self.ast
+    }
+
+    /// The syntax tree as an indented tree with byte spans.
+    pub fn dump_ast(&self) -> String {
+        self.ast.dump()
+    }
+
+    /// Function names in source order.
+    pub fn function_names(&self) -> Vec<&str> {
+        self.functions.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn get(&self, name: &str) -> Option<&CheckedFn> {
+        self.functions
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+    }
+
+    /// The function's IR as callers see it (the gradient for `@grad`
+    /// functions).
+    pub fn ir(&self, name: &str) -> Result<&Function, Error> {
+        match self.get(name) {
+            Some(c) => Ok(&c.ir),
+            None => {
+                let names: Vec<String> = self
+                    .function_names()
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect();
+                let avail = if names.is_empty() {
+                    "the program defines no functions".to_string()
+                } else {
+                    format!("available: {}", names.join(", "))
+                };
+                Err(Error::Usage(format!(
+                    "no function named `{name}` ({avail})"
+                )))
+            }
+        }
+    }
+
+    /// For `@grad` functions: the primal being differentiated and the
+    /// indices of the parameters differentiated.
+    pub fn grad_spec(&self, name: &str) -> Option<&GradSpec> {
+        self.get(name).and_then(|c| c.grad.as_ref())
+    }
+
+    /// Where parameter `param` of `function` is declared.
+    pub fn param_span(&self, function: &str, param: usize) -> Option<Span> {
+        self.get(function)
+            .and_then(|c| c.ir.params.get(param))
+            .map(|p| p.span)
+    }
+}

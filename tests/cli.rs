@@ -1,0 +1,181 @@
+//! The `egrad` binary end to end: outputs, dumps, and errors that name the
+//! place with a caret and exit non-zero.
+
+use std::process::Command;
+
+fn egrad(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .output()
+        .expect("run egrad");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn seed_gradient_through_the_jit() {
+    let (code, out, err) = egrad(&[
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--arg",
+        "w=[1,2,3]",
+        "--arg",
+        "x=[4,5,6]",
+        "--arg",
+        "y=0.5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "[252, 315, 378]\n");
+}
+
+#[test]
+fn interpreter_agrees() {
+    let (code, out, err) = egrad(&[
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--arg",
+        "w=[1,2,3]",
+        "--arg",
+        "x=[4,5,6]",
+        "--arg",
+        "y=0.5",
+        "--interp",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "[252, 315, 378]\n");
+}
+
+#[test]
+fn random_inputs_are_reproducible() {
+    let args = [
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "loss",
+        "--random",
+        "--dim",
+        "N=1000",
+        "--seed",
+        "3",
+    ];
+    let (code, a, err) = egrad(&args);
+    assert_eq!(code, 0, "{err}");
+    let (_, b, _) = egrad(&args);
+    assert_eq!(a, b);
+    let (code, _, err) = egrad(&["run", "examples/loss.eg", "--fn", "loss", "--random"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--dim N=SIZE"), "{err}");
+}
+
+#[test]
+fn extracted_gradient_has_no_zero_and_no_duplicates() {
+    let (code, out, err) = egrad(&[
+        "grad",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--dump",
+        "extracted",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("zero"), "{out}");
+    // No two statements compute the same op on the same operands.
+    let mut seen = std::collections::HashSet::new();
+    for line in out.lines().filter(|l| l.contains(" = ")) {
+        let rhs = line.split(" = ").nth(1).unwrap().to_string();
+        assert!(
+            seen.insert(rhs.clone()),
+            "duplicated subexpression `{rhs}` in\n{out}"
+        );
+    }
+    // The scalar cotangent is multiplied into x exactly once, no `mul` by one.
+    assert!(!out.contains("const 1\n"), "{out}");
+}
+
+#[test]
+fn report_shows_op_counts_before_and_after() {
+    let (code, out, err) = egrad(&["grad", "examples/loss.eg", "--fn", "dloss_dw", "--report"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ops before:"), "{out}");
+    assert!(out.contains("ops after:"), "{out}");
+    assert!(out.contains("stop: saturated"), "{out}");
+    assert!(out.contains("residuals:"), "{out}");
+}
+
+#[test]
+fn every_stage_dumps() {
+    for stage in ["ast", "ir", "ad", "extracted", "clif"] {
+        let (code, out, err) = egrad(&[
+            "grad",
+            "examples/loss.eg",
+            "--fn",
+            "dloss_dw",
+            "--dump",
+            stage,
+        ]);
+        assert_eq!(code, 0, "{stage}: {err}");
+        assert!(!out.trim().is_empty(), "{stage}");
+    }
+}
+
+#[test]
+fn wrong_length_is_caught_before_native_code_runs() {
+    let (code, out, err) = egrad(&[
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--arg",
+        "w=[1,2,3]",
+        "--arg",
+        "x=[4,5]",
+        "--arg",
+        "y=0.5",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert!(err.contains("examples/loss.eg:9:"), "{err}");
+    assert!(err.contains("^"), "{err}");
+    assert!(err.contains("`N` = 3 from argument `w`"), "{err}");
+}
+
+#[test]
+fn source_errors_name_the_place() {
+    let dir = std::env::temp_dir().join(format!("egrad-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("syntax", "fn f(x: f32) -> f32 {\n  x +\n}\n", ":3:1"),
+        ("unknown", "fn f(x: f32) -> f32 {\n  x * q\n}\n", ":2:7"),
+        (
+            "shape",
+            "fn f[N, M](w: f32[N], x: f32[M]) -> f32 {\n  +/(w .* x)\n}\n",
+            ":2:",
+        ),
+        (
+            "args",
+            "fn g(a: f32) -> f32 { a }\nfn f(x: f32) -> f32 {\n  g(x, x)\n}\n",
+            ":3:3",
+        ),
+        (
+            "gradname",
+            "fn g(a: f32) -> f32 { a * a }\n@grad(z)\nfn dg(a: f32) -> f32 = g(a)\n",
+            ":2:7",
+        ),
+    ];
+    for (name, src, loc) in cases {
+        let path = dir.join(format!("{name}.eg"));
+        std::fs::write(&path, src).unwrap();
+        let (code, _, err) = egrad(&["check", path.to_str().unwrap()]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains(loc), "{name}: expected {loc} in\n{err}");
+        assert!(err.contains("^"), "{name}: no caret in\n{err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+}

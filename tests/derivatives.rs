@@ -1,0 +1,168 @@
+//! Every derivative checked by numbers.
+//!
+//! 1. A row per op of the op table: a small f64 function exercising the op,
+//!    reverse-mode gradient (reference interpreter) against central finite
+//!    differences at random points of the op's domain (proptest).
+//! 2. Every `@grad` function of every example, in f64: the gradient of the
+//!    AD output and of the e-graph-optimized program against central finite
+//!    differences of the primal.
+
+use egrad::differentiate::reverse;
+use egrad::lang::interp::run;
+use egrad::lang::ir::{parse_functions, Function};
+use egrad::lang::types::{DType, Dim};
+use egrad::lang::value::Value;
+use egrad::ops::{Op, ALL_OPS};
+use egrad::pipeline::{optimize_ir, Options};
+use egrad::Program;
+use proptest::prelude::*;
+
+/// A test function for an op and the interval its inputs are drawn from.
+fn row(op: Op) -> (&'static str, f64, f64) {
+    // No wildcard: a new op must add its row here.
+    match op {
+        Op::Const(_) => ("fn f(%x: f64) -> f64 {\n  %c: f64 = const 3\n  %0: f64 = mul %x %c\n  ret %0\n}", -2.0, 2.0),
+        Op::Zero => ("fn f(%x: f64) -> f64 {\n  %z: f64 = zero\n  %0: f64 = add %x %z\n  %1: f64 = mul %0 %x\n  ret %1\n}", -2.0, 2.0),
+        Op::Add => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %0: f64[N] = add %a %b\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Sub => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %0: f64[N] = sub %a %b\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Mul => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %0: f64[N] = mul %a %b\n  %1: f64[N] = mul %0 %a\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Div => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %0: f64[N] = div %a %b\n  %2: f64 = sum %0\n  ret %2\n}", 0.5, 2.0),
+        Op::Neg => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = neg %a\n  %1: f64[N] = mul %0 %a\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Sin => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = sin %a\n  %2: f64 = sum %0\n  ret %2\n}", -3.0, 3.0),
+        Op::Cos => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = cos %a\n  %2: f64 = sum %0\n  ret %2\n}", -3.0, 3.0),
+        Op::Exp => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = exp %a\n  %2: f64 = sum %0\n  ret %2\n}", -2.0, 2.0),
+        Op::Log => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = log %a\n  %2: f64 = sum %0\n  ret %2\n}", 0.2, 3.0),
+        Op::Sqrt => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = sqrt %a\n  %2: f64 = sum %0\n  ret %2\n}", 0.2, 3.0),
+        Op::Tanh => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N] = tanh %a\n  %2: f64 = sum %0\n  ret %2\n}", -2.0, 2.0),
+        Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
+        Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+    }
+}
+
+/// Central differences of a scalar function, per input element.
+fn finite_differences(f: &Function, args: &[Value], wrt: &[usize]) -> Vec<Value> {
+    let eval = |a: &[Value]| {
+        let refs: Vec<&Value> = a.iter().collect();
+        run(f, &refs).unwrap()[0].as_scalar()
+    };
+    let mut out = Vec::new();
+    for &i in wrt {
+        let mut g = args[i].clone();
+        for k in 0..args[i].len() {
+            let x = args[i].data[k];
+            let h = 1e-6 * x.abs().max(1.0);
+            let mut plus = args.to_vec();
+            plus[i].data[k] = x + h;
+            let mut minus = args.to_vec();
+            minus[i].data[k] = x - h;
+            g.data[k] = (eval(&plus) - eval(&minus)) / (2.0 * h);
+        }
+        out.push(g);
+    }
+    out
+}
+
+fn assert_close(got: &[Value], want: &[Value], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.shape, w.shape, "{what}");
+        for (a, b) in g.data.iter().zip(&w.data) {
+            let tol = 1e-5 * (1.0 + b.abs());
+            assert!(
+                (a - b).abs() <= tol,
+                "{what}: gradient {a} vs finite differences {b}\n{g:?}\n{w:?}"
+            );
+        }
+    }
+}
+
+fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> {
+    let mut k = 0;
+    let mut next = || {
+        let u = seed[k % seed.len()];
+        k += 1;
+        lo + (hi - lo) * u
+    };
+    f.params
+        .iter()
+        .map(|p| {
+            let t = f.ty(p.var);
+            let shape: Vec<usize> = t
+                .shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Lit(k) => *k as usize,
+                    Dim::Param(_) => n,
+                })
+                .collect();
+            let len = shape.iter().product();
+            Value::array(t.dtype, shape, (0..len).map(|_| next()).collect())
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn every_op_derivative_matches_finite_differences(
+        n in 1usize..6,
+        seed in prop::collection::vec(0.0f64..1.0, 16),
+    ) {
+        let mut ops: Vec<Op> = ALL_OPS.to_vec();
+        ops.push(Op::Const(egrad::ops::Lit::new(DType::F64, 3.0)));
+        for op in ops {
+            let (text, lo, hi) = row(op);
+            let f = &parse_functions(text).unwrap()[0];
+            prop_assert!(f.stmts.iter().any(|s| std::mem::discriminant(&s.op) == std::mem::discriminant(&op)));
+            let wrt: Vec<usize> = (0..f.params.len()).collect();
+            let r = reverse(f, &wrt).unwrap();
+            let args = inputs(f, n, lo, hi, &seed);
+            let refs: Vec<&Value> = args.iter().collect();
+            let got = run(&r.gradient("g"), &refs).unwrap();
+            let want = finite_differences(f, &args, &wrt);
+            assert_close(&got, &want, &format!("op {}", op.name()));
+        }
+    }
+}
+
+#[test]
+fn every_example_gradient_matches_finite_differences() {
+    let mut files: Vec<_> = std::fs::read_dir("examples")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "eg"))
+        .collect();
+    files.sort();
+    let mut checked = 0;
+    for path in files {
+        let p = Program::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        for name in p.function_names() {
+            let Some(spec) = p.grad_spec(name) else {
+                continue;
+            };
+            let primal = spec.primal.with_dtype(DType::F64);
+            let r = reverse(&primal, &spec.wrt).unwrap();
+            let grad = r.gradient(name);
+            let optimized = optimize_ir(&grad, &Options::default()).unwrap().after;
+            for (t, seed) in [
+                (0.3, [0.1, 0.7, 0.35, 0.9, 0.55]),
+                (0.8, [0.6, 0.2, 0.85, 0.4, 0.05]),
+            ] {
+                let args = inputs(&primal, 4, -t, t, &seed);
+                let refs: Vec<&Value> = args.iter().collect();
+                let want = finite_differences(&primal, &args, &spec.wrt);
+                let got = run(&grad, &refs).unwrap();
+                assert_close(&got, &want, &format!("{}: {name} (AD)", path.display()));
+                let got = run(&optimized, &refs).unwrap();
+                assert_close(
+                    &got,
+                    &want,
+                    &format!("{}: {name} (optimized)", path.display()),
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} gradient checks ran");
+}
