@@ -4,23 +4,13 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use egrad::backend::{self, BackendOptions};
-use egrad::lang::ir::parse_functions;
-use egrad::lang::span::SourceFile;
 use egrad::lang::types::DType;
 use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient_ir, Options};
+use egrad::pipeline::{optimize_gradient, Options};
+use egrad::Program;
 use std::hint::black_box;
 
 const N: usize = 1_000_000;
-
-/// `examples/loss.eg`'s `loss`, as the front end lowers it.
-const LOSS: &str = "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
-  %0: f32[N] = mul %w %x
-  %pred: f32 = sum %0
-  %err: f32 = sub %pred %y
-  %1: f32 = mul %err %err
-  ret %1
-}";
 
 /// The bench suite's generator: uniform in [-1, 1).
 fn v(s: u64, i: u64) -> f64 {
@@ -32,17 +22,16 @@ fn v(s: u64, i: u64) -> f64 {
 }
 
 fn seed(c: &mut Criterion) {
-    let loss = parse_functions(LOSS).expect("seed IR").remove(0);
+    let program = Program::from_file("examples/loss.eg").expect("examples/loss.eg");
     let w = Value::f32(&(0..N as u64).map(|i| v(1, i) as f32).collect::<Vec<_>>());
     let x = Value::f32(&(0..N as u64).map(|i| v(2, i) as f32).collect::<Vec<_>>());
     let y = Value::scalar(DType::F32, 0.5);
     let args = [&w, &x, &y];
     let opts = Options::default().dim("N", N as u64);
-    let file = SourceFile::new("examples/loss.eg", "");
     let bo = BackendOptions { verify: false };
 
-    let primal = backend::compile(&loss, &bo).expect("primal");
-    let grad = optimize_gradient_ir("dloss_dw", &loss, &[0], &opts, &file).expect("gradient");
+    let primal = backend::compile(program.ir("loss").expect("loss"), &bo).expect("primal");
+    let grad = optimize_gradient(&program, &opts.clone().function("dloss_dw")).expect("gradient");
     let grad_native = backend::compile(&grad.gradient_ir(), &bo).expect("gradient");
     let unopt = optimize_gradient_ir(
         "dloss_dw",
