@@ -33,12 +33,9 @@ fn seed(c: &mut Criterion) {
     let primal = backend::compile(program.ir("loss").expect("loss"), &bo).expect("primal");
     let grad = optimize_gradient(&program, &opts.clone().function("dloss_dw")).expect("gradient");
     let grad_native = backend::compile(&grad.gradient_ir(), &bo).expect("gradient");
-    let unopt = optimize_gradient_ir(
-        "dloss_dw",
-        &loss,
-        &[0],
-        &opts.clone().no_optimize(true),
-        &file,
+    let unopt = optimize_gradient(
+        &program,
+        &opts.clone().function("dloss_dw").no_optimize(true),
     )
     .expect("unoptimized gradient");
     let unopt_native = backend::compile(&unopt.gradient_ir(), &bo).expect("unoptimized");
