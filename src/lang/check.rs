@@ -171,6 +171,7 @@ pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
             errs: Vec::new(),
             internal: None,
             too_large: false,
+            hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
         };
         let result = cx.lower_fn(&module.items[i], sig);
         errs.append(&mut cx.errs);
@@ -413,7 +414,8 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                     Diagnostic::new(
                         f.ret.span(),
                         format!(
-                            "`{fname}` must return {want_text}, the type of {}, because of `@grad`",
+                            "`{fname}` must return {want_text}, the {} of {}, because of `@grad`",
+                            if names.len() == 1 { "type" } else { "types" },
                             names.join(", ")
                         ),
                     )
@@ -591,6 +593,7 @@ struct FnCx<'a> {
     errs: Vec<Diagnostic>,
     internal: Option<String>,
     too_large: bool,
+    hint_uses: HashMap<String, usize>,
 }
 
 /// The innermost result expression (where a type error of a body shows).
@@ -626,7 +629,20 @@ impl FnCx<'_> {
     }
 
     fn push(&mut self, hint: &str, op: Op, args: &[VarId], annot: Option<&Type>) -> Val {
-        match self.b.push(hint, op, args, annot) {
+        // Number repeated names here (`pred`, `pred.1`, ...) so that the
+        // builder's own uniquing never has to search far.
+        let name = if hint.is_empty() {
+            String::new()
+        } else {
+            let k = self.hint_uses.entry(hint.to_string()).or_insert(0);
+            *k += 1;
+            if *k == 1 {
+                hint.to_string()
+            } else {
+                format!("{hint}.{}", *k - 1)
+            }
+        };
+        match self.b.push(&name, op, args, annot) {
             Ok(v) => Val::Var(v),
             Err(e) => self.bug(format!("lowering `{}`: {}", self.b.function().name, e.0)),
         }

@@ -408,6 +408,7 @@ impl Parser {
 
     /// Level 0: additive, level 1: multiplicative; left-associative.
     fn binary(&mut self, level: u8) -> PResult<Expr> {
+        let start = self.span();
         let mut lhs = if level == 0 {
             self.binary(1)?
         } else {
@@ -435,7 +436,7 @@ impl Parser {
                 }
             };
             lhs = Expr {
-                span: lhs.span.to(rhs.span),
+                span: start.to(self.prev_span()),
                 kind: ExprKind::Binary {
                     op,
                     op_text,
@@ -466,7 +467,7 @@ impl Parser {
             let op_span = self.bump().span;
             let operand = self.unary()?;
             return Ok(Expr {
-                span: op_span.to(operand.span),
+                span: op_span.to(self.prev_span()),
                 kind: ExprKind::Unary {
                     op,
                     op_span,
