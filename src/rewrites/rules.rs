@@ -336,11 +336,6 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
     Ok(out)
 }
 
-/// Check that the searcher finds something; used by tests.
-pub fn lhs_matches(rule: &Rule, eg: &EG) -> bool {
-    !rule.lhs.search(eg).is_empty()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
