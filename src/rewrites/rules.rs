@@ -10,7 +10,7 @@
 use super::lang::{Analysis, Node, EG};
 use crate::lang::types::DType;
 use crate::ops::{parse_number, Lit, Op};
-use egg::{Condition, ConditionalApplier, Id, Pattern, Rewrite, Searcher, Subst, Var};
+use egg::{Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
