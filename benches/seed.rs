@@ -4,6 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use egrad::backend::{self, BackendOptions};
+use egrad::cli::uniform as v;
 use egrad::lang::types::DType;
 use egrad::lang::value::Value;
 use egrad::pipeline::{optimize_gradient, Options};
@@ -11,15 +12,6 @@ use egrad::Program;
 use std::hint::black_box;
 
 const N: usize = 1_000_000;
-
-/// The bench suite's generator: uniform in [-1, 1).
-fn v(s: u64, i: u64) -> f64 {
-    let mut z = ((s << 32) + i).wrapping_add(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-    z ^= z >> 31;
-    2.0 * ((z >> 11) as f64 / 9007199254740992.0) - 1.0
-}
 
 fn seed(c: &mut Criterion) {
     let program = Program::from_file("examples/loss.eg").expect("examples/loss.eg");

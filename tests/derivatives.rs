@@ -7,6 +7,8 @@
 //!    AD output and of the e-graph-optimized program against central finite
 //!    differences of the primal.
 
+mod common;
+
 use egrad::differentiate::reverse;
 use egrad::lang::interp::run;
 use egrad::lang::ir::{parse_functions, Function};
@@ -128,12 +130,7 @@ proptest! {
 
 #[test]
 fn every_example_gradient_matches_finite_differences() {
-    let mut files: Vec<_> = std::fs::read_dir("examples")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "eg"))
-        .collect();
-    files.sort();
+    let files = common::example_files();
     let mut checked = 0;
     for path in files {
         let p = Program::from_file(&path).unwrap_or_else(|e| panic!("{e}"));

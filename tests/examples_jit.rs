@@ -2,6 +2,8 @@
 //! bits as the reference interpreter on the same optimized program, and the
 //! optimized program agrees with the unoptimized one.
 
+mod common;
+
 use egrad::backend::{self, BackendOptions};
 use egrad::lang::interp::run;
 use egrad::lang::types::Dim;
@@ -11,12 +13,7 @@ use egrad::Program;
 
 #[test]
 fn jit_equals_interpreter_on_every_example() {
-    let mut files: Vec<_> = std::fs::read_dir("examples")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "eg"))
-        .collect();
-    files.sort();
+    let files = common::example_files();
     let mut checked = 0;
     for path in files {
         let p = Program::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
