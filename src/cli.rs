@@ -8,6 +8,7 @@ use crate::lang::types::{DType, Dim, Type};
 use crate::lang::value::{format_elem, Value};
 use crate::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
 use crate::rewrites::Limits;
+use crate::suite;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indexmap::IndexMap;
 use std::path::PathBuf;
@@ -63,8 +64,15 @@ pub struct RunArgs {
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
     /// Fill every argument not given with --arg with uniform values in [-1, 1).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "suite")]
     pub random: bool,
+    /// Fill the arguments (by position) with the inputs of a benchmark of the
+    /// suite (bench-suite.md), in f64; --arg overrides one by name.
+    #[arg(long, value_name = "BENCHMARK", value_parser = clap::builder::PossibleValuesParser::new(suite::keys()))]
+    pub suite: Option<String>,
+    /// With --suite: generate the inputs in f64 and round them to f32.
+    #[arg(long, requires = "suite")]
+    pub f32: bool,
     /// Seed for --random.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -236,18 +244,35 @@ impl ValueParser<'_> {
     }
 }
 
-/// splitmix64, the bench suite's generator.
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-    z ^ (z >> 31)
-}
+/// The suite's generator (`V(s, i)`, uniform in [-1, 1)), which `--random`
+/// uses; defined in [`crate::suite`], re-exported under its old name.
+pub use crate::suite::{splitmix64, v as uniform};
 
-/// Uniform in [-1, 1): element `i` of array `s`.
-pub fn uniform(s: u64, i: u64) -> f64 {
-    let u = (splitmix64((s << 32).wrapping_add(i)) >> 11) as f64 * (1.0 / 9007199254740992.0);
-    2.0 * u - 1.0
+/// The arguments `--suite` gives `f`: the benchmark's inputs by position.
+/// The count is checked here, the element type in `build_args`, and the
+/// shapes against the signature like any other arguments.
+fn suite_args(f: &crate::lang::ir::Function, key: &str, dtype: DType) -> Result<Vec<Value>> {
+    let b = suite::benchmark(key).ok_or_else(|| {
+        Error::Usage(format!(
+            "--suite: no benchmark `{key}` (available: {})",
+            suite::keys().join(", ")
+        ))
+    })?;
+    if b.inputs.len() != f.params.len() {
+        return Err(Error::Usage(format!(
+            "--suite {key} supplies {} argument(s) {}, but `{}` takes {} ({})",
+            b.inputs.len(),
+            b.signature(dtype),
+            f.name,
+            f.params.len(),
+            f.params
+                .iter()
+                .map(|p| format!("{}: {}", f.var_name(p.var), f.ty(p.var)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(b.values(dtype))
 }
 
 fn build_args(
@@ -274,6 +299,13 @@ fn build_args(
         }
         given.insert(k, v.to_string());
     }
+    let suite_values = match &a.suite {
+        Some(key) => {
+            let dtype = if a.f32 { DType::F32 } else { DType::F64 };
+            Some(suite_args(f, key, dtype)?)
+        }
+        None => None,
+    };
     let mut out = Vec::new();
     for (i, p) in f.params.iter().enumerate() {
         let name = f.var_name(p.var);
@@ -287,6 +319,19 @@ fn build_args(
             let v = parse_value(text, ty.dtype)
                 .map_err(|e| Error::Usage(format!("--arg {name}: {e}")))?;
             out.push(v);
+        } else if let Some(vals) = &suite_values {
+            let v = &vals[i];
+            if v.dtype != ty.dtype {
+                let fix = match v.dtype {
+                    DType::F64 => "add --f32",
+                    DType::F32 => "drop --f32",
+                };
+                return Err(Error::Usage(format!(
+                    "--suite gives {} arguments, but `{name}` of `{}` is {ty}: {fix}",
+                    v.dtype, f.name
+                )));
+            }
+            out.push(v.clone());
         } else if a.random {
             let mut shape = Vec::new();
             for d in &ty.shape {
@@ -306,7 +351,7 @@ fn build_args(
             out.push(Value::array(ty.dtype, shape, data));
         } else {
             return Err(Error::Usage(format!(
-                "missing argument `{name}: {ty}`: give --arg {name}=VALUE or --random"
+                "missing argument `{name}: {ty}`: give --arg {name}=VALUE, --random or --suite BENCHMARK"
             )));
         }
     }
@@ -338,10 +383,18 @@ pub fn show(v: &Value) -> String {
 
 fn run(a: &RunArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
-    let opts = options(&a.opt)?;
+    let mut opts = options(&a.opt)?;
     let f = program.ir(&a.function)?.clone();
     let args = build_args(&f, a, &opts.dims)?;
     let refs: Vec<&Value> = args.iter().collect();
+    if a.suite.is_some() {
+        // Check the benchmark's inputs against the signature before
+        // optimizing, and price the program at their sizes (--dim wins).
+        let dims = interp::bind_args(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?;
+        for (k, n) in dims {
+            opts.dims.entry(k).or_insert(n);
+        }
+    }
     let results = if a.interp {
         interp::run(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?
     } else {
@@ -417,9 +470,39 @@ mod tests {
     }
 
     #[test]
-    fn generator_matches_the_suite_check_values() {
+    fn random_uses_the_suite_generator() {
         assert_eq!(uniform(1, 0), 0.532603514678172);
         assert_eq!(uniform(1, 1), -0.7479379591580257);
         assert_eq!(uniform(2, 0), 0.81013045575637);
+    }
+
+    #[test]
+    fn suite_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "egrad",
+            "run",
+            "f.eg",
+            "--fn",
+            "g",
+            "--suite",
+            "linreg_16",
+            "--f32",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Run(a) => {
+                assert_eq!(a.suite.as_deref(), Some("linreg_16"));
+                assert!(a.f32);
+            }
+            _ => panic!("not run"),
+        }
+        let bad = |args: &[&str]| {
+            let mut v = vec!["egrad", "run", "f.eg", "--fn", "g"];
+            v.extend_from_slice(args);
+            Cli::try_parse_from(v).is_err()
+        };
+        assert!(bad(&["--suite", "nope"]));
+        assert!(bad(&["--f32"]));
+        assert!(bad(&["--suite", "linreg_16", "--random"]));
     }
 }

@@ -17,6 +17,7 @@ pub mod ops;
 pub mod pipeline;
 pub mod residuals;
 pub mod rewrites;
+pub mod suite;
 
 pub use error::{Error, Result};
 pub use lang::program::Program;

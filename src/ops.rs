@@ -100,8 +100,35 @@ pub enum Op {
     Log,
     Sqrt,
     Tanh,
+    Tan,
+    Abs,
+    /// `log(1 + x)`, accurate near 0.
+    Log1p,
+    /// `exp(x) - 1`, accurate near 0.
+    Expm1,
+    Pow,
+    /// Element-wise maximum; NaN if either operand is NaN; `max(-0, +0) = +0`.
+    Max,
+    /// Element-wise minimum; NaN if either operand is NaN; `min(-0, +0) = -0`.
+    Min,
+    /// Comparisons give a *mask* of the operands' type: 1 where true, +0
+    /// where false (NaN compares false except under `ne`). Masks carry the
+    /// language's `bool` values; they are piecewise constant (no derivative).
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    /// `select c a b`: `a` where the mask `c` is non-zero, else `b`
+    /// (element-wise; a dynamic `if` lowers to it).
+    Select,
     /// Sum of all elements of an array (`+/`).
     Sum,
+    /// Largest element (`max/`); NaN if any element is NaN; -inf if empty.
+    MaxAll,
+    /// Smallest element (`min/`); NaN if any element is NaN; +inf if empty.
+    MinAll,
     /// A scalar repeated to the annotated array type.
     Bcast,
 }
@@ -120,7 +147,23 @@ pub const ALL_OPS: &[Op] = &[
     Op::Log,
     Op::Sqrt,
     Op::Tanh,
+    Op::Tan,
+    Op::Abs,
+    Op::Log1p,
+    Op::Expm1,
+    Op::Pow,
+    Op::Max,
+    Op::Min,
+    Op::Lt,
+    Op::Le,
+    Op::Gt,
+    Op::Ge,
+    Op::Eq,
+    Op::Ne,
+    Op::Select,
     Op::Sum,
+    Op::MaxAll,
+    Op::MinAll,
     Op::Bcast,
 ];
 
@@ -150,6 +193,47 @@ pub trait Real: Copy {
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
+    fn tan(self) -> Self;
+    fn abs(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn powf(self, o: Self) -> Self;
+    fn lt(self, o: Self) -> bool;
+    fn le(self, o: Self) -> bool;
+    fn eq(self, o: Self) -> bool;
+    fn is_nan(self) -> bool;
+    fn is_sign_negative(self) -> bool;
+}
+
+/// IEEE 754-2019 `maximum`: NaN if either is NaN, and +0 above -0 (what
+/// Cranelift's `fmax` computes).
+fn maximum<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if a.lt(b) {
+        b
+    } else if b.lt(a) || b.is_sign_negative() {
+        a
+    } else {
+        b
+    }
+}
+
+/// IEEE 754-2019 `minimum`: NaN if either is NaN, and -0 below +0.
+fn minimum<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if a.lt(b) {
+        a
+    } else if b.lt(a) || b.is_sign_negative() {
+        b
+    } else {
+        a
+    }
+}
+
+fn mask<T: Real>(c: bool) -> T {
+    T::from_f64(if c { 1.0 } else { 0.0 })
 }
 
 macro_rules! impl_real {
@@ -193,6 +277,36 @@ macro_rules! impl_real {
             }
             fn tanh(self) -> Self {
                 <$t>::tanh(self)
+            }
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            fn powf(self, o: Self) -> Self {
+                <$t>::powf(self, o)
+            }
+            fn lt(self, o: Self) -> bool {
+                self < o
+            }
+            fn le(self, o: Self) -> bool {
+                self <= o
+            }
+            fn eq(self, o: Self) -> bool {
+                self == o
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
             }
         }
     };
@@ -253,7 +367,23 @@ impl Op {
             Op::Log => "log",
             Op::Sqrt => "sqrt",
             Op::Tanh => "tanh",
+            Op::Tan => "tan",
+            Op::Abs => "abs",
+            Op::Log1p => "log1p",
+            Op::Expm1 => "expm1",
+            Op::Pow => "pow",
+            Op::Max => "max",
+            Op::Min => "min",
+            Op::Lt => "lt",
+            Op::Le => "le",
+            Op::Gt => "gt",
+            Op::Ge => "ge",
+            Op::Eq => "eq",
+            Op::Ne => "ne",
+            Op::Select => "select",
             Op::Sum => "sum",
+            Op::MaxAll => "maxall",
+            Op::MinAll => "minall",
             Op::Bcast => "bcast",
         }
     }
@@ -274,9 +404,100 @@ impl Op {
             | Op::Log
             | Op::Sqrt
             | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
             | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
             | Op::Bcast => 1,
-            Op::Add | Op::Sub | Op::Mul | Op::Div => 2,
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne => 2,
+            Op::Select => 3,
+        }
+    }
+
+    /// Is the result piecewise constant in every operand (a comparison)?
+    /// Such values are never active: reverse mode gives them no cotangent.
+    pub fn is_piecewise_constant(&self) -> bool {
+        match self {
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast => false,
+        }
+    }
+
+    /// For a reduction to a scalar: the identity it starts from and the
+    /// element-wise op of one step (accumulator, next element). The JIT and
+    /// the interpreter fold left to right.
+    pub fn reduction(&self) -> Option<(f64, Op)> {
+        match self {
+            Op::Sum => Some((0.0, Op::Add)),
+            Op::MaxAll => Some((f64::NEG_INFINITY, Op::Max)),
+            Op::MinAll => Some((f64::INFINITY, Op::Min)),
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Bcast => None,
         }
     }
 
@@ -297,7 +518,23 @@ impl Op {
             | Op::Log
             | Op::Sqrt
             | Op::Tanh
-            | Op::Sum => false,
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll => false,
         }
     }
 
@@ -314,8 +551,22 @@ impl Op {
             | Op::Exp
             | Op::Log
             | Op::Sqrt
-            | Op::Tanh => true,
-            Op::Const(_) | Op::Zero | Op::Sum | Op::Bcast => false,
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select => true,
+            Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
         }
     }
 
@@ -337,7 +588,19 @@ impl Op {
         match self {
             Op::Const(l) => Ok(Type::scalar(l.dtype)),
             Op::Zero => need_annot(),
-            Op::Add | Op::Sub | Op::Mul | Op::Div => {
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne => {
                 if args[0] != args[1] {
                     return Err(OpTypeError(format!(
                         "`{}` needs operands of one type, got {} and {}",
@@ -348,12 +611,32 @@ impl Op {
                 }
                 Ok(args[0].clone())
             }
-            Op::Neg | Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Sqrt | Op::Tanh => {
-                Ok(args[0].clone())
+            Op::Select => {
+                if args[0] != args[1] || args[1] != args[2] {
+                    return Err(OpTypeError(format!(
+                        "`select` needs a mask and two operands of one type, got {}, {} and {}",
+                        args[0], args[1], args[2]
+                    )));
+                }
+                Ok(args[1].clone())
             }
-            Op::Sum => {
+            Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1 => Ok(args[0].clone()),
+            Op::Sum | Op::MaxAll | Op::MinAll => {
                 if args[0].is_scalar() {
-                    return Err(OpTypeError("`sum` needs an array operand".into()));
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
                 }
                 Ok(Type::scalar(args[0].dtype))
             }
@@ -392,11 +675,35 @@ impl Op {
             Op::Log => map_elems(dtype, args, elem!(|a| a.ln())),
             Op::Sqrt => map_elems(dtype, args, elem!(|a| a.sqrt())),
             Op::Tanh => map_elems(dtype, args, elem!(|a| a.tanh())),
-            Op::Sum => {
-                // Left to right, in the dtype's precision (the JIT's order).
-                let mut acc = 0.0f64;
+            Op::Tan => map_elems(dtype, args, elem!(|a| a.tan())),
+            Op::Abs => map_elems(dtype, args, elem!(|a| a.abs())),
+            Op::Log1p => map_elems(dtype, args, elem!(|a| a.ln_1p())),
+            Op::Expm1 => map_elems(dtype, args, elem!(|a| a.exp_m1())),
+            Op::Pow => map_elems(dtype, args, elem!(|a, b| a.powf(b))),
+            Op::Max => map_elems(dtype, args, elem!(|a, b| maximum(a, b))),
+            Op::Min => map_elems(dtype, args, elem!(|a, b| minimum(a, b))),
+            Op::Lt => map_elems(dtype, args, elem!(|a, b| mask(a.lt(b)))),
+            Op::Le => map_elems(dtype, args, elem!(|a, b| mask(a.le(b)))),
+            Op::Gt => map_elems(dtype, args, elem!(|a, b| mask(b.lt(a)))),
+            Op::Ge => map_elems(dtype, args, elem!(|a, b| mask(b.le(a)))),
+            Op::Eq => map_elems(dtype, args, elem!(|a, b| mask(a.eq(b)))),
+            Op::Ne => map_elems(dtype, args, elem!(|a, b| mask(!a.eq(b)))),
+            Op::Select => map_elems(
+                dtype,
+                args,
+                elem!(|c, a, b| if c.eq(T::from_f64(0.0)) { b } else { a }),
+            ),
+            Op::Sum | Op::MaxAll | Op::MinAll => {
+                // Left to right from the identity, in the dtype's precision
+                // (the JIT's order).
+                let step: fn(&[f64], DType) -> f64 = match self {
+                    Op::MaxAll => elem!(|a, b| maximum(a, b)),
+                    Op::MinAll => elem!(|a, b| minimum(a, b)),
+                    _ => elem!(|a, b| a.add(b)),
+                };
+                let mut acc = self.reduction().map_or(0.0, |r| r.0);
                 for &x in &args[0].data {
-                    acc = dtype.round(acc + x);
+                    acc = step(&[acc, x], dtype);
                 }
                 Value::scalar(dtype, acc)
             }
@@ -406,7 +713,8 @@ impl Op {
 
     /// Reverse-mode rule: for each operand, a template for its cotangent
     /// contribution, in the rule-pattern syntax. `?g` is the cotangent of
-    /// the result, `?out` the primal result, `?a` and `?b` the operands.
+    /// the result, `?out` the primal result, `?a`, `?b`, `?c` the operands.
+    /// `(zero)` is the symbolic zero (a piecewise-constant dependence).
     /// Numbers take the operand's dtype; a number meeting an array operand is
     /// broadcast. The template of `bcast` (from `sum`) takes the operand's type.
     pub fn vjp(&self) -> &'static [&'static str] {
@@ -423,7 +731,23 @@ impl Op {
             Op::Log => &["(div ?g ?a)"],
             Op::Sqrt => &["(div ?g (mul 2 ?out))"],
             Op::Tanh => &["(mul ?g (sub 1 (mul ?out ?out)))"],
+            Op::Tan => &["(mul ?g (add 1 (mul ?out ?out)))"],
+            // d|a| = sign(a), with 0 at 0 (JAX's convention).
+            Op::Abs => &["(select (gt ?a 0) ?g (select (lt ?a 0) (neg ?g) 0))"],
+            Op::Log1p => &["(div ?g (add 1 ?a))"],
+            Op::Expm1 => &["(mul ?g (add ?out 1))"],
+            Op::Pow => &[
+                "(mul ?g (mul ?b (pow ?a (sub ?b 1))))",
+                "(mul ?g (mul ?out (log ?a)))",
+            ],
+            // Ties go to the first operand.
+            Op::Max => &["(select (ge ?a ?b) ?g 0)", "(select (ge ?a ?b) 0 ?g)"],
+            Op::Min => &["(select (le ?a ?b) ?g 0)", "(select (le ?a ?b) 0 ?g)"],
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => &["(zero)", "(zero)"],
+            Op::Select => &["(zero)", "(select ?a ?g 0)", "(select ?a 0 ?g)"],
             Op::Sum => &["(bcast ?g)"],
+            // Every element equal to the extremum receives the cotangent.
+            Op::MaxAll | Op::MinAll => &["(select (eq ?a (bcast ?out)) (bcast ?g) 0)"],
             Op::Bcast => &["(sum ?g)"],
         }
     }
@@ -445,7 +769,23 @@ impl Op {
             | Op::Exp
             | Op::Log
             | Op::Sqrt
-            | Op::Tanh => false,
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::MaxAll
+            | Op::MinAll => false,
         }
     }
 
@@ -458,9 +798,13 @@ impl Op {
             // A broadcast is fused into its consumer: reading the scalar is free.
             Op::Bcast => 0.0,
             Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
+            Op::Abs | Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::Select => 1.0,
             Op::Div => 4.0,
             Op::Sqrt => 6.0,
             Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
+            Op::Tan | Op::Log1p | Op::Expm1 => 20.0,
+            Op::Pow => 40.0,
         }
     }
 }

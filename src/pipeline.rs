@@ -125,7 +125,32 @@ pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
         });
     }
     let rules = options.rules()?.rewrites();
-    let (ins, report) = saturate(insert(f), &rules, &options.limits);
+    let inserted = insert(f);
+    let size = inserted.egraph.total_number_of_nodes();
+    if size > options.limits.nodes {
+        // The program alone fills the node budget: no rewrite could run, and
+        // the extractor is not built for graphs this size. Keep it as is.
+        let after = prune_dead(f);
+        let cost_after = program_cost(&after, &model);
+        return Ok(Optimized {
+            before: f.clone(),
+            after,
+            cost_before,
+            cost_after,
+            saturation: Some(SaturationReport {
+                iterations: 0,
+                nodes: size,
+                classes: inserted.egraph.number_of_classes(),
+                stop_reason: format!(
+                    "node limit ({}): the program alone has {size} e-nodes, so it is compiled unoptimized (raise --node-limit to optimize it)",
+                    options.limits.nodes
+                ),
+                hit_limit: true,
+                time: std::time::Duration::ZERO,
+            }),
+        });
+    }
+    let (ins, report) = saturate(inserted, &rules, &options.limits);
     let ex = extract(&ins, f, &model).map_err(Error::internal)?;
     Ok(Optimized {
         before: f.clone(),

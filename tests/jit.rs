@@ -130,6 +130,31 @@ const CASES: &[&str] = &[
   %5: T[N, M] = mul %2 %4
   ret %5, %3
 }",
+    // the other element-wise ops, comparisons, select and the extremum reductions
+    "fn more[N](%a: T[N], %b: T[N]) -> (T[N], T[N], T[N], T[N], T[N], T[N], T[N], T, T) {
+  %0: T[N] = tan %a
+  %1: T[N] = abs %a
+  %2: T[N] = log1p %b
+  %3: T[N] = expm1 %a
+  %4: T[N] = pow %a %b
+  %5: T[N] = max %a %b
+  %6: T[N] = min %a %b
+  %c0: T[N] = lt %a %b
+  %c1: T[N] = le %a %b
+  %c2: T[N] = gt %a %b
+  %c3: T[N] = ge %a %b
+  %c4: T[N] = eq %a %a
+  %c5: T[N] = ne %a %b
+  %7: T[N] = select %c0 %0 %1
+  %8: T[N] = select %c1 %2 %3
+  %9: T[N] = select %c2 %4 %5
+  %10: T[N] = select %c3 %6 %c4
+  %11: T[N] = select %c5 %7 %8
+  %12: T[N] = add %9 %10
+  %13: T = maxall %11
+  %14: T = minall %12
+  ret %0, %4, %5, %6, %11, %12, %c4, %13, %14
+}",
     // literal dims mixed with parameters, and dead code
     "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {
   %0: T[3] = exp %a

@@ -25,9 +25,25 @@ pub(crate) enum Libm {
     Exp,
     Log,
     Tanh,
+    Tan,
+    Log1p,
+    Expm1,
+    /// Two operands.
+    Pow,
 }
 
-const LIBM: [Libm; 5] = [Libm::Sin, Libm::Cos, Libm::Exp, Libm::Log, Libm::Tanh];
+// New functions go at the end: the order fixes the import ids in CLIF dumps.
+const LIBM: [Libm; 9] = [
+    Libm::Sin,
+    Libm::Cos,
+    Libm::Exp,
+    Libm::Log,
+    Libm::Tanh,
+    Libm::Tan,
+    Libm::Log1p,
+    Libm::Expm1,
+    Libm::Pow,
+];
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
 macro_rules! libm_wrappers {
@@ -51,9 +67,38 @@ libm_wrappers! {
     egrad_exp_f64: f64 => exp;
     egrad_log_f64: f64 => ln;
     egrad_tanh_f64: f64 => tanh;
+    egrad_tan_f32: f32 => tan;
+    egrad_log1p_f32: f32 => ln_1p;
+    egrad_expm1_f32: f32 => exp_m1;
+    egrad_tan_f64: f64 => tan;
+    egrad_log1p_f64: f64 => ln_1p;
+    egrad_expm1_f64: f64 => exp_m1;
+}
+
+extern "C" fn egrad_pow_f32(x: f32, y: f32) -> f32 {
+    x.powf(y)
+}
+
+extern "C" fn egrad_pow_f64(x: f64, y: f64) -> f64 {
+    x.powf(y)
 }
 
 impl Libm {
+    /// Number of operands.
+    pub(crate) fn arity(self) -> usize {
+        match self {
+            Libm::Pow => 2,
+            Libm::Sin
+            | Libm::Cos
+            | Libm::Exp
+            | Libm::Log
+            | Libm::Tanh
+            | Libm::Tan
+            | Libm::Log1p
+            | Libm::Expm1 => 1,
+        }
+    }
+
     fn symbol(self, dtype: DType) -> (&'static str, *const u8) {
         use DType::*;
         use Libm::*;
@@ -68,6 +113,14 @@ impl Libm {
             (Exp, F64) => ("egrad_exp_f64", egrad_exp_f64 as *const u8),
             (Log, F64) => ("egrad_log_f64", egrad_log_f64 as *const u8),
             (Tanh, F64) => ("egrad_tanh_f64", egrad_tanh_f64 as *const u8),
+            (Tan, F32) => ("egrad_tan_f32", egrad_tan_f32 as *const u8),
+            (Log1p, F32) => ("egrad_log1p_f32", egrad_log1p_f32 as *const u8),
+            (Expm1, F32) => ("egrad_expm1_f32", egrad_expm1_f32 as *const u8),
+            (Pow, F32) => ("egrad_pow_f32", egrad_pow_f32 as *const u8),
+            (Tan, F64) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
+            (Log1p, F64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
+            (Expm1, F64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
+            (Pow, F64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
         }
     }
 }
@@ -132,7 +185,9 @@ fn lower(module: &mut JITModule, f: &Function) -> Result<Lowered, Error> {
                 DType::F64 => types::F64,
             };
             let mut s = module.make_signature();
-            s.params.push(AbiParam::new(t));
+            for _ in 0..which.arity() {
+                s.params.push(AbiParam::new(t));
+            }
             s.returns.push(AbiParam::new(t));
             let fid = module
                 .declare_function(which.symbol(dtype).0, Linkage::Import, &s)

@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
@@ -80,7 +80,7 @@ impl Plan {
         // Does some consumer need the whole array (not element by element)?
         let mut needs_buffer = vec![false; nv];
         for s in &f.stmts {
-            let fusable = s.op.is_elementwise() || s.op == Op::Sum;
+            let fusable = s.op.is_elementwise() || s.op.reduction().is_some();
             if !fusable {
                 for a in &s.args {
                     needs_buffer[a.index()] = true;
@@ -300,12 +300,11 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn translate_scalar(&mut self, s: usize) -> Result<ir::Value, Error> {
         let stmt = &self.f.stmts[s];
         let dtype = self.f.ty(stmt.var).dtype;
-        if stmt.op == Op::Sum {
-            let a = *stmt
-                .args
-                .first()
-                .ok_or_else(|| Error::internal("backend: `sum` without an operand"))?;
-            return self.translate_sum(a, dtype);
+        if let Some((init, step)) = stmt.op.reduction() {
+            let a = *stmt.args.first().ok_or_else(|| {
+                Error::internal(format!("backend: `{}` without an operand", stmt.op.name()))
+            })?;
+            return self.translate_reduce(a, dtype, init, step);
         }
         let mut args = Vec::with_capacity(stmt.args.len());
         for a in &stmt.args {
@@ -314,17 +313,23 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.translate_op(stmt.op, dtype, &args)
     }
 
-    /// `sum a`: one loop over `a`'s element tree, a single accumulator
-    /// starting at +0.0, left to right.
-    fn translate_sum(&mut self, a: VarId, dtype: DType) -> Result<ir::Value, Error> {
+    /// A reduction of `a` (`sum`, `maxall`, `minall`): one loop over `a`'s
+    /// element tree, a single accumulator starting at `init`, left to right.
+    fn translate_reduce(
+        &mut self,
+        a: VarId,
+        dtype: DType,
+        init: f64,
+        step: Op,
+    ) -> Result<ir::Value, Error> {
         let len = self.translate_len(self.f.ty(a).clone())?;
         let acc = self.b.declare_var(cl_type(dtype));
-        let zero = self.translate_op(Op::Zero, dtype, &[])?;
-        self.b.def_var(acc, zero);
+        let first = self.translate_const(dtype, init);
+        self.b.def_var(acc, first);
         self.translate_loop(len, &mut |t, i| {
             let x = t.translate_elem(a, i)?;
-            let sum = t.b.use_var(acc);
-            let next = t.translate_op(Op::Sum, dtype, &[sum, x])?;
+            let sofar = t.b.use_var(acc);
+            let next = t.translate_op(step, dtype, &[sofar, x])?;
             t.b.def_var(acc, next);
             Ok(())
         })?;
@@ -438,8 +443,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ok_or_else(|| Error::internal("backend: element tree lost its root"))
     }
 
-    /// The op on element (or scalar) operands. For `sum` the operands are the
-    /// accumulator and the next element (one step of the reduction); for
+    /// The op on element (or scalar) operands. Reductions are lowered by
+    /// [`Translator::translate_reduce`] with their step op, never here; for
     /// `bcast` the operand is the scalar itself.
     fn translate_op(
         &mut self,
@@ -466,7 +471,30 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Exp => self.translate_libcall(Libm::Exp, dtype, arg(0)?),
             Op::Log => self.translate_libcall(Libm::Log, dtype, arg(0)?),
             Op::Tanh => self.translate_libcall(Libm::Tanh, dtype, arg(0)?),
-            Op::Sum => self.b.ins().fadd(arg(0)?, arg(1)?),
+            Op::Tan => self.translate_libcall(Libm::Tan, dtype, arg(0)?),
+            Op::Log1p => self.translate_libcall(Libm::Log1p, dtype, arg(0)?),
+            Op::Expm1 => self.translate_libcall(Libm::Expm1, dtype, arg(0)?),
+            Op::Pow => self.translate_libcall2(Libm::Pow, dtype, arg(0)?, arg(1)?),
+            Op::Abs => self.b.ins().fabs(arg(0)?),
+            Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
+            Op::Min => self.b.ins().fmin(arg(0)?, arg(1)?),
+            Op::Lt => self.translate_cmp(FloatCC::LessThan, dtype, arg(0)?, arg(1)?),
+            Op::Le => self.translate_cmp(FloatCC::LessThanOrEqual, dtype, arg(0)?, arg(1)?),
+            Op::Gt => self.translate_cmp(FloatCC::GreaterThan, dtype, arg(0)?, arg(1)?),
+            Op::Ge => self.translate_cmp(FloatCC::GreaterThanOrEqual, dtype, arg(0)?, arg(1)?),
+            Op::Eq => self.translate_cmp(FloatCC::Equal, dtype, arg(0)?, arg(1)?),
+            Op::Ne => self.translate_cmp(FloatCC::NotEqual, dtype, arg(0)?, arg(1)?),
+            Op::Select => {
+                let zero = self.translate_const(dtype, 0.0);
+                let c = self.b.ins().fcmp(FloatCC::NotEqual, arg(0)?, zero);
+                self.b.ins().select(c, arg(1)?, arg(2)?)
+            }
+            Op::Sum | Op::MaxAll | Op::MinAll => {
+                return Err(Error::internal(format!(
+                    "backend: `{}` is a reduction, lowered as a loop",
+                    op.name()
+                )))
+            }
             Op::Bcast => arg(0)?,
         })
     }
@@ -478,8 +506,34 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    fn translate_libcall(&mut self, which: Libm, dtype: DType, x: ir::Value) -> ir::Value {
-        let fref = match self
+    /// A comparison as a mask: 1.0 where it holds, +0.0 elsewhere.
+    fn translate_cmp(
+        &mut self,
+        cc: FloatCC,
+        dtype: DType,
+        a: ir::Value,
+        b: ir::Value,
+    ) -> ir::Value {
+        let c = self.b.ins().fcmp(cc, a, b);
+        let one = self.translate_const(dtype, 1.0);
+        let zero = self.translate_const(dtype, 0.0);
+        self.b.ins().select(c, one, zero)
+    }
+
+    fn translate_libcall2(
+        &mut self,
+        which: Libm,
+        dtype: DType,
+        x: ir::Value,
+        y: ir::Value,
+    ) -> ir::Value {
+        let fref = self.libm_ref(which, dtype);
+        let call = self.b.ins().call(fref, &[x, y]);
+        self.b.inst_results(call)[0]
+    }
+
+    fn libm_ref(&mut self, which: Libm, dtype: DType) -> FuncRef {
+        match self
             .imported
             .iter()
             .find(|(w, d, _)| *w == which && *d == dtype)
@@ -490,7 +544,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.imported.push((which, dtype, r));
                 r
             }
-        };
+        }
+    }
+
+    fn translate_libcall(&mut self, which: Libm, dtype: DType, x: ir::Value) -> ir::Value {
+        let fref = self.libm_ref(which, dtype);
         let call = self.b.ins().call(fref, &[x]);
         self.b.inst_results(call)[0]
     }

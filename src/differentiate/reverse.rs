@@ -32,18 +32,27 @@ impl Reverse {
     }
 }
 
-/// Which variables depend on the differentiated parameters.
+/// Which variables depend differentiably on the differentiated parameters
+/// (a comparison's mask is piecewise constant: never active).
 fn activity(f: &Function, wrt: &[usize]) -> Vec<bool> {
     let mut active = vec![false; f.vars.len()];
     for &i in wrt {
         active[f.params[i].var.index()] = true;
     }
     for s in &f.stmts {
-        if s.args.iter().any(|a| active[a.index()]) {
+        if !s.op.is_piecewise_constant() && s.args.iter().any(|a| active[a.index()]) {
             active[s.var.index()] = true;
         }
     }
     active
+}
+
+/// Does a VJP template read a primal value (an operand or the result)? Such
+/// a contribution can be NaN where the primal is, even if the cotangent is 0.
+fn reads_primal(t: &Template) -> bool {
+    let mut vs = Vec::new();
+    t.vars(&mut vs);
+    vs.iter().any(|v| v != "g")
 }
 
 /// Differentiate `f` (one scalar float result) with respect to the
@@ -87,6 +96,12 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     if active[f.rets[0].index()] {
         ct.insert(f.rets[0], seed);
     }
+    // Values whose cotangent may be an exact zero because it went through
+    // the untaken side of a `select` (a dynamic `if`). Their contributions
+    // that read primal values are guarded (`0` where the cotangent is 0), so
+    // a NaN or infinite partial derivative in the branch not taken never
+    // reaches the gradient.
+    let mut masked = vec![false; f.vars.len()];
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
         let rules = s.op.vjp();
@@ -94,8 +109,21 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             if !active[a.index()] {
                 continue;
             }
-            let tmpl = Template::parse(rules[i])
+            let mut tmpl = Template::parse(rules[i])
                 .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
+            if masked[s.var.index()] && reads_primal(&tmpl) {
+                tmpl = Template::App(
+                    Op::Select,
+                    vec![
+                        Template::App(Op::Ne, vec![Template::Var("g".into()), Template::Num(0.0)]),
+                        tmpl,
+                        Template::Num(0.0),
+                    ],
+                );
+            }
+            if s.op == Op::Select || masked[s.var.index()] {
+                masked[a.index()] = true;
+            }
             let arg_ty: Type = f.ty(*a).clone();
             let bind = |name: &str| -> Option<VarId> {
                 match name {
@@ -103,6 +131,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
                     "out" => Some(m(&map, s.var)),
                     "a" => s.args.first().map(|x| m(&map, *x)),
                     "b" => s.args.get(1).map(|x| m(&map, *x)),
+                    "c" => s.args.get(2).map(|x| m(&map, *x)),
                     _ => None,
                 }
             };

@@ -180,6 +180,7 @@ mod tests {
                         "g" | "out" => true,
                         "a" => op.arity() >= 1,
                         "b" => op.arity() >= 2,
+                        "c" => op.arity() >= 3,
                         _ => false,
                     };
                     assert!(ok, "{op:?}: template `{t}` uses ?{v}");

@@ -41,6 +41,8 @@ pub struct FnDef {
 pub struct ParamDecl {
     pub name: Ident,
     pub ty: TypeExpr,
+    /// `static n: i64`: the value is known when the function is specialized.
+    pub is_static: bool,
     pub span: Span,
 }
 
@@ -81,6 +83,14 @@ pub enum BinOp {
     Mul,
     /// `/` and `./`
     Div,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
 }
 
 impl BinOp {
@@ -90,7 +100,23 @@ impl BinOp {
             BinOp::Sub => "sub",
             BinOp::Mul => "mul",
             BinOp::Div => "div",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Gt => "gt",
+            BinOp::Ge => "ge",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+            BinOp::And => "and",
+            BinOp::Or => "or",
         }
+    }
+
+    /// Does the operator compare numbers (result `bool`)?
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
     }
 }
 
@@ -100,6 +126,24 @@ pub enum UnOp {
     Neg,
     /// `+/e`
     Sum,
+    /// `max/e`
+    Max,
+    /// `min/e`
+    Min,
+    /// `!e`
+    Not,
+}
+
+impl UnOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Sum => "sum",
+            UnOp::Max => "maxall",
+            UnOp::Min => "minall",
+            UnOp::Not => "not",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -136,6 +180,20 @@ pub enum ExprKind {
     /// `(a, b, ...)`, two or more elements.
     Tuple(Vec<Expr>),
     Block(Block),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `if c { a } else { b }` (`else if` nests another `If`).
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        els: Box<Expr>,
+    },
+    /// `s => e` or `(a, b) => e`: only as an argument of `iterate` (and the
+    /// other constructs that take a step function).
+    Lambda {
+        param: Pattern,
+        body: Box<Expr>,
+    },
 }
 
 /// `{ let ...; ...; result }`
@@ -156,6 +214,26 @@ pub struct Let {
 pub enum Pattern {
     Name(Ident),
     Tuple(Vec<Ident>, Span),
+}
+
+impl Pattern {
+    /// The names bound, as written (`x` or `(a, b)`).
+    pub fn text(&self) -> String {
+        match self {
+            Pattern::Name(i) => i.name.clone(),
+            Pattern::Tuple(is, _) => {
+                let n: Vec<&str> = is.iter().map(|i| i.name.as_str()).collect();
+                format!("({})", n.join(", "))
+            }
+        }
+    }
+
+    pub fn span(&self) -> Span {
+        match self {
+            Pattern::Name(i) => i.span,
+            Pattern::Tuple(_, s) => *s,
+        }
+    }
 }
 
 fn sp(s: Span) -> String {
@@ -215,7 +293,8 @@ impl FnDef {
         for p in &self.params {
             let _ = writeln!(
                 out,
-                "  param {}: {} {}",
+                "  param {}{}: {} {}",
+                if p.is_static { "static " } else { "" },
                 p.name.name,
                 type_text(&p.ty),
                 sp(p.span)
@@ -244,11 +323,7 @@ impl Expr {
                 let _ = writeln!(out, "{pad}name {n} {s}");
             }
             ExprKind::Unary { op, operand, .. } => {
-                let name = match op {
-                    UnOp::Neg => "neg",
-                    UnOp::Sum => "sum",
-                };
-                let _ = writeln!(out, "{pad}{name} {s}");
+                let _ = writeln!(out, "{pad}{} {s}", op.name());
                 operand.dump(out, depth + 1);
             }
             ExprKind::Binary {
@@ -277,17 +352,23 @@ impl Expr {
             ExprKind::Block(b) => {
                 let _ = writeln!(out, "{pad}block {s}");
                 for l in &b.lets {
-                    let pat = match &l.pattern {
-                        Pattern::Name(i) => i.name.clone(),
-                        Pattern::Tuple(is, _) => {
-                            let n: Vec<&str> = is.iter().map(|i| i.name.as_str()).collect();
-                            format!("({})", n.join(", "))
-                        }
-                    };
-                    let _ = writeln!(out, "{pad}  let {pat} {}", sp(l.span));
+                    let _ = writeln!(out, "{pad}  let {} {}", l.pattern.text(), sp(l.span));
                     l.value.dump(out, depth + 2);
                 }
                 b.result.dump(out, depth + 1);
+            }
+            ExprKind::Bool(b) => {
+                let _ = writeln!(out, "{pad}bool {b} {s}");
+            }
+            ExprKind::If { cond, then, els } => {
+                let _ = writeln!(out, "{pad}if {s}");
+                cond.dump(out, depth + 1);
+                then.dump(out, depth + 1);
+                els.dump(out, depth + 1);
+            }
+            ExprKind::Lambda { param, body } => {
+                let _ = writeln!(out, "{pad}lambda {} {s}", param.text());
+                body.dump(out, depth + 1);
             }
         }
     }

@@ -27,19 +27,30 @@ use super::ir::{Builder, Function, VarId};
 use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
 use super::types::{DType, Dim, Type};
+use super::value::Value;
 use crate::differentiate::reverse;
 use crate::ops::Op;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-/// The built-in element-wise math functions (one argument each).
+/// The built-in element-wise math functions of one argument.
 pub const BUILTINS: &[(&str, Op)] = &[
     ("sin", Op::Sin),
     ("cos", Op::Cos),
+    ("tan", Op::Tan),
     ("exp", Op::Exp),
     ("log", Op::Log),
     ("sqrt", Op::Sqrt),
     ("tanh", Op::Tanh),
+    ("abs", Op::Abs),
+    ("log1p", Op::Log1p),
+    ("expm1", Op::Expm1),
 ];
+
+/// The built-in element-wise functions of two arguments (scalars broadcast).
+pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min", Op::Min)];
+
+/// Names with a meaning of their own (not functions one may define).
+pub const SPECIAL_FORMS: &[&str] = &["iterate"];
 
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
@@ -48,16 +59,28 @@ fn builtin(name: &str) -> Option<Op> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
 }
 
-fn fold_builtin(op: Op, x: f64) -> f64 {
-    match op {
-        Op::Sin => x.sin(),
-        Op::Cos => x.cos(),
-        Op::Exp => x.exp(),
-        Op::Log => x.ln(),
-        Op::Sqrt => x.sqrt(),
-        Op::Tanh => x.tanh(),
-        _ => x,
-    }
+fn builtin2(name: &str) -> Option<Op> {
+    BUILTINS2
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, op)| *op)
+}
+
+fn is_reserved(name: &str) -> bool {
+    builtin(name).is_some() || builtin2(name).is_some() || SPECIAL_FORMS.contains(&name)
+}
+
+/// Fold an op on untyped numbers with the reference evaluator in f64 (the
+/// same semantics the op has at run time).
+fn fold(op: Op, xs: &[f64]) -> f64 {
+    let vals: Vec<Value> = xs.iter().map(|x| Value::scalar(DType::F64, *x)).collect();
+    let refs: Vec<&Value> = vals.iter().collect();
+    op.eval(&refs, DType::F64, &[]).as_scalar()
+}
+
+/// A number that is an exact integer (a static count or index).
+fn exact_int(x: f64) -> Option<i64> {
+    (x.fract() == 0.0 && x.abs() < 9.0e15).then_some(x as i64)
 }
 
 /// A checked and lowered function.
@@ -67,6 +90,15 @@ pub struct CheckedFn {
     pub ir: Function,
     /// For `@grad` functions: what was differentiated.
     pub grad: Option<GradSpec>,
+}
+
+/// What checking produces: the lowered functions, and the functions with
+/// static parameters (lowered only where they are called with their values).
+#[derive(Clone, Debug, Default)]
+pub struct Checked {
+    pub functions: Vec<(String, CheckedFn)>,
+    /// `(function, its static parameters)`.
+    pub templates: Vec<(String, Vec<String>)>,
 }
 
 /// Why checking failed.
@@ -81,19 +113,42 @@ pub enum CheckError {
 /// A resolved signature.
 struct Sig {
     size_params: Vec<String>,
+    /// Every parameter; a static one has a scalar placeholder type.
     params: Vec<(String, Type, Span)>,
+    /// Per parameter: `Some` for a `static` one.
+    statics: Vec<Option<StaticKind>>,
     ret: Vec<Type>,
     ret_tuple: bool,
     /// `@grad(...)`: indices of the parameters differentiated.
     grad: Option<Vec<usize>>,
 }
 
+/// The type of a static parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StaticKind {
+    Int,
+    Bool,
+    Real,
+}
+
+impl Sig {
+    fn is_template(&self) -> bool {
+        self.statics.iter().any(Option::is_some)
+    }
+}
+
 /// The value of an expression during lowering.
 #[derive(Clone, Debug)]
 enum Val {
     Var(VarId),
-    /// A number not yet given a dtype.
+    /// A number known at compile time, not yet given a dtype.
     Const(f64),
+    /// A static integer (`i64`).
+    Int(i64),
+    /// A static boolean.
+    Bool(bool),
+    /// A dynamic boolean: a comparison's mask (1 or +0 in a float type).
+    Mask(VarId),
     Tuple(Vec<Val>),
     /// An error was already reported.
     Err,
@@ -101,7 +156,7 @@ enum Val {
 
 /// Check and lower every function. Returns the functions by name, in
 /// source order.
-pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
+pub fn check(module: &Module) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
     let n = module.items.len();
 
@@ -109,7 +164,7 @@ pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut defined = vec![true; n];
     for (i, f) in module.items.iter().enumerate() {
-        if builtin(&f.name.name).is_some() {
+        if is_reserved(&f.name.name) {
             errs.push(Diagnostic::new(
                 f.name.span,
                 format!(
@@ -158,22 +213,23 @@ pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
     // Pass 3: bodies.
     let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
     let mut internal: Option<String> = None;
+    let mut templates = Vec::new();
     for i in order {
         let Some(sig) = &sigs[i] else { continue };
-        let mut cx = FnCx {
-            sigs: &sigs,
-            lowered: &lowered,
-            by_name: &by_name,
-            module,
-            sizes: &sig.size_params,
-            b: Builder::new(module.items[i].name.name.clone(), sig.size_params.clone()),
-            env: Vec::new(),
-            errs: Vec::new(),
-            internal: None,
-            too_large: false,
-            hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
-        };
-        let result = cx.lower_fn(&module.items[i], sig);
+        if sig.is_template() {
+            // Lowered where it is called, once its static values are known.
+            let names = sig
+                .params
+                .iter()
+                .zip(&sig.statics)
+                .filter(|(_, s)| s.is_some())
+                .map(|(p, _)| p.0.clone())
+                .collect();
+            templates.push((i, names));
+            continue;
+        }
+        let mut cx = FnCx::new(&sigs, &lowered, &by_name, module, i, sig);
+        let result = cx.lower_fn(&module.items[i], sig, &[]);
         errs.append(&mut cx.errs);
         if internal.is_none() {
             internal = cx.internal.take();
@@ -182,16 +238,25 @@ pub fn check(module: &Module) -> Result<Vec<(String, CheckedFn)>, CheckError> {
     }
 
     if !errs.is_empty() {
-        errs.sort_by_key(|d| d.span.start);
+        errs.sort_by_key(|d| (d.span.start, d.span.end));
+        // A specialized function's errors repeat once per call site.
+        let mut seen = HashSet::new();
+        errs.retain(|d| seen.insert((d.span, d.message.clone())));
         return Err(CheckError::Source(errs));
     }
     if let Some(m) = internal {
         return Err(CheckError::Internal(m));
     }
-    let mut out = Vec::new();
-    for (f, l) in module.items.iter().zip(lowered) {
+    let mut out = Checked::default();
+    templates.sort_by_key(|t| t.0);
+    for (i, names) in templates {
+        out.templates
+            .push((module.items[i].name.name.clone(), names));
+    }
+    for (i, (f, l)) in module.items.iter().zip(lowered).enumerate() {
         match l {
-            Some(c) => out.push((f.name.name.clone(), c)),
+            Some(c) => out.functions.push((f.name.name.clone(), c)),
+            None if sigs[i].as_ref().is_some_and(Sig::is_template) => {}
             None => {
                 return Err(CheckError::Internal(format!(
                     "`{}` was not lowered but no error was reported",
@@ -225,6 +290,19 @@ fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Op
             let mut ok = true;
             let d = match DType::from_name(&dtype.name) {
                 Some(d) => Some(d),
+                None if matches!(dtype.name.as_str(), "i64" | "bool") => {
+                    errs.push(
+                        Diagnostic::new(
+                            dtype.span,
+                            format!("`{}` values can only be static for now", dtype.name),
+                        )
+                        .with_note(format!(
+                            "write `static name: {}` for a value fixed where the function is called; run-time integers and booleans are not supported yet",
+                            dtype.name
+                        )),
+                    );
+                    None
+                }
                 None => {
                     errs.push(
                         Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
@@ -265,6 +343,28 @@ fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Op
     }
 }
 
+/// The type of a `static` parameter: a scalar `i64`, `bool`, `f32` or `f64`.
+fn static_kind(t: &TypeExpr, errs: &mut Vec<Diagnostic>) -> Option<StaticKind> {
+    if let TypeExpr::Named { dtype, dims, .. } = t {
+        if dims.is_empty() {
+            match dtype.name.as_str() {
+                "i64" => return Some(StaticKind::Int),
+                "bool" => return Some(StaticKind::Bool),
+                "f32" | "f64" => return Some(StaticKind::Real),
+                _ => {}
+            }
+        }
+    }
+    errs.push(
+        Diagnostic::new(
+            t.span(),
+            "a static parameter must be a scalar `i64`, `bool`, `f32` or `f64`",
+        )
+        .with_note("arrays are passed as ordinary (dynamic) parameters"),
+    );
+    None
+}
+
 fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     let before = errs.len();
     let fname = &f.name.name;
@@ -281,6 +381,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     // Parameters.
     let mut seen: HashMap<&str, Span> = HashMap::new();
     let mut params = Vec::new();
+    let mut statics = Vec::new();
     for p in &f.params {
         if let Some(first) = seen.insert(&p.name.name, p.name.span) {
             errs.push(
@@ -291,8 +392,14 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                 .with_label(first, "first declared here"),
             );
         }
-        if let Some(t) = resolve_type(&p.ty, &f.size_params, errs) {
+        if p.is_static {
+            if let Some(k) = static_kind(&p.ty, errs) {
+                params.push((p.name.name.clone(), Type::scalar(DType::F64), p.span));
+                statics.push(Some(k));
+            }
+        } else if let Some(t) = resolve_type(&p.ty, &f.size_params, errs) {
             params.push((p.name.name.clone(), t, p.span));
+            statics.push(None);
         }
     }
     // Every size parameter must be inferable from a parameter type.
@@ -370,6 +477,16 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                         format!("`@grad` names `{}` twice", arg.name),
                     ));
                 }
+                Some(i) if f.params[i].is_static => {
+                    ok = false;
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!("`@grad` cannot differentiate the static parameter `{}`", arg.name),
+                        )
+                        .with_note("a static value is fixed when the function is specialized; only dynamic parameters have derivatives"),
+                    );
+                }
                 Some(i) => wrt.push(i),
                 None => {
                     ok = false;
@@ -432,6 +549,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     Some(Sig {
         size_params: f.size_params.iter().map(|s| s.name.clone()).collect(),
         params,
+        statics,
         ret,
         ret_tuple,
         grad,
@@ -474,6 +592,13 @@ fn collect_calls(e: &Expr, by_name: &HashMap<String, usize>, out: &mut Vec<(usiz
             }
             collect_calls(&b.result, by_name, out);
         }
+        ExprKind::Bool(_) => {}
+        ExprKind::If { cond, then, els } => {
+            collect_calls(cond, by_name, out);
+            collect_calls(then, by_name, out);
+            collect_calls(els, by_name, out);
+        }
+        ExprKind::Lambda { body, .. } => collect_calls(body, by_name, out),
     }
 }
 
@@ -616,7 +741,30 @@ fn base_name(name: &str) -> &str {
     }
 }
 
-impl FnCx<'_> {
+impl<'a> FnCx<'a> {
+    fn new(
+        sigs: &'a [Option<Sig>],
+        lowered: &'a [Option<CheckedFn>],
+        by_name: &'a HashMap<String, usize>,
+        module: &'a Module,
+        i: usize,
+        sig: &'a Sig,
+    ) -> FnCx<'a> {
+        FnCx {
+            sigs,
+            lowered,
+            by_name,
+            module,
+            sizes: &sig.size_params,
+            b: Builder::new(module.items[i].name.name.clone(), sig.size_params.clone()),
+            env: Vec::new(),
+            errs: Vec::new(),
+            internal: None,
+            too_large: false,
+            hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
+        }
+    }
+
     fn error(&mut self, d: Diagnostic) {
         self.errs.push(d);
     }
@@ -656,6 +804,16 @@ impl FnCx<'_> {
         match v {
             Val::Var(x) => self.ty(*x).to_string(),
             Val::Const(_) => "a number".into(),
+            Val::Int(_) => "a static i64".into(),
+            Val::Bool(_) => "a static bool".into(),
+            Val::Mask(x) => {
+                let t = self.ty(*x);
+                if t.is_scalar() {
+                    "bool".into()
+                } else {
+                    format!("bool{}", &t.to_string()[3..])
+                }
+            }
             Val::Tuple(vs) => {
                 let s: Vec<String> = vs.iter().map(|v| self.describe(v)).collect();
                 format!("({})", s.join(", "))
@@ -678,16 +836,41 @@ impl FnCx<'_> {
         match v {
             Val::Var(x) if self.b.ty(*x) == ty => Some(v.clone()),
             Val::Const(x) => Some(self.materialize(*x, ty, "")),
+            Val::Int(i) => Some(self.materialize(*i as f64, ty, "")),
             Val::Err => Some(Val::Err),
             _ => None,
         }
     }
 
-    fn lower_fn(&mut self, f: &FnDef, sig: &Sig) -> Option<CheckedFn> {
-        for (name, ty, span) in &sig.params {
+    /// Lower a function body. `statics` gives the value of every static
+    /// parameter (by parameter index); the IR's parameters are the dynamic ones.
+    fn lower_fn(&mut self, f: &FnDef, sig: &Sig, statics: &[(usize, Val)]) -> Option<CheckedFn> {
+        for (k, (name, ty, span)) in sig.params.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                let v = statics
+                    .iter()
+                    .find(|(j, _)| *j == k)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or(Val::Err);
+                self.env.push((name.clone(), v));
+                continue;
+            }
             let v = self.b.param(name, ty.clone(), *span);
             self.env.push((name.clone(), Val::Var(v)));
         }
+        // IR parameter index of each source parameter (statics have none).
+        let ir_index: Vec<Option<usize>> = {
+            let mut k = 0;
+            sig.statics
+                .iter()
+                .map(|st| {
+                    st.is_none().then(|| {
+                        k += 1;
+                        k - 1
+                    })
+                })
+                .collect()
+        };
         let body = self.lower(&f.body, &[]);
         let fname = f.name.name.clone();
         let res = result_expr(&f.body).span;
@@ -726,7 +909,8 @@ impl FnCx<'_> {
                 self.bug(format!("primal of `{fname}`: {e}"));
                 return None;
             }
-            let rev = match reverse(&primal, wrt) {
+            let wrt_ir: Vec<usize> = wrt.iter().filter_map(|&i| ir_index[i]).collect();
+            let rev = match reverse(&primal, &wrt_ir) {
                 Ok(r) => r,
                 Err(e) => {
                     self.bug(format!("differentiating `{fname}`: {e}"));
@@ -742,7 +926,7 @@ impl FnCx<'_> {
                 ir,
                 grad: Some(GradSpec {
                     primal,
-                    wrt: wrt.clone(),
+                    wrt: wrt_ir,
                 }),
             });
         }
@@ -831,26 +1015,7 @@ impl FnCx<'_> {
             } => {
                 let v = self.lower(operand, &[]);
                 let v = self.single(v, operand.span);
-                match (op, v) {
-                    (_, Val::Err) => Val::Err,
-                    (UnOp::Neg, Val::Const(x)) => Val::Const(-x),
-                    (UnOp::Neg, Val::Var(x)) => self.push(hint, Op::Neg, &[x], None),
-                    (UnOp::Sum, Val::Var(x)) if !self.b.ty(x).is_scalar() => {
-                        self.push(hint, Op::Sum, &[x], None)
-                    }
-                    (UnOp::Sum, v) => {
-                        let t = self.describe(&v);
-                        self.error(
-                            Diagnostic::new(
-                                *op_span,
-                                "`+/` sums the elements of an array, but its operand is a scalar",
-                            )
-                            .with_label(operand.span, format!("this has type {t}")),
-                        );
-                        Val::Err
-                    }
-                    (_, Val::Tuple(_)) => Val::Err,
-                }
+                self.unary(*op, *op_span, (v, operand.span), hint)
             }
             ExprKind::Binary {
                 op,
@@ -884,54 +1049,218 @@ impl FnCx<'_> {
                 self.env.truncate(mark);
                 v
             }
+            ExprKind::Bool(b) => Val::Bool(*b),
+            ExprKind::If { cond, then, els } => self.lower_if(cond, then, els, hints),
+            ExprKind::Lambda { .. } => {
+                self.error(Diagnostic::new(
+                    e.span,
+                    "a step function `x => ...` is only allowed as the last argument of `iterate`",
+                ));
+                Val::Err
+            }
+        }
+    }
+
+    /// A unary operator on a lowered operand.
+    fn unary(&mut self, op: UnOp, op_span: Span, (v, span): (Val, Span), hint: &str) -> Val {
+        let reduction = match op {
+            UnOp::Sum => Some((Op::Sum, "+/", "sums")),
+            UnOp::Max => Some((Op::MaxAll, "max/", "takes the largest of")),
+            UnOp::Min => Some((Op::MinAll, "min/", "takes the smallest of")),
+            UnOp::Neg | UnOp::Not => None,
+        };
+        match (op, v) {
+            (_, Val::Err) | (_, Val::Tuple(_)) => Val::Err,
+            (UnOp::Neg, Val::Const(x)) => Val::Const(-x),
+            (UnOp::Neg, Val::Int(i)) => match i.checked_neg() {
+                Some(n) => Val::Int(n),
+                None => {
+                    self.error(Diagnostic::new(op_span, "this static integer overflows"));
+                    Val::Err
+                }
+            },
+            (UnOp::Neg, Val::Var(x)) => self.push(hint, Op::Neg, &[x], None),
+            (UnOp::Not, Val::Bool(b)) => Val::Bool(!b),
+            (UnOp::Not, Val::Mask(m)) => {
+                let t = self.ty(m);
+                let Val::Var(z) = self.materialize(0.0, &t, "") else {
+                    return Val::Err;
+                };
+                match self.push(hint, Op::Eq, &[m, z], None) {
+                    Val::Var(x) => Val::Mask(x),
+                    other => other,
+                }
+            }
+            (UnOp::Not, v) => {
+                let t = self.describe(&v);
+                self.error(
+                    Diagnostic::new(op_span, "`!` needs a bool")
+                        .with_label(span, format!("this has type {t}")),
+                );
+                Val::Err
+            }
+            (UnOp::Neg, v @ (Val::Bool(_) | Val::Mask(_))) => {
+                let t = self.describe(&v);
+                self.error(
+                    Diagnostic::new(op_span, "`-` needs a number")
+                        .with_label(span, format!("this has type {t}")),
+                );
+                Val::Err
+            }
+            (_, Val::Var(x)) if !self.b.ty(x).is_scalar() => match reduction {
+                Some((irop, _, _)) => self.push(hint, irop, &[x], None),
+                None => self.bug("unary: unhandled operator"),
+            },
+            (_, v) => {
+                let t = self.describe(&v);
+                let (text, verb) = reduction.map(|r| (r.1, r.2)).unwrap_or(("?", "reduces"));
+                let is = if matches!(v, Val::Var(_) | Val::Const(_) | Val::Int(_)) {
+                    "a scalar"
+                } else {
+                    "not an array"
+                };
+                self.error(
+                    Diagnostic::new(
+                        op_span,
+                        format!(
+                            "`{text}` {verb} the elements of an array, but its operand is {is}"
+                        ),
+                    )
+                    .with_label(span, format!("this has type {t}")),
+                );
+                Val::Err
+            }
+        }
+    }
+
+    /// `if c { a } else { b }`: a static condition picks one branch at
+    /// compile time (the other is not lowered); a dynamic one lowers both
+    /// and selects, element by element.
+    fn lower_if(&mut self, cond: &Expr, then: &Expr, els: &Expr, hints: &[&str]) -> Val {
+        let c = self.lower(cond, &[]);
+        let c = self.single(c, cond.span);
+        match c {
+            Val::Err => Val::Err,
+            Val::Bool(true) => self.lower(then, hints),
+            Val::Bool(false) => self.lower(els, hints),
+            Val::Mask(m) => {
+                let a = self.lower(then, hints);
+                let b = self.lower(els, hints);
+                self.select(
+                    m,
+                    (a, result_expr(then).span),
+                    (b, result_expr(els).span),
+                    hints,
+                )
+            }
+            other => {
+                let t = self.describe(&other);
+                self.error(
+                    Diagnostic::new(
+                        cond.span,
+                        format!("the condition of `if` must be a bool, but it has type {t}"),
+                    )
+                    .with_note("compare numbers with `<`, `<=`, `>`, `>=`, `==` or `!=`"),
+                );
+                Val::Err
+            }
+        }
+    }
+
+    /// Select between two lowered branches under a dynamic mask.
+    fn select(
+        &mut self,
+        m: VarId,
+        (a, aspan): (Val, Span),
+        (b, bspan): (Val, Span),
+        hints: &[&str],
+    ) -> Val {
+        match (a, b) {
+            (Val::Err, _) | (_, Val::Err) => Val::Err,
+            (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => {
+                let mut out = Vec::new();
+                for (k, (x, y)) in xs.into_iter().zip(ys).enumerate() {
+                    let h = hints.get(k).copied().unwrap_or("");
+                    out.push(self.select(m, (x, aspan), (y, bspan), &[h]));
+                }
+                Val::Tuple(out)
+            }
+            (a, b) => {
+                let mask_ty = self.ty(m);
+                // The branches' common type: a typed branch types a number.
+                let ty = match (&a, &b) {
+                    (Val::Var(x), _) | (_, Val::Var(x)) => self.ty(*x),
+                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_)) => mask_ty.clone(),
+                    _ => {
+                        let (ta, tb) = (self.describe(&a), self.describe(&b));
+                        self.error(
+                            Diagnostic::new(aspan, format!("the branches of this `if` have types {ta} and {tb}; a dynamic condition needs numbers or arrays"))
+                                .with_label(bspan, format!("this has type {tb}")),
+                        );
+                        return Val::Err;
+                    }
+                };
+                let (x, y) = match (self.coerce(&a, &ty), self.coerce(&b, &ty)) {
+                    (Some(Val::Var(x)), Some(Val::Var(y))) => (x, y),
+                    (Some(Val::Err), _) | (_, Some(Val::Err)) => return Val::Err,
+                    _ => {
+                        let (ta, tb) = (self.describe(&a), self.describe(&b));
+                        self.error(
+                            Diagnostic::new(
+                                aspan,
+                                format!(
+                                    "the branches of this `if` have different types: {ta} and {tb}"
+                                ),
+                            )
+                            .with_label(bspan, format!("this has type {tb}")),
+                        );
+                        return Val::Err;
+                    }
+                };
+                if mask_ty.dtype != ty.dtype {
+                    self.error(Diagnostic::new(aspan, format!(
+                        "the condition compares {} values but the branches are {}; compare values of the branches' precision",
+                        mask_ty.dtype, ty.dtype
+                    )));
+                    return Val::Err;
+                }
+                let mask = if mask_ty == ty {
+                    m
+                } else if mask_ty.is_scalar() {
+                    match self.b.broadcast_to(m, &ty) {
+                        Ok(v) => v,
+                        Err(e) => return self.bug(e.0),
+                    }
+                } else {
+                    self.error(Diagnostic::new(
+                        aspan,
+                        format!(
+                            "the condition has type {} but the branches have type {ty}",
+                            self.describe(&Val::Mask(m))
+                        ),
+                    ));
+                    return Val::Err;
+                };
+                let hint = hints.first().copied().unwrap_or("");
+                self.push(hint, Op::Select, &[mask, x, y], None)
+            }
         }
     }
 
     fn lower_let(&mut self, l: &Let) {
-        match &l.pattern {
-            Pattern::Name(id) => {
-                let v = self.lower(&l.value, &[id.name.as_str()]);
-                self.env.push((id.name.clone(), v));
-            }
-            Pattern::Tuple(ids, span) => {
-                let hints: Vec<&str> = ids.iter().map(|i| i.name.as_str()).collect();
-                let v = self.lower(&l.value, &hints);
-                let vals = match v {
-                    Val::Tuple(vs) if vs.len() == ids.len() => vs,
-                    Val::Err => vec![Val::Err; ids.len()],
-                    other => {
-                        let got = match &other {
-                            Val::Tuple(vs) => plural(vs.len(), "value"),
-                            _ => "a single value".to_string(),
-                        };
-                        self.error(
-                            Diagnostic::new(
-                                *span,
-                                format!(
-                                    "this pattern takes apart {}, but the value is {got}",
-                                    plural(ids.len(), "value")
-                                ),
-                            )
-                            .with_label(
-                                l.value.span,
-                                format!("this has type {}", self.describe(&other)),
-                            ),
-                        );
-                        vec![Val::Err; ids.len()]
-                    }
-                };
-                for (id, v) in ids.iter().zip(vals) {
-                    self.env.push((id.name.clone(), v));
-                }
-            }
-        }
+        let hints: Vec<&str> = match &l.pattern {
+            Pattern::Name(id) => vec![id.name.as_str()],
+            Pattern::Tuple(ids, _) => ids.iter().map(|i| i.name.as_str()).collect(),
+        };
+        let v = self.lower(&l.value, &hints);
+        self.bind_pattern(&l.pattern, v, l.value.span);
     }
 
     fn lookup(&mut self, n: &str, span: Span) -> Val {
         if let Some((_, v)) = self.env.iter().rev().find(|(k, _)| k == n) {
             return v.clone();
         }
-        let d = if self.by_name.contains_key(n) || builtin(n).is_some() {
+        let d = if self.by_name.contains_key(n) || is_reserved(n) {
             Diagnostic::new(span, format!("`{n}` is a function, not a value"))
                 .with_note(format!("call it as `{n}(...)`"))
         } else if self.sizes.iter().any(|s| s == n) {
@@ -944,6 +1273,7 @@ impl FnCx<'_> {
         Val::Err
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn binary(
         &mut self,
         op: BinOp,
@@ -958,15 +1288,60 @@ impl FnCx<'_> {
             BinOp::Sub => Op::Sub,
             BinOp::Mul => Op::Mul,
             BinOp::Div => Op::Div,
+            BinOp::Lt => Op::Lt,
+            BinOp::Le => Op::Le,
+            BinOp::Gt => Op::Gt,
+            BinOp::Ge => Op::Ge,
+            BinOp::Eq => Op::Eq,
+            BinOp::Ne => Op::Ne,
+            BinOp::And | BinOp::Or => {
+                return self.logic(op, op_text, op_span, (l, lspan), (r, rspan), hint)
+            }
         };
-        match (l, r) {
-            (Val::Err, _) | (_, Val::Err) | (Val::Tuple(_), _) | (_, Val::Tuple(_)) => Val::Err,
-            (Val::Const(a), Val::Const(b)) => Val::Const(match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-            }),
+        let cmp = op.is_comparison();
+        // Static integers stay integers (counts, indices, sizes).
+        if matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)) {
+            let as_int = |v: &Val| match v {
+                Val::Int(i) => Some(*i),
+                Val::Const(x) => exact_int(*x),
+                _ => None,
+            };
+            if let (Some(a), Some(b)) = (as_int(&l), as_int(&r)) {
+                return self.int_binary(op, op_text, op_span, a, b);
+            }
+        }
+        let num = |v: Val| match v {
+            Val::Int(i) => Val::Const(i as f64),
+            v => v,
+        };
+        let (l, r) = (num(l), num(r));
+        for (v, span) in [(&l, lspan), (&r, rspan)] {
+            if matches!(v, Val::Bool(_) | Val::Mask(_)) {
+                self.error(
+                    Diagnostic::new(op_span, format!("`{op_text}` needs numbers, not bools"))
+                        .with_label(span, format!("this has type {}", self.describe(v))),
+                );
+                return Val::Err;
+            }
+        }
+        let result = match (l, r) {
+            (Val::Err, _) | (_, Val::Err) | (Val::Tuple(_), _) | (_, Val::Tuple(_)) => {
+                return Val::Err
+            }
+            (Val::Const(a), Val::Const(b)) => {
+                let x = fold(irop, &[a, b]);
+                return if cmp {
+                    Val::Bool(x != 0.0)
+                } else {
+                    Val::Const(x)
+                };
+            }
+            // `1 * x`, `x * 1` and `x / 1` are `x` exactly (IEEE): partial
+            // evaluation drops them (an iteration starting from 1, say).
+            (Val::Const(c), Val::Var(b)) if c == 1.0 && irop == Op::Mul => return Val::Var(b),
+            (Val::Var(a), Val::Const(c)) if c == 1.0 && matches!(irop, Op::Mul | Op::Div) => {
+                return Val::Var(a)
+            }
             (Val::Var(a), Val::Const(c)) => {
                 let t = self.ty(a);
                 let Val::Var(b) = self.materialize(c, &t, "") else {
@@ -1023,19 +1398,143 @@ impl FnCx<'_> {
                 };
                 self.push(hint, irop, &[a, b], None)
             }
+            _ => return self.bug("binary: unexpected operands"),
+        };
+        match result {
+            Val::Var(x) if cmp => Val::Mask(x),
+            v => v,
+        }
+    }
+
+    /// Arithmetic and comparison on static integers (checked: overflow and
+    /// division by zero are errors).
+    fn int_binary(&mut self, op: BinOp, op_text: &str, op_span: Span, a: i64, b: i64) -> Val {
+        let r = match op {
+            BinOp::Add => a.checked_add(b),
+            BinOp::Sub => a.checked_sub(b),
+            BinOp::Mul => a.checked_mul(b),
+            BinOp::Div => {
+                if b == 0 {
+                    self.error(Diagnostic::new(op_span, "static integer division by zero"));
+                    return Val::Err;
+                }
+                a.checked_div(b)
+            }
+            BinOp::Lt => return Val::Bool(a < b),
+            BinOp::Le => return Val::Bool(a <= b),
+            BinOp::Gt => return Val::Bool(a > b),
+            BinOp::Ge => return Val::Bool(a >= b),
+            BinOp::Eq => return Val::Bool(a == b),
+            BinOp::Ne => return Val::Bool(a != b),
+            BinOp::And | BinOp::Or => None,
+        };
+        match r {
+            Some(x) => Val::Int(x),
+            None => {
+                self.error(Diagnostic::new(
+                    op_span,
+                    format!(
+                        "static integer `{op_text}` overflows (or is not an integer operation)"
+                    ),
+                ));
+                Val::Err
+            }
+        }
+    }
+
+    /// `&&` and `||`: static bools fold; masks combine element-wise
+    /// (`a && b` is `a * b`, `a || b` is `max(a, b)` on 0/1 masks).
+    fn logic(
+        &mut self,
+        op: BinOp,
+        op_text: &str,
+        op_span: Span,
+        (l, lspan): (Val, Span),
+        (r, rspan): (Val, Span),
+        hint: &str,
+    ) -> Val {
+        let and = op == BinOp::And;
+        match (l, r) {
+            (Val::Err, _) | (_, Val::Err) => Val::Err,
+            (Val::Bool(a), Val::Bool(b)) => Val::Bool(if and { a && b } else { a || b }),
+            (Val::Bool(a), m @ Val::Mask(_)) | (m @ Val::Mask(_), Val::Bool(a)) => {
+                if a == and {
+                    m
+                } else {
+                    Val::Bool(a)
+                }
+            }
+            (Val::Mask(a), Val::Mask(b)) => {
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                let (a, b) = if ta == tb {
+                    (a, b)
+                } else if ta.is_scalar() && ta.dtype == tb.dtype {
+                    match self.b.broadcast_to(a, &tb) {
+                        Ok(x) => (x, b),
+                        Err(e) => return self.bug(e.0),
+                    }
+                } else if tb.is_scalar() && ta.dtype == tb.dtype {
+                    match self.b.broadcast_to(b, &ta) {
+                        Ok(x) => (a, x),
+                        Err(e) => return self.bug(e.0),
+                    }
+                } else {
+                    self.error(
+                        Diagnostic::new(
+                            op_span,
+                            format!(
+                                "`{op_text}` combines conditions of different shapes or precisions"
+                            ),
+                        )
+                        .with_label(
+                            lspan,
+                            format!("this has type {}", self.describe(&Val::Mask(a))),
+                        )
+                        .with_label(
+                            rspan,
+                            format!("this has type {}", self.describe(&Val::Mask(b))),
+                        ),
+                    );
+                    return Val::Err;
+                };
+                match self.push(hint, if and { Op::Mul } else { Op::Max }, &[a, b], None) {
+                    Val::Var(x) => Val::Mask(x),
+                    v => v,
+                }
+            }
+            (l, r) => {
+                let (bad, span) = if matches!(l, Val::Bool(_) | Val::Mask(_)) {
+                    (r, rspan)
+                } else {
+                    (l, lspan)
+                };
+                self.error(
+                    Diagnostic::new(op_span, format!("`{op_text}` needs bools"))
+                        .with_label(span, format!("this has type {}", self.describe(&bad))),
+                );
+                Val::Err
+            }
         }
     }
 
     fn call(&mut self, e: &Expr, callee: &Ident, args: &[Expr], hints: &[&str]) -> Val {
         let name = callee.name.as_str();
         let hint = hints.first().copied().unwrap_or("");
-        if let Some(op) = builtin(name) {
-            let vals: Vec<Val> = args.iter().map(|a| self.lower(a, &[])).collect();
-            if args.len() != 1 {
+        if let Some(op) = builtin(name).or_else(|| builtin2(name)) {
+            let vals: Vec<Val> = args
+                .iter()
+                .map(|a| {
+                    let v = self.lower(a, &[]);
+                    self.single(v, a.span)
+                })
+                .collect();
+            let want = op.arity();
+            if args.len() != want {
                 self.error(Diagnostic::new(
                     e.span,
                     format!(
-                        "`{name}` takes 1 argument, but {} given",
+                        "`{name}` takes {}, but {} given",
+                        plural(want, "argument"),
                         if args.len() == 1 {
                             "1 was".to_string()
                         } else {
@@ -1045,12 +1544,33 @@ impl FnCx<'_> {
                 ));
                 return Val::Err;
             }
-            let v = vals.into_iter().next().unwrap_or(Val::Err);
-            return match self.single(v, args[0].span) {
-                Val::Const(x) => Val::Const(fold_builtin(op, x)),
+            let mut vals = vals.into_iter().map(|v| match v {
+                Val::Int(i) => Val::Const(i as f64),
+                v => v,
+            });
+            if want == 2 {
+                let (l, r) = (
+                    vals.next().unwrap_or(Val::Err),
+                    vals.next().unwrap_or(Val::Err),
+                );
+                return self.builtin2(op, name, e.span, (l, args[0].span), (r, args[1].span), hint);
+            }
+            return match vals.next().unwrap_or(Val::Err) {
+                Val::Const(x) => Val::Const(fold(op, &[x])),
                 Val::Var(x) => self.push(hint, op, &[x], None),
-                _ => Val::Err,
+                Val::Err => Val::Err,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        args[0].span,
+                        format!("`{name}` needs a number or an array, but this has type {t}"),
+                    ));
+                    Val::Err
+                }
             };
+        }
+        if name == "iterate" {
+            return self.iterate(e, args, hints);
         }
         let Some(&fi) = self.by_name.get(name) else {
             for a in args {
@@ -1071,7 +1591,8 @@ impl FnCx<'_> {
                 self.single(v, a.span)
             })
             .collect();
-        let Some(sig) = self.sigs.get(fi).and_then(|s| s.as_ref()) else {
+        let sigs = self.sigs;
+        let Some(sig) = sigs.get(fi).and_then(|s| s.as_ref()) else {
             return Val::Err;
         };
         let decl = &self.module.items[fi];
@@ -1093,18 +1614,81 @@ impl FnCx<'_> {
             );
             return Val::Err;
         }
-        // Unify the callee's size parameters with the argument shapes.
-        let mut subst: HashMap<String, Dim> = HashMap::new();
+        // Static arguments must be known now; they specialize the callee.
+        let mut statics: Vec<(usize, Val)> = Vec::new();
         let mut ok = true;
         for (k, v) in vals.iter().enumerate() {
-            let (pname, pty, pspan) = &sig.params[k];
-            let Val::Var(x) = v else {
-                if matches!(v, Val::Err) {
-                    ok = false;
-                }
+            let Some(kind) = sig.statics.get(k).copied().flatten() else {
                 continue;
             };
-            let at = self.ty(*x);
+            let (pname, _, pspan) = &sig.params[k];
+            let sv = match (kind, v) {
+                (_, Val::Err) => {
+                    ok = false;
+                    continue;
+                }
+                (StaticKind::Int, Val::Int(i)) => Some(Val::Int(*i)),
+                (StaticKind::Int, Val::Const(x)) => exact_int(*x).map(Val::Int),
+                (StaticKind::Bool, Val::Bool(b)) => Some(Val::Bool(*b)),
+                (StaticKind::Real, Val::Const(x)) => Some(Val::Const(*x)),
+                (StaticKind::Real, Val::Int(i)) => Some(Val::Const(*i as f64)),
+                _ => None,
+            };
+            match sv {
+                Some(sv) => statics.push((k, sv)),
+                None => {
+                    ok = false;
+                    let dynamic = matches!(v, Val::Var(_) | Val::Mask(_) | Val::Tuple(_));
+                    let what = match &args[k].kind {
+                        ExprKind::Name(n) => format!("`{n}`"),
+                        _ => "this argument".to_string(),
+                    };
+                    let mut d = Diagnostic::new(
+                        args[k].span,
+                        if dynamic {
+                            format!("the static parameter `{pname}` of `{name}` needs a value known at compile time, but {what} is a run-time value ({})", self.describe(v))
+                        } else {
+                            format!("the static parameter `{pname}` of `{name}` has the wrong type: {what} is {}", self.describe(v))
+                        },
+                    )
+                    .with_label(*pspan, format!("`{pname}` is declared here"));
+                    if dynamic {
+                        d = d.with_note(format!(
+                            "pass a literal, or mark the parameter that {what} comes from `static` in the calling function"
+                        ));
+                    }
+                    self.error(d);
+                }
+            }
+        }
+        // Unify the callee's size parameters with the argument shapes.
+        let mut subst: HashMap<String, Dim> = HashMap::new();
+        for (k, v) in vals.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                continue;
+            }
+            let (pname, pty, pspan) = &sig.params[k];
+            let x = match v {
+                Val::Var(x) => *x,
+                Val::Err => {
+                    ok = false;
+                    continue;
+                }
+                Val::Const(_) | Val::Int(_) => continue,
+                other => {
+                    ok = false;
+                    let t = self.describe(other);
+                    self.error(
+                        Diagnostic::new(
+                            args[k].span,
+                            format!("argument `{pname}` of `{name}` must have type {pty}, but it has type {t}"),
+                        )
+                        .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
+                    );
+                    continue;
+                }
+            };
+            let at = self.ty(x);
             let mut fits = at.dtype == pty.dtype && at.rank() == pty.rank();
             if fits {
                 let mut trial = subst.clone();
@@ -1143,10 +1727,18 @@ impl FnCx<'_> {
         // Literal arguments take the parameter's type.
         let mut arg_vars = Vec::new();
         for (k, v) in vals.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                continue;
+            }
             let (pname, pty, _) = &sig.params[k];
             match v {
                 Val::Var(x) => arg_vars.push(*x),
-                Val::Const(c) => {
+                Val::Const(_) | Val::Int(_) => {
+                    let c = match v {
+                        Val::Int(i) => *i as f64,
+                        Val::Const(c) => *c,
+                        _ => 0.0,
+                    };
                     let want = subst_type(pty, &subst);
                     let unbound = pty
                         .shape
@@ -1161,7 +1753,7 @@ impl FnCx<'_> {
                         ).with_note("pass an array, or another argument that fixes its size"));
                         return Val::Err;
                     }
-                    match self.materialize(*c, &want, "") {
+                    match self.materialize(c, &want, "") {
                         Val::Var(x) => arg_vars.push(x),
                         _ => return Val::Err,
                     }
@@ -1169,11 +1761,269 @@ impl FnCx<'_> {
                 _ => return Val::Err,
             }
         }
+        if sig.is_template() {
+            // Specialize: lower the callee's body with these static values.
+            let lowered = self.lowered;
+            let mut cx = FnCx::new(sigs, lowered, self.by_name, self.module, fi, sig);
+            let spec = cx.lower_fn(decl, sig, &statics);
+            self.errs.append(&mut cx.errs);
+            if let Some(m) = cx.internal.take() {
+                return self.bug(m);
+            }
+            return match spec {
+                Some(c) => self.inline(&c.ir, &arg_vars, &subst, hints, e.span),
+                None => Val::Err,
+            };
+        }
         let Some(callee_fn) = self.lowered.get(fi).and_then(|c| c.as_ref()) else {
             // The callee has errors of its own (already reported).
             return Val::Err;
         };
         self.inline(&callee_fn.ir, &arg_vars, &subst, hints, e.span)
+    }
+
+    /// A two-argument builtin (`pow`, `max`, `min`): element-wise with
+    /// scalar broadcasting, like the arithmetic operators.
+    fn builtin2(
+        &mut self,
+        op: Op,
+        name: &str,
+        span: Span,
+        (l, lspan): (Val, Span),
+        (r, rspan): (Val, Span),
+        hint: &str,
+    ) -> Val {
+        match (&l, &r) {
+            (Val::Err, _) | (_, Val::Err) => return Val::Err,
+            (Val::Const(a), Val::Const(b)) => return Val::Const(fold(op, &[*a, *b])),
+            _ => {}
+        }
+        let mut xs = Vec::new();
+        for (v, other, vspan) in [(&l, &r, lspan), (&r, &l, rspan)] {
+            let x = match v {
+                Val::Var(x) => Some(*x),
+                Val::Const(c) => match other {
+                    Val::Var(o) => {
+                        let t = self.ty(*o);
+                        match self.materialize(*c, &t, "") {
+                            Val::Var(x) => Some(x),
+                            _ => return Val::Err,
+                        }
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            match x {
+                Some(x) => xs.push(x),
+                None => {
+                    self.error(Diagnostic::new(
+                        vspan,
+                        format!(
+                            "`{name}` needs numbers or arrays, but this has type {}",
+                            self.describe(v)
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            }
+        }
+        let (a, b) = (xs[0], xs[1]);
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta.dtype != tb.dtype {
+            self.error(
+                Diagnostic::new(
+                    span,
+                    format!("`{name}` mixes element types {} and {}", ta.dtype, tb.dtype),
+                )
+                .with_note("there is no implicit conversion between f32 and f64"),
+            );
+            return Val::Err;
+        }
+        let (a, b) = if ta == tb {
+            (a, b)
+        } else if ta.is_scalar() {
+            match self.b.broadcast_to(a, &tb) {
+                Ok(x) => (x, b),
+                Err(e) => return self.bug(e.0),
+            }
+        } else if tb.is_scalar() {
+            match self.b.broadcast_to(b, &ta) {
+                Ok(x) => (a, x),
+                Err(e) => return self.bug(e.0),
+            }
+        } else {
+            self.error(
+                Diagnostic::new(span, format!("shape mismatch: `{name}` needs arguments of the same shape, found {ta} and {tb}"))
+                    .with_label(lspan, format!("this has type {ta}"))
+                    .with_label(rspan, format!("this has type {tb}")),
+            );
+            return Val::Err;
+        };
+        self.push(hint, op, &[a, b], None)
+    }
+
+    /// `iterate(n, init, s => step)`: `n` applications of `step` starting
+    /// from `init`. A static `n` is unrolled here (partial evaluation).
+    fn iterate(&mut self, e: &Expr, args: &[Expr], hints: &[&str]) -> Val {
+        let [count, init, step] = args else {
+            self.error(
+                Diagnostic::new(e.span, format!("`iterate` takes 3 arguments (a count, an initial state and a step function `s => ...`), but {} given", args.len()))
+            );
+            return Val::Err;
+        };
+        let ExprKind::Lambda { param, body } = &step.kind else {
+            self.lower(step, &[]);
+            self.error(Diagnostic::new(
+                step.span,
+                "the last argument of `iterate` must be a step function, as in `s => s * x`",
+            ));
+            return Val::Err;
+        };
+        let n = self.lower(count, &[]);
+        let n = match n {
+            Val::Err => return Val::Err,
+            Val::Int(i) => i,
+            Val::Const(x) if exact_int(x).is_some() => exact_int(x).unwrap_or(0),
+            other => {
+                let dynamic = matches!(other, Val::Var(_) | Val::Mask(_));
+                let what = match &count.kind {
+                    ExprKind::Name(n) => format!("`{n}`"),
+                    _ => "the count".to_string(),
+                };
+                let mut d = Diagnostic::new(
+                    count.span,
+                    if dynamic {
+                        format!("the count of `iterate` must be known at compile time, but {what} is a run-time value ({})", self.describe(&other))
+                    } else {
+                        format!(
+                            "the count of `iterate` must be an integer, but {what} is {}",
+                            self.describe(&other)
+                        )
+                    },
+                );
+                if dynamic {
+                    d = d.with_note(format!(
+                        "declare {what} as a `static` parameter (`static n: i64`) so that the loop can be unrolled; loops with run-time counts are not supported yet"
+                    ));
+                }
+                self.error(d);
+                return Val::Err;
+            }
+        };
+        if n < 0 {
+            self.error(Diagnostic::new(
+                count.span,
+                format!("the count of `iterate` must not be negative, but it is {n}"),
+            ));
+            return Val::Err;
+        }
+        let mut state = self.lower(init, hints);
+        for _ in 0..n {
+            if matches!(state, Val::Err) {
+                return Val::Err;
+            }
+            if self.b.function().stmts.len() > MAX_STMTS {
+                if !self.too_large {
+                    self.too_large = true;
+                    let fname = self.b.function().name.clone();
+                    self.error(Diagnostic::new(
+                        count.span,
+                        format!("`{fname}` is too large after unrolling `iterate` (more than {MAX_STMTS} operations)"),
+                    ));
+                }
+                return Val::Err;
+            }
+            let mark = self.env.len();
+            let bound = self.bind_pattern(param, state.clone(), init.span);
+            if !bound {
+                self.env.truncate(mark);
+                return Val::Err;
+            }
+            let next = self.lower(body, hints);
+            self.env.truncate(mark);
+            if let Some(msg) = self.state_change(&state, &next) {
+                self.error(
+                    Diagnostic::new(
+                        result_expr(body).span,
+                        format!("the step of `iterate` must keep the state's type: {msg}"),
+                    )
+                    .with_label(
+                        init.span,
+                        format!("the initial state has type {}", self.describe(&state)),
+                    ),
+                );
+                return Val::Err;
+            }
+            state = next;
+        }
+        state
+    }
+
+    /// Why `next` cannot follow `prev` as an iteration state, if it cannot.
+    fn state_change(&self, prev: &Val, next: &Val) -> Option<String> {
+        match (prev, next) {
+            (Val::Err, _) | (_, Val::Err) => None,
+            (Val::Tuple(a), Val::Tuple(b)) if a.len() == b.len() => {
+                a.iter().zip(b).find_map(|(x, y)| self.state_change(x, y))
+            }
+            (Val::Var(a), Val::Var(b)) if self.ty(*a) != self.ty(*b) => {
+                Some(format!("it goes from {} to {}", self.ty(*a), self.ty(*b)))
+            }
+            (
+                Val::Var(_) | Val::Const(_) | Val::Int(_),
+                Val::Var(_) | Val::Const(_) | Val::Int(_),
+            ) => None,
+            (Val::Bool(_) | Val::Mask(_), Val::Bool(_) | Val::Mask(_)) => None,
+            (a, b) => Some(format!(
+                "it goes from {} to {}",
+                self.describe(a),
+                self.describe(b)
+            )),
+        }
+    }
+
+    /// Bind a `let`/lambda pattern to a value; false after reporting a mismatch.
+    fn bind_pattern(&mut self, pattern: &Pattern, v: Val, value_span: Span) -> bool {
+        match pattern {
+            Pattern::Name(id) => {
+                self.env.push((id.name.clone(), v));
+                true
+            }
+            Pattern::Tuple(ids, span) => {
+                let vals = match v {
+                    Val::Tuple(vs) if vs.len() == ids.len() => vs,
+                    Val::Err => vec![Val::Err; ids.len()],
+                    other => {
+                        let got = match &other {
+                            Val::Tuple(vs) => plural(vs.len(), "value"),
+                            _ => "a single value".to_string(),
+                        };
+                        self.error(
+                            Diagnostic::new(
+                                *span,
+                                format!(
+                                    "this pattern takes apart {}, but the value is {got}",
+                                    plural(ids.len(), "value")
+                                ),
+                            )
+                            .with_label(
+                                value_span,
+                                format!("this has type {}", self.describe(&other)),
+                            ),
+                        );
+                        for id in ids {
+                            self.env.push((id.name.clone(), Val::Err));
+                        }
+                        return false;
+                    }
+                };
+                for (id, v) in ids.iter().zip(vals) {
+                    self.env.push((id.name.clone(), v));
+                }
+                true
+            }
+        }
     }
 
     fn inline(
@@ -1359,8 +2209,12 @@ fn dloss_dw[N](w: f32[N], x: f32[N], y: f32) -> f32[N] = loss(w, x, y)
         let p = prog("fn sq(x: f32) -> f32 = x * x\nfn g(y: f32) -> f32 = sq(3) + y");
         assert!(p.ir("g").unwrap().to_string().contains("f32 = const 3.0"));
         // Math functions of literals fold too.
-        let p = prog("fn h(x: f64) -> f64 = x * exp(0)");
+        let p = prog("fn h(x: f64) -> f64 = x + exp(0)");
         assert!(p.ir("h").unwrap().to_string().contains("f64 = const 1.0"));
+        // A multiplication by an exact 1 is dropped (exact in IEEE).
+        let p = prog("fn h(x: f64) -> f64 = x * exp(0) + 1 * x / 1");
+        let ir = p.ir("h").unwrap().to_string();
+        assert!(!ir.contains("mul") && !ir.contains("div"), "{ir}");
     }
 
     #[test]

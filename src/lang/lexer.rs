@@ -22,6 +22,9 @@ pub enum Tok {
     },
     Fn,
     Let,
+    If,
+    Else,
+    Static,
     LParen,
     RParen,
     LBracket,
@@ -41,6 +44,20 @@ pub enum Tok {
     DotSlash,
     /// `+/`, the sum reduction.
     PlusSlash,
+    /// `max/` and `min/` (written without a space), the max and min reductions.
+    MaxSlash,
+    MinSlash,
+    /// `=>` in `s => step`.
+    FatArrow,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    EqEq,
+    Ne,
+    AndAnd,
+    OrOr,
+    Bang,
     At,
     Newline,
     Eof,
@@ -53,6 +70,9 @@ impl fmt::Display for Tok {
             Tok::Num { text, .. } => return write!(f, "`{text}`"),
             Tok::Fn => "`fn`",
             Tok::Let => "`let`",
+            Tok::If => "`if`",
+            Tok::Else => "`else`",
+            Tok::Static => "`static`",
             Tok::LParen => "`(`",
             Tok::RParen => "`)`",
             Tok::LBracket => "`[`",
@@ -71,6 +91,18 @@ impl fmt::Display for Tok {
             Tok::DotStar => "`.*`",
             Tok::DotSlash => "`./`",
             Tok::PlusSlash => "`+/`",
+            Tok::MaxSlash => "`max/`",
+            Tok::MinSlash => "`min/`",
+            Tok::FatArrow => "`=>`",
+            Tok::Lt => "`<`",
+            Tok::Le => "`<=`",
+            Tok::Gt => "`>`",
+            Tok::Ge => "`>=`",
+            Tok::EqEq => "`==`",
+            Tok::Ne => "`!=`",
+            Tok::AndAnd => "`&&`",
+            Tok::OrOr => "`||`",
+            Tok::Bang => "`!`",
             Tok::At => "`@`",
             Tok::Newline => "a line break",
             Tok::Eof => "the end of the file",
@@ -157,7 +189,17 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b',' => i += push(Tok::Comma, 1, &mut toks),
             b':' => i += push(Tok::Colon, 1, &mut toks),
             b';' => i += push(Tok::Semi, 1, &mut toks),
+            b'=' if at(i + 1) == b'>' => i += push(Tok::FatArrow, 2, &mut toks),
+            b'=' if at(i + 1) == b'=' => i += push(Tok::EqEq, 2, &mut toks),
             b'=' => i += push(Tok::Eq, 1, &mut toks),
+            b'<' if at(i + 1) == b'=' => i += push(Tok::Le, 2, &mut toks),
+            b'<' => i += push(Tok::Lt, 1, &mut toks),
+            b'>' if at(i + 1) == b'=' => i += push(Tok::Ge, 2, &mut toks),
+            b'>' => i += push(Tok::Gt, 1, &mut toks),
+            b'!' if at(i + 1) == b'=' => i += push(Tok::Ne, 2, &mut toks),
+            b'!' => i += push(Tok::Bang, 1, &mut toks),
+            b'&' if at(i + 1) == b'&' => i += push(Tok::AndAnd, 2, &mut toks),
+            b'|' if at(i + 1) == b'|' => i += push(Tok::OrOr, 2, &mut toks),
             b'@' => i += push(Tok::At, 1, &mut toks),
             b'*' => i += push(Tok::Star, 1, &mut toks),
             b'/' => i += push(Tok::Slash, 1, &mut toks),
@@ -230,6 +272,18 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
                 let tok = match word {
                     "fn" => Tok::Fn,
                     "let" => Tok::Let,
+                    "if" => Tok::If,
+                    "else" => Tok::Else,
+                    "static" => Tok::Static,
+                    // `max/x`, `min/x`: a reduction (a `/` right after the name).
+                    "max" if at(j) == b'/' && at(j + 1) != b'/' => {
+                        j += 1;
+                        Tok::MaxSlash
+                    }
+                    "min" if at(j) == b'/' && at(j + 1) != b'/' => {
+                        j += 1;
+                        Tok::MinSlash
+                    }
                     w => Tok::Ident(w.to_string()),
                 };
                 toks.push(Token {

@@ -31,6 +31,9 @@ use super::span::{Diagnostic, Span};
 /// operator chains, which nest to the left).
 pub const MAX_DEPTH: usize = 256;
 
+/// The tightest binary level (multiplicative); its operands are unary.
+const TIGHTEST_LEVEL: u8 = 4;
+
 type PResult<T> = Result<T, Diagnostic>;
 
 /// Parse a whole file. Returns the functions that parsed and every error
@@ -211,13 +214,19 @@ impl Parser {
         self.expect(&Tok::LParen)?;
         let mut params = Vec::new();
         while !self.at(&Tok::RParen) {
+            let static_span = if self.at(&Tok::Static) {
+                Some(self.bump().span)
+            } else {
+                None
+            };
             let pname = self.ident("a parameter name")?;
             self.expect(&Tok::Colon)?;
             let ty = self.ty()?;
             params.push(ParamDecl {
-                span: pname.span.to(ty.span()),
+                span: static_span.unwrap_or(pname.span).to(ty.span()),
                 name: pname,
                 ty,
+                is_static: static_span.is_some(),
             });
             if !self.eat(&Tok::Comma) {
                 break;
@@ -396,24 +405,37 @@ impl Parser {
 
     fn binop(&self, level: u8) -> Option<(BinOp, &'static str)> {
         match (level, self.peek()) {
-            (0, Tok::Plus) => Some((BinOp::Add, "+")),
-            (0, Tok::Minus) => Some((BinOp::Sub, "-")),
-            (1, Tok::Star) => Some((BinOp::Mul, "*")),
-            (1, Tok::DotStar) => Some((BinOp::Mul, ".*")),
-            (1, Tok::Slash) => Some((BinOp::Div, "/")),
-            (1, Tok::DotSlash) => Some((BinOp::Div, "./")),
+            (0, Tok::OrOr) => Some((BinOp::Or, "||")),
+            (1, Tok::AndAnd) => Some((BinOp::And, "&&")),
+            (2, Tok::Lt) => Some((BinOp::Lt, "<")),
+            (2, Tok::Le) => Some((BinOp::Le, "<=")),
+            (2, Tok::Gt) => Some((BinOp::Gt, ">")),
+            (2, Tok::Ge) => Some((BinOp::Ge, ">=")),
+            (2, Tok::EqEq) => Some((BinOp::Eq, "==")),
+            (2, Tok::Ne) => Some((BinOp::Ne, "!=")),
+            (3, Tok::Plus) => Some((BinOp::Add, "+")),
+            (3, Tok::Minus) => Some((BinOp::Sub, "-")),
+            (4, Tok::Star) => Some((BinOp::Mul, "*")),
+            (4, Tok::DotStar) => Some((BinOp::Mul, ".*")),
+            (4, Tok::Slash) => Some((BinOp::Div, "/")),
+            (4, Tok::DotSlash) => Some((BinOp::Div, "./")),
             _ => None,
         }
     }
 
-    /// Level 0: additive, level 1: multiplicative; left-associative.
+    /// Binary operators by level, loosest first: `||`, `&&`, comparisons,
+    /// additive, multiplicative; all left-associative except comparisons,
+    /// which do not chain (`a < b < c` is an error).
     fn binary(&mut self, level: u8) -> PResult<Expr> {
         let start = self.span();
-        let mut lhs = if level == 0 {
-            self.binary(1)?
-        } else {
-            self.unary()?
+        let next = |p: &mut Self| {
+            if level < TIGHTEST_LEVEL {
+                p.binary(level + 1)
+            } else {
+                p.unary()
+            }
         };
+        let mut lhs = next(self)?;
         let saved = self.depth;
         while let Some((op, op_text)) = self.binop(level) {
             // Each link of a chain nests one level deeper (left spine).
@@ -421,13 +443,17 @@ impl Parser {
                 self.depth = saved;
                 return Err(e);
             }
+            if level == 2 && matches!(&lhs.kind, ExprKind::Binary { op, .. } if op.is_comparison())
+            {
+                self.depth = saved;
+                return Err(Diagnostic::new(
+                    self.span(),
+                    "comparisons do not chain: write `a < b && b < c`",
+                ));
+            }
             let op_span = self.bump().span;
             self.skip_newlines();
-            let rhs = if level == 0 {
-                self.binary(1)
-            } else {
-                self.unary()
-            };
+            let rhs = next(self);
             let rhs = match rhs {
                 Ok(r) => r,
                 Err(e) => {
@@ -450,6 +476,101 @@ impl Parser {
         Ok(lhs)
     }
 
+    /// Is a lambda (`x =>` or `(a, b) =>`) next?
+    fn lambda_ahead(&self) -> bool {
+        let kind = |k: usize| self.toks.get(self.pos + k).map(|t| &t.tok);
+        match kind(0) {
+            Some(Tok::Ident(_)) => matches!(kind(1), Some(Tok::FatArrow)),
+            Some(Tok::LParen) => {
+                let mut k = 1;
+                while matches!(kind(k), Some(Tok::Ident(_)) | Some(Tok::Comma)) {
+                    k += 1;
+                }
+                matches!(kind(k), Some(Tok::RParen)) && matches!(kind(k + 1), Some(Tok::FatArrow))
+            }
+            _ => false,
+        }
+    }
+
+    fn lambda(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let param = if self.at(&Tok::LParen) {
+            let open = self.bump().span;
+            let names = self.ident_list(&Tok::RParen, "a name")?;
+            let close = self.expect(&Tok::RParen)?;
+            if names.is_empty() {
+                return Err(Diagnostic::new(
+                    open.to(close),
+                    "expected at least one name",
+                ));
+            }
+            Pattern::Tuple(names, open.to(close))
+        } else {
+            Pattern::Name(self.ident("a name")?)
+        };
+        self.expect(&Tok::FatArrow)?;
+        self.skip_newlines();
+        let body = self.expr()?;
+        Ok(Expr {
+            span: start.to(body.span),
+            kind: ExprKind::Lambda {
+                param,
+                body: Box::new(body),
+            },
+        })
+    }
+
+    /// `if c { a } else { b }`, `else if` chains.
+    fn if_expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.if_inner();
+        self.leave();
+        r
+    }
+
+    fn if_inner(&mut self) -> PResult<Expr> {
+        let start = self.expect(&Tok::If)?;
+        let cond = self.expr()?;
+        if !self.at(&Tok::LBrace) {
+            return Err(self.error_expected("`{` after the condition of `if`"));
+        }
+        let then = self.block()?;
+        self.skip_newlines_before(&Tok::Else);
+        if !self.at(&Tok::Else) {
+            return Err(Diagnostic::new(
+                start.to(then.span),
+                "this `if` has no `else`: an `if` is an expression, and both branches give its value",
+            ));
+        }
+        self.bump();
+        let els = if self.at(&Tok::If) {
+            self.if_expr()?
+        } else if self.at(&Tok::LBrace) {
+            self.block()?
+        } else {
+            return Err(self.error_expected("`{` or `if` after `else`"));
+        };
+        Ok(Expr {
+            span: start.to(els.span),
+            kind: ExprKind::If {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                els: Box::new(els),
+            },
+        })
+    }
+
+    /// Skip line breaks only if `t` follows them (`}\n else {`).
+    fn skip_newlines_before(&mut self, t: &Tok) {
+        let mut k = self.pos;
+        while matches!(self.toks.get(k).map(|x| &x.tok), Some(Tok::Newline)) {
+            k += 1;
+        }
+        if self.toks.get(k).map(|x| &x.tok) == Some(t) {
+            self.pos = k;
+        }
+    }
+
     fn unary(&mut self) -> PResult<Expr> {
         self.enter()?;
         let r = self.unary_inner();
@@ -461,6 +582,9 @@ impl Parser {
         let op = match self.peek() {
             Tok::Minus => Some(UnOp::Neg),
             Tok::PlusSlash => Some(UnOp::Sum),
+            Tok::MaxSlash => Some(UnOp::Max),
+            Tok::MinSlash => Some(UnOp::Min),
+            Tok::Bang => Some(UnOp::Not),
             _ => None,
         };
         if let Some(op) = op {
@@ -488,13 +612,25 @@ impl Parser {
                     span: start,
                 })
             }
+            Tok::Ident(name) if name == "true" || name == "false" => {
+                self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Bool(name == "true"),
+                    span: start,
+                })
+            }
+            Tok::If => self.if_expr(),
             Tok::Ident(name) => {
                 self.bump();
                 if self.at(&Tok::LParen) {
                     self.bump();
                     let mut args = Vec::new();
                     while !self.at(&Tok::RParen) {
-                        args.push(self.expr()?);
+                        args.push(if self.lambda_ahead() {
+                            self.lambda()?
+                        } else {
+                            self.expr()?
+                        });
                         if !self.eat(&Tok::Comma) {
                             break;
                         }

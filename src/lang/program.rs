@@ -15,6 +15,8 @@ pub struct Program {
     file: SourceFile,
     ast: Module,
     functions: Vec<(String, CheckedFn)>,
+    /// Functions with static parameters, and those parameters' names.
+    templates: Vec<(String, Vec<String>)>,
 }
 
 /// What a `@grad` function differentiates.
@@ -40,10 +42,11 @@ impl Program {
             return Err(Error::Source(Diagnostics { file, items: errs }));
         }
         match check(&ast) {
-            Ok(functions) => Ok(Program {
+            Ok(checked) => Ok(Program {
                 file,
                 ast,
-                functions,
+                functions: checked.functions,
+                templates: checked.templates,
             }),
             Err(CheckError::Source(items)) => Err(Error::Source(Diagnostics { file, items })),
             Err(CheckError::Internal(m)) => Err(Error::Internal(m)),
@@ -89,6 +92,13 @@ impl Program {
     /// The function's IR as callers see it (the gradient for `@grad`
     /// functions).
     pub fn ir(&self, name: &str) -> Result<&Function, Error> {
+        if let Some((_, statics)) = self.templates.iter().find(|(n, _)| n == name) {
+            let names: Vec<String> = statics.iter().map(|s| format!("`{s}`")).collect();
+            return Err(Error::Usage(format!(
+                "`{name}` has static parameters ({}): it is compiled where it is called with their values; call it from a function that passes them",
+                names.join(", ")
+            )));
+        }
         match self.get(name) {
             Some(c) => Ok(&c.ir),
             None => {

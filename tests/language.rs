@@ -1,0 +1,201 @@
+//! The language's constructs end to end: static parameters and partial
+//! evaluation, `iterate`, static and dynamic `if`, comparisons and logic,
+//! and their errors. Results through the JIT must equal the interpreter's.
+
+use egrad::backend::{compile, BackendOptions};
+use egrad::lang::interp::run;
+use egrad::lang::types::DType;
+use egrad::lang::value::Value;
+use egrad::Program;
+
+fn prog(src: &str) -> Program {
+    Program::parse(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(src: &str) -> String {
+    match Program::parse(src) {
+        Ok(_) => panic!("should be rejected:\n{src}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Run `f` through the interpreter and the JIT; they must agree bit for bit.
+fn run_both(p: &Program, f: &str, args: &[Value]) -> Vec<Value> {
+    let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
+    let refs: Vec<&Value> = args.iter().collect();
+    let want = run(ir, &refs).unwrap();
+    let got = compile(ir, &BackendOptions { verify: true })
+        .unwrap()
+        .call(&refs)
+        .unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!(g.bits_eq(w), "{f}: jit {g:?} vs interpreter {w:?}");
+    }
+    want
+}
+
+fn s64(x: f64) -> Value {
+    Value::scalar(DType::F64, x)
+}
+
+#[test]
+fn static_parameters_unroll_iterate() {
+    let p = prog(
+        "fn power[N](static n: i64, x: f64[N]) -> f64 = +/iterate(n, 1, p => p .* x)
+         fn p5[N](x: f64[N]) -> f64 = power(5, x)
+         fn p1[N](x: f64[N]) -> f64 = power(2 * 3 - 5, x)
+         @grad(x)
+         fn dp5[N](x: f64[N]) -> f64[N] = power(5, x)",
+    );
+    let ir = p.ir("p5").unwrap().to_string();
+    assert_eq!(ir.matches("mul").count(), 4, "{ir}");
+    assert!(
+        !ir.contains("const"),
+        "no multiplication by the initial 1:\n{ir}"
+    );
+    let x = Value::f64(&[2.0, -1.0, 0.5]);
+    let v = run_both(&p, "p5", std::slice::from_ref(&x));
+    assert_eq!(v[0].as_scalar(), 32.0 - 1.0 + 0.03125);
+    assert_eq!(
+        run_both(&p, "p1", std::slice::from_ref(&x))[0].as_scalar(),
+        1.5
+    );
+    let g = run_both(&p, "dp5", &[x]);
+    assert_eq!(g[0].data, vec![80.0, 5.0, 5.0 * 0.0625]);
+    // A function with static parameters is compiled where it is called.
+    let e = p.ir("power").unwrap_err().to_string();
+    assert!(e.contains("static parameters (`n`)"), "{e}");
+}
+
+#[test]
+fn iterate_with_a_tuple_state() {
+    let p = prog(
+        "fn fib(static n: i64, a: f64) -> f64 {
+           let (x, y) = iterate(n, (a, a), (x, y) => (y, x + y))
+           x
+         }
+         fn f10(a: f64) -> f64 = fib(10, a)",
+    );
+    assert_eq!(run_both(&p, "f10", &[s64(1.0)])[0].as_scalar(), 89.0);
+}
+
+#[test]
+fn static_conditions_pick_a_branch_at_compile_time() {
+    let p = prog(
+        "fn pick(static k: i64, x: f64) -> f64 =
+           if k > 2 && !(k == 5) { sin(x) } else if k < 0 || false { x * x } else { x }
+         fn a(x: f64) -> f64 = pick(3, x)
+         fn b(x: f64) -> f64 = pick(-1, x)
+         fn c(x: f64) -> f64 = pick(5, x)",
+    );
+    for (f, op) in [("a", "sin"), ("b", "mul")] {
+        let ir = p.ir(f).unwrap().to_string();
+        assert!(ir.contains(op) && !ir.contains("select"), "{f}:\n{ir}");
+    }
+    assert_eq!(p.ir("c").unwrap().stmts.len(), 0);
+}
+
+#[test]
+fn dynamic_conditions_select_and_never_poison_the_gradient() {
+    let p = prog(
+        "fn safe_root(x: f64) -> f64 = if x > 0.0 { sqrt(x) } else { 0.0 }
+         @grad(x)
+         fn d(x: f64) -> f64 = safe_root(x)
+         fn logs[N](x: f64[N]) -> f64 = +/(if x > 0.0 { log(x) } else { -x })
+         @grad(x)
+         fn dlogs[N](x: f64[N]) -> f64[N] = logs(x)",
+    );
+    for (x, want) in [(4.0, 0.25), (0.0, 0.0), (-1.0, 0.0), (-1e300, 0.0)] {
+        let g = run_both(&p, "d", &[s64(x)])[0].as_scalar();
+        assert_eq!(g, want, "d safe_root at {x}");
+    }
+    assert_eq!(run_both(&p, "safe_root", &[s64(-4.0)])[0].as_scalar(), 0.0);
+    let x = Value::f64(&[2.0, 0.0, -3.0, -0.0]);
+    let g = run_both(&p, "dlogs", &[x]);
+    assert_eq!(g[0].data, vec![0.5, -1.0, -1.0, -1.0]);
+    // The optimized gradient keeps that property.
+    let grad = egrad::optimize_gradient(&p, &egrad::Options::default().function("d")).unwrap();
+    let compiled = grad.compile().unwrap();
+    let (_, gs) = compiled
+        .value_and_grad(&[egrad::Arg::scalar(-2.0)])
+        .unwrap();
+    assert_eq!(gs[0].as_scalar(), 0.0);
+}
+
+#[test]
+fn comparisons_and_logic_on_arrays() {
+    let p = prog(
+        "fn band[N](x: f64[N], lo: f64) -> f64[N] =
+           if x > lo && !(x >= 1.0) || x == -5.0 { x } else { 0.0 * x - 1.0 }",
+    );
+    let x = Value::f64(&[0.5, 2.0, -5.0, 0.0, f64::NAN]);
+    let r = run_both(&p, "band", &[x, s64(0.25)]);
+    assert_eq!(&r[0].data[..4], &[0.5, -1.0, -5.0, -1.0]);
+    assert!(
+        r[0].data[4].is_nan(),
+        "NaN compares false: else branch 0 * NaN - 1"
+    );
+}
+
+#[test]
+fn two_argument_builtins_and_extremum_reductions() {
+    let p =
+        prog("fn f[N](x: f64[N]) -> f64 = max/x - min/(max(x, 0)) + +/pow(abs(x), 2) + min(1, 2)");
+    let x = Value::f64(&[-3.0, 0.5, 2.0]);
+    let r = run_both(&p, "f", &[x])[0].as_scalar();
+    assert_eq!(r, 2.0 - 0.0 + (9.0 + 0.25 + 4.0) + 1.0);
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "fn p(static n: i64, x: f64) -> f64 = x\nfn q(m: f64, x: f64) -> f64 = p(m, x)",
+            &["static parameter `n` of `p` needs a value known at compile time", "`m` is a run-time value", "`static`"],
+        ),
+        (
+            "fn f(n: f64, x: f64) -> f64 = iterate(n, x, s => s * x)",
+            &["count of `iterate` must be known at compile time", "`n`", "static"],
+        ),
+        (
+            "fn f(x: f64, y: f64[3]) -> f64 = if x > 0.0 { x } else { y }",
+            &["branches of this `if` have different types: f64 and f64[3]"],
+        ),
+        ("fn f(x: f64) -> f64 = if x > 0.0 { x }", &["has no `else`"]),
+        ("fn f(x: f64) -> f64 = if x { x } else { x }", &["condition of `if` must be a bool"]),
+        ("fn f(x: f64) -> bool = x < 1.0 < 2.0", &["comparisons do not chain"]),
+        ("fn f(n: i64) -> f64 = 1.0", &["can only be static"]),
+        ("fn f(static x: f64[3]) -> f64 = 1.0", &["static parameter must be a scalar"]),
+        (
+            "@grad(n)\nfn f(static n: i64, x: f64) -> f64 = x",
+            &["cannot differentiate the static parameter `n`"],
+        ),
+        (
+            "fn f(static n: i64, x: f64[3]) -> f64 = +/iterate(n, x, s => +/s)\nfn g(x: f64[3]) -> f64 = f(2, x)",
+            &["step of `iterate` must keep the state's type"],
+        ),
+        ("fn f(x: f64) -> f64 = sin(s => s)", &["only allowed as the last argument of `iterate`"]),
+        ("fn f(x: f64) -> f64 = iterate(3, x)", &["`iterate` takes 3 arguments"]),
+        ("fn f(x: f64) -> f64 = iterate(-1, x, s => s)", &["must not be negative"]),
+        ("fn f(x: f64) -> f64 = x * (1.0 < x)", &["needs numbers, not bools"]),
+        ("fn f(x: f64) -> f64 = if x && true { x } else { x }", &["`&&` needs bools"]),
+        ("fn f(x: f64[3]) -> f64 = max/(+/x)", &["`max/` takes the largest of the elements of an array"]),
+        ("fn pow(x: f64) -> f64 = x", &["builtin function"]),
+        ("fn f(x: f64) -> f64 = pow(x)", &["`pow` takes 2 arguments"]),
+        (
+            "fn f(static n: i64, x: f64) -> f64 = x\nfn g(static n: i64, x: f64) -> f64 = f(n * n, x)\nfn h(x: f64) -> f64 = g(4000000000, x)",
+            &["overflows"],
+        ),
+        (
+            "fn f(x: f64) -> f64 = g(x)\nfn g(x: f64) -> f64 = f(x)",
+            &["calls itself through f -> g -> f"],
+        ),
+    ];
+    for (src, wants) in cases {
+        let e = err(src);
+        assert!(e.contains('^'), "no caret:\n{e}");
+        for w in *wants {
+            assert!(e.contains(w), "expected `{w}` in:\n{e}\nfor:\n{src}");
+        }
+    }
+}
