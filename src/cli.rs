@@ -337,6 +337,11 @@ fn build_args(
             for d in &ty.shape {
                 shape.push(match d {
                     Dim::Lit(k) => *k as usize,
+                    Dim::Sub(n, _) => {
+                        return Err(Error::Usage(format!(
+                            "--random: `{name}` has a computed size ({n}-...), which parameters cannot have"
+                        )))
+                    }
                     Dim::Param(n) => *dims.get(n).ok_or_else(|| {
                         Error::Usage(format!(
                             "--random: give the size of `{n}` (for `{name}`) with --dim {n}=SIZE"

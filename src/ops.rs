@@ -131,9 +131,34 @@ pub enum Op {
     MinAll,
     /// A scalar repeated to the annotated array type.
     Bcast,
+    /// `slice c`: rows `c .. c+L` of the leading axis (L from the annotation).
+    Slice(u64),
+    /// `pad c`: the operand placed at rows `c ..` of a zero array of the
+    /// annotated type (the adjoint of `slice`).
+    Pad(u64),
+    /// `index k`: row `k` of the leading axis (an element of a vector).
+    Index(u64),
+    /// `unindex k`: a zero array of the annotated type with row `k` set to
+    /// the operand (the adjoint of `index`).
+    Unindex(u64),
+    /// `repeat`: the operand repeated as every row of the annotated type
+    /// (`T[s..] -> T[L, s..]`).
+    Repeat,
+    /// `sumlead`: sum over the leading axis (`T[L, s..] -> T[s..]`).
+    SumLead,
+    /// `spread`: row `i` of the annotated type filled with element `i` of a
+    /// vector (`T[L] -> T[L, s..]`).
+    Spread,
+    /// `sumtail`: sum of each row (`T[L, s..] -> T[L]`).
+    SumTail,
+    /// Matrix product `[M, K] x [K, N] -> [M, N]`.
+    MatMul,
+    /// Matrix transpose `[M, N] -> [N, M]`.
+    Transpose,
 }
 
-/// Every op with no payload, for tables and tests (constants excluded).
+/// Every op, for tables and tests (constants excluded; ops with a row
+/// payload appear once, with payload 0).
 pub const ALL_OPS: &[Op] = &[
     Op::Zero,
     Op::Add,
@@ -165,6 +190,16 @@ pub const ALL_OPS: &[Op] = &[
     Op::MaxAll,
     Op::MinAll,
     Op::Bcast,
+    Op::Slice(0),
+    Op::Pad(0),
+    Op::Index(0),
+    Op::Unindex(0),
+    Op::Repeat,
+    Op::SumLead,
+    Op::Spread,
+    Op::SumTail,
+    Op::MatMul,
+    Op::Transpose,
 ];
 
 /// A type rule failed: the message names what was expected.
@@ -385,6 +420,35 @@ impl Op {
             Op::MaxAll => "maxall",
             Op::MinAll => "minall",
             Op::Bcast => "bcast",
+            Op::Slice(_) => "slice",
+            Op::Pad(_) => "pad",
+            Op::Index(_) => "index",
+            Op::Unindex(_) => "unindex",
+            Op::Repeat => "repeat",
+            Op::SumLead => "sumlead",
+            Op::Spread => "spread",
+            Op::SumTail => "sumtail",
+            Op::MatMul => "matmul",
+            Op::Transpose => "transpose",
+        }
+    }
+
+    /// The row payload of `slice`, `pad`, `index` and `unindex`.
+    pub fn payload(&self) -> Option<u64> {
+        match self {
+            Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => Some(*k),
+            _ => None,
+        }
+    }
+
+    /// The same op with another row payload (ops without one are unchanged).
+    pub fn with_payload(self, k: u64) -> Op {
+        match self {
+            Op::Slice(_) => Op::Slice(k),
+            Op::Pad(_) => Op::Pad(k),
+            Op::Index(_) => Op::Index(k),
+            Op::Unindex(_) => Op::Unindex(k),
+            other => other,
         }
     }
 
@@ -411,7 +475,16 @@ impl Op {
             | Op::Sum
             | Op::MaxAll
             | Op::MinAll
-            | Op::Bcast => 1,
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::Transpose => 1,
             Op::Add
             | Op::Sub
             | Op::Mul
@@ -424,7 +497,8 @@ impl Op {
             | Op::Gt
             | Op::Ge
             | Op::Eq
-            | Op::Ne => 2,
+            | Op::Ne
+            | Op::MatMul => 2,
             Op::Select => 3,
         }
     }
@@ -458,7 +532,17 @@ impl Op {
             | Op::Sum
             | Op::MaxAll
             | Op::MinAll
-            | Op::Bcast => false,
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MatMul
+            | Op::Transpose => false,
         }
     }
 
@@ -497,7 +581,17 @@ impl Op {
             | Op::Eq
             | Op::Ne
             | Op::Select
-            | Op::Bcast => None,
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MatMul
+            | Op::Transpose => None,
         }
     }
 
@@ -505,7 +599,9 @@ impl Op {
     /// the e-graph node's type child) rather than from the operands?
     pub fn needs_annotation(&self) -> bool {
         match self {
-            Op::Zero | Op::Bcast => true,
+            Op::Zero | Op::Bcast | Op::Slice(_) | Op::Pad(_) | Op::Unindex(_) => true,
+            Op::Repeat | Op::Spread => true,
+            Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -567,6 +663,16 @@ impl Op {
             | Op::Ne
             | Op::Select => true,
             Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
+            Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MatMul
+            | Op::Transpose => false,
         }
     }
 
@@ -650,6 +756,86 @@ impl Op {
                 }
                 Ok(t)
             }
+            Op::Slice(_) | Op::Pad(_) => {
+                // Same dtype and rank; equal trailing dims; the leading one
+                // changes (its bounds are checked when sizes are bound).
+                let t = need_annot()?;
+                let a = args[0];
+                if a.is_scalar()
+                    || a.dtype != t.dtype
+                    || a.rank() != t.rank()
+                    || a.shape[1..] != t.shape[1..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`{}` to {t} needs an array of the same rows, got {a}",
+                        self.name()
+                    )));
+                }
+                Ok(t)
+            }
+            Op::Index(_) | Op::SumLead => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
+                }
+                Ok(Type::array(a.dtype, a.shape[1..].to_vec()))
+            }
+            Op::Unindex(_) | Op::Repeat => {
+                let t = need_annot()?;
+                let a = args[0];
+                if t.is_scalar() || a.dtype != t.dtype || a.shape[..] != t.shape[1..] {
+                    return Err(OpTypeError(format!(
+                        "`{}` to {t} needs a {} row, got {a}",
+                        self.name(),
+                        Type::array(t.dtype, t.shape.get(1..).unwrap_or(&[]).to_vec())
+                    )));
+                }
+                Ok(t)
+            }
+            Op::Spread => {
+                let t = need_annot()?;
+                let a = args[0];
+                if t.is_scalar() || a.dtype != t.dtype || a.rank() != 1 || a.shape[0] != t.shape[0]
+                {
+                    return Err(OpTypeError(format!(
+                        "`spread` to {t} needs a vector of its leading length, got {a}"
+                    )));
+                }
+                Ok(t)
+            }
+            Op::SumTail => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError("`sumtail` needs an array operand".into()));
+                }
+                Ok(Type::array(a.dtype, vec![a.shape[0].clone()]))
+            }
+            Op::MatMul => {
+                let (a, b) = (args[0], args[1]);
+                if a.rank() != 2 || b.rank() != 2 || a.dtype != b.dtype || a.shape[1] != b.shape[0]
+                {
+                    return Err(OpTypeError(format!(
+                        "`matmul` needs matrices [M, K] and [K, N], got {a} and {b}"
+                    )));
+                }
+                Ok(Type::array(
+                    a.dtype,
+                    vec![a.shape[0].clone(), b.shape[1].clone()],
+                ))
+            }
+            Op::Transpose => {
+                let a = args[0];
+                if a.rank() != 2 {
+                    return Err(OpTypeError(format!("`transpose` needs a matrix, got {a}")));
+                }
+                Ok(Type::array(
+                    a.dtype,
+                    vec![a.shape[1].clone(), a.shape[0].clone()],
+                ))
+            }
         }
     }
 
@@ -708,6 +894,132 @@ impl Op {
                 Value::scalar(dtype, acc)
             }
             Op::Bcast => fill(args[0].as_scalar()),
+            Op::Slice(c) => {
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let n: usize = out_shape.iter().product();
+                let start = *c as usize * row;
+                let data = a.data.get(start..start + n).map(<[f64]>::to_vec);
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data: data.unwrap_or_else(|| vec![f64::NAN; n]),
+                }
+            }
+            Op::Pad(c) | Op::Unindex(c) => {
+                let a = args[0];
+                let mut out = fill(0.0);
+                let row: usize = out_shape[1..].iter().product();
+                let start = *c as usize * row;
+                if let Some(dst) = out.data.get_mut(start..start + a.data.len()) {
+                    dst.copy_from_slice(&a.data);
+                }
+                out
+            }
+            Op::Index(k) => {
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let start = *k as usize * row;
+                Value {
+                    dtype,
+                    shape: a.shape[1..].to_vec(),
+                    data: a
+                        .data
+                        .get(start..start + row)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_else(|| vec![f64::NAN; row]),
+                }
+            }
+            Op::Repeat => {
+                let a = args[0];
+                let n: usize = out_shape.iter().product();
+                let data = (0..n).map(|i| a.data[i % a.data.len().max(1)]).collect();
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data,
+                }
+            }
+            Op::Spread => {
+                let a = args[0];
+                let n: usize = out_shape.iter().product();
+                let row: usize = out_shape[1..].iter().product();
+                let data = (0..n).map(|i| a.data[i / row.max(1)]).collect();
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data,
+                }
+            }
+            Op::SumLead => {
+                // Row by row, left to right, from +0 (the JIT's order).
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let mut data = vec![0.0; row];
+                for (i, x) in a.data.iter().enumerate() {
+                    let j = i % row.max(1);
+                    data[j] = dtype.round(data[j] + x);
+                }
+                Value {
+                    dtype,
+                    shape: a.shape[1..].to_vec(),
+                    data,
+                }
+            }
+            Op::SumTail => {
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let data = (0..a.shape[0])
+                    .map(|r| {
+                        let mut acc = 0.0;
+                        for x in &a.data[r * row..(r + 1) * row] {
+                            acc = dtype.round(acc + x);
+                        }
+                        acc
+                    })
+                    .collect();
+                Value {
+                    dtype,
+                    shape: vec![a.shape[0]],
+                    data,
+                }
+            }
+            Op::MatMul => {
+                // out[i, j] = sum over k, left to right from +0, of a[i, k] * b[k, j].
+                let (a, b) = (args[0], args[1]);
+                let (m, kk, n) = (a.shape[0], a.shape[1], b.shape[1]);
+                let mut data = Vec::with_capacity(m * n);
+                for i in 0..m {
+                    for j in 0..n {
+                        let mut acc = 0.0;
+                        for k in 0..kk {
+                            let p = dtype.round(a.data[i * kk + k] * b.data[k * n + j]);
+                            acc = dtype.round(acc + p);
+                        }
+                        data.push(acc);
+                    }
+                }
+                Value {
+                    dtype,
+                    shape: vec![m, n],
+                    data,
+                }
+            }
+            Op::Transpose => {
+                let a = args[0];
+                let (m, n) = (a.shape[0], a.shape[1]);
+                let mut data = Vec::with_capacity(m * n);
+                for j in 0..n {
+                    for i in 0..m {
+                        data.push(a.data[i * n + j]);
+                    }
+                }
+                Value {
+                    dtype,
+                    shape: vec![n, m],
+                    data,
+                }
+            }
         }
     }
 
@@ -717,8 +1029,8 @@ impl Op {
     /// `(zero)` is the symbolic zero (a piecewise-constant dependence).
     /// Numbers take the operand's dtype; a number meeting an array operand is
     /// broadcast. The template of `bcast` (from `sum`) takes the operand's type.
-    pub fn vjp(&self) -> &'static [&'static str] {
-        match self {
+    pub fn vjp(&self) -> Vec<String> {
+        let fixed: &[&str] = match self {
             Op::Const(_) | Op::Zero => &[],
             Op::Add => &["?g", "?g"],
             Op::Sub => &["?g", "(neg ?g)"],
@@ -749,7 +1061,18 @@ impl Op {
             // Every element equal to the extremum receives the cotangent.
             Op::MaxAll | Op::MinAll => &["(select (eq ?a (bcast ?out)) (bcast ?g) 0)"],
             Op::Bcast => &["(sum ?g)"],
-        }
+            Op::Slice(c) => return vec![format!("(pad {c} ?g)")],
+            Op::Pad(c) => return vec![format!("(slice {c} ?g)")],
+            Op::Index(k) => return vec![format!("(unindex {k} ?g)")],
+            Op::Unindex(k) => return vec![format!("(index {k} ?g)")],
+            Op::Repeat => &["(sumlead ?g)"],
+            Op::SumLead => &["(repeat ?g)"],
+            Op::Spread => &["(sumtail ?g)"],
+            Op::SumTail => &["(spread ?g)"],
+            Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
+            Op::Transpose => &["(transpose ?g)"],
+        };
+        fixed.iter().map(|t| t.to_string()).collect()
     }
 
     /// Is the result a symbolic zero whenever operand `i` is one (the op is
@@ -760,6 +1083,16 @@ impl Op {
             Op::Mul => true,
             Op::Div => i == 0,
             Op::Neg | Op::Sum | Op::Bcast => true,
+            Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MatMul
+            | Op::Transpose => true,
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -789,7 +1122,8 @@ impl Op {
         }
     }
 
-    /// Cost in flops per result element (per operand element for `sum`).
+    /// Cost in flops per result element (per operand element for reductions,
+    /// per multiply-add for `matmul`).
     /// Unit: one floating-point add or multiply = 1. Transcendental functions
     /// are priced at about the number of multiply-adds their libm call takes.
     pub fn flops(&self) -> f64 {
@@ -805,6 +1139,13 @@ impl Op {
             Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
             Op::Tan | Op::Log1p | Op::Expm1 => 20.0,
             Op::Pow => 40.0,
+            // Data movement, fused into the consumer's loop.
+            Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
+            Op::Repeat | Op::Spread | Op::Transpose => 0.0,
+            // Per operand element (see `extract::cost`).
+            Op::SumLead | Op::SumTail => 1.0,
+            // Per multiply-add (see `extract::cost`).
+            Op::MatMul => 2.0,
         }
     }
 }
@@ -813,6 +1154,9 @@ impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Op::Const(l) => write!(f, "const {}", l.number_text()),
+            Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => {
+                write!(f, "{} {k}", self.name())
+            }
             other => f.write_str(other.name()),
         }
     }

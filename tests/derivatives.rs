@@ -52,6 +52,16 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Select => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %c: f64[N] = gt %a %b\n  %0: f64[N] = exp %a\n  %1: f64[N] = mul %b %b\n  %2: f64[N] = select %c %0 %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::MaxAll => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = maxall %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::MinAll => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = minall %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
+        Op::Slice(_) => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N-1] = slice 1 %a\n  %1: f64[N-1] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Pad(_) => ("fn f(%a: f64[2]) -> f64 {\n  %0: f64[4] = pad 1 %a\n  %1: f64[4] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Index(_) => ("fn f(%a: f64[3]) -> f64 {\n  %0: f64 = index 1 %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
+        Op::Unindex(_) => ("fn f(%a: f64) -> f64 {\n  %0: f64[3] = unindex 2 %a\n  %1: f64[3] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Repeat => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[3, N] = repeat %a\n  %1: f64[3, N] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::SumLead => ("fn f[N](%a: f64[3, N]) -> f64 {\n  %0: f64[N] = sumlead %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Spread => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N, 2] = spread %a\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::SumTail => ("fn f[N](%a: f64[N, 2]) -> f64 {\n  %0: f64[N] = sumtail %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::MatMul => ("fn f[N](%a: f64[N, 3], %b: f64[3, 2]) -> f64 {\n  %0: f64[N, 2] = matmul %a %b\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::Transpose => ("fn f[N](%a: f64[N, 2], %b: f64[2, N]) -> f64 {\n  %0: f64[2, N] = transpose %a\n  %1: f64[2, N] = mul %0 %b\n  %2: f64[2, N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
     }
@@ -111,6 +121,7 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
                 .map(|d| match d {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(_) => n,
+                    Dim::Sub(..) => panic!("parameters have plain sizes"),
                 })
                 .collect();
             let len = shape.iter().product();

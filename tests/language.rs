@@ -158,8 +158,8 @@ fn errors_name_the_problem() {
             &["count of `iterate` must be known at compile time", "`n`", "static"],
         ),
         (
-            "fn f(x: f64, y: f64[3]) -> f64 = if x > 0.0 { x } else { y }",
-            &["branches of this `if` have different types: f64 and f64[3]"],
+            "fn f(x: f64, y: f64[3], z: f64[4]) -> f64[3] = if x > 0.0 { y } else { z }",
+            &["branches of this `if` have different types: f64[3] and f64[4]"],
         ),
         ("fn f(x: f64) -> f64 = if x > 0.0 { x }", &["has no `else`"]),
         ("fn f(x: f64) -> f64 = if x { x } else { x }", &["condition of `if` must be a bool"]),

@@ -54,6 +54,9 @@ benchmarks! {
     linreg_16,
     linreg_1M,
     power_static,
+    rosenbrock,
+    logistic,
+    mlp2,
     euler_ode,
 }
 

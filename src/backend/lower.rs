@@ -34,6 +34,66 @@ use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
+/// How an op reads its operands, for fusion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Element `i` of the result from element `i` of each operand (or a
+    /// scalar): fusable both ways.
+    Elementwise,
+    /// A scalar from all elements (`sum`, `maxall`, `minall`): reads its
+    /// operand's element tree in one loop.
+    Reduce,
+    /// Element `i` of the result is one element `f(i)` of the operand (or
+    /// zero): inlined into its consumer, reading its operand from a buffer.
+    IndexMap,
+    /// Its own loop nest writing a buffer (`sumlead`, `sumtail`, `matmul`);
+    /// reads its operands' element trees at any index.
+    Nest,
+}
+
+/// The backend's fact about each op (an exhaustive match).
+fn access(op: Op) -> Access {
+    match op {
+        Op::Const(_)
+        | Op::Zero
+        | Op::Bcast
+        | Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Neg
+        | Op::Sin
+        | Op::Cos
+        | Op::Exp
+        | Op::Log
+        | Op::Sqrt
+        | Op::Tanh
+        | Op::Tan
+        | Op::Abs
+        | Op::Log1p
+        | Op::Expm1
+        | Op::Pow
+        | Op::Max
+        | Op::Min
+        | Op::Lt
+        | Op::Le
+        | Op::Gt
+        | Op::Ge
+        | Op::Eq
+        | Op::Ne
+        | Op::Select => Access::Elementwise,
+        Op::Sum | Op::MaxAll | Op::MinAll => Access::Reduce,
+        Op::Slice(_)
+        | Op::Pad(_)
+        | Op::Index(_)
+        | Op::Unindex(_)
+        | Op::Repeat
+        | Op::Spread
+        | Op::Transpose => Access::IndexMap,
+        Op::SumLead | Op::SumTail | Op::MatMul => Access::Nest,
+    }
+}
+
 /// How consumers read a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Read {
@@ -80,8 +140,7 @@ impl Plan {
         // Does some consumer need the whole array (not element by element)?
         let mut needs_buffer = vec![false; nv];
         for s in &f.stmts {
-            let fusable = s.op.is_elementwise() || s.op.reduction().is_some();
-            if !fusable {
+            if access(s.op) == Access::IndexMap {
                 for a in &s.args {
                     needs_buffer[a.index()] = true;
                 }
@@ -135,7 +194,7 @@ impl Plan {
                 home[v] = Some(o);
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
-            } else if uses[v] > 1 || needs_buffer[v] {
+            } else if uses[v] > 1 || needs_buffer[v] || access(s.op) == Access::Nest {
                 let k = n_inputs + n_outputs + scratch.len();
                 scratch.push(ty.clone());
                 read[v] = Read::Buf(k);
@@ -300,11 +359,24 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn translate_scalar(&mut self, s: usize) -> Result<ir::Value, Error> {
         let stmt = &self.f.stmts[s];
         let dtype = self.f.ty(stmt.var).dtype;
-        if let Some((init, step)) = stmt.op.reduction() {
-            let a = *stmt.args.first().ok_or_else(|| {
+        let first = || {
+            stmt.args.first().copied().ok_or_else(|| {
                 Error::internal(format!("backend: `{}` without an operand", stmt.op.name()))
-            })?;
-            return self.translate_reduce(a, dtype, init, step);
+            })
+        };
+        if let Some((init, step)) = stmt.op.reduction() {
+            return self.translate_reduce(first()?, dtype, init, step);
+        }
+        match stmt.op {
+            // The sum of a vector's only axis.
+            Op::SumLead => return self.translate_reduce(first()?, dtype, 0.0, Op::Add),
+            // One element of a vector.
+            Op::Index(k) => {
+                let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
+                let j = self.b.ins().iconst(types::I64, k);
+                return self.translate_elem(first()?, j);
+            }
+            _ => {}
         }
         let mut args = Vec::with_capacity(stmt.args.len());
         for a in &stmt.args {
@@ -339,6 +411,11 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// The loop writing a materialised statement `v` into buffer `k`.
     fn translate_materialise(&mut self, v: VarId, k: usize) -> Result<(), Error> {
         let ty = self.f.ty(v).clone();
+        if let Some(s) = self.defs.get(v.index()).copied().flatten() {
+            if access(self.f.stmts[s].op) == Access::Nest {
+                return self.translate_nest(s, k);
+            }
+        }
         let len = self.translate_len(ty.clone())?;
         let base = self.buf(k)?;
         self.translate_loop(len, &mut |t, i| {
@@ -399,6 +476,161 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
+    /// A loop nest writing statement `s` (`sumlead`, `sumtail`, `matmul`)
+    /// into buffer `k`. Sums run left to right from +0 in the dtype, like the
+    /// interpreter; `matmul` rounds each product before adding it.
+    fn translate_nest(&mut self, s: usize, k: usize) -> Result<(), Error> {
+        let stmt = self.f.stmts[s].clone();
+        let dtype = self.f.ty(stmt.var).dtype;
+        let base = self.buf(k)?;
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: loop nest without an operand"))?;
+        let at = self.f.ty(a).clone();
+        let rest = Type::array(dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
+        let lead = Type::array(dtype, at.shape.first().cloned().into_iter().collect());
+        match stmt.op {
+            Op::SumTail | Op::SumLead => {
+                let rows = self.translate_len(lead)?;
+                let cols = self.translate_len(rest)?;
+                let tail = stmt.op == Op::SumTail;
+                let (outer, inner) = if tail { (rows, cols) } else { (cols, rows) };
+                self.translate_loop(outer, &mut |t, o| {
+                    let acc = t.b.declare_var(cl_type(dtype));
+                    let zero = t.translate_const(dtype, 0.0);
+                    t.b.def_var(acc, zero);
+                    t.translate_loop(inner, &mut |t, n| {
+                        // Element (row, col) of the operand.
+                        let (r, c) = if tail { (o, n) } else { (n, o) };
+                        let rc = t.b.ins().imul(r, cols);
+                        let j = t.b.ins().iadd(rc, c);
+                        let x = t.translate_elem(a, j)?;
+                        let sofar = t.b.use_var(acc);
+                        let next = t.b.ins().fadd(sofar, x);
+                        t.b.def_var(acc, next);
+                        Ok(())
+                    })?;
+                    let total = t.b.use_var(acc);
+                    t.translate_store(dtype, base, o, total);
+                    Ok(())
+                })
+            }
+            Op::MatMul => {
+                let b = *stmt
+                    .args
+                    .get(1)
+                    .ok_or_else(|| Error::internal("backend: `matmul` needs two operands"))?;
+                let bt = self.f.ty(b).clone();
+                let dim = |t: &Type, i: usize| {
+                    Type::array(dtype, t.shape.get(i).cloned().into_iter().collect())
+                };
+                let m = self.translate_len(dim(&at, 0))?;
+                let kk = self.translate_len(dim(&at, 1))?;
+                let n = self.translate_len(dim(&bt, 1))?;
+                self.translate_loop(m, &mut |t, i| {
+                    t.translate_loop(n, &mut |t, j| {
+                        let acc = t.b.declare_var(cl_type(dtype));
+                        let zero = t.translate_const(dtype, 0.0);
+                        t.b.def_var(acc, zero);
+                        t.translate_loop(kk, &mut |t, l| {
+                            let ik = t.b.ins().imul(i, kk);
+                            let ia = t.b.ins().iadd(ik, l);
+                            let ln = t.b.ins().imul(l, n);
+                            let ib = t.b.ins().iadd(ln, j);
+                            let x = t.translate_elem(a, ia)?;
+                            let y = t.translate_elem(b, ib)?;
+                            let p = t.b.ins().fmul(x, y);
+                            let sofar = t.b.use_var(acc);
+                            let next = t.b.ins().fadd(sofar, p);
+                            t.b.def_var(acc, next);
+                            Ok(())
+                        })?;
+                        let total = t.b.use_var(acc);
+                        let in_ = t.b.ins().imul(i, n);
+                        let o = t.b.ins().iadd(in_, j);
+                        t.translate_store(dtype, base, o, total);
+                        Ok(())
+                    })
+                })
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not a loop nest",
+                other.name()
+            ))),
+        }
+    }
+
+    /// Element `i` of an index-map statement: one element of its operand
+    /// (read as a leaf) at a computed index, or zero outside `pad` and
+    /// `unindex`'s rows. Never reads outside the operand.
+    fn translate_index_map(&mut self, s: usize, i: ir::Value) -> Result<ir::Value, Error> {
+        let stmt = self.f.stmts[s].clone();
+        let out = self.f.ty(stmt.var).clone();
+        let dtype = out.dtype;
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: index map without an operand"))?;
+        let at = self.f.ty(a).clone();
+        let tail = |t: &Type| Type::array(dtype, t.shape.get(1..).unwrap_or(&[]).to_vec());
+        let imm = |k: u64| i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"));
+        match stmt.op {
+            Op::Slice(c) | Op::Index(c) => {
+                let row = self.translate_len(tail(&at))?;
+                let off = self.b.ins().imul_imm_s(row, imm(c)?);
+                let j = self.b.ins().iadd(i, off);
+                self.translate_leaf(a, j)
+            }
+            Op::Pad(c) | Op::Unindex(c) => {
+                let row = self.translate_len(tail(&out))?;
+                let start = self.b.ins().imul_imm_s(row, imm(c)?);
+                let n = self.translate_len(at.clone())?;
+                // In range when start <= i < start + n (unsigned arithmetic).
+                let j = self.b.ins().isub(i, start);
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
+                let read = self.b.create_block();
+                let join = self.b.create_block();
+                let x = self.b.append_block_param(join, cl_type(dtype));
+                let zero = self.translate_const(dtype, 0.0);
+                self.b
+                    .ins()
+                    .brif(inside, read, &[], join, &[ir::BlockArg::Value(zero)]);
+                self.b.switch_to_block(read);
+                self.b.seal_block(read);
+                let y = self.translate_leaf(a, j)?;
+                self.b.ins().jump(join, &[ir::BlockArg::Value(y)]);
+                self.b.switch_to_block(join);
+                self.b.seal_block(join);
+                Ok(x)
+            }
+            Op::Repeat => {
+                let row = self.translate_len(at.clone())?;
+                let j = self.b.ins().urem(i, row);
+                self.translate_leaf(a, j)
+            }
+            Op::Spread => {
+                let row = self.translate_len(tail(&out))?;
+                let j = self.b.ins().udiv(i, row);
+                self.translate_leaf(a, j)
+            }
+            Op::Transpose => {
+                // Result [N, M] from [M, N]: i = r * M + c reads c * N + r.
+                let m = self.translate_len(Type::array(dtype, vec![out.shape[1].clone()]))?;
+                let nn = self.translate_len(Type::array(dtype, vec![out.shape[0].clone()]))?;
+                let r = self.b.ins().udiv(i, m);
+                let c = self.b.ins().urem(i, m);
+                let cn = self.b.ins().imul(c, nn);
+                let j = self.b.ins().iadd(cn, r);
+                self.translate_leaf(a, j)
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not an index map",
+                other.name()
+            ))),
+        }
+    }
+
     /// Element `i` of statement `root` computed in place, with every inlined
     /// statement under it. Iterative (no recursion on deep chains): collect
     /// the inlined tree, then evaluate it in statement order.
@@ -424,6 +656,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         nodes.dedup();
         let mut local: HashMap<VarId, ir::Value> = HashMap::with_capacity(nodes.len());
         for s in nodes {
+            if access(self.f.stmts[s].op) == Access::IndexMap {
+                let x = self.translate_index_map(s, i)?;
+                local.insert(self.f.stmts[s].var, x);
+                continue;
+            }
             let stmt = &self.f.stmts[s];
             let dtype = self.f.ty(stmt.var).dtype;
             let mut args = Vec::with_capacity(stmt.args.len());
@@ -496,6 +733,21 @@ impl<'a, 'b> Translator<'a, 'b> {
                 )))
             }
             Op::Bcast => arg(0)?,
+            Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::Spread
+            | Op::Transpose
+            | Op::SumLead
+            | Op::SumTail
+            | Op::MatMul => {
+                return Err(Error::internal(format!(
+                    "backend: `{}` moves elements; it is lowered by its access pattern",
+                    op.name()
+                )))
+            }
         })
     }
 
@@ -596,7 +848,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                         .ok_or_else(|| Error::internal("backend: array length overflows"))?;
                     lit = k;
                 }
-                Dim::Param(p) => {
+                Dim::Param(p) | Dim::Sub(p, _) => {
                     let idx = self
                         .f
                         .size_params
@@ -605,7 +857,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                         .ok_or_else(|| {
                             Error::internal(format!("backend: unknown size parameter {p}"))
                         })?;
-                    let dv = self.dims[idx];
+                    let mut dv = self.dims[idx];
+                    if let Dim::Sub(_, k) = d {
+                        // Non-negative: checked when the sizes were bound.
+                        let k = i64::try_from(*k)
+                            .map_err(|_| Error::internal("backend: size overflows"))?;
+                        dv = self.b.ins().iadd_imm_s(dv, -k);
+                    }
                     len = Some(match len {
                         Some(l) => self.b.ins().imul(l, dv),
                         None => dv,

@@ -109,7 +109,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             if !active[a.index()] {
                 continue;
             }
-            let mut tmpl = Template::parse(rules[i])
+            let mut tmpl = Template::parse(&rules[i])
                 .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
             if masked[s.var.index()] && reads_primal(&tmpl) {
                 tmpl = Template::App(

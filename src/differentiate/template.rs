@@ -92,9 +92,25 @@ impl Template {
                         })?;
                         b.push("", Op::Zero, &[], Some(t)).map_err(err)
                     }
-                    Op::Sum => {
-                        let a = cs[0].instantiate(b, bind, None)?;
-                        b.push("", Op::Sum, &[a], None).map_err(err)
+                    op if op.needs_annotation() => {
+                        // Shape-changing ops with a result type: the context's.
+                        let t = expected.ok_or_else(|| {
+                            TemplateError(format!("`{}` has no type from context", op.name()))
+                        })?;
+                        let mut args = Vec::with_capacity(cs.len());
+                        for c in cs {
+                            args.push(c.instantiate(b, bind, None)?);
+                        }
+                        b.push("", *op, &args, Some(t)).map_err(err)
+                    }
+                    op if !op.is_elementwise() => {
+                        // Reductions, `index`, `matmul`, `transpose`: the
+                        // operands' types come from the operands.
+                        let mut args = Vec::with_capacity(cs.len());
+                        for c in cs {
+                            args.push(c.instantiate(b, bind, None)?);
+                        }
+                        b.push("", *op, &args, None).map_err(err)
                     }
                     _ => {
                         // Element-wise: operands share the result's type; if
@@ -136,8 +152,16 @@ fn parse_at(toks: &[String], pos: &mut usize) -> Result<Template, TemplateError>
             .get(*pos)
             .ok_or_else(|| TemplateError("expected an op".into()))?;
         *pos += 1;
-        let op =
+        let mut op =
             Op::from_name(name).ok_or_else(|| TemplateError(format!("unknown op `{name}`")))?;
+        if op.payload().is_some() {
+            let k = toks
+                .get(*pos)
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or_else(|| TemplateError(format!("`{name}` needs a row number")))?;
+            *pos += 1;
+            op = op.with_payload(k);
+        }
         let mut cs = Vec::new();
         while toks.get(*pos).map(String::as_str) != Some(")") {
             if *pos >= toks.len() {
@@ -172,7 +196,7 @@ mod tests {
     fn every_vjp_template_parses_and_uses_known_vars() {
         for op in ALL_OPS {
             for t in op.vjp() {
-                let parsed = Template::parse(t).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+                let parsed = Template::parse(&t).unwrap_or_else(|e| panic!("{op:?}: {e}"));
                 let mut vs = Vec::new();
                 parsed.vars(&mut vs);
                 for v in vs {

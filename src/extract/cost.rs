@@ -8,7 +8,7 @@
 //! with fewer statements wins. Sizes are evaluated at the given size-parameter
 //! values (`--dim N=...`), [`DEFAULT_DIM`] when none is given.
 
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::Type;
 use crate::ops::Op;
 use crate::rewrites::lang::{Node, EG};
 use indexmap::IndexMap;
@@ -79,9 +79,9 @@ impl CostModel {
     pub fn elements(&self, t: &Type) -> f64 {
         t.shape
             .iter()
-            .map(|d| match d {
-                Dim::Lit(k) => *k as f64,
-                Dim::Param(p) => self.dims.get(p).copied().unwrap_or(DEFAULT_DIM) as f64,
+            .map(|d| {
+                d.extent(&|p| Some(self.dims.get(p).copied().unwrap_or(DEFAULT_DIM)))
+                    .unwrap_or(0) as f64
             })
             .product()
     }

@@ -73,6 +73,25 @@ impl TypeExpr {
 pub enum DimExpr {
     Lit(u64, Span),
     Name(Ident),
+    /// `N-k`: a size parameter less a constant.
+    Sub(Ident, u64, Span),
+}
+
+impl DimExpr {
+    pub fn span(&self) -> Span {
+        match self {
+            DimExpr::Lit(_, s) | DimExpr::Sub(_, _, s) => *s,
+            DimExpr::Name(i) => i.span,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            DimExpr::Lit(n, _) => n.to_string(),
+            DimExpr::Name(i) => i.name.clone(),
+            DimExpr::Sub(i, k, _) => format!("{}-{k}", i.name),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +213,17 @@ pub enum ExprKind {
         param: Pattern,
         body: Box<Expr>,
     },
+    /// `x[i]`, `X[i, j]`.
+    Index {
+        base: Box<Expr>,
+        indices: Vec<Expr>,
+    },
+    /// `tabulate[N](i => e)`: the array of `e` for `i` in `0..N`.
+    Tabulate {
+        size: DimExpr,
+        param: Ident,
+        body: Box<Expr>,
+    },
 }
 
 /// `{ let ...; ...; result }`
@@ -245,13 +275,7 @@ fn type_text(t: &TypeExpr) -> String {
         TypeExpr::Named { dtype, dims, .. } => {
             let mut s = dtype.name.clone();
             if !dims.is_empty() {
-                let d: Vec<String> = dims
-                    .iter()
-                    .map(|d| match d {
-                        DimExpr::Lit(n, _) => n.to_string(),
-                        DimExpr::Name(i) => i.name.clone(),
-                    })
-                    .collect();
+                let d: Vec<String> = dims.iter().map(DimExpr::text).collect();
                 let _ = write!(s, "[{}]", d.join(", "));
             }
             s
@@ -368,6 +392,17 @@ impl Expr {
             }
             ExprKind::Lambda { param, body } => {
                 let _ = writeln!(out, "{pad}lambda {} {s}", param.text());
+                body.dump(out, depth + 1);
+            }
+            ExprKind::Index { base, indices } => {
+                let _ = writeln!(out, "{pad}index {s}");
+                base.dump(out, depth + 1);
+                for i in indices {
+                    i.dump(out, depth + 1);
+                }
+            }
+            ExprKind::Tabulate { size, param, body } => {
+                let _ = writeln!(out, "{pad}tabulate [{}] {} {s}", size.text(), param.name);
                 body.dump(out, depth + 1);
             }
         }

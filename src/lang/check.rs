@@ -49,8 +49,11 @@ pub const BUILTINS: &[(&str, Op)] = &[
 /// The built-in element-wise functions of two arguments (scalars broadcast).
 pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min", Op::Min)];
 
+/// The built-in matrix functions.
+pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose", Op::Transpose)];
+
 /// Names with a meaning of their own (not functions one may define).
-pub const SPECIAL_FORMS: &[&str] = &["iterate"];
+pub const SPECIAL_FORMS: &[&str] = &["iterate", "tabulate"];
 
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
@@ -66,8 +69,18 @@ fn builtin2(name: &str) -> Option<Op> {
         .map(|(_, op)| *op)
 }
 
+fn matrix_builtin(name: &str) -> Option<Op> {
+    MATRIX_BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, op)| *op)
+}
+
 fn is_reserved(name: &str) -> bool {
-    builtin(name).is_some() || builtin2(name).is_some() || SPECIAL_FORMS.contains(&name)
+    builtin(name).is_some()
+        || builtin2(name).is_some()
+        || matrix_builtin(name).is_some()
+        || SPECIAL_FORMS.contains(&name)
 }
 
 /// Fold an op on untyped numbers with the reference evaluator in f64 (the
@@ -149,6 +162,8 @@ enum Val {
     Bool(bool),
     /// A dynamic boolean: a comparison's mask (1 or +0 in a float type).
     Mask(VarId),
+    /// The index of the enclosing `tabulate` plus a static offset.
+    Idx(i64),
     Tuple(Vec<Val>),
     /// An error was already reported.
     Err,
@@ -315,7 +330,10 @@ fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Op
             for dim in dims {
                 match dim {
                     DimExpr::Lit(k, _) => shape.push(Dim::Lit(*k)),
-                    DimExpr::Name(id) => {
+                    DimExpr::Sub(id, k, _) if sizes.iter().any(|s| s.name == id.name) => {
+                        shape.push(Dim::Sub(id.name.clone(), *k))
+                    }
+                    DimExpr::Name(id) | DimExpr::Sub(id, _, _) => {
                         if sizes.iter().any(|s| s.name == id.name) {
                             shape.push(Dim::Param(id.name.clone()));
                         } else {
@@ -398,6 +416,12 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                 statics.push(Some(k));
             }
         } else if let Some(t) = resolve_type(&p.ty, &f.size_params, errs) {
+            if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
+                errs.push(
+                    Diagnostic::new(p.ty.span(), format!("the type of parameter `{}` has a computed size", p.name.name))
+                        .with_note("parameter sizes are size parameters or integers; sizes such as `N-1` are for results"),
+                );
+            }
             params.push((p.name.name.clone(), t, p.span));
             statics.push(None);
         }
@@ -598,7 +622,15 @@ fn collect_calls(e: &Expr, by_name: &HashMap<String, usize>, out: &mut Vec<(usiz
             collect_calls(then, by_name, out);
             collect_calls(els, by_name, out);
         }
-        ExprKind::Lambda { body, .. } => collect_calls(body, by_name, out),
+        ExprKind::Lambda { body, .. } | ExprKind::Tabulate { body, .. } => {
+            collect_calls(body, by_name, out)
+        }
+        ExprKind::Index { base, indices } => {
+            collect_calls(base, by_name, out);
+            for i in indices {
+                collect_calls(i, by_name, out);
+            }
+        }
     }
 }
 
@@ -719,6 +751,11 @@ struct FnCx<'a> {
     internal: Option<String>,
     too_large: bool,
     hint_uses: HashMap<String, usize>,
+    /// Inside `tabulate[L](i => ...)`: L and the construct's span.
+    batch: Option<(Dim, Span)>,
+    /// Values that depend on the tabulate index: each holds one value per
+    /// index, stacked on a leading axis of length L (vectorized lowering).
+    batched: HashSet<VarId>,
 }
 
 /// The innermost result expression (where a type error of a body shows).
@@ -762,6 +799,8 @@ impl<'a> FnCx<'a> {
             internal: None,
             too_large: false,
             hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
+            batch: None,
+            batched: HashSet::new(),
         }
     }
 
@@ -776,7 +815,83 @@ impl<'a> FnCx<'a> {
         Val::Err
     }
 
+    /// Push a statement. Operands that depend on the `tabulate` index are
+    /// stacked (a leading axis of length L): the op is applied to whole
+    /// stacks, lifting the other operands (vectorized lowering). `annot` is
+    /// the result type of one element of the stack.
     fn push(&mut self, hint: &str, op: Op, args: &[VarId], annot: Option<&Type>) -> Val {
+        if !args.iter().any(|a| self.batched.contains(a)) {
+            return self.push_plain(hint, op, args, annot);
+        }
+        let Some((len, span)) = self.batch.clone() else {
+            return self.bug("a stacked value outside `tabulate`");
+        };
+        let stacked = |t: &Type| {
+            let mut shape = vec![len.clone()];
+            shape.extend(t.shape.iter().cloned());
+            Type::array(t.dtype, shape)
+        };
+        let result = if op.is_elementwise() {
+            let mut lifted = Vec::new();
+            for &a in args {
+                if self.batched.contains(&a) {
+                    lifted.push(a);
+                    continue;
+                }
+                let t = self.ty(a);
+                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
+                match self.push_plain("", lift, &[a], Some(&stacked(&t))) {
+                    Val::Var(x) => lifted.push(x),
+                    other => return other,
+                }
+            }
+            self.push_plain(hint, op, &lifted, None)
+        } else {
+            match (op, annot) {
+                (Op::Bcast, Some(t)) => self.push_plain(hint, Op::Spread, args, Some(&stacked(t))),
+                (Op::Sum, _) => self.push_plain(hint, Op::SumTail, args, None),
+                _ => {
+                    self.error(Diagnostic::new(
+                        span,
+                        format!(
+                            "`{}` of a value that depends on the index of `tabulate` is not supported yet",
+                            op.name()
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            }
+        };
+        if let Val::Var(x) = result {
+            self.batched.insert(x);
+        }
+        result
+    }
+
+    /// A row `T[s..]` repeated as every row of `to` = `T[L, s..]` (a vector
+    /// added to each row of a matrix); None if the shapes do not fit.
+    fn repeat_rows(&mut self, v: VarId, from: &Type, to: &Type) -> Option<VarId> {
+        if to.rank() != from.rank() + 1 || to.shape[1..] != from.shape[..] {
+            return None;
+        }
+        match self.push("", Op::Repeat, &[v], Some(to)) {
+            Val::Var(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// A logical scalar/array broadcast to `to` (stack-aware).
+    fn bcast(&mut self, v: VarId, to: &Type) -> Option<VarId> {
+        if &self.ty(v) == to {
+            return Some(v);
+        }
+        match self.push("", Op::Bcast, &[v], Some(to)) {
+            Val::Var(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    fn push_plain(&mut self, hint: &str, op: Op, args: &[VarId], annot: Option<&Type>) -> Val {
         // Number repeated names here (`pred`, `pred.1`, ...) so that the
         // builder's own uniquing never has to search far.
         let name = if hint.is_empty() {
@@ -796,8 +911,15 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// The type of one value: for a stacked value (inside `tabulate`), the
+    /// type of one element of the stack.
     fn ty(&self, v: VarId) -> Type {
-        self.b.ty(v).clone()
+        let t = self.b.ty(v);
+        if self.batched.contains(&v) {
+            Type::array(t.dtype, t.shape.get(1..).unwrap_or(&[]).to_vec())
+        } else {
+            t.clone()
+        }
     }
 
     fn describe(&self, v: &Val) -> String {
@@ -806,6 +928,7 @@ impl<'a> FnCx<'a> {
             Val::Const(_) => "a number".into(),
             Val::Int(_) => "a static i64".into(),
             Val::Bool(_) => "a static bool".into(),
+            Val::Idx(_) => "the index of `tabulate`".into(),
             Val::Mask(x) => {
                 let t = self.ty(*x);
                 if t.is_scalar() {
@@ -834,7 +957,7 @@ impl<'a> FnCx<'a> {
     /// `v` as a value of exactly `ty` (literals adapt); None if it is not.
     fn coerce(&mut self, v: &Val, ty: &Type) -> Option<Val> {
         match v {
-            Val::Var(x) if self.b.ty(*x) == ty => Some(v.clone()),
+            Val::Var(x) if &self.ty(*x) == ty => Some(v.clone()),
             Val::Const(x) => Some(self.materialize(*x, ty, "")),
             Val::Int(i) => Some(self.materialize(*i as f64, ty, "")),
             Val::Err => Some(Val::Err),
@@ -876,7 +999,7 @@ impl<'a> FnCx<'a> {
         let res = result_expr(&f.body).span;
         if let Some(wrt) = &sig.grad {
             let ret = match body {
-                Val::Var(v) if self.b.ty(v).is_scalar() => v,
+                Val::Var(v) if self.ty(v).is_scalar() => v,
                 Val::Const(x) => {
                     let d = sig
                         .params
@@ -1051,6 +1174,19 @@ impl<'a> FnCx<'a> {
             }
             ExprKind::Bool(b) => Val::Bool(*b),
             ExprKind::If { cond, then, els } => self.lower_if(cond, then, els, hints),
+            ExprKind::Index { base, indices } => {
+                let v = self.lower(base, &[]);
+                let mut v = self.single(v, base.span);
+                for ix in indices {
+                    let k = self.lower(ix, &[]);
+                    let k = self.single(k, ix.span);
+                    v = self.index(v, base.span, k, ix.span, hint);
+                }
+                v
+            }
+            ExprKind::Tabulate { size, param, body } => {
+                self.tabulate(e.span, size, param, body, hints)
+            }
             ExprKind::Lambda { .. } => {
                 self.error(Diagnostic::new(
                     e.span,
@@ -1107,7 +1243,7 @@ impl<'a> FnCx<'a> {
                 );
                 Val::Err
             }
-            (_, Val::Var(x)) if !self.b.ty(x).is_scalar() => match reduction {
+            (_, Val::Var(x)) if !self.ty(x).is_scalar() => match reduction {
                 Some((irop, _, _)) => self.push(hint, irop, &[x], None),
                 None => self.bug("unary: unhandled operator"),
             },
@@ -1131,6 +1267,196 @@ impl<'a> FnCx<'a> {
                 Val::Err
             }
         }
+    }
+
+    /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of
+    /// the enclosing `tabulate`).
+    fn index(&mut self, v: Val, vspan: Span, k: Val, kspan: Span, hint: &str) -> Val {
+        let x = match v {
+            Val::Err => return Val::Err,
+            Val::Var(x) if !self.ty(x).is_scalar() => x,
+            other => {
+                let t = self.describe(&other);
+                self.error(Diagnostic::new(
+                    vspan,
+                    format!("only arrays can be indexed, but this has type {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        if self.batched.contains(&x) {
+            self.error(Diagnostic::new(
+                vspan,
+                "indexing a value that depends on the index of `tabulate` is not supported yet",
+            ).with_note("index the arrays the value is computed from instead (`x[i] * y[i]`, not `(x .* y)[i]`)"));
+            return Val::Err;
+        }
+        let t = self.ty(x);
+        let rows = t.shape[0].clone();
+        let rest = t.shape[1..].to_vec();
+        let k = match k {
+            Val::Err => return Val::Err,
+            Val::Const(c) => match exact_int(c) {
+                Some(n) => Val::Int(n),
+                None => {
+                    self.error(Diagnostic::new(
+                        kspan,
+                        format!("an index must be an integer, but this is {c}"),
+                    ));
+                    return Val::Err;
+                }
+            },
+            k => k,
+        };
+        match k {
+            Val::Int(n) | Val::Idx(n) if n < 0 => {
+                self.error(Diagnostic::new(kspan, format!("index {n} is negative")));
+                Val::Err
+            }
+            Val::Int(n) => {
+                if let Dim::Lit(d) = rows {
+                    if n as u64 >= d {
+                        self.error(Diagnostic::new(
+                            kspan,
+                            format!("index {n} is out of range for an array of length {d}"),
+                        ));
+                        return Val::Err;
+                    }
+                }
+                self.push(hint, Op::Index(n as u64), &[x], None)
+            }
+            Val::Idx(off) => {
+                let Some((len, _)) = self.batch.clone() else {
+                    return self.bug("a tabulate index outside `tabulate`");
+                };
+                if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &len) {
+                    if off as u64 + l > *d {
+                        self.error(Diagnostic::new(
+                            kspan,
+                            format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
+                        ));
+                        return Val::Err;
+                    }
+                }
+                let mut shape = vec![len];
+                shape.extend(rest);
+                let r = self.push_plain(
+                    hint,
+                    Op::Slice(off as u64),
+                    &[x],
+                    Some(&Type::array(t.dtype, shape)),
+                );
+                if let Val::Var(s) = r {
+                    self.batched.insert(s);
+                }
+                r
+            }
+            other => {
+                let what = self.describe(&other);
+                let float = matches!(other, Val::Var(_));
+                let mut d = Diagnostic::new(
+                    kspan,
+                    format!("an index must be a static integer or the index of `tabulate`, but this is {what}"),
+                );
+                if float {
+                    d = d.with_note(
+                        "indexing with a run-time (floating-point) value is not supported",
+                    );
+                }
+                self.error(d);
+                Val::Err
+            }
+        }
+    }
+
+    /// `tabulate[L](i => e)`: lowered once for all `i` at the same time.
+    /// Every value that depends on `i` is a stack of L values (a leading
+    /// axis); `x[i + c]` is rows `c .. c+L` of `x`, `+/` of a stack sums each
+    /// row, and values that do not depend on `i` are computed once.
+    fn tabulate(
+        &mut self,
+        span: Span,
+        size: &DimExpr,
+        param: &Ident,
+        body: &Expr,
+        hints: &[&str],
+    ) -> Val {
+        if self.batch.is_some() {
+            self.error(Diagnostic::new(
+                span,
+                "`tabulate` inside `tabulate` is not supported yet",
+            ));
+            return Val::Err;
+        }
+        let static_int = |cx: &Self, n: &str| {
+            cx.env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == n)
+                .and_then(|(_, v)| match v {
+                    Val::Int(i) => Some(*i),
+                    Val::Const(c) => exact_int(*c),
+                    _ => None,
+                })
+        };
+        let (name, minus) = match size {
+            DimExpr::Lit(n, _) => (None, *n),
+            DimExpr::Name(id) => (Some(id), 0),
+            DimExpr::Sub(id, k, _) => (Some(id), *k),
+        };
+        let len = match name {
+            None => Some(Dim::Lit(minus)),
+            Some(id) if self.sizes.contains(&id.name) => Dim::Param(id.name.clone()).minus(minus),
+            Some(id) => match static_int(self, &id.name) {
+                Some(n) if n >= minus as i64 => Some(Dim::Lit(n as u64 - minus)),
+                Some(n) => {
+                    self.error(Diagnostic::new(
+                        size.span(),
+                        format!("the length of `tabulate` is negative ({n} - {minus})"),
+                    ));
+                    return Val::Err;
+                }
+                None => {
+                    self.error(
+                        Diagnostic::new(size.span(), format!("the length of `tabulate` must be a size parameter or a static integer, but `{}` is neither", id.name))
+                            .with_note("declare it as a size parameter (`fn f[N](...)`) or a `static` parameter"),
+                    );
+                    return Val::Err;
+                }
+            },
+        };
+        let Some(len) = len else {
+            return self.bug("tabulate length");
+        };
+        self.batch = Some((len.clone(), span));
+        let mark = self.env.len();
+        self.env.push((param.name.clone(), Val::Idx(0)));
+        let v = self.lower(body, hints);
+        self.env.truncate(mark);
+        let hint = hints.first().copied().unwrap_or("");
+        let out = match v {
+            Val::Err => Val::Err,
+            Val::Var(x) if self.batched.contains(&x) => Val::Var(x),
+            Val::Var(x) => {
+                // The same value for every index.
+                let t = self.ty(x);
+                let mut shape = vec![len];
+                shape.extend(t.shape.iter().cloned());
+                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
+                self.push_plain(hint, lift, &[x], Some(&Type::array(t.dtype, shape)))
+            }
+            other => {
+                let what = self.describe(&other);
+                self.error(
+                    Diagnostic::new(result_expr(body).span, format!("`tabulate` builds arrays of numbers, but its body has type {what}"))
+                        .with_note("a bare number has no element type yet: write it with a typed value, as in `x[i] * 0.0 + 1.0`"),
+                );
+                Val::Err
+            }
+        };
+        self.batch = None;
+        self.batched.clear();
+        out
     }
 
     /// `if c { a } else { b }`: a static condition picks one branch at
@@ -1187,9 +1513,40 @@ impl<'a> FnCx<'a> {
             }
             (a, b) => {
                 let mask_ty = self.ty(m);
-                // The branches' common type: a typed branch types a number.
+                // The branches' common type: a typed branch types a number,
+                // and a scalar branch (or condition) is broadcast to an array.
+                let widest = [&a, &b]
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Val::Var(x) => Some(self.ty(*x)),
+                        _ => None,
+                    })
+                    .chain(std::iter::once(mask_ty.clone()))
+                    .max_by_key(|t| t.rank());
+                let (a, b) = match &widest {
+                    Some(w) if !w.is_scalar() => {
+                        let mut lift = |v: Val| match v {
+                            Val::Var(x)
+                                if self.ty(x).is_scalar() && self.ty(x).dtype == w.dtype =>
+                            {
+                                match self.bcast(x, w) {
+                                    Some(y) => Val::Var(y),
+                                    None => Val::Err,
+                                }
+                            }
+                            v => v,
+                        };
+                        (lift(a), lift(b))
+                    }
+                    _ => (a, b),
+                };
                 let ty = match (&a, &b) {
                     (Val::Var(x), _) | (_, Val::Var(x)) => self.ty(*x),
+                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_))
+                        if !mask_ty.is_scalar() =>
+                    {
+                        mask_ty.clone()
+                    }
                     (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_)) => mask_ty.clone(),
                     _ => {
                         let (ta, tb) = (self.describe(&a), self.describe(&b));
@@ -1227,9 +1584,9 @@ impl<'a> FnCx<'a> {
                 let mask = if mask_ty == ty {
                     m
                 } else if mask_ty.is_scalar() {
-                    match self.b.broadcast_to(m, &ty) {
-                        Ok(v) => v,
-                        Err(e) => return self.bug(e.0),
+                    match self.bcast(m, &ty) {
+                        Some(v) => v,
+                        None => return Val::Err,
                     }
                 } else {
                     self.error(Diagnostic::new(
@@ -1298,9 +1655,39 @@ impl<'a> FnCx<'a> {
                 return self.logic(op, op_text, op_span, (l, lspan), (r, rspan), hint)
             }
         };
+        if matches!(l, Val::Idx(_)) || matches!(r, Val::Idx(_)) {
+            let as_int = |v: &Val| match v {
+                Val::Int(i) => Some(*i),
+                Val::Const(x) => exact_int(*x),
+                _ => None,
+            };
+            let off = match (op, &l, &r) {
+                (BinOp::Add, Val::Idx(a), b) | (BinOp::Add, b, Val::Idx(a)) => {
+                    as_int(b).and_then(|b| a.checked_add(b))
+                }
+                (BinOp::Sub, Val::Idx(a), b) => as_int(b).and_then(|b| a.checked_sub(b)),
+                _ => None,
+            };
+            return match off {
+                Some(o) => Val::Idx(o),
+                None => {
+                    self.error(
+                        Diagnostic::new(op_span, format!("`{op_text}` on the index of `tabulate`: the index can only be offset by a static integer (`i + 1`, `i - 2`) and used to index arrays"))
+                            .with_label(lspan, format!("this has type {}", self.describe(&l)))
+                            .with_label(rspan, format!("this has type {}", self.describe(&r))),
+                    );
+                    Val::Err
+                }
+            };
+        }
         let cmp = op.is_comparison();
-        // Static integers stay integers (counts, indices, sizes).
-        if matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)) {
+        // Static integers stay integers (counts, indices, sizes); a division
+        // is an integer division only between two static integers.
+        let int_op = match op {
+            BinOp::Div => matches!((&l, &r), (Val::Int(_), Val::Int(_))),
+            _ => matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)),
+        };
+        if int_op {
             let as_int = |v: &Val| match v {
                 Val::Int(i) => Some(*i),
                 Val::Const(x) => exact_int(*x),
@@ -1376,15 +1763,19 @@ impl<'a> FnCx<'a> {
                 let (a, b) = if ta == tb {
                     (a, b)
                 } else if ta.is_scalar() {
-                    match self.b.broadcast_to(a, &tb) {
-                        Ok(x) => (x, b),
-                        Err(e) => return self.bug(e.0),
+                    match self.bcast(a, &tb) {
+                        Some(x) => (x, b),
+                        None => return Val::Err,
                     }
                 } else if tb.is_scalar() {
-                    match self.b.broadcast_to(b, &ta) {
-                        Ok(x) => (a, x),
-                        Err(e) => return self.bug(e.0),
+                    match self.bcast(b, &ta) {
+                        Some(x) => (a, x),
+                        None => return Val::Err,
                     }
+                } else if let Some(x) = self.repeat_rows(a, &ta, &tb) {
+                    (x, b)
+                } else if let Some(x) = self.repeat_rows(b, &tb, &ta) {
+                    (a, x)
                 } else {
                     self.error(
                         Diagnostic::new(
@@ -1469,14 +1860,14 @@ impl<'a> FnCx<'a> {
                 let (a, b) = if ta == tb {
                     (a, b)
                 } else if ta.is_scalar() && ta.dtype == tb.dtype {
-                    match self.b.broadcast_to(a, &tb) {
-                        Ok(x) => (x, b),
-                        Err(e) => return self.bug(e.0),
+                    match self.bcast(a, &tb) {
+                        Some(x) => (x, b),
+                        None => return Val::Err,
                     }
                 } else if tb.is_scalar() && ta.dtype == tb.dtype {
-                    match self.b.broadcast_to(b, &ta) {
-                        Ok(x) => (a, x),
-                        Err(e) => return self.bug(e.0),
+                    match self.bcast(b, &ta) {
+                        Some(x) => (a, x),
+                        None => return Val::Err,
                     }
                 } else {
                     self.error(
@@ -1571,6 +1962,31 @@ impl<'a> FnCx<'a> {
         }
         if name == "iterate" {
             return self.iterate(e, args, hints);
+        }
+        if let Some(op) = matrix_builtin(name) {
+            let mut xs = Vec::new();
+            for a in args {
+                let v = self.lower(a, &[]);
+                match self.single(v, a.span) {
+                    Val::Var(x) => xs.push(x),
+                    Val::Err => return Val::Err,
+                    other => {
+                        let t = self.describe(&other);
+                        self.error(Diagnostic::new(
+                            a.span,
+                            format!("`{name}` needs matrices, but this has type {t}"),
+                        ));
+                        return Val::Err;
+                    }
+                }
+            }
+            let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
+            let refs: Vec<&Type> = tys.iter().collect();
+            if let Err(err) = op.result_type(&refs, None) {
+                self.error(Diagnostic::new(e.span, err.0));
+                return Val::Err;
+            }
+            return self.push(hint, op, &xs, None);
         }
         let Some(&fi) = self.by_name.get(name) else {
             for a in args {
@@ -1694,7 +2110,7 @@ impl<'a> FnCx<'a> {
                 let mut trial = subst.clone();
                 for (pd, ad) in pty.shape.iter().zip(&at.shape) {
                     match pd {
-                        Dim::Lit(_) => fits &= pd == ad,
+                        Dim::Lit(_) | Dim::Sub(..) => fits &= pd == ad,
                         Dim::Param(p) => match trial.get(p) {
                             Some(bound) => fits &= bound == ad,
                             None => {
@@ -1843,14 +2259,14 @@ impl<'a> FnCx<'a> {
         let (a, b) = if ta == tb {
             (a, b)
         } else if ta.is_scalar() {
-            match self.b.broadcast_to(a, &tb) {
-                Ok(x) => (x, b),
-                Err(e) => return self.bug(e.0),
+            match self.bcast(a, &tb) {
+                Some(x) => (x, b),
+                None => return Val::Err,
             }
         } else if tb.is_scalar() {
-            match self.b.broadcast_to(b, &ta) {
-                Ok(x) => (a, x),
-                Err(e) => return self.bug(e.0),
+            match self.bcast(b, &ta) {
+                Some(x) => (a, x),
+                None => return Val::Err,
             }
         } else {
             self.error(
@@ -2075,7 +2491,7 @@ impl<'a> FnCx<'a> {
             let Val::Var(nv) = self.push(hint, s.op, &xs, Some(&ty)) else {
                 return Val::Err;
             };
-            if self.b.ty(nv) != &ty {
+            if self.ty(nv) != ty {
                 return self.bug(format!(
                     "inlining `{}`: %{} should be {ty}",
                     callee.name, info.name
@@ -2105,12 +2521,21 @@ fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {
         t.dtype,
         t.shape
             .iter()
-            .map(|d| match d {
-                Dim::Param(p) => subst.get(p).cloned().unwrap_or_else(|| d.clone()),
-                Dim::Lit(_) => d.clone(),
-            })
+            .map(|d| subst_dim(d, subst).unwrap_or(Dim::Lit(0)))
             .collect(),
     )
+}
+
+/// A callee's dimension in the caller's terms (None if `N-k` goes negative).
+fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
+    match d {
+        Dim::Lit(_) => Some(d.clone()),
+        Dim::Param(p) => Some(subst.get(p).cloned().unwrap_or_else(|| d.clone())),
+        Dim::Sub(p, k) => match subst.get(p) {
+            Some(b) => b.minus(*k),
+            None => Some(d.clone()),
+        },
+    }
 }
 
 #[cfg(test)]

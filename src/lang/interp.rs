@@ -5,6 +5,7 @@
 use super::ir::Function;
 use super::types::{Dim, Type};
 use super::value::Value;
+use crate::ops::Op;
 use indexmap::IndexMap;
 use std::fmt;
 
@@ -69,6 +70,12 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
                     });
                 }
                 Dim::Lit(_) => {}
+                Dim::Sub(..) => {
+                    return Err(ArgError {
+                        param: Some(i),
+                        message: format!("parameter `{name}` has a computed size ({ty}); parameters need plain sizes"),
+                    });
+                }
                 Dim::Param(p) => match dims.get(p) {
                     Some(&k) if k != n as u64 => {
                         let other = bound_by[p];
@@ -101,7 +108,60 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
             });
         }
     }
+    check_bounds(f, &dims)?;
     Ok(dims)
+}
+
+/// Sizes must make every computed dimension non-negative (`N-1` needs
+/// `N >= 1`) and every row a `slice` or `index` reads must exist. Checked
+/// here, before any code runs, so generated code never reads outside an
+/// array.
+fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
+    let get = |p: &str| dims.get(p).copied();
+    let fail = |message: String| {
+        Err(ArgError {
+            param: None,
+            message,
+        })
+    };
+    for v in &f.vars {
+        for d in &v.ty.shape {
+            if let Dim::Sub(p, k) = d {
+                if d.extent(&get).is_none() {
+                    let n = get(p).unwrap_or(0);
+                    return fail(format!(
+                        "`{}` needs `{p}` >= {k} (it uses arrays of length {p}-{k}), but `{p}` = {n}",
+                        f.name
+                    ));
+                }
+            }
+        }
+    }
+    for s in &f.stmts {
+        let (Some(a), Some(k)) = (s.args.first(), s.op.payload()) else {
+            continue;
+        };
+        let (rows, taken, what) = match s.op {
+            Op::Slice(_) => (&f.ty(*a).shape, f.ty(s.var).shape.first(), "rows"),
+            Op::Index(_) => (&f.ty(*a).shape, Some(&Dim::Lit(1)), "row"),
+            _ => continue,
+        };
+        let have = rows.first().and_then(|d| d.extent(&get));
+        let need = taken
+            .and_then(|d| d.extent(&get))
+            .and_then(|l| l.checked_add(k));
+        match (have, need) {
+            (Some(h), Some(n)) if n <= h => {}
+            _ => {
+                return fail(format!(
+                    "`{}` reads {what} from {k} of an array of length {}, which is out of range at these sizes",
+                    f.name,
+                    rows.first().map(|d| d.to_string()).unwrap_or_default()
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn describe_rank(t: &Type) -> String {
@@ -119,6 +179,7 @@ pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
         .map(|d| match d {
             Dim::Lit(k) => *k as usize,
             Dim::Param(p) => dims.get(p).copied().unwrap_or(0) as usize,
+            Dim::Sub(p, k) => dims.get(p).copied().unwrap_or(0).saturating_sub(*k) as usize,
         })
         .collect()
 }

@@ -17,7 +17,7 @@
 //! ```
 
 use super::span::Span;
-use super::types::{DType, Dim, Type};
+use super::types::{DType, Type};
 use crate::ops::{parse_number, Lit, Op, OpTypeError};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -133,8 +133,8 @@ impl Function {
                 )));
             }
             for d in &v.ty.shape {
-                if let Dim::Param(p) = d {
-                    if !self.size_params.contains(p) {
+                if let Some(p) = d.param() {
+                    if !self.size_params.iter().any(|q| q == p) {
                         return Err(IrError(format!(
                             "{}: %{} uses unknown size parameter {p}",
                             self.name, v.name
@@ -481,7 +481,17 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
                 Op::Const(Lit::new(ty.dtype, x))
             } else {
-                Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?
+                let op =
+                    Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?;
+                if op.payload().is_some() {
+                    let n = words.next().ok_or_else(|| err("expected a row number"))?;
+                    let k: u64 = n
+                        .parse()
+                        .map_err(|_| err(&format!("bad row number `{n}`")))?;
+                    op.with_payload(k)
+                } else {
+                    op
+                }
             };
             let mut args = Vec::new();
             for w in words {

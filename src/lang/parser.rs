@@ -291,21 +291,7 @@ impl Parser {
         let mut span = dtype.span;
         if self.eat(&Tok::LBracket) {
             loop {
-                match self.peek().clone() {
-                    Tok::Num { int: Some(n), .. } => {
-                        let s = self.bump().span;
-                        dims.push(DimExpr::Lit(n, s));
-                    }
-                    Tok::Ident(name) => {
-                        let s = self.bump().span;
-                        dims.push(DimExpr::Name(Ident { name, span: s }));
-                    }
-                    _ => {
-                        return Err(self.error_expected(
-                            "a dimension (a size parameter or a non-negative integer)",
-                        ))
-                    }
-                }
+                dims.push(self.dim()?);
                 if !self.eat(&Tok::Comma) {
                     break;
                 }
@@ -313,6 +299,36 @@ impl Parser {
             span = span.to(self.expect(&Tok::RBracket)?);
         }
         Ok(TypeExpr::Named { dtype, dims, span })
+    }
+
+    /// A dimension: `N`, `3` or `N-1`.
+    fn dim(&mut self) -> PResult<DimExpr> {
+        match self.peek().clone() {
+            Tok::Num { int: Some(n), .. } => {
+                let s = self.bump().span;
+                Ok(DimExpr::Lit(n, s))
+            }
+            Tok::Ident(name) => {
+                let s = self.bump().span;
+                let id = Ident { name, span: s };
+                if self.eat(&Tok::Minus) {
+                    match self.peek().clone() {
+                        Tok::Num { int: Some(k), .. } => {
+                            let e = self.bump().span;
+                            Ok(DimExpr::Sub(id, k, s.to(e)))
+                        }
+                        _ => {
+                            Err(self
+                                .error_expected("a non-negative integer after `-` in a dimension"))
+                        }
+                    }
+                } else {
+                    Ok(DimExpr::Name(id))
+                }
+            }
+            _ => Err(self
+                .error_expected("a dimension (a size parameter, a non-negative integer or `N-k`)")),
+        }
     }
 
     fn block(&mut self) -> PResult<Expr> {
@@ -578,6 +594,28 @@ impl Parser {
         r
     }
 
+    /// A primary expression and any `[...]` indexing after it.
+    fn postfix(&mut self) -> PResult<Expr> {
+        let mut e = self.primary()?;
+        while self.at(&Tok::LBracket) {
+            let start = e.span;
+            self.bump();
+            let mut indices = vec![self.expr()?];
+            while self.eat(&Tok::Comma) {
+                indices.push(self.expr()?);
+            }
+            let end = self.expect(&Tok::RBracket)?;
+            e = Expr {
+                span: start.to(end),
+                kind: ExprKind::Index {
+                    base: Box::new(e),
+                    indices,
+                },
+            };
+        }
+        Ok(e)
+    }
+
     fn unary_inner(&mut self) -> PResult<Expr> {
         let op = match self.peek() {
             Tok::Minus => Some(UnOp::Neg),
@@ -599,7 +637,7 @@ impl Parser {
                 },
             });
         }
-        self.primary()
+        self.postfix()
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -620,6 +658,32 @@ impl Parser {
                 })
             }
             Tok::If => self.if_expr(),
+            Tok::Ident(name)
+                if name == "tabulate"
+                    && matches!(
+                        self.toks.get(self.pos + 1).map(|t| &t.tok),
+                        Some(Tok::LBracket)
+                    ) =>
+            {
+                self.bump();
+                self.bump();
+                let size = self.dim()?;
+                self.expect(&Tok::RBracket)?;
+                self.expect(&Tok::LParen)?;
+                let param = self.ident("the index name, as in `tabulate[N](i => ...)`")?;
+                self.expect(&Tok::FatArrow)?;
+                self.skip_newlines();
+                let body = self.expr()?;
+                let end = self.expect(&Tok::RParen)?;
+                Ok(Expr {
+                    kind: ExprKind::Tabulate {
+                        size,
+                        param,
+                        body: Box::new(body),
+                    },
+                    span: start.to(end),
+                })
+            }
             Tok::Ident(name) => {
                 self.bump();
                 if self.at(&Tok::LParen) {

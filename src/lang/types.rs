@@ -54,6 +54,40 @@ impl fmt::Display for DType {
 pub enum Dim {
     Lit(u64),
     Param(String),
+    /// A size parameter less a constant (`N-1`, the length of `x[1:]`);
+    /// arguments are checked to make it non-negative before anything runs.
+    Sub(String, u64),
+}
+
+impl Dim {
+    /// The extent under bound size parameters (None if unbound or negative).
+    pub fn extent(&self, dims: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+        match self {
+            Dim::Lit(k) => Some(*k),
+            Dim::Param(p) => dims(p),
+            Dim::Sub(p, k) => dims(p)?.checked_sub(*k),
+        }
+    }
+
+    /// The size parameter this dimension depends on, if any.
+    pub fn param(&self) -> Option<&str> {
+        match self {
+            Dim::Lit(_) => None,
+            Dim::Param(p) | Dim::Sub(p, _) => Some(p),
+        }
+    }
+
+    /// This dimension less `k` (None if a literal would go negative).
+    pub fn minus(&self, k: u64) -> Option<Dim> {
+        if k == 0 {
+            return Some(self.clone());
+        }
+        match self {
+            Dim::Lit(n) => n.checked_sub(k).map(Dim::Lit),
+            Dim::Param(p) => Some(Dim::Sub(p.clone(), k)),
+            Dim::Sub(p, j) => j.checked_add(k).map(|t| Dim::Sub(p.clone(), t)),
+        }
+    }
 }
 
 impl fmt::Display for Dim {
@@ -61,6 +95,7 @@ impl fmt::Display for Dim {
         match self {
             Dim::Lit(n) => write!(f, "{n}"),
             Dim::Param(p) => f.write_str(p),
+            Dim::Sub(p, k) => write!(f, "{p}-{k}"),
         }
     }
 }
@@ -105,11 +140,7 @@ impl Type {
     pub fn num_elements(&self, dims: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
         let mut n: u64 = 1;
         for d in &self.shape {
-            let k = match d {
-                Dim::Lit(k) => *k,
-                Dim::Param(p) => dims(p)?,
-            };
-            n = n.checked_mul(k)?;
+            n = n.checked_mul(d.extent(dims)?)?;
         }
         Some(n)
     }
@@ -132,6 +163,17 @@ impl Type {
                 }
                 if part.chars().all(|c| c.is_ascii_digit()) {
                     shape.push(Dim::Lit(part.parse().ok()?));
+                } else if let Some((name, k)) = part.split_once('-') {
+                    let name = name.trim();
+                    let ok = name
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+                    if !ok {
+                        return None;
+                    }
+                    shape.push(Dim::Sub(name.to_string(), k.trim().parse().ok()?));
                 } else if part
                     .chars()
                     .next()
@@ -174,7 +216,7 @@ mod tests {
 
     #[test]
     fn type_text_round_trips() {
-        for s in ["f32", "f64[N]", "f32[N, 3]", "f64[3]"] {
+        for s in ["f32", "f64[N]", "f32[N, 3]", "f64[3]", "f64[N-1, 2]"] {
             let t = Type::parse(s).unwrap();
             assert_eq!(t.to_string(), s);
         }
