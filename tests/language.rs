@@ -199,3 +199,151 @@ fn errors_name_the_problem() {
         }
     }
 }
+
+#[test]
+fn tabulate_indexing_and_matrices() {
+    let p = prog(
+        "fn matvec[M, K](A: f64[M, K], x: f64[K]) -> f64[M] = tabulate[M](i => +/(A[i] .* x))
+         fn diffs[N](x: f64[N]) -> f64[N-1] = tabulate[N-1](i => x[i + 1] - x[i])
+         fn pick[N](x: f64[N]) -> f64 = x[1] + x[0] * 10
+         fn mm[M, K, N](a: f64[M, K], b: f64[K, N], v: f64[N]) -> f64[N, M] =
+           transpose(matmul(a, b) + v)
+         fn rows(static n: i64, x: f64[3]) -> f64[3] = tabulate[n](i => x[i] * 2)
+         fn twice(x: f64[3]) -> f64[3] = rows(3, x)
+         fn outer[N](x: f64[N], s: f64) -> f64[N] = tabulate[N](i => s)",
+    );
+    let a = Value::array(DType::F64, vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let x = Value::f64(&[1.0, 0.5, -1.0]);
+    assert_eq!(
+        run_both(&p, "matvec", &[a.clone(), x.clone()])[0].data,
+        vec![-1.0, 0.5]
+    );
+    assert_eq!(
+        run_both(&p, "diffs", std::slice::from_ref(&x))[0].data,
+        vec![-0.5, -1.5]
+    );
+    assert_eq!(
+        run_both(&p, "pick", std::slice::from_ref(&x))[0].as_scalar(),
+        10.5
+    );
+    assert_eq!(
+        run_both(&p, "twice", std::slice::from_ref(&x))[0].data,
+        vec![2.0, 1.0, -2.0]
+    );
+    assert_eq!(
+        run_both(&p, "outer", &[x.clone(), s64(7.0)])[0].data,
+        vec![7.0; 3]
+    );
+    let b = Value::array(DType::F64, vec![3, 2], vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    let v = Value::f64(&[10.0, 20.0]);
+    // a @ b = [[4, 5], [10, 11]]; + v per row; transposed.
+    let r = run_both(&p, "mm", &[a, b, v]);
+    assert_eq!(r[0].shape, vec![2, 2]);
+    assert_eq!(r[0].data, vec![14.0, 20.0, 25.0, 31.0]);
+    // Sizes that make N-1 negative, or rows out of range, are refused before
+    // anything runs (interpreter and JIT alike).
+    for f in ["diffs", "pick"] {
+        let ir = p.ir(f).unwrap();
+        let empty = Value::f64(&[]);
+        let e = run(ir, &[&empty]).unwrap_err();
+        assert!(
+            e.message.contains("`N`") || e.message.contains("out of range"),
+            "{f}: {e}"
+        );
+        let native = compile(ir, &BackendOptions { verify: true }).unwrap();
+        assert!(native.call(&[&empty]).is_err(), "{f}");
+    }
+    let one = Value::f64(&[3.0]);
+    let e = run(p.ir("pick").unwrap(), &[&one]).unwrap_err();
+    assert!(e.message.contains("out of range"), "{e}");
+}
+
+#[test]
+fn array_gradients() {
+    let p = prog(
+        "fn rosen[N](x: f64[N]) -> f64 =
+           +/tabulate[N-1](i => 100 * (x[i + 1] - x[i] * x[i]) * (x[i + 1] - x[i] * x[i]) + (1 - x[i]) * (1 - x[i]))
+         @grad(x)
+         fn drosen[N](x: f64[N]) -> f64[N] = rosen(x)
+         fn quad[M, K](A: f64[M, K], x: f64[K]) -> f64 = +/(tabulate[M](i => +/(A[i] .* x)) * 0.5)
+         @grad(A, x)
+         fn dquad[M, K](A: f64[M, K], x: f64[K]) -> (f64[M, K], f64[K]) = quad(A, x)",
+    );
+    let x = Value::f64(&[0.5, -1.0, 2.0]);
+    let g = run_both(&p, "drosen", std::slice::from_ref(&x))[0]
+        .data
+        .clone();
+    // d/dx of sum 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, by hand.
+    let xs = [0.5f64, -1.0, 2.0];
+    let mut want = [0.0f64; 3];
+    for i in 0..2 {
+        let d = xs[i + 1] - xs[i] * xs[i];
+        want[i] += -400.0 * d * xs[i] - 2.0 * (1.0 - xs[i]);
+        want[i + 1] += 200.0 * d;
+    }
+    for (a, b) in g.iter().zip(want) {
+        assert!(
+            (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+            "{g:?} vs {want:?}"
+        );
+    }
+    let a = Value::array(DType::F64, vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let r = run_both(&p, "dquad", &[a, x]);
+    // d/dA = 0.5 x per row; d/dx = 0.5 * column sums of A.
+    assert_eq!(r[0].data, vec![0.25, -0.5, 1.0, 0.25, -0.5, 1.0]);
+    assert_eq!(r[1].data, vec![2.5, 3.5, 4.5]);
+}
+
+#[test]
+fn array_errors_name_the_problem() {
+    let cases: &[(&str, &[&str])] = &[
+        ("fn f(x: f64[3]) -> f64 = x[3]", &["index 3 is out of range for an array of length 3"]),
+        ("fn f(x: f64[3]) -> f64 = x[-1]", &["index -1 is negative"]),
+        ("fn f(x: f64[3]) -> f64 = x[0.5]", &["an index must be an integer"]),
+        (
+            "fn f(x: f64[3], k: f64) -> f64 = x[k]",
+            &["an index must be a static integer or the index of `tabulate`", "run-time"],
+        ),
+        ("fn f(x: f64) -> f64 = x[0]", &["only arrays can be indexed"]),
+        (
+            "fn f[N](a: f64[N, 2], y: f64[3]) -> f64[N, 2] = tabulate[N](i => a[i] + y)",
+            &["shape mismatch: `+` needs operands of the same shape, found f64[2] and f64[3]"],
+        ),
+        (
+            "fn f(x: f64[3]) -> f64[4] = tabulate[4](i => x[i])",
+            &["reads rows 0..4 of an array of length 3"],
+        ),
+        (
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => tabulate[N](j => x[j])[i])",
+            &["`tabulate` inside `tabulate` is not supported yet"],
+        ),
+        (
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i * 2])",
+            &["the index can only be offset by a static integer"],
+        ),
+        (
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => 1.0)",
+            &["`tabulate` builds arrays of numbers"],
+        ),
+        (
+            "fn f[N](x: f64[N], k: f64) -> f64[N] = tabulate[k](i => x[i])",
+            &["the length of `tabulate` must be a size parameter or a static integer"],
+        ),
+        (
+            "fn f(a: f64[2, 3], b: f64[2, 3]) -> f64[2, 3] = matmul(a, b)",
+            &["`matmul` needs matrices [M, K] and [K, N]"],
+        ),
+        ("fn f[N](x: f64[N-1]) -> f64 = +/x", &["computed size"]),
+        (
+            "fn d[N](x: f64[N]) -> f64[N-2] = tabulate[N-2](i => x[i])\nfn g(x: f64[1]) -> f64 = +/d(x)",
+            &["negative at the sizes of this call"],
+        ),
+    ];
+    for (src, wants) in cases {
+        let e = err(src);
+        assert!(e.contains('^'), "no caret:\n{e}");
+        for w in *wants {
+            assert!(e.contains(w), "expected `{w}` in:\n{e}\nfor:\n{src}");
+        }
+    }
+}

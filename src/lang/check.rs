@@ -2461,6 +2461,21 @@ impl<'a> FnCx<'a> {
             }
             return Val::Err;
         }
+        // A callee size `N-k` must stay non-negative at a literal size.
+        for v in &callee.vars {
+            for d in &v.ty.shape {
+                if subst_dim(d, subst).is_none() {
+                    self.error(Diagnostic::new(
+                        span,
+                        format!(
+                            "`{}` uses arrays of length {d}, which is negative at the sizes of this call",
+                            callee.name
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            }
+        }
         let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
         for (p, a) in callee.params.iter().zip(args) {
             if let Some(slot) = map.get_mut(p.var.index()) {
