@@ -347,3 +347,29 @@ fn array_errors_name_the_problem() {
         }
     }
 }
+
+#[test]
+fn value_and_grad_returns_the_value_then_the_gradients() {
+    let p = prog(
+        "fn loss[N](w: f64[N], x: f64[N], y: f64) -> f64 = (+/(w .* x) - y) * (+/(w .* x) - y)
+         @value_and_grad(w, y)
+         fn vg[N](w: f64[N], x: f64[N], y: f64) -> (f64, f64[N], f64) = loss(w, x, y)
+         @grad(w, y)
+         fn g[N](w: f64[N], x: f64[N], y: f64) -> (f64[N], f64) = loss(w, x, y)",
+    );
+    let args = [
+        Value::f64(&[1.0, 2.0, 3.0]),
+        Value::f64(&[4.0, 5.0, 6.0]),
+        s64(0.5),
+    ];
+    let vg = run_both(&p, "vg", &args);
+    let g = run_both(&p, "g", &args);
+    let l = run_both(&p, "loss", &args);
+    assert!(vg[0].bits_eq(&l[0]) && vg[1].bits_eq(&g[0]) && vg[2].bits_eq(&g[1]));
+    assert_eq!(vg[1].data, vec![252.0, 315.0, 378.0]);
+    let e = err("fn l(x: f64) -> f64 = x * x\n@value_and_grad(x)\nfn f(x: f64) -> f64 = l(x)");
+    assert!(
+        e.contains("must return (f64, f64), the value and then the gradients"),
+        "{e}"
+    );
+}

@@ -28,7 +28,7 @@ use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
 use super::types::{DType, Dim, Type};
 use super::value::Value;
-use crate::differentiate::reverse;
+use crate::differentiate::reverse::{prune_dead, reverse};
 use crate::ops::Op;
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -134,6 +134,8 @@ struct Sig {
     ret_tuple: bool,
     /// `@grad(...)`: indices of the parameters differentiated.
     grad: Option<Vec<usize>>,
+    /// `@value_and_grad`: the function returns the value, then the gradients.
+    value_too: bool,
 }
 
 /// The type of a static parameter.
@@ -467,6 +469,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     };
     // Attributes.
     let mut grad = None;
+    let mut value_too = false;
     for (k, a) in f.attrs.iter().enumerate() {
         if k > 0 {
             errs.push(
@@ -476,17 +479,20 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
             );
             continue;
         }
-        if a.name.name != "grad" {
+        let attr = a.name.name.as_str();
+        if attr != "grad" && attr != "value_and_grad" {
             errs.push(
-                Diagnostic::new(a.name.span, format!("unknown attribute `@{}`", a.name.name))
-                    .with_note("the known attribute is `@grad(p, ...)`"),
+                Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
+                    "the known attributes are `@grad(p, ...)` and `@value_and_grad(p, ...)`",
+                ),
             );
             continue;
         }
+        value_too = attr == "value_and_grad";
         if a.args.is_empty() {
             errs.push(Diagnostic::new(
                 a.span,
-                "`@grad` needs the names of the parameters to differentiate, as in `@grad(w)`",
+                format!("`@{attr}` needs the names of the parameters to differentiate, as in `@{attr}(w)`"),
             ));
             continue;
         }
@@ -543,11 +549,35 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
         // The declared return type must be the wrt parameters' types.
         if errs.len() == before {
             let want: Vec<Type> = wrt.iter().map(|&i| params[i].1.clone()).collect();
-            let fits = if want.len() == 1 {
+            let fits = if value_too {
+                ret_tuple
+                    && ret.len() == want.len() + 1
+                    && ret[0].is_scalar()
+                    && ret[1..] == want[..]
+            } else if want.len() == 1 {
                 !ret_tuple && ret == want
             } else {
                 ret_tuple && ret == want
             };
+            if !fits && value_too {
+                let mut all = vec![ret
+                    .first()
+                    .filter(|t| t.is_scalar())
+                    .cloned()
+                    .unwrap_or(Type::scalar(want[0].dtype))];
+                all.extend(want.iter().cloned());
+                errs.push(
+                    Diagnostic::new(
+                        f.ret.span(),
+                        format!(
+                            "`{fname}` must return {}, the value and then the gradients, because of `@value_and_grad`",
+                            type_list(&all)
+                        ),
+                    )
+                    .with_label(a.span, "the value and gradient are requested here"),
+                );
+                continue;
+            }
             if !fits {
                 let want_text = type_list(&want);
                 let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
@@ -577,6 +607,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
         ret,
         ret_tuple,
         grad,
+        value_too,
     })
 }
 
@@ -1040,6 +1071,26 @@ impl<'a> FnCx<'a> {
                     return None;
                 }
             };
+            if sig.value_too {
+                let mut ir = prune_dead(&rev.value_and_grad);
+                ir.name = fname.clone();
+                let value_ty = ir.ty(ir.rets[0]).clone();
+                if sig.ret.first() != Some(&value_ty) {
+                    self.error(
+                        Diagnostic::new(res, format!("the value of `{fname}` has type {value_ty}"))
+                            .with_label(
+                                f.ret.span(),
+                                format!("but the return type says {}", type_list(&sig.ret)),
+                            ),
+                    );
+                    return None;
+                }
+                if let Err(e) = ir.validate() {
+                    self.bug(format!("value and gradient of `{fname}`: {e}"));
+                    return None;
+                }
+                return Some(CheckedFn { ir, grad: None });
+            }
             let ir = rev.gradient(&fname);
             if let Err(e) = ir.validate() {
                 self.bug(format!("gradient of `{fname}`: {e}"));
