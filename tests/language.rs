@@ -174,7 +174,7 @@ fn errors_name_the_problem() {
             "fn f(static n: i64, x: f64[3]) -> f64 = +/iterate(n, x, s => +/s)\nfn g(x: f64[3]) -> f64 = f(2, x)",
             &["step of `iterate` must keep the state's type"],
         ),
-        ("fn f(x: f64) -> f64 = sin(s => s)", &["only allowed as the last argument of `iterate`"]),
+        ("fn f(x: f64) -> f64 = sin(s => s)", &["only allowed in `iterate` and `iterate_until`"]),
         ("fn f(x: f64) -> f64 = iterate(3, x)", &["`iterate` takes 3 arguments"]),
         ("fn f(x: f64) -> f64 = iterate(-1, x, s => s)", &["must not be negative"]),
         ("fn f(x: f64) -> f64 = x * (1.0 < x)", &["needs numbers, not bools"]),
@@ -372,4 +372,46 @@ fn value_and_grad_returns_the_value_then_the_gradients() {
         e.contains("must return (f64, f64), the value and then the gradients"),
         "{e}"
     );
+}
+
+#[test]
+fn iterate_until_stops_within_its_bound() {
+    let p = prog(
+        "fn newton(static steps: i64, a: f64) -> f64 =
+           iterate_until(steps, a, s => abs(s * s - a) < 1e-12, s => 0.5 * (s + a / s))
+         fn root(a: f64) -> f64 = newton(30, a)
+         @grad(a)
+         fn droot(a: f64) -> f64 = newton(30, a)
+         fn capped(a: f64) -> f64 = newton(2, a)
+         fn halve(static k: i64) -> f64 = iterate_until(10, 64, s => s <= k, s => s / 2)
+         fn h(x: f64) -> f64 = x + halve(5)",
+    );
+    let r = run_both(&p, "root", &[s64(2.0)])[0].as_scalar();
+    assert!((r - 2f64.sqrt()).abs() < 1e-12, "{r}");
+    // Stopped early at a run-time condition: the derivative is that of the
+    // steps taken, close to d sqrt(a) / da.
+    let g = run_both(&p, "droot", &[s64(2.0)])[0].as_scalar();
+    assert!((g - 0.5 / 2f64.sqrt()).abs() < 1e-6, "{g}");
+    // The bound stops it first.
+    let c = run_both(&p, "capped", &[s64(2.0)])[0].as_scalar();
+    assert_eq!(c, 0.5 * (1.5 + 2.0 / 1.5));
+    // A static condition stops unrolling at compile time: 64 -> 32 -> ... -> 4.
+    assert_eq!(run_both(&p, "h", &[s64(0.0)])[0].as_scalar(), 4.0);
+    for (src, want) in [
+        (
+            "fn f(x: f64) -> f64 = iterate_until(x, s => s > 1.0, s => s * 2.0)",
+            "`iterate_until` needs an explicit bound",
+        ),
+        (
+            "fn f(x: f64) -> f64 = iterate_until(5, x, s => s, s => s * 2.0)",
+            "the stop condition of `iterate_until` must be a bool",
+        ),
+        (
+            "fn f(x: f64, n: f64) -> f64 = iterate_until(n, x, s => s > 1.0, s => s * 2.0)",
+            "the count of `iterate_until` must be known at compile time",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.contains(want), "expected `{want}` in:\n{e}");
+    }
 }

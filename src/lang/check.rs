@@ -53,7 +53,7 @@ pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min
 pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose", Op::Transpose)];
 
 /// Names with a meaning of their own (not functions one may define).
-pub const SPECIAL_FORMS: &[&str] = &["iterate", "tabulate"];
+pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate"];
 
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
@@ -1241,7 +1241,7 @@ impl<'a> FnCx<'a> {
             ExprKind::Lambda { .. } => {
                 self.error(Diagnostic::new(
                     e.span,
-                    "a step function `x => ...` is only allowed as the last argument of `iterate`",
+                    "a step function `x => ...` is only allowed in `iterate` and `iterate_until`",
                 ));
                 Val::Err
             }
@@ -2014,6 +2014,9 @@ impl<'a> FnCx<'a> {
         if name == "iterate" {
             return self.iterate(e, args, hints);
         }
+        if name == "iterate_until" {
+            return self.iterate_impl(e, args, hints, true);
+        }
         if let Some(op) = matrix_builtin(name) {
             let mut xs = Vec::new();
             for a in args {
@@ -2333,17 +2336,62 @@ impl<'a> FnCx<'a> {
     /// `iterate(n, init, s => step)`: `n` applications of `step` starting
     /// from `init`. A static `n` is unrolled here (partial evaluation).
     fn iterate(&mut self, e: &Expr, args: &[Expr], hints: &[&str]) -> Val {
-        let [count, init, step] = args else {
+        self.iterate_impl(e, args, hints, false)
+    }
+
+    /// `iterate(n, init, s => step)` (`until` false), or
+    /// `iterate_until(n, init, s => done, s => step)`: at most `n` steps,
+    /// none once `done` holds. A static count is unrolled; a run-time `done`
+    /// selects between the state and its step (a select cascade), so the
+    /// gradient flows through the steps actually taken.
+    fn iterate_impl(&mut self, e: &Expr, args: &[Expr], hints: &[&str], until: bool) -> Val {
+        let what = if until { "iterate_until" } else { "iterate" };
+        let want = if until { 4 } else { 3 };
+        if until && args.len() == 3 && matches!(args[1].kind, ExprKind::Lambda { .. }) {
             self.error(
-                Diagnostic::new(e.span, format!("`iterate` takes 3 arguments (a count, an initial state and a step function `s => ...`), but {} given", args.len()))
+                Diagnostic::new(e.span, "`iterate_until` needs an explicit bound on the number of steps")
+                    .with_note("write `iterate_until(max_steps, init, s => done, s => step)`; the loop stops after `max_steps` steps even if `done` never holds"),
             );
             return Val::Err;
+        }
+        if args.len() != want {
+            let shape = if until {
+                "a bound, an initial state, a stop condition `s => ...` and a step function `s => ...`"
+            } else {
+                "a count, an initial state and a step function `s => ...`"
+            };
+            self.error(Diagnostic::new(
+                e.span,
+                format!(
+                    "`{what}` takes {want} arguments ({shape}), but {} given",
+                    args.len()
+                ),
+            ));
+            return Val::Err;
+        }
+        let (count, init, step) = (&args[0], &args[1], &args[want - 1]);
+        let done = if until {
+            match &args[2].kind {
+                ExprKind::Lambda { param, body } => Some((param, body)),
+                _ => {
+                    self.lower(&args[2], &[]);
+                    self.error(Diagnostic::new(
+                        args[2].span,
+                        "the third argument of `iterate_until` must be a stop condition, as in `s => s < 1e-6`",
+                    ));
+                    return Val::Err;
+                }
+            }
+        } else {
+            None
         };
         let ExprKind::Lambda { param, body } = &step.kind else {
             self.lower(step, &[]);
             self.error(Diagnostic::new(
                 step.span,
-                "the last argument of `iterate` must be a step function, as in `s => s * x`",
+                format!(
+                    "the last argument of `{what}` must be a step function, as in `s => s * x`"
+                ),
             ));
             return Val::Err;
         };
@@ -2353,6 +2401,7 @@ impl<'a> FnCx<'a> {
             Val::Int(i) => i,
             Val::Const(x) if exact_int(x).is_some() => exact_int(x).unwrap_or(0),
             other => {
+                let name = what;
                 let dynamic = matches!(other, Val::Var(_) | Val::Mask(_));
                 let what = match &count.kind {
                     ExprKind::Name(n) => format!("`{n}`"),
@@ -2361,10 +2410,10 @@ impl<'a> FnCx<'a> {
                 let mut d = Diagnostic::new(
                     count.span,
                     if dynamic {
-                        format!("the count of `iterate` must be known at compile time, but {what} is a run-time value ({})", self.describe(&other))
+                        format!("the count of `{name}` must be known at compile time, but {what} is a run-time value ({})", self.describe(&other))
                     } else {
                         format!(
-                            "the count of `iterate` must be an integer, but {what} is {}",
+                            "the count of `{name}` must be an integer, but {what} is {}",
                             self.describe(&other)
                         )
                     },
@@ -2381,7 +2430,7 @@ impl<'a> FnCx<'a> {
         if n < 0 {
             self.error(Diagnostic::new(
                 count.span,
-                format!("the count of `iterate` must not be negative, but it is {n}"),
+                format!("the count of `{what}` must not be negative, but it is {n}"),
             ));
             return Val::Err;
         }
@@ -2396,10 +2445,34 @@ impl<'a> FnCx<'a> {
                     let fname = self.b.function().name.clone();
                     self.error(Diagnostic::new(
                         count.span,
-                        format!("`{fname}` is too large after unrolling `iterate` (more than {MAX_STMTS} operations)"),
+                        format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
                     ));
                 }
                 return Val::Err;
+            }
+            let mut stop = None;
+            if let Some((dparam, dbody)) = done {
+                let mark = self.env.len();
+                if !self.bind_pattern(dparam, state.clone(), init.span) {
+                    self.env.truncate(mark);
+                    return Val::Err;
+                }
+                let c = self.lower(dbody, &[]);
+                self.env.truncate(mark);
+                match c {
+                    Val::Err => return Val::Err,
+                    Val::Bool(true) => break,
+                    Val::Bool(false) => {}
+                    Val::Mask(m) => stop = Some(m),
+                    other => {
+                        let t = self.describe(&other);
+                        self.error(Diagnostic::new(
+                            result_expr(dbody).span,
+                            format!("the stop condition of `iterate_until` must be a bool, but it has type {t}"),
+                        ));
+                        return Val::Err;
+                    }
+                }
             }
             let mark = self.env.len();
             let bound = self.bind_pattern(param, state.clone(), init.span);
@@ -2413,7 +2486,7 @@ impl<'a> FnCx<'a> {
                 self.error(
                     Diagnostic::new(
                         result_expr(body).span,
-                        format!("the step of `iterate` must keep the state's type: {msg}"),
+                        format!("the step of `{what}` must keep the state's type: {msg}"),
                     )
                     .with_label(
                         init.span,
@@ -2422,7 +2495,15 @@ impl<'a> FnCx<'a> {
                 );
                 return Val::Err;
             }
-            state = next;
+            state = match stop {
+                // Once `done` holds the state no longer changes (so `done`
+                // keeps holding).
+                Some(m) => {
+                    let span = result_expr(body).span;
+                    self.select(m, (state, init.span), (next, span), hints)
+                }
+                None => next,
+            };
         }
         state
     }
