@@ -9,7 +9,7 @@
 
 mod common;
 
-use egrad::differentiate::reverse;
+use egrad::differentiate::{jvp, reverse};
 use egrad::lang::interp::run;
 use egrad::lang::ir::{parse_functions, Function};
 use egrad::lang::types::{DType, Dim};
@@ -151,6 +151,23 @@ proptest! {
             let got = run(&r.gradient("g"), &refs).unwrap();
             let want = finite_differences(f, &args, &wrt);
             assert_close(&got, &want, &format!("op {}", op.name()));
+            // Forward mode agrees with reverse mode: <grad, v> = jvp(v) for a
+            // random direction v (the inner-product identity with u = 1).
+            let dirs = inputs(f, n, -1.0, 1.0, &seed[3..]);
+            let j = jvp(f, &wrt, "j").unwrap();
+            let mut jargs = refs.clone();
+            jargs.extend(dirs.iter());
+            let tangent = run(&j, &jargs).unwrap()[0].as_scalar();
+            let dot: f64 = got
+                .iter()
+                .zip(&dirs)
+                .flat_map(|(g, v)| g.data.iter().zip(&v.data).map(|(a, b)| a * b))
+                .sum();
+            prop_assert!(
+                (tangent - dot).abs() <= 1e-9 * (1.0 + dot.abs()),
+                "op {}: jvp {tangent} vs <grad, v> {dot}",
+                op.name()
+            );
         }
     }
 }

@@ -415,3 +415,53 @@ fn iterate_until_stops_within_its_bound() {
         assert!(e.contains(want), "expected `{want}` in:\n{e}");
     }
 }
+
+#[test]
+fn forward_mode_and_hessian_vector_products() {
+    let p = Program::from_file("examples/hvp.eg").unwrap();
+    let x = Value::f64(&[0.5, 1.0, 2.0]);
+    let g = run_both(&p, "force", std::slice::from_ref(&x))[0].clone();
+    for k in 0..3 {
+        let mut v = vec![0.0; 3];
+        v[k] = 1.0;
+        let v = Value::f64(&v);
+        // <grad, e_k> = jvp(e_k).
+        let slope = run_both(&p, "slope", &[x.clone(), v.clone()])[0].as_scalar();
+        assert!((slope - g.data[k]).abs() <= 1e-12 * g.data[k].abs().max(1.0));
+        // Column k of the Hessian, against central differences of the gradient.
+        let h = run_both(&p, "hvp", &[x.clone(), v])[0].clone();
+        let step = 1e-6;
+        let mut xp = x.clone();
+        xp.data[k] += step;
+        let mut xm = x.clone();
+        xm.data[k] -= step;
+        let gp = run_both(&p, "force", &[xp])[0].clone();
+        let gm = run_both(&p, "force", &[xm])[0].clone();
+        for i in 0..3 {
+            let fd = (gp.data[i] - gm.data[i]) / (2.0 * step);
+            assert!(
+                (h.data[i] - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                "H[{i},{k}] {} vs {fd}",
+                h.data[i]
+            );
+        }
+    }
+    // Analytic Hessian entry: d2/dx0^2 = -sin x x^2 + 4 x cos x + 2 sin x + 2.
+    let e0 = Value::f64(&[1.0, 0.0, 0.0]);
+    let h00 = run_both(&p, "hvp", &[x, e0])[0].data[0];
+    let want = -(0.5f64.sin()) * 0.25 + 2.0 * 0.5f64.cos() + 2.0 * 0.5f64.sin() + 2.0;
+    assert!((h00 - want).abs() < 1e-12, "{h00} vs {want}");
+    for (src, want) in [
+        (
+            "fn f(x: f64) -> f64 = x * x\n@jvp(x)\nfn g(x: f64) -> f64 = f(x)",
+            "`@jvp` needs a tangent parameter for `x`",
+        ),
+        (
+            "fn f(x: f64) -> f64 = x * x\n@jvp(x)\nfn g(x: f64, dx: f64[3]) -> f64 = f(x)",
+            "`@jvp` needs a tangent parameter for `x`",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.contains(want), "expected `{want}` in:\n{e}");
+    }
+}

@@ -28,6 +28,7 @@ use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
 use super::types::{DType, Dim, Type};
 use super::value::Value;
+use crate::differentiate::forward;
 use crate::differentiate::reverse::{prune_dead, reverse};
 use crate::ops::Op;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -136,6 +137,8 @@ struct Sig {
     grad: Option<Vec<usize>>,
     /// `@value_and_grad`: the function returns the value, then the gradients.
     value_too: bool,
+    /// `@jvp(p, ...)`: (differentiated parameter, its tangent parameter).
+    jvp: Option<Vec<(usize, usize)>>,
 }
 
 /// The type of a static parameter.
@@ -470,6 +473,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     // Attributes.
     let mut grad = None;
     let mut value_too = false;
+    let mut jvp = None;
     for (k, a) in f.attrs.iter().enumerate() {
         if k > 0 {
             errs.push(
@@ -480,10 +484,10 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
             continue;
         }
         let attr = a.name.name.as_str();
-        if attr != "grad" && attr != "value_and_grad" {
+        if attr != "grad" && attr != "value_and_grad" && attr != "jvp" {
             errs.push(
                 Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
-                    "the known attributes are `@grad(p, ...)` and `@value_and_grad(p, ...)`",
+                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)` and `@jvp(p, ...)`",
                 ),
             );
             continue;
@@ -544,6 +548,44 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
             }
         }
         if !ok {
+            continue;
+        }
+        if attr == "jvp" {
+            // The last parameters carry the tangents, one per name, in order.
+            let k = wrt.len();
+            let n = f.params.len();
+            let first = n.saturating_sub(k);
+            let mut pairs = Vec::new();
+            for (j, &p) in wrt.iter().enumerate() {
+                let t = first + j;
+                let bad = n < 2 * k
+                    || p >= first
+                    || f.params.get(t).is_none_or(|tp| tp.is_static)
+                    || params.get(p).map(|x| &x.1) != params.get(t).map(|x| &x.1);
+                if bad {
+                    let pname = &f.params[p].name.name;
+                    let pty = params.get(p).map(|x| x.1.to_string()).unwrap_or_default();
+                    let names: Vec<String> =
+                        a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+                    errs.push(
+                        Diagnostic::new(
+                            a.args[j].span,
+                            format!(
+                                "`@jvp` needs a tangent parameter for `{pname}`: the last {} of `{fname}` must be the tangents of {}, in order",
+                                plural(k, "parameter"),
+                                names.join(", ")
+                            ),
+                        )
+                        .with_note(format!("for example `@jvp({pname}) fn {fname}(..., {pname}: {pty}, d{pname}: {pty}) -> ...`")),
+                    );
+                    ok = false;
+                    break;
+                }
+                pairs.push((p, t));
+            }
+            if ok {
+                jvp = Some(pairs);
+            }
             continue;
         }
         // The declared return type must be the wrt parameters' types.
@@ -608,6 +650,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
         ret_tuple,
         grad,
         value_too,
+        jvp,
     })
 }
 
@@ -1155,6 +1198,21 @@ impl<'a> FnCx<'a> {
         if let Err(e) = ir.validate() {
             self.bug(format!("`{fname}`: {e}"));
             return None;
+        }
+        if let Some(pairs) = &sig.jvp {
+            // `@jvp`: the tangents of the results, pushed forward from the
+            // trailing tangent parameters.
+            let pairs: Vec<(usize, usize)> = pairs
+                .iter()
+                .filter_map(|&(p, t)| Some((ir_index[p]?, ir_index[t]?)))
+                .collect();
+            return match forward(&ir, &pairs, &fname) {
+                Ok(ir) => Some(CheckedFn { ir, grad: None }),
+                Err(e) => {
+                    self.bug(format!("forward mode of `{fname}`: {e}"));
+                    None
+                }
+            };
         }
         Some(CheckedFn { ir, grad: None })
     }
