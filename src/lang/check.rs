@@ -925,11 +925,19 @@ impl<'a> FnCx<'a> {
                 (Op::Bcast, Some(t)) => self.push_plain(hint, Op::Spread, args, Some(&stacked(t))),
                 (Op::Sum, _) => self.push_plain(hint, Op::SumTail, args, None),
                 _ => {
+                    let what = match op {
+                        Op::MaxAll => "`max/`".to_string(),
+                        Op::MinAll => "`min/`".to_string(),
+                        Op::MatMul => "`matmul`".to_string(),
+                        Op::Transpose => "`transpose`".to_string(),
+                        Op::Slice(_) | Op::Index(_) => "indexing".to_string(),
+                        Op::Repeat => "broadcasting a vector over rows".to_string(),
+                        other => format!("the operation `{}`", other.name()),
+                    };
                     self.error(Diagnostic::new(
                         span,
                         format!(
-                            "`{}` of a value that depends on the index of `tabulate` is not supported yet",
-                            op.name()
+                            "{what} on a value that depends on the index of `tabulate` is not supported yet"
                         ),
                     ));
                     return Val::Err;
@@ -1397,7 +1405,7 @@ impl<'a> FnCx<'a> {
             self.error(Diagnostic::new(
                 vspan,
                 "indexing a value that depends on the index of `tabulate` is not supported yet",
-            ).with_note("index the arrays the value is computed from instead (`x[i] * y[i]`, not `(x .* y)[i]`)"));
+            ).with_note("index the arrays the value is computed from instead (`X[i][0] * w[0]`, not `(X[i] .* w)[0]`)"));
             return Val::Err;
         }
         let t = self.ty(x);
@@ -1556,10 +1564,14 @@ impl<'a> FnCx<'a> {
             }
             other => {
                 let what = self.describe(&other);
-                self.error(
-                    Diagnostic::new(result_expr(body).span, format!("`tabulate` builds arrays of numbers, but its body has type {what}"))
-                        .with_note("a bare number has no element type yet: write it with a typed value, as in `x[i] * 0.0 + 1.0`"),
+                let mut d = Diagnostic::new(
+                    result_expr(body).span,
+                    format!("`tabulate` builds arrays of numbers, but its body has type {what}"),
                 );
+                if matches!(other, Val::Const(_) | Val::Int(_)) {
+                    d = d.with_note("a bare number has no element type yet: write it with a typed value, as in `x[i] * 0.0 + 1.0`");
+                }
+                self.error(d);
                 Val::Err
             }
         };
