@@ -64,7 +64,7 @@ fn static_parameters_unroll_iterate() {
     assert_eq!(g[0].data, vec![80.0, 5.0, 5.0 * 0.0625]);
     // A function with static parameters is compiled where it is called.
     let e = p.ir("power").unwrap_err().to_string();
-    assert!(e.contains("static parameters (`n`)"), "{e}");
+    assert!(e.contains("static or element-type parameters (`n`)"), "{e}");
 }
 
 #[test]
@@ -464,4 +464,93 @@ fn forward_mode_and_hessian_vector_products() {
         let e = err(src);
         assert!(e.contains(want), "expected `{want}` in:\n{e}");
     }
+}
+
+#[test]
+fn functions_generic_over_the_element_type() {
+    let p = prog(
+        "fn sumsq[T, N](x: T[N]) -> T = +/(x .* x)
+         fn sigmoid[T, N](x: T[N]) -> T[N] = 1 / (1 + exp(-x))
+         fn scale[T, N](x: T[N], s: T) -> T[N] = x * s
+         fn a(x: f32[3]) -> f32 = sumsq(sigmoid(x))
+         fn b(x: f64[3]) -> f64 = sumsq(scale(x, 2))
+         @grad(x)
+         fn db(x: f64[3]) -> f64[3] = sumsq(sigmoid(x))",
+    );
+    let xf = Value::array(DType::F32, vec![3], vec![0.5, -1.0, 2.0]);
+    let r = run_both(&p, "a", &[xf])[0].clone();
+    assert_eq!(r.dtype, DType::F32);
+    let want: f32 = [0.5f32, -1.0, 2.0]
+        .iter()
+        .map(|x| {
+            let s = 1.0f32 / (1.0 + (-x).exp());
+            s * s
+        })
+        .fold(0.0, |a, b| a + b);
+    assert_eq!(r.as_scalar(), want as f64);
+    let x = Value::f64(&[0.5, -1.0, 2.0]);
+    assert_eq!(
+        run_both(&p, "b", std::slice::from_ref(&x))[0].as_scalar(),
+        4.0 * 5.25
+    );
+    let g = run_both(&p, "db", &[x])[0].clone();
+    let s = 1.0 / (1.0 + (-0.5f64).exp());
+    assert!((g.data[0] - 2.0 * s * s * (1.0 - s)).abs() < 1e-15);
+    for (src, want) in [
+        (
+            "fn s[T, N](x: T[N], y: T[N]) -> T = +/(x .* y)\nfn f(a: f32[2], b: f64[2]) -> f64 = s(a, b)",
+            "`T` of `s` is f32 from argument `x`, but this argument is f64",
+        ),
+        ("fn s[T](x: f64) -> T = x", "element type `T` of `s` is not the element type of any parameter"),
+    ] {
+        let e = err(src);
+        assert!(e.contains(want), "expected `{want}` in:\n{e}");
+    }
+    let e = p.ir("sumsq").unwrap_err().to_string();
+    assert!(e.contains("(`T`)"), "{e}");
+}
+
+#[test]
+fn repro_matmul_under_a_dynamic_if() {
+    // Found by tests/random_programs.rs: the NaN guard downstream of a
+    // `select` was applied element by element to `matmul`'s contribution
+    // (a wrong gradient for square matrices, an internal error otherwise).
+    let p = prog(
+        "fn loss(A: f64[2, 2]) -> f64 {
+           let p = matmul(A, A)
+           +/(if p > 0.0 { p } else { 0.0 })
+         }
+         @grad(A)
+         fn dloss(A: f64[2, 2]) -> f64[2, 2] = loss(A)
+         fn loss2(A: f64[3, 2], B: f64[2, 4], s: f64) -> f64 =
+           +/(if s > 0.0 { matmul(A, B) } else { 0.0 })
+         @grad(A)
+         fn dloss2(A: f64[3, 2], B: f64[2, 4], s: f64) -> f64[3, 2] = loss2(A, B, s)",
+    );
+    let a = Value::array(DType::F64, vec![2, 2], vec![1.0, 2.0, 3.0, -4.0]);
+    // loss = a11^2 + 2 a12 a21 + a22^2 here (the off-diagonal of A A is negative).
+    assert_eq!(
+        run_both(&p, "dloss", &[a])[0].data,
+        vec![2.0, 6.0, 4.0, -8.0]
+    );
+    let a = Value::array(DType::F64, vec![3, 2], vec![1.0; 6]);
+    let b = Value::array(DType::F64, vec![2, 4], vec![0.5; 8]);
+    assert_eq!(
+        run_both(&p, "dloss2", &[a.clone(), b.clone(), s64(1.0)])[0].data,
+        vec![2.0; 6]
+    );
+    assert_eq!(
+        run_both(&p, "dloss2", &[a, b, s64(-1.0)])[0].data,
+        vec![0.0; 6]
+    );
+}
+
+#[test]
+fn repro_iterate_until_keeps_the_state_shape() {
+    let e =
+        err("fn k[N](x: f64[N], s: f64) -> f64 = iterate_until(2, s, q => x > q, q => q * 1.5)");
+    assert!(
+        e.contains("stop condition of `iterate_until` must have the state's shape"),
+        "{e}"
+    );
 }

@@ -111,7 +111,13 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             }
             let mut tmpl = Template::parse(&rules[i])
                 .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
-            if masked[s.var.index()] && reads_primal(&tmpl) {
+            // The guard compares the cotangent element by element with the
+            // contribution, which is right for element-wise ops and for a
+            // scalar cotangent. A `matmul` mixes elements: its contribution
+            // is not guarded (a NaN or infinity in the other factor of an
+            // untaken branch would reach the gradient).
+            let guardable = s.op.is_elementwise() || f.ty(s.var).is_scalar();
+            if masked[s.var.index()] && reads_primal(&tmpl) && guardable {
                 tmpl = Template::App(
                     Op::Select,
                     vec![

@@ -139,6 +139,9 @@ struct Sig {
     value_too: bool,
     /// `@jvp(p, ...)`: (differentiated parameter, its tangent parameter).
     jvp: Option<Vec<(usize, usize)>>,
+    /// Element-type parameters (`fn f[T, N](x: T[N])`) not yet fixed; the
+    /// function is specialized where it is called, from its arguments.
+    generic: Vec<String>,
 }
 
 /// The type of a static parameter.
@@ -151,7 +154,7 @@ enum StaticKind {
 
 impl Sig {
     fn is_template(&self) -> bool {
-        self.statics.iter().any(Option::is_some)
+        self.statics.iter().any(Option::is_some) || !self.generic.is_empty()
     }
 }
 
@@ -239,11 +242,16 @@ pub fn check(module: &Module) -> Result<Checked, CheckError> {
         if sig.is_template() {
             // Lowered where it is called, once its static values are known.
             let names = sig
-                .params
+                .generic
                 .iter()
-                .zip(&sig.statics)
-                .filter(|(_, s)| s.is_some())
-                .map(|(p, _)| p.0.clone())
+                .cloned()
+                .chain(
+                    sig.params
+                        .iter()
+                        .zip(&sig.statics)
+                        .filter(|(_, s)| s.is_some())
+                        .map(|(p, _)| p.0.clone()),
+                )
                 .collect();
             templates.push((i, names));
             continue;
@@ -297,7 +305,35 @@ fn plural(n: usize, what: &str) -> String {
 }
 
 /// Resolve a written non-tuple type against the declared size parameters.
-fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Option<Type> {
+/// The element-type parameters of a function: bracket names used as an
+/// element type (`T` in `fn f[T, N](x: T[N])`).
+fn generic_names(f: &FnDef) -> Vec<String> {
+    fn dtype_names(t: &TypeExpr, out: &mut Vec<String>) {
+        match t {
+            TypeExpr::Named { dtype, .. } => out.push(dtype.name.clone()),
+            TypeExpr::Tuple { elems, .. } => elems.iter().for_each(|e| dtype_names(e, out)),
+        }
+    }
+    let mut used = Vec::new();
+    for p in &f.params {
+        dtype_names(&p.ty, &mut used);
+    }
+    dtype_names(&f.ret, &mut used);
+    f.size_params
+        .iter()
+        .filter(|s| used.contains(&s.name))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Resolve a type; `dtypes` gives the element type of each element-type
+/// parameter (a placeholder `f64` stands for one not fixed yet).
+fn resolve_type_with(
+    t: &TypeExpr,
+    sizes: &[Ident],
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Type> {
     match t {
         TypeExpr::Tuple { span, .. } => {
             errs.push(Diagnostic::new(
@@ -308,7 +344,8 @@ fn resolve_type(t: &TypeExpr, sizes: &[Ident], errs: &mut Vec<Diagnostic>) -> Op
         }
         TypeExpr::Named { dtype, dims, .. } => {
             let mut ok = true;
-            let d = match DType::from_name(&dtype.name) {
+            let d = match DType::from_name(&dtype.name).or_else(|| dtypes.get(&dtype.name).copied())
+            {
                 Some(d) => Some(d),
                 None if matches!(dtype.name.as_str(), "i64" | "bool") => {
                     errs.push(
@@ -389,8 +426,33 @@ fn static_kind(t: &TypeExpr, errs: &mut Vec<Diagnostic>) -> Option<StaticKind> {
 }
 
 fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
+    let generic = generic_names(f);
+    // Until it is specialized, an element-type parameter stands for f64.
+    let placeholders: HashMap<String, DType> =
+        generic.iter().map(|g| (g.clone(), DType::F64)).collect();
+    let mut sig = signature_with(f, &placeholders, errs)?;
+    sig.generic = generic;
+    Some(sig)
+}
+
+/// The signature with the element-type parameters fixed by `dtypes`.
+fn signature_with(
+    f: &FnDef,
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Sig> {
     let before = errs.len();
     let fname = &f.name.name;
+    let all_sizes = &f.size_params;
+    let size_params: Vec<Ident> = all_sizes
+        .iter()
+        .filter(|s| !dtypes.contains_key(&s.name))
+        .cloned()
+        .collect();
+    let f = &FnDef {
+        size_params: size_params.clone(),
+        ..f.clone()
+    };
     // Size parameters.
     let mut seen: HashMap<&str, Span> = HashMap::new();
     for s in &f.size_params {
@@ -420,7 +482,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                 params.push((p.name.name.clone(), Type::scalar(DType::F64), p.span));
                 statics.push(Some(k));
             }
-        } else if let Some(t) = resolve_type(&p.ty, &f.size_params, errs) {
+        } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
             if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
                 errs.push(
                     Diagnostic::new(p.ty.span(), format!("the type of parameter `{}` has a computed size", p.name.name))
@@ -429,6 +491,21 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
             }
             params.push((p.name.name.clone(), t, p.span));
             statics.push(None);
+        }
+    }
+    // Every element-type parameter must be the element type of a parameter.
+    for s in all_sizes.iter().filter(|s| dtypes.contains_key(&s.name)) {
+        let used = f.params.iter().any(|p| {
+            matches!(&p.ty, TypeExpr::Named { dtype, .. } if dtype.name == s.name) && !p.is_static
+        });
+        if !used {
+            errs.push(Diagnostic::new(
+                s.span,
+                format!(
+                    "element type `{}` of `{fname}` is not the element type of any parameter, so it cannot be inferred",
+                    s.name
+                ),
+            ));
         }
     }
     // Every size parameter must be inferable from a parameter type.
@@ -459,14 +536,16 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
                         *span,
                         "nested tuple types are not supported",
                     ));
-                } else if let Some(t) = resolve_type(e, &f.size_params, errs) {
+                } else if let Some(t) = resolve_type_with(e, &f.size_params, dtypes, errs) {
                     ret.push(t);
                 }
             }
             (ret, true)
         }
         t => (
-            resolve_type(t, &f.size_params, errs).into_iter().collect(),
+            resolve_type_with(t, &f.size_params, dtypes, errs)
+                .into_iter()
+                .collect(),
             false,
         ),
     };
@@ -651,6 +730,7 @@ fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
         grad,
         value_too,
         jvp,
+        generic: Vec::new(),
     })
 }
 
@@ -2136,6 +2216,67 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         };
         let decl = &self.module.items[fi];
+        // A generic callee: its element types come from the arguments.
+        let spec_sig;
+        let generic = !sig.generic.is_empty();
+        let sig = if generic {
+            let mut dtypes: HashMap<String, DType> = HashMap::new();
+            let mut from: HashMap<String, usize> = HashMap::new();
+            for (k, (p, v)) in decl.params.iter().zip(&vals).enumerate() {
+                let (TypeExpr::Named { dtype, .. }, Val::Var(x)) = (&p.ty, v) else {
+                    continue;
+                };
+                if !sig.generic.contains(&dtype.name) {
+                    continue;
+                }
+                let d = self.ty(*x).dtype;
+                match dtypes.get(&dtype.name) {
+                    Some(&d0) if d0 != d => {
+                        let other = &decl.params[from[&dtype.name]].name.name;
+                        self.error(
+                            Diagnostic::new(
+                                args[k].span,
+                                format!(
+                                    "`{}` of `{name}` is {d0} from argument `{other}`, but this argument is {d}",
+                                    dtype.name
+                                ),
+                            )
+                            .with_note("there is no implicit conversion between f32 and f64"),
+                        );
+                        return Val::Err;
+                    }
+                    Some(_) => {}
+                    None => {
+                        dtypes.insert(dtype.name.clone(), d);
+                        from.insert(dtype.name.clone(), k);
+                    }
+                }
+            }
+            for g in &sig.generic {
+                if !dtypes.contains_key(g) {
+                    if vals.iter().any(|v| matches!(v, Val::Err)) {
+                        return Val::Err;
+                    }
+                    self.error(
+                        Diagnostic::new(
+                            e.span,
+                            format!("cannot infer the element type `{g}` of `{name}` from these arguments"),
+                        )
+                        .with_note("pass an array or a typed value (not only numbers) where it is used"),
+                    );
+                    return Val::Err;
+                }
+            }
+            match signature_with(decl, &dtypes, &mut self.errs) {
+                Some(s) => {
+                    spec_sig = s;
+                    &spec_sig
+                }
+                None => return Val::Err,
+            }
+        } else {
+            sig
+        };
         if args.len() != sig.params.len() {
             self.error(
                 Diagnostic::new(
@@ -2301,8 +2442,9 @@ impl<'a> FnCx<'a> {
                 _ => return Val::Err,
             }
         }
-        if sig.is_template() {
-            // Specialize: lower the callee's body with these static values.
+        if generic || sig.is_template() {
+            // Specialize: lower the callee's body with these static values
+            // and element types.
             let lowered = self.lowered;
             let mut cx = FnCx::new(sigs, lowered, self.by_name, self.module, fi, sig);
             let spec = cx.lower_fn(decl, sig, &statics);
@@ -2570,7 +2712,16 @@ impl<'a> FnCx<'a> {
                 // keeps holding).
                 Some(m) => {
                     let span = result_expr(body).span;
-                    self.select(m, (state, init.span), (next, span), hints)
+                    let kept = self.select(m, (state.clone(), init.span), (next, span), hints);
+                    if let Some(msg) = self.state_change(&state, &kept) {
+                        let cspan = done.map_or(init.span, |(_, b)| result_expr(b).span);
+                        self.error(Diagnostic::new(
+                            cspan,
+                            format!("the stop condition of `iterate_until` must have the state's shape or be a scalar: {msg}"),
+                        ));
+                        return Val::Err;
+                    }
+                    kept
                 }
                 None => next,
             };

@@ -95,7 +95,7 @@ impl Program {
         if let Some((_, statics)) = self.templates.iter().find(|(n, _)| n == name) {
             let names: Vec<String> = statics.iter().map(|s| format!("`{s}`")).collect();
             return Err(Error::Usage(format!(
-                "`{name}` has static parameters ({}): it is compiled where it is called with their values; call it from a function that passes them",
+                "`{name}` has static or element-type parameters ({}): it is compiled where it is called, with their values; call it from a function that fixes them",
                 names.join(", ")
             )));
         }
