@@ -1945,50 +1945,7 @@ impl<'a> FnCx<'a> {
                 self.push(hint, irop, &[a, b], None)
             }
             (Val::Var(a), Val::Var(b)) => {
-                let (ta, tb) = (self.ty(a), self.ty(b));
-                if ta.dtype != tb.dtype {
-                    self.error(
-                        Diagnostic::new(
-                            op_span,
-                            format!(
-                                "`{op_text}` mixes element types {} and {}",
-                                ta.dtype, tb.dtype
-                            ),
-                        )
-                        .with_label(lspan, format!("this has type {ta}"))
-                        .with_label(rspan, format!("this has type {tb}"))
-                        .with_note("there is no implicit conversion between f32 and f64"),
-                    );
-                    return Val::Err;
-                }
-                let (a, b) = if ta == tb {
-                    (a, b)
-                } else if ta.is_scalar() {
-                    match self.bcast(a, &tb) {
-                        Some(x) => (x, b),
-                        None => return Val::Err,
-                    }
-                } else if tb.is_scalar() {
-                    match self.bcast(b, &ta) {
-                        Some(x) => (a, x),
-                        None => return Val::Err,
-                    }
-                } else if let Some(x) = self.repeat_rows(a, &ta, &tb) {
-                    (x, b)
-                } else if let Some(x) = self.repeat_rows(b, &tb, &ta) {
-                    (a, x)
-                } else {
-                    self.error(
-                        Diagnostic::new(
-                            op_span,
-                            format!("shape mismatch: `{op_text}` needs operands of the same shape, found {ta} and {tb}"),
-                        )
-                        .with_label(lspan, format!("this has type {ta}"))
-                        .with_label(rspan, format!("this has type {tb}")),
-                    );
-                    return Val::Err;
-                };
-                self.push(hint, irop, &[a, b], None)
+                self.elementwise2(irop, op_text, op_span, (a, lspan), (b, rspan), hint)
             }
             _ => return self.bug("binary: unexpected operands"),
         };
@@ -1996,6 +1953,64 @@ impl<'a> FnCx<'a> {
             Val::Var(x) if cmp => Val::Mask(x),
             v => v,
         }
+    }
+
+    /// An element-wise op on two typed values of one element type: a scalar
+    /// is broadcast to the other's shape, and a row to every row of a
+    /// matrix; other shapes must be equal.
+    fn elementwise2(
+        &mut self,
+        irop: Op,
+        op_text: &str,
+        op_span: Span,
+        (a, lspan): (VarId, Span),
+        (b, rspan): (VarId, Span),
+        hint: &str,
+    ) -> Val {
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta.dtype != tb.dtype {
+            self.error(
+                Diagnostic::new(
+                    op_span,
+                    format!(
+                        "`{op_text}` mixes element types {} and {}",
+                        ta.dtype, tb.dtype
+                    ),
+                )
+                .with_label(lspan, format!("this has type {ta}"))
+                .with_label(rspan, format!("this has type {tb}"))
+                .with_note("there is no implicit conversion between f32 and f64"),
+            );
+            return Val::Err;
+        }
+        let (a, b) = if ta == tb {
+            (a, b)
+        } else if ta.is_scalar() {
+            match self.bcast(a, &tb) {
+                Some(x) => (x, b),
+                None => return Val::Err,
+            }
+        } else if tb.is_scalar() {
+            match self.bcast(b, &ta) {
+                Some(x) => (a, x),
+                None => return Val::Err,
+            }
+        } else if let Some(x) = self.repeat_rows(a, &ta, &tb) {
+            (x, b)
+        } else if let Some(x) = self.repeat_rows(b, &tb, &ta) {
+            (a, x)
+        } else {
+            self.error(
+                Diagnostic::new(
+                    op_span,
+                    format!("shape mismatch: `{op_text}` needs operands of the same shape, found {ta} and {tb}"),
+                )
+                .with_label(lspan, format!("this has type {ta}"))
+                .with_label(rspan, format!("this has type {tb}")),
+            );
+            return Val::Err;
+        };
+        self.push(hint, irop, &[a, b], None)
     }
 
     /// Arithmetic and comparison on static integers (checked: overflow and
@@ -2510,39 +2525,7 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
-        let (a, b) = (xs[0], xs[1]);
-        let (ta, tb) = (self.ty(a), self.ty(b));
-        if ta.dtype != tb.dtype {
-            self.error(
-                Diagnostic::new(
-                    span,
-                    format!("`{name}` mixes element types {} and {}", ta.dtype, tb.dtype),
-                )
-                .with_note("there is no implicit conversion between f32 and f64"),
-            );
-            return Val::Err;
-        }
-        let (a, b) = if ta == tb {
-            (a, b)
-        } else if ta.is_scalar() {
-            match self.bcast(a, &tb) {
-                Some(x) => (x, b),
-                None => return Val::Err,
-            }
-        } else if tb.is_scalar() {
-            match self.bcast(b, &ta) {
-                Some(x) => (a, x),
-                None => return Val::Err,
-            }
-        } else {
-            self.error(
-                Diagnostic::new(span, format!("shape mismatch: `{name}` needs arguments of the same shape, found {ta} and {tb}"))
-                    .with_label(lspan, format!("this has type {ta}"))
-                    .with_label(rspan, format!("this has type {tb}")),
-            );
-            return Val::Err;
-        };
-        self.push(hint, op, &[a, b], None)
+        self.elementwise2(op, name, span, (xs[0], lspan), (xs[1], rspan), hint)
     }
 
     /// `iterate(n, init, s => step)`: `n` applications of `step` starting

@@ -386,22 +386,26 @@ impl Parser {
         })
     }
 
+    /// A name or a tuple of names `(a, b)` (`let` and step functions).
+    fn pattern(&mut self, what: &str) -> PResult<Pattern> {
+        if !self.at(&Tok::LParen) {
+            return Ok(Pattern::Name(self.ident(what)?));
+        }
+        let open = self.bump().span;
+        let names = self.ident_list(&Tok::RParen, "a name")?;
+        let close = self.expect(&Tok::RParen)?;
+        if names.is_empty() {
+            return Err(Diagnostic::new(
+                open.to(close),
+                "expected at least one name",
+            ));
+        }
+        Ok(Pattern::Tuple(names, open.to(close)))
+    }
+
     fn let_stmt(&mut self) -> PResult<Let> {
         let start = self.expect(&Tok::Let)?;
-        let pattern = if self.at(&Tok::LParen) {
-            let open = self.bump().span;
-            let names = self.ident_list(&Tok::RParen, "a name")?;
-            let close = self.expect(&Tok::RParen)?;
-            if names.is_empty() {
-                return Err(Diagnostic::new(
-                    open.to(close),
-                    "expected at least one name",
-                ));
-            }
-            Pattern::Tuple(names, open.to(close))
-        } else {
-            Pattern::Name(self.ident("a name after `let`")?)
-        };
+        let pattern = self.pattern("a name after `let`")?;
         self.expect(&Tok::Eq)?;
         self.skip_newlines();
         let value = self.expr()?;
@@ -510,20 +514,7 @@ impl Parser {
 
     fn lambda(&mut self) -> PResult<Expr> {
         let start = self.span();
-        let param = if self.at(&Tok::LParen) {
-            let open = self.bump().span;
-            let names = self.ident_list(&Tok::RParen, "a name")?;
-            let close = self.expect(&Tok::RParen)?;
-            if names.is_empty() {
-                return Err(Diagnostic::new(
-                    open.to(close),
-                    "expected at least one name",
-                ));
-            }
-            Pattern::Tuple(names, open.to(close))
-        } else {
-            Pattern::Name(self.ident("a name")?)
-        };
+        let param = self.pattern("a name")?;
         self.expect(&Tok::FatArrow)?;
         self.skip_newlines();
         let body = self.expr()?;
