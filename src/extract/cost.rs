@@ -96,12 +96,34 @@ impl CostModel {
         match node {
             Node::Input(_) | Node::Ty(_) => Cost::ZERO,
             Node::Op(op, ch) => {
+                // Reductions work per operand element; `matmul` per
+                // multiply-add (result elements times the inner size).
+                let operand = |k: usize| ch.get(k).and_then(|c| eg[*c].data.ty.as_ref());
                 let counted = match op {
-                    Op::Sum => ch.first().and_then(|c| eg[*c].data.ty.as_ref()),
+                    Op::Sum | Op::MaxAll | Op::MinAll | Op::SumLead | Op::SumTail => {
+                        operand(0).map(|t| self.elements(t))
+                    }
+                    Op::MatMul => match (operand(0), operand(1)) {
+                        (Some(a), Some(b)) => {
+                            let inner =
+                                Type::array(a.dtype, a.shape.get(1).cloned().into_iter().collect());
+                            let outer = Type::array(
+                                a.dtype,
+                                a.shape
+                                    .first()
+                                    .cloned()
+                                    .into_iter()
+                                    .chain(b.shape.get(1).cloned())
+                                    .collect(),
+                            );
+                            Some(self.elements(&outer) * self.elements(&inner))
+                        }
+                        _ => None,
+                    },
                     _ => None,
                 };
                 let elems = match counted {
-                    Some(t) => self.elements(t),
+                    Some(n) => n,
                     None => {
                         // The result type: any class holding this node has it.
                         match eg

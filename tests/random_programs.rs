@@ -1,0 +1,2824 @@
+//! Random well-typed programs, checked end to end.
+//!
+//! A seeded generator writes small `.eg` programs (as source text) over the
+//! language as it is: scalars, vectors `f64[N]`, `f64[N-1]`, `f64[M]` and
+//! matrices `f64[N, M]` (and their transposes and products), sometimes with
+//! literal sizes; arithmetic with scalar and row broadcasting; math
+//! functions on arguments kept in their domain (`log`/`sqrt` of `1 + x*x`,
+//! `exp` of bounded values, `pow(1 + x*x, 1.5)`, `sqrt`/`log` behind an `if`
+//! whose untaken branch is NaN); `max`/`min`/`abs`; the reductions; `let`
+//! and blocks; dynamic `if` with comparisons and `&&`/`||`/`!`; `iterate`
+//! (with tuple states, and static counts passed to templates) and
+//! `iterate_until`; static `i64`, `f64` and `bool` parameters; `tabulate`
+//! with `x[i]`, `x[i + 1]` (over `N`, `N-1`, `N-2`, `M`, 2), rows of
+//! matrices and matrix-vector products; static indices; `matmul`;
+//! `transpose`; helper functions, in any order, some of them `@grad`,
+//! `@value_and_grad` or `@jvp` functions. Every value is kept bounded
+//! (wrapped in `tanh` or scaled by a power of two where it could grow), so
+//! nothing overflows. Each program has a scalar `loss`, `dloss = @grad(...)`
+//! of a random subset of its parameters in a random order, often
+//! `vg = @value_and_grad(...)` and `jv = @jvp(...)`, and, when the loss has
+//! a scalar parameter `s`, `d1 = @grad(s) loss`, `d2 = @grad(s) d1` and
+//! often `hv = @jvp(s) d1`. For every program:
+//!
+//! 1. every function's unoptimized IR gives the same bits in the JIT and the
+//!    interpreter (NaN equals NaN), the e-graph-optimized IR agrees with it
+//!    within 1e-9 relative (how many are not bit-identical is printed), and
+//!    the JIT of the optimized IR equals the interpreter on it bit for bit;
+//!    both again on extreme inputs (signed zeros, huge, tiny, infinite,
+//!    NaN), and the program with `f32` for `f64` through the JIT and the
+//!    interpreter, bit for bit;
+//! 2. `dloss` equals central finite differences of the loss (h =
+//!    1e-6·max(1, |x|), tolerance 1e-5·(1 + |fd|)); `vg` equals the loss and
+//!    `dloss`; `jv` equals finite differences along random tangents and the
+//!    gradient along them;
+//! 3. `d2` equals central finite differences of `d1`, and `hv` is `d2 * ds`.
+//!
+//! Inputs are drawn away from the kinks of the loss (comparisons, `max`,
+//! `min`, `abs`, ties of `max/` and `min/`), found by evaluating every
+//! statement of the loss's IR; where no such inputs are found (a structural
+//! tie) or where finite differences with steps h and h/10 disagree by more
+//! than 1e-3 relative, the finite-difference check is skipped and counted
+//! (skips must stay under 20%).
+//!
+//! Environment: `EGRAD_RANDOM_SEED` (base seed), `EGRAD_RANDOM_PROGRAMS`
+//! (count), `EGRAD_RANDOM_PROGRAM_SEED` (only the program of that seed, as
+//! printed on a failure), `EGRAD_RANDOM_DEPTH` (bigger expressions),
+//! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
+//! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
+//! (print why a program's finite differences were skipped).
+//!
+//! # Bugs this test found
+//!
+//! The reverse pass guarded the VJP of every value upstream of a `select`
+//! (a dynamic `if`, `iterate_until`) with `select(g != 0, vjp, 0)`
+//! instantiated at the argument's shape, which is wrong for `matmul`, whose
+//! cotangent `g` has the result's shape: an internal compiler error when the
+//! shapes differ, a silently wrong gradient when they coincide (square
+//! matrices), and the same for second derivatives wherever the first
+//! derivative has a `select` (from `if`, `max`, `min`, `abs`, `max/`,
+//! `min/`) with a `matmul` upstream. Minimized:
+//!
+//! ```text
+//! fn loss(A: f64[3, 2], B: f64[2, 4], s: f64) -> f64 = +/(if s > 0 { matmul(A, B) } else { 0 })
+//! @grad(A) fn dloss(A: f64[3, 2], B: f64[2, 4], s: f64) -> f64[3, 2] = loss(A, B, s)
+//!   => internal compiler error: VJP of `matmul`: ?g: `bcast` to f64[3, 2] ... got f64[3, 4]
+//!
+//! fn loss(A: f64[2, 2]) -> f64 { let p = matmul(A, A); +/(if p > 0 { p } else { 0 }) }
+//! @grad(A) fn dloss(A: f64[2, 2]) -> f64[2, 2] = loss(A)
+//!   => [2, 0, 0, -8] at A = [[1, 2], [3, -4]]; the gradient is [2, 6, 4, -8]
+//!
+//! +/tanh(matmul(A * s, B)) * max(s, 0.5), differentiated twice in s
+//! ```
+//!
+//! Fixed in `src/differentiate/reverse.rs`: the guard on masked cotangents
+//! is now applied only to element-wise ops and scalar cotangents.
+
+use egrad::backend::{self, BackendOptions};
+use egrad::lang::interp::run;
+use egrad::lang::ir::Function;
+use egrad::lang::types::Dim;
+use egrad::lang::value::Value;
+use egrad::ops::Op;
+use egrad::pipeline::{optimize_ir, Options};
+use egrad::Program;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+// ---------------------------------------------------------------- random
+
+/// SplitMix64: small, fast and reproducible everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())].clone()
+    }
+    fn shuffle<T>(&mut self, xs: &mut [T]) {
+        for i in (1..xs.len()).rev() {
+            let j = self.below(i + 1);
+            xs.swap(i, j);
+        }
+    }
+}
+
+fn mix(seed: u64) -> u64 {
+    Rng(seed).next_u64()
+}
+
+// ---------------------------------------------------------------- types
+
+/// A dimension: the loss's `N`, `M` (`K` in helpers) or `N-1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum D {
+    N,
+    M,
+    N1,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Ty {
+    S,
+    V(D),
+    Mt(D, D),
+}
+
+const ALL_DIMS: [D; 3] = [D::N, D::M, D::N1];
+
+impl Ty {
+    fn is_array(self) -> bool {
+        self != Ty::S
+    }
+    /// The type of `x[k]`.
+    fn row(self) -> Option<Ty> {
+        match self {
+            Ty::S => None,
+            Ty::V(_) => Some(Ty::S),
+            Ty::Mt(_, c) => Some(Ty::V(c)),
+        }
+    }
+    fn lead(self) -> Option<D> {
+        match self {
+            Ty::S => None,
+            Ty::V(d) | Ty::Mt(d, _) => Some(d),
+        }
+    }
+    /// An upper bound of the number of elements.
+    fn len_max(self) -> f64 {
+        match self {
+            Ty::S => 1.0,
+            Ty::V(d) => dim_max(d),
+            Ty::Mt(a, b) => dim_max(a) * dim_max(b),
+        }
+    }
+    fn uses_n1(self) -> bool {
+        matches!(self, Ty::V(D::N1) | Ty::Mt(D::N1, _) | Ty::Mt(_, D::N1))
+    }
+    /// This type with its dims renamed (None if a dim has no image).
+    fn map(self, f: &dyn Fn(D) -> Option<D>) -> Option<Ty> {
+        Some(match self {
+            Ty::S => Ty::S,
+            Ty::V(d) => Ty::V(f(d)?),
+            Ty::Mt(a, b) => Ty::Mt(f(a)?, f(b)?),
+        })
+    }
+}
+
+const N_MAX: usize = 5;
+const M_MAX: usize = 3;
+
+fn dim_max(d: D) -> f64 {
+    match d {
+        D::N => N_MAX as f64,
+        D::M => M_MAX as f64,
+        D::N1 => (N_MAX - 1) as f64,
+    }
+}
+
+/// The largest magnitude a generated value may have before it is wrapped.
+const LIMIT: f64 = 8.0;
+
+// ---------------------------------------------------------------- expressions
+
+/// A generated expression.
+#[derive(Clone, Debug)]
+struct Ex {
+    /// Source text, always an operand (a name, a call, parenthesized, ...).
+    s: String,
+    /// An upper bound of the magnitude of every element.
+    b: f64,
+    /// An array whose elements are generically distinct (no structural ties,
+    /// so `max/` and `min/` have a unique argmax).
+    var: bool,
+    /// Depends on the index of the enclosing `tabulate`.
+    tab: bool,
+    /// Uses only ops that `tabulate` can apply to stacked values (so a
+    /// helper made of it can be called with `x[i]`).
+    ts: bool,
+    /// Known at compile time (made of literals and static numbers).
+    k: bool,
+}
+
+impl Ex {
+    fn leaf(s: impl Into<String>, b: f64, var: bool) -> Ex {
+        Ex {
+            s: s.into(),
+            b,
+            var,
+            tab: false,
+            ts: true,
+            k: false,
+        }
+    }
+    fn lit(x: f64) -> Ex {
+        Ex {
+            s: fmt_lit(x),
+            b: x.abs(),
+            var: false,
+            tab: false,
+            ts: true,
+            k: true,
+        }
+    }
+    /// A compound of `parts`: flags combined, text and bound given.
+    fn of(s: String, b: f64, var: bool, parts: &[&Ex]) -> Ex {
+        Ex {
+            s,
+            b,
+            var,
+            tab: parts.iter().any(|p| p.tab),
+            ts: parts.iter().all(|p| p.ts),
+            k: parts.iter().all(|p| p.k),
+        }
+    }
+    fn not_ts(mut self) -> Ex {
+        self.ts = false;
+        self
+    }
+}
+
+fn fmt_lit(x: f64) -> String {
+    let s = format!("{x}");
+    if x < 0.0 {
+        format!("({s})")
+    } else {
+        s
+    }
+}
+
+/// A condition (a bool expression).
+#[derive(Clone, Debug)]
+struct Cond {
+    s: String,
+    tab: bool,
+    ts: bool,
+}
+
+/// A name in scope.
+#[derive(Clone, Debug)]
+struct Var {
+    name: String,
+    ty: Ty,
+    b: f64,
+    var: bool,
+    tab: bool,
+    k: bool,
+    used: bool,
+}
+
+/// A parameter of a helper.
+#[derive(Clone, Debug)]
+enum HParam {
+    Dyn(Ty),
+    StaticInt,
+    StaticReal,
+    StaticBool,
+}
+
+/// A helper function the generator may call.
+#[derive(Clone, Debug)]
+struct Helper {
+    name: String,
+    params: Vec<HParam>,
+    /// Result types in the helper's dims (N, M = `K`, N1 = `N-1`).
+    rets: Vec<Ty>,
+    /// Bound of the results (infinite: unknown, e.g. a gradient).
+    b: f64,
+    ts: bool,
+    /// Its array arguments must be `var` (it takes `max/` or `min/` of them).
+    needs_var: bool,
+    /// Uses `N-1`: only called where N >= 2 (from the loss, with N = N).
+    uses_n1: bool,
+}
+
+/// The length of a `tabulate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Len {
+    D(D),
+    /// The literal 2 (N >= 2 in the loss).
+    Two,
+    /// `N-2` (empty when N = 2).
+    N2,
+}
+
+#[derive(Clone, Debug)]
+struct Tab {
+    len: Len,
+    idx: String,
+}
+
+/// Generation state for one function body.
+struct Gen<'r> {
+    rng: &'r mut Rng,
+    env: Vec<Var>,
+    helpers: Vec<Helper>,
+    tab: Option<Tab>,
+    /// The smallest value N may have here (2 in the loss, 1 in helpers).
+    n_min: u64,
+    /// Literal sizes (the loss sometimes has them).
+    lit: Option<(u64, u64)>,
+    m_name: &'static str,
+    allow_n1: bool,
+    fresh: usize,
+    /// Static integer parameter usable as an `iterate` count.
+    static_count: Option<String>,
+    /// Inside the text of a `tabulate` body (also where values are
+    /// hoisted out of it): no `tabulate` may be written here.
+    no_tabulate: bool,
+}
+
+const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
+
+impl<'r> Gen<'r> {
+    fn new(rng: &'r mut Rng, n_min: u64, m_name: &'static str) -> Gen<'r> {
+        Gen {
+            rng,
+            env: Vec::new(),
+            helpers: Vec::new(),
+            tab: None,
+            n_min,
+            lit: None,
+            m_name,
+            allow_n1: n_min >= 2,
+            fresh: 0,
+            static_count: None,
+            no_tabulate: false,
+        }
+    }
+
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.fresh += 1;
+        format!("{prefix}{}", self.fresh)
+    }
+
+    fn dim(&self, d: D) -> String {
+        match (self.lit, d) {
+            (Some((n, _)), D::N) => n.to_string(),
+            (Some((_, m)), D::M) => m.to_string(),
+            (Some((n, _)), D::N1) => (n - 1).to_string(),
+            (None, D::N) => "N".into(),
+            (None, D::M) => self.m_name.into(),
+            (None, D::N1) => "N-1".into(),
+        }
+    }
+
+    fn ty_text(&self, t: Ty) -> String {
+        match t {
+            Ty::S => "f64".into(),
+            Ty::V(d) => format!("f64[{}]", self.dim(d)),
+            Ty::Mt(a, b) => format!("f64[{}, {}]", self.dim(a), self.dim(b)),
+        }
+    }
+
+    fn min_len(&self, d: D) -> u64 {
+        match d {
+            D::N => self.n_min,
+            D::M | D::N1 => 1,
+        }
+    }
+
+    fn push_var(&mut self, name: &str, e: &Ex, ty: Ty) {
+        self.env.push(Var {
+            name: name.to_string(),
+            ty,
+            b: e.b,
+            var: e.var,
+            tab: e.tab,
+            k: e.k,
+            used: false,
+        });
+    }
+
+    /// Names visible here (the latest binding of each name), by index.
+    fn visible(&self) -> Vec<usize> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for (i, v) in self.env.iter().enumerate().rev() {
+            if !seen.insert(v.name.clone()) {
+                continue;
+            }
+            if v.tab && self.tab.is_none() {
+                continue;
+            }
+            out.push(i);
+        }
+        out
+    }
+
+    fn use_var(&mut self, i: usize) -> Ex {
+        self.env[i].used = true;
+        let v = &self.env[i];
+        Ex {
+            s: v.name.clone(),
+            b: v.b,
+            var: v.var,
+            tab: v.tab,
+            ts: true,
+            k: v.k,
+        }
+    }
+
+    /// Types that can be built from the names in scope.
+    fn avail(&self) -> Vec<Ty> {
+        let mut set: Vec<Ty> = vec![Ty::S];
+        let add = |t: Ty, set: &mut Vec<Ty>| {
+            if !set.contains(&t) {
+                set.push(t);
+            }
+        };
+        for i in self.visible() {
+            let v = &self.env[i];
+            if v.tab {
+                continue;
+            }
+            add(v.ty, &mut set);
+            match v.ty {
+                Ty::V(D::N) if self.allow_n1 && !self.no_tabulate => add(Ty::V(D::N1), &mut set),
+                Ty::Mt(a, b) => {
+                    add(Ty::Mt(b, a), &mut set);
+                    add(Ty::Mt(a, a), &mut set);
+                    add(Ty::Mt(b, b), &mut set);
+                    add(Ty::V(a), &mut set);
+                    add(Ty::V(b), &mut set);
+                }
+                _ => {}
+            }
+        }
+        set.retain(|t| self.allow_n1 || !t.uses_n1());
+        set
+    }
+
+    // ------------------------------------------------------------ leaves
+
+    /// Arrays `base[i + off]` can read inside `tabulate[len]`: (base text,
+    /// its var flag, its bound, offset, row type).
+    fn tab_bases(&self, len: Len) -> Vec<(String, bool, f64, u64, Ty)> {
+        let mut out = Vec::new();
+        for i in self.visible() {
+            let v = &self.env[i];
+            if v.tab {
+                continue;
+            }
+            let mut cands = vec![(v.name.clone(), v.ty)];
+            if let Ty::Mt(a, b) = v.ty {
+                cands.push((format!("transpose({})", v.name), Ty::Mt(b, a)));
+            }
+            for (base, ty) in cands {
+                let (Some(lead), Some(row)) = (ty.lead(), ty.row()) else {
+                    continue;
+                };
+                let offs: &[u64] = match (len, lead) {
+                    (Len::D(l), d) if l == d => &[0],
+                    (Len::D(D::N1), D::N) => &[0, 1],
+                    (Len::Two, D::N) if self.n_min >= 2 => &[0],
+                    (Len::N2, D::N) if self.n_min >= 2 => &[0, 1, 2],
+                    (Len::N2, D::N1) if self.n_min >= 2 => &[0, 1],
+                    _ => &[],
+                };
+                for &o in offs {
+                    out.push((base.clone(), v.var, v.b, o, row));
+                }
+            }
+        }
+        out
+    }
+
+    /// `base[i]` or `base[i + 1]` of type `ty` in the enclosing `tabulate`.
+    fn tab_leaf(&mut self, ty: Ty) -> Option<Ex> {
+        let tab = self.tab.clone()?;
+        let bases: Vec<_> = self
+            .tab_bases(tab.len)
+            .into_iter()
+            .filter(|r| r.4 == ty)
+            .collect();
+        if bases.is_empty() {
+            return None;
+        }
+        let (base, var, b, off, _) = self.rng.pick(&bases);
+        self.mark_used(base.trim_start_matches("transpose(").trim_end_matches(')'));
+        let i = &tab.idx;
+        let ix = match (off, self.rng.below(6)) {
+            (0, 0) => format!("{i} + 1 - 1"),
+            (0, _) => i.clone(),
+            (_, 0) => format!("{off} + {i}"),
+            (_, 1) => format!("{i} + {} - 1", off + 1),
+            _ => format!("{i} + {off}"),
+        };
+        let mut e = Ex::leaf(format!("{base}[{ix}]"), b, var);
+        e.tab = true;
+        Some(e)
+    }
+
+    /// A leaf of type `ty`: a name, a literal, an index, or the simplest
+    /// derived form.
+    fn leaf(&mut self, ty: Ty) -> Ex {
+        let mut cands: Vec<Ex> = Vec::new();
+        let vis = self.visible();
+        let mut var_idx = Vec::new();
+        for &i in &vis {
+            if self.env[i].ty == ty {
+                var_idx.push(i);
+            }
+        }
+        if !var_idx.is_empty() && self.rng.chance(0.7) {
+            // The most recent binding half of the time (`visible` is newest first).
+            let i = if self.rng.chance(0.5) {
+                var_idx[0]
+            } else {
+                self.rng.pick(&var_idx)
+            };
+            return self.use_var(i);
+        }
+        for &i in &var_idx {
+            let e = self.use_var(i);
+            cands.push(e);
+        }
+        // Rows of the enclosing tabulate.
+        if let Some(e) = self.tab_leaf(ty) {
+            if self.rng.chance(0.6) {
+                return e;
+            }
+            cands.push(e);
+        }
+        if ty == Ty::S && (self.rng.chance(0.25) || cands.is_empty()) {
+            let x = self.rng.pick(LITS);
+            cands.push(Ex::lit(x));
+        }
+        // Static indices of names.
+        for &i in &vis {
+            let v = self.env[i].clone();
+            if v.tab {
+                continue;
+            }
+            match (v.ty, ty) {
+                (Ty::V(d), Ty::S) => {
+                    let k = self.rng.below(self.min_len(d) as usize);
+                    let mut e = Ex::leaf(format!("{}[{k}]", v.name), v.b, false).not_ts();
+                    e.k = v.k;
+                    cands.push(e);
+                }
+                (Ty::Mt(r, c), Ty::V(d)) if c == d => {
+                    let k = self.rng.below(self.min_len(r) as usize);
+                    cands.push(Ex::leaf(format!("{}[{k}]", v.name), v.b, v.var).not_ts());
+                }
+                (Ty::Mt(r, c), Ty::V(d)) if r == d => {
+                    let k = self.rng.below(self.min_len(c) as usize);
+                    cands
+                        .push(Ex::leaf(format!("transpose({})[{k}]", v.name), v.b, v.var).not_ts());
+                }
+                (Ty::Mt(r, c), Ty::S) => {
+                    let k = self.rng.below(self.min_len(r) as usize);
+                    let j = self.rng.below(self.min_len(c) as usize);
+                    cands.push(Ex::leaf(format!("{}[{k}, {j}]", v.name), v.b, false).not_ts());
+                }
+                _ => {}
+            }
+        }
+        if cands.is_empty() {
+            if let Some(e) = self.derive(ty) {
+                return e;
+            }
+            panic!("generator: no leaf of type {ty:?}");
+        }
+        let e = self.rng.pick(&cands);
+        // Mark a picked name used.
+        if let Some(i) = vis.iter().find(|&&i| self.env[i].name == e.s) {
+            self.env[*i].used = true;
+        }
+        e
+    }
+
+    /// A value of an array type no name has: `N-1` differences, a
+    /// transpose, a matrix product.
+    fn derive(&mut self, ty: Ty) -> Option<Ex> {
+        let vis = self.visible();
+        let names: Vec<Var> = vis
+            .iter()
+            .map(|&i| self.env[i].clone())
+            .filter(|v| !v.tab)
+            .collect();
+        if self.tab.is_some() {
+            return self.hoist(|g| g.derive(ty));
+        }
+        match ty {
+            Ty::V(D::N1) => {
+                if self.no_tabulate {
+                    return None;
+                }
+                let v = names.iter().find(|v| v.ty == Ty::V(D::N))?.clone();
+                self.mark_used(&v.name);
+                let i = self.fresh("i");
+                let len = self.dim(D::N1);
+                Some(
+                    Ex::leaf(
+                        format!(
+                            "tabulate[{len}]({i} => {n}[{i} + 1] - {n}[{i}])",
+                            n = v.name
+                        ),
+                        2.0 * v.b,
+                        v.var,
+                    )
+                    .not_ts(),
+                )
+            }
+            Ty::Mt(a, b) => {
+                if let Some(v) = names.iter().find(|v| v.ty == Ty::Mt(b, a)).cloned() {
+                    self.mark_used(&v.name);
+                    return Some(Ex::leaf(format!("transpose({})", v.name), v.b, v.var).not_ts());
+                }
+                if a == b {
+                    for v in &names {
+                        if let Ty::Mt(r, c) = v.ty {
+                            self.mark_used(&v.name);
+                            if r == a {
+                                return Some(
+                                    Ex::leaf(
+                                        format!("matmul({n}, transpose({n}))", n = v.name),
+                                        dim_max(c) * v.b * v.b,
+                                        false,
+                                    )
+                                    .not_ts(),
+                                )
+                                .map(|e| self.bounded(e));
+                            }
+                            if c == a {
+                                return Some(
+                                    Ex::leaf(
+                                        format!("matmul(transpose({n}), {n})", n = v.name),
+                                        dim_max(r) * v.b * v.b,
+                                        false,
+                                    )
+                                    .not_ts(),
+                                )
+                                .map(|e| self.bounded(e));
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            Ty::V(d) => {
+                for v in &names {
+                    if let Ty::Mt(r, c) = v.ty {
+                        if c == d {
+                            self.mark_used(&v.name);
+                            return Some(Ex::leaf(format!("{}[0]", v.name), v.b, v.var).not_ts());
+                        }
+                        if r == d {
+                            self.mark_used(&v.name);
+                            return Some(
+                                Ex::leaf(format!("transpose({})[0]", v.name), v.b, v.var).not_ts(),
+                            );
+                        }
+                    }
+                }
+                None
+            }
+            Ty::S => None,
+        }
+    }
+
+    fn mark_used(&mut self, name: &str) {
+        if let Some(v) = self.env.iter_mut().rev().find(|v| v.name == name) {
+            v.used = true;
+        }
+    }
+
+    /// Run `f` outside the enclosing `tabulate` (values that do not depend
+    /// on its index).
+    fn hoist<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.tab.take();
+        let r = f(self);
+        self.tab = saved;
+        r
+    }
+
+    // ------------------------------------------------------------ bounds
+
+    /// Keep `e` within LIMIT.
+    fn bounded(&mut self, e: Ex) -> Ex {
+        self.fit(e, LIMIT)
+    }
+
+    /// Keep `e` within `lim`: `tanh`, `sin` or a power-of-two scaling.
+    fn fit(&mut self, e: Ex, lim: f64) -> Ex {
+        if e.b <= lim {
+            return e;
+        }
+        let choice = if e.b.is_finite() {
+            self.rng.below(3)
+        } else {
+            0
+        };
+        match choice {
+            0 => Ex::of(format!("tanh({})", e.s), 1.0, e.var, &[&e]),
+            1 if e.b <= 16.0 && lim >= 1.0 => Ex::of(format!("sin({})", e.s), 1.0, e.var, &[&e]),
+            _ => {
+                let mut k = 1.0;
+                while e.b * k > lim {
+                    k *= 0.5;
+                }
+                Ex::of(format!("({} * {})", e.s, fmt_lit(k)), e.b * k, e.var, &[&e])
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ generation
+
+    /// A random expression of type `ty`.
+    fn gen(&mut self, ty: Ty, depth: u32) -> Ex {
+        // Inside `tabulate`, types other than the scalars and the rows being
+        // read are computed outside it.
+        if let Some(tab) = self.tab.clone() {
+            let rows: Vec<Ty> = self.tab_bases(tab.len).iter().map(|r| r.4).collect();
+            if ty != Ty::S && !rows.contains(&ty) {
+                return self.hoist(|g| g.gen(ty, depth));
+            }
+            if self.rng.chance(0.15) {
+                return self.hoist(|g| g.gen(ty, depth));
+            }
+        }
+        if depth == 0 || self.rng.chance(0.2) {
+            let e = self.leaf(ty);
+            return self.bounded(e);
+        }
+        let d = depth - 1;
+        let e = loop {
+            let r = self.rng.below(100);
+            let e = match r {
+                0..=15 => Some(self.binary(ty, d)),
+                16..=28 => Some(self.math(ty, d)),
+                29..=36 => Some(self.maxmin(ty, d)),
+                37..=46 => self.if_expr(ty, d),
+                47..=51 => Some(self.block(ty, d)),
+                52..=63 => self.call(ty, d),
+                64..=69 => self.iterate(ty, d),
+                70..=73 => self.safe_branch(ty, d),
+                _ => match ty {
+                    Ty::S => self.scalar_special(d),
+                    Ty::V(_) | Ty::Mt(..) => self.array_special(ty, d),
+                },
+            };
+            if let Some(e) = e {
+                break e;
+            }
+        };
+        self.bounded(e)
+    }
+
+    /// Two operands, the second regenerated if it is the same text.
+    fn distinct(&mut self, ta: Ty, tb: Ty, d: u32) -> (Ex, Ex) {
+        let a = self.gen(ta, d);
+        let mut b = self.gen(tb, d);
+        for _ in 0..4 {
+            if b.s != a.s {
+                break;
+            }
+            b = self.gen(tb, d);
+        }
+        if b.s == a.s {
+            b = Ex::lit(0.75);
+        }
+        (a, b)
+    }
+
+    /// Operand types for an element-wise op giving `ty`: (left, right).
+    fn operand_types(&mut self, ty: Ty, rows: bool) -> (Ty, Ty) {
+        let other = match ty {
+            Ty::S => Ty::S,
+            Ty::V(_) => {
+                if self.rng.chance(0.3) {
+                    Ty::S
+                } else {
+                    ty
+                }
+            }
+            Ty::Mt(_, c) => {
+                let r = self.rng.below(10);
+                if r < 3 {
+                    Ty::S
+                } else if r < 5 && rows && self.avail().contains(&Ty::V(c)) {
+                    Ty::V(c)
+                } else {
+                    ty
+                }
+            }
+        };
+        if self.rng.chance(0.5) {
+            (ty, other)
+        } else {
+            (other, ty)
+        }
+    }
+
+    fn binary(&mut self, ty: Ty, d: u32) -> Ex {
+        let (ta, tb) = self.operand_types(ty, true);
+        let row_bcast = ta != tb && ta != Ty::S && tb != Ty::S;
+        let var_of = |a: &Ex, _: Ty, b: &Ex, _: Ty| a.var || b.var;
+        let r = self.rng.below(10);
+        let mut e = if r < 7 {
+            let (a, b) = self.distinct(ta, tb, d);
+            let arrays = ta.is_array() && tb.is_array();
+            let (op, bound) = match self.rng.below(4) {
+                0 => ("+", a.b + b.b),
+                1 => ("-", a.b + b.b),
+                _ => (
+                    if arrays && self.rng.chance(0.5) {
+                        ".*"
+                    } else {
+                        "*"
+                    },
+                    a.b * b.b,
+                ),
+            };
+            let var = var_of(&a, ta, &b, tb);
+            Ex::of(format!("({} {op} {})", a.s, b.s), bound, var, &[&a, &b])
+        } else {
+            // A division by something provably away from zero.
+            let (a, b) = self.distinct(ta, tb, d);
+            let slash = if self.rng.chance(0.3) { "./" } else { "/" };
+            let den = match self.rng.below(4) {
+                0 => format!("(1 + {b} * {b})", b = b.s),
+                1 => format!("(2 + sin({}))", b.s),
+                2 => format!("(1.5 + tanh({}))", b.s),
+                _ => format!("sqrt(1 + {b} * {b})", b = b.s),
+            };
+            let var = var_of(&a, ta, &b, tb);
+            let bound = a.b * 2.0;
+            Ex::of(format!("({} {slash} {den})", a.s), bound, var, &[&a, &b])
+        };
+        if row_bcast {
+            e.ts = false;
+        }
+        e
+    }
+
+    fn math(&mut self, ty: Ty, d: u32) -> Ex {
+        let a = self.gen(ty, d);
+        let v = a.var;
+        let s = &a.s;
+        let (text, b) = match self.rng.below(14) {
+            0 => (format!("(-{s})"), a.b),
+            1 => (format!("tanh({s})"), a.b.min(1.0)),
+            2 => (format!("sin({s})"), 1.0),
+            3 => (format!("cos({s})"), 1.0),
+            4 => (format!("exp(tanh({s}))"), std::f64::consts::E),
+            5 => (format!("exp({s} * 0.25)"), (a.b * 0.25).exp()),
+            6 => (format!("log(1 + {s} * {s})"), (1.0 + a.b * a.b).ln()),
+            7 => (format!("sqrt(1 + {s} * {s})"), (1.0 + a.b * a.b).sqrt()),
+            8 => (format!("log1p({s} * {s})"), (1.0 + a.b * a.b).ln()),
+            9 => (format!("expm1(tanh({s}))"), 1.72),
+            10 => {
+                let a2 = self.fit(a.clone(), 3.0);
+                let s2 = &a2.s;
+                return Ex::of(
+                    format!("pow(1 + {s2} * {s2}, 1.5)"),
+                    (1.0 + a2.b * a2.b).powf(1.5),
+                    v,
+                    &[&a2],
+                );
+            }
+            11 => (format!("abs({s})"), a.b),
+            12 => (format!("tan(tanh({s}) * 0.5)"), 0.55),
+            _ => (format!("sqrt(exp(tanh({s})))"), 1.65),
+        };
+        Ex::of(text, b, v, &[&a])
+    }
+
+    fn maxmin(&mut self, ty: Ty, d: u32) -> Ex {
+        let f = if self.rng.chance(0.5) { "max" } else { "min" };
+        let (ta, tb) = self.operand_types(ty, false);
+        let (a, b) = if self.rng.chance(0.2) {
+            let a = self.gen(ty, d);
+            (a, Ex::lit(self.rng.pick(LITS)))
+        } else {
+            self.distinct(ta, tb, d)
+        };
+        let (a, b) = if self.rng.chance(0.5) { (a, b) } else { (b, a) };
+        let arrays_var = |e: &Ex| e.var && !e.k && e.s.parse::<f64>().is_err();
+        let var = arrays_var(&a) && arrays_var(&b) && ta == tb;
+        Ex::of(
+            format!("{f}({}, {})", a.s, b.s),
+            a.b.max(b.b),
+            var,
+            &[&a, &b],
+        )
+    }
+
+    /// A dynamic condition of shape `shape` (S or the array type).
+    fn cond(&mut self, shape: Ty, d: u32) -> Cond {
+        let r = self.rng.below(10);
+        if r < 3 {
+            let d = d.saturating_sub(1);
+            let a = self.cond(shape, d);
+            let b_shape = if shape != Ty::S && self.rng.chance(0.3) {
+                Ty::S
+            } else {
+                shape
+            };
+            let b = self.cond(b_shape, d);
+            let op = if self.rng.chance(0.5) { "&&" } else { "||" };
+            return Cond {
+                s: format!("({} {op} {})", a.s, b.s),
+                tab: a.tab || b.tab,
+                ts: a.ts && b.ts,
+            };
+        }
+        if r == 3 {
+            let a = self.cond(shape, d.saturating_sub(1));
+            return Cond {
+                s: format!("!{}", a.s),
+                ..a
+            };
+        }
+        let (ta, tb) = if shape == Ty::S {
+            (Ty::S, Ty::S)
+        } else {
+            self.operand_types(shape, false)
+        };
+        let dd = d.min(2);
+        let (mut a, mut b) = self.distinct(ta, tb, dd);
+        if a.k && b.k {
+            // Make it dynamic.
+            a = self.dynamic_scalar();
+            if a.s == b.s {
+                b = Ex::lit(0.125);
+            }
+        }
+        let op = self.rng.pick(&["<", "<=", ">", ">=", "<", ">", "!="]);
+        Cond {
+            s: format!("({} {op} {})", a.s, b.s),
+            tab: a.tab || b.tab,
+            ts: a.ts && b.ts,
+        }
+    }
+
+    /// A scalar that is not known at compile time.
+    fn dynamic_scalar(&mut self) -> Ex {
+        for _ in 0..20 {
+            let e = self.leaf(Ty::S);
+            if !e.k {
+                return e;
+            }
+        }
+        // Every context has an array or a scalar parameter.
+        let vis = self.visible();
+        for i in vis {
+            let v = self.env[i].clone();
+            if v.k {
+                continue;
+            }
+            match v.ty {
+                Ty::S => return self.use_var(i),
+                Ty::V(_) | Ty::Mt(..) => {
+                    self.env[i].used = true;
+                    return Ex::leaf(format!("(+/{})", v.name), v.b * v.ty.len_max(), false)
+                        .not_ts();
+                }
+            }
+        }
+        panic!("generator: no dynamic scalar");
+    }
+
+    fn if_expr(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let cshape = if ty != Ty::S && self.rng.chance(0.5) {
+            ty
+        } else {
+            Ty::S
+        };
+        let c = self.cond(cshape, d.min(2));
+        // Branch kinds: 0 the result type, 1 a scalar, 2 a literal.
+        let kind = |g: &mut Self| {
+            if ty != Ty::S && g.rng.chance(0.3) {
+                if g.rng.chance(0.4) {
+                    2
+                } else {
+                    1
+                }
+            } else {
+                0
+            }
+        };
+        let (mut ka, kb) = (kind(self), kind(self));
+        // With a scalar condition one branch must have the array type.
+        if ty != Ty::S && cshape == Ty::S && ka != 0 && kb != 0 {
+            ka = 0;
+        }
+        let branch = |g: &mut Self, k: u32| -> Ex {
+            match k {
+                0 => g.gen(ty, d),
+                1 => g.gen(Ty::S, d),
+                _ => Ex::lit(g.rng.pick(LITS)),
+            }
+        };
+        let a = branch(self, ka);
+        let b = branch(self, kb);
+        let var = a.var && b.var && ka == 0 && kb == 0;
+        let mut e = Ex::of(
+            format!("(if {} {{ {} }} else {{ {} }})", c.s, a.s, b.s),
+            a.b.max(b.b),
+            var,
+            &[&a, &b],
+        );
+        e.k = false;
+        e.tab |= c.tab;
+        e.ts &= c.ts;
+        Some(e)
+    }
+
+    /// `if u > t { sqrt(u) } else { ... }`: the untaken branch is NaN.
+    fn safe_branch(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let a = self.gen(ty, d);
+        if a.k {
+            return None;
+        }
+        let u = self.fresh("u");
+        let (f, thr, b) = if self.rng.chance(0.5) {
+            ("sqrt", 0.25, a.b.sqrt().max(a.b * 0.5))
+        } else {
+            ("log", 0.5, a.b.ln().max(0.7).max(a.b * 0.5))
+        };
+        Some(Ex::of(
+            format!(
+                "({{ let {u} = {}; if {u} > {thr} {{ {f}({u}) }} else {{ {u} * 0.5 }} }})",
+                a.s
+            ),
+            b,
+            a.var,
+            &[&a],
+        ))
+    }
+
+    fn block(&mut self, ty: Ty, d: u32) -> Ex {
+        let avail = self.avail();
+        let t1 = if self.rng.chance(0.5) {
+            ty
+        } else {
+            self.rng.pick(&avail)
+        };
+        let v = self.gen(t1, d);
+        let name = self.fresh("u");
+        let mark = self.env.len();
+        self.push_var(&name, &v, t1);
+        let body = self.gen(ty, d);
+        let used = self.env[mark].used;
+        self.env.truncate(mark);
+        let mut e = Ex::of(
+            format!("({{ let {name} = {}; {} }})", v.s, body.s),
+            body.b,
+            body.var,
+            &[&v, &body],
+        );
+        if !used {
+            e.tab = body.tab;
+            e.k = body.k;
+        } else {
+            e.k = body.k && v.k;
+        }
+        e
+    }
+
+    /// A call of a helper whose (mapped) result type is `ty`.
+    fn call(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        self.call_where(Some(ty), false, d).map(|r| r.0)
+    }
+
+    /// A call of some helper (a derivative one if `deriv` and there is
+    /// one), and its type.
+    fn call_any(&mut self, deriv: bool, d: u32) -> Option<(Ex, Ty)> {
+        self.call_where(None, deriv, d)
+    }
+
+    fn call_where(&mut self, want: Option<Ty>, deriv: bool, d: u32) -> Option<(Ex, Ty)> {
+        let avail = self.avail();
+        let mut options = Vec::new();
+        for (hi, h) in self.helpers.iter().enumerate() {
+            if h.rets.len() != 1 {
+                continue;
+            }
+            for mn in ALL_DIMS {
+                for mk in ALL_DIMS {
+                    if h.uses_n1 && (mn != D::N || self.n_min < 2) {
+                        continue;
+                    }
+                    let f = move |x: D| -> Option<D> {
+                        match x {
+                            D::N => Some(mn),
+                            D::M => Some(mk),
+                            D::N1 => (mn == D::N).then_some(D::N1),
+                        }
+                    };
+                    let Some(rt) = h.rets[0].map(&f) else {
+                        continue;
+                    };
+                    if want.is_some_and(|ty| rt != ty) || !avail.contains(&rt) {
+                        continue;
+                    }
+                    let mut ok = true;
+                    let mut tys = Vec::new();
+                    for p in &h.params {
+                        if let HParam::Dyn(t) = p {
+                            match t.map(&f) {
+                                Some(t) if avail.contains(&t) => tys.push(t),
+                                _ => ok = false,
+                            }
+                        }
+                    }
+                    if ok {
+                        options.push((hi, tys, rt));
+                    }
+                }
+            }
+        }
+        if deriv && options.iter().any(|o| self.helpers[o.0].b.is_infinite()) {
+            options.retain(|o| self.helpers[o.0].b.is_infinite());
+        }
+        if options.is_empty() {
+            return None;
+        }
+        let (hi, tys, ty) = self.rng.pick(&options);
+        let h = self.helpers[hi].clone();
+        let mut args = Vec::new();
+        let mut parts = Vec::new();
+        let mut k = 0;
+        for p in &h.params {
+            match p {
+                HParam::Dyn(_) => {
+                    let t = tys[k];
+                    k += 1;
+                    let mut a = self.gen(t, d);
+                    if (a.tab && !h.ts) || (h.needs_var && t.is_array() && !a.var) {
+                        a = self.hoist(|g| g.gen(t, d));
+                        if h.needs_var && t.is_array() && !a.var {
+                            a = self.hoist(|g| g.leaf(t));
+                        }
+                    }
+                    if a.b > LIMIT {
+                        a = self.bounded(a);
+                    }
+                    args.push(a.s.clone());
+                    parts.push(a);
+                }
+                HParam::StaticInt => {
+                    let n = self.rng.below(4);
+                    args.push(match self.rng.below(3) {
+                        0 if n >= 1 => format!("{} + 1", n - 1),
+                        1 if n >= 1 => format!("2 * {n} - {n}"),
+                        _ => n.to_string(),
+                    });
+                }
+                HParam::StaticReal => args.push(fmt_lit(self.rng.pick(LITS))),
+                HParam::StaticBool => args.push(
+                    self.rng
+                        .pick(&["true", "false", "1 < 2", "2.5 <= 1"])
+                        .to_string(),
+                ),
+            }
+        }
+        let refs: Vec<&Ex> = parts.iter().collect();
+        let mut e = Ex::of(
+            format!("{}({})", h.name, args.join(", ")),
+            h.b,
+            false,
+            &refs,
+        );
+        e.ts &= h.ts;
+        e.k = false;
+        Some((self.bounded(e), ty))
+    }
+
+    /// `iterate(n, init, q => step)`.
+    fn iterate(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let mut init = self.gen(ty, d);
+        if init.k {
+            init = self.dynamic_scalar();
+        }
+        let count = match &self.static_count {
+            Some(n) if self.rng.chance(0.7) => {
+                if self.rng.chance(0.5) {
+                    n.clone()
+                } else {
+                    format!("{n} + 1")
+                }
+            }
+            _ => self.rng.below(4).to_string(),
+        };
+        let q = self.fresh("q");
+        let bound = init.b.max(1.0);
+        let mark = self.env.len();
+        let mut qe = init.clone();
+        qe.b = bound;
+        // Inside `tabulate` the state may depend on the index after a step.
+        qe.tab |= self.tab.is_some();
+        self.push_var(&q, &qe, ty);
+        let mut step = self.gen(ty, d);
+        if !self.env[mark].used {
+            let op = self.rng.pick(&["+", "-", "*"]);
+            let b = if op == "*" {
+                bound * step.b
+            } else {
+                bound * 0.5 + step.b
+            };
+            let k = if op == "*" { "" } else { " * 0.5" };
+            step = Ex::of(format!("({q}{k} {op} {})", step.s), b, step.var, &[&step]);
+            step.tab |= qe.tab;
+        }
+        self.env.truncate(mark);
+        let step = self.fit(step, bound);
+        // `iterate_until` selects between the state and its step.
+        let until = self.rng.chance(0.3);
+        if until {
+            let qd = self.fresh("q");
+            let mark = self.env.len();
+            self.push_var(&qd, &qe, ty);
+            let shape = if ty != Ty::S && self.rng.chance(0.3) {
+                ty
+            } else {
+                Ty::S
+            };
+            let c = self.cond(shape, 1);
+            self.env.truncate(mark);
+            let mut e = Ex::of(
+                format!(
+                    "iterate_until({count}, {}, {qd} => {}, {q} => {})",
+                    init.s, c.s, step.s
+                ),
+                bound,
+                false,
+                &[&init, &step],
+            );
+            e.k = false;
+            e.tab |= c.tab;
+            e.ts &= c.ts;
+            return Some(e);
+        }
+        let mut e = Ex::of(
+            format!("iterate({count}, {}, {q} => {})", init.s, step.s),
+            bound,
+            init.var && step.var,
+            &[&init, &step],
+        );
+        e.k = false;
+        Some(e)
+    }
+
+    fn scalar_special(&mut self, d: u32) -> Option<Ex> {
+        let avail: Vec<Ty> = self.avail().into_iter().filter(|t| t.is_array()).collect();
+        let in_tab = self.tab.clone();
+        match self.rng.below(7) {
+            // Reductions.
+            0..=2 => {
+                let rows: Vec<Ty> = match &in_tab {
+                    Some(t) => self
+                        .tab_bases(t.len)
+                        .iter()
+                        .map(|r| r.4)
+                        .filter(|t| t.is_array())
+                        .collect(),
+                    None => vec![],
+                };
+                if !rows.is_empty() && self.rng.chance(0.6) {
+                    // `+/` of a row of the enclosing tabulate.
+                    let t = self.rng.pick(&rows);
+                    let a = self.gen(t, d);
+                    if self.rng.chance(0.5) {
+                        let b = self.gen(t, d);
+                        return Some(Ex::of(
+                            format!("(+/({} .* {}))", a.s, b.s),
+                            t.len_max() * a.b * b.b,
+                            a.var || b.var,
+                            &[&a, &b],
+                        ));
+                    }
+                    return Some(Ex::of(
+                        format!("(+/{})", a.s),
+                        t.len_max() * a.b,
+                        a.var,
+                        &[&a],
+                    ));
+                }
+                if avail.is_empty() {
+                    return None;
+                }
+                self.hoist(|g| {
+                    let t = g.rng.pick(&avail);
+                    let a = g.gen(t, d);
+                    let r = g.rng.below(4);
+                    let e = if r < 2 && a.var {
+                        let f = if r == 0 { "max/" } else { "min/" };
+                        Ex::of(format!("({f}{})", a.s), a.b, false, &[&a]).not_ts()
+                    } else if r == 2 {
+                        let (a2, b) = g.distinct(t, t, d);
+                        Ex::of(
+                            format!("(+/({} .* {}))", a2.s, b.s),
+                            t.len_max() * a2.b * b.b,
+                            false,
+                            &[&a2, &b],
+                        )
+                    } else {
+                        Ex::of(format!("(+/{})", a.s), t.len_max() * a.b, false, &[&a])
+                    };
+                    Some(e)
+                })
+            }
+            // A static index of a computed array.
+            3 => {
+                if avail.is_empty() {
+                    return None;
+                }
+                self.hoist(|g| {
+                    let t = g.rng.pick(&avail);
+                    let a = g.gen(t, d);
+                    let (Ty::V(dd) | Ty::Mt(dd, _)) = t else {
+                        return None;
+                    };
+                    let k = g.rng.below(g.min_len(dd) as usize);
+                    let ix = match t {
+                        Ty::Mt(_, c) => format!("{k}, {}", g.rng.below(g.min_len(c) as usize)),
+                        _ => k.to_string(),
+                    };
+                    Some(Ex::of(format!("({})[{ix}]", a.s), a.b, false, &[&a]).not_ts())
+                })
+            }
+            // `+/tabulate[2](...)` (the loss has N >= 2).
+            4 => {
+                if in_tab.is_some() || self.n_min < 2 {
+                    return None;
+                }
+                let e = self.tabulate_body(Len::Two, Ty::S, d)?;
+                let r = self.rng.below(3);
+                let f = if r == 0 && e.var {
+                    "max/"
+                } else if r == 1 && e.var {
+                    "min/"
+                } else {
+                    "+/"
+                };
+                Some(
+                    Ex::of(
+                        format!("({f}tabulate[2]({}))", e.s),
+                        2.0 * e.b,
+                        false,
+                        &[&e],
+                    )
+                    .not_ts(),
+                )
+            }
+            // `+/tabulate[N-2](...)`: windows of three, empty when N = 2.
+            5 => {
+                if in_tab.is_some() || self.n_min < 2 {
+                    return None;
+                }
+                let e = self.tabulate_body(Len::N2, Ty::S, d)?;
+                let len = match self.lit {
+                    Some((n, _)) => (n - 2).to_string(),
+                    None => "N-2".into(),
+                };
+                Some(
+                    Ex::of(
+                        format!("(+/tabulate[{len}]({}))", e.s),
+                        dim_max(D::N1) * e.b,
+                        false,
+                        &[&e],
+                    )
+                    .not_ts(),
+                )
+            }
+            _ => Some(self.binary(Ty::S, d)),
+        }
+    }
+
+    /// `i => body` of a `tabulate[len]` whose elements have type `elem`.
+    /// Returns the text `i => body`.
+    fn tabulate_body(&mut self, len: Len, elem: Ty, d: u32) -> Option<Ex> {
+        if self.tab.is_some() || self.no_tabulate {
+            return None;
+        }
+        let bases = self.tab_bases(len);
+        if bases.is_empty() {
+            return None;
+        }
+        let idx = self.fresh("i");
+        self.tab = Some(Tab {
+            len,
+            idx: idx.clone(),
+        });
+        self.no_tabulate = true;
+        let rows: Vec<Ty> = bases.iter().map(|r| r.4).collect();
+        let mut body = if elem == Ty::S || rows.contains(&elem) {
+            self.gen(elem, d)
+        } else {
+            self.tab = None;
+            self.no_tabulate = false;
+            return None;
+        };
+        if !body.tab {
+            // Make it depend on the index.
+            let s_rows = bases.iter().any(|r| r.4 == Ty::S);
+            let leaf_ty = if s_rows { Ty::S } else { elem };
+            if let Some(l) = self.tab_leaf(leaf_ty) {
+                body = Ex::of(
+                    format!("({} + {})", body.s, l.s),
+                    body.b + l.b,
+                    l.var,
+                    &[&body, &l],
+                );
+                body = self.bounded(body);
+            }
+        }
+        self.tab = None;
+        self.no_tabulate = false;
+        if !body.tab {
+            return None;
+        }
+        let mut e = body.clone();
+        e.s = format!("{idx} => {}", body.s);
+        e.tab = false;
+        e.ts = false;
+        e.k = false;
+        Some(e)
+    }
+
+    fn array_special(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        if self.tab.is_some() {
+            return Some(self.binary(ty, d));
+        }
+        let avail = self.avail();
+        match self.rng.below(5) {
+            // tabulate
+            0 | 1 => {
+                let (len, elem) = match ty {
+                    Ty::V(l) => (l, Ty::S),
+                    Ty::Mt(l, c) => (l, Ty::V(c)),
+                    Ty::S => return None,
+                };
+                let e = self.tabulate_body(Len::D(len), elem, d)?;
+                Some(Ex::of(
+                    format!("tabulate[{}]({})", self.dim(len), e.s),
+                    e.b,
+                    e.var,
+                    &[&e],
+                ))
+                .map(|e| e.not_ts())
+            }
+            // matrix ops
+            2 => match ty {
+                Ty::Mt(r, c) => {
+                    if self.rng.chance(0.4) && avail.contains(&Ty::Mt(c, r)) {
+                        let a = self.gen(Ty::Mt(c, r), d);
+                        return Some(
+                            Ex::of(format!("transpose({})", a.s), a.b, a.var, &[&a]).not_ts(),
+                        );
+                    }
+                    let ks: Vec<D> = ALL_DIMS
+                        .iter()
+                        .copied()
+                        .filter(|k| {
+                            avail.contains(&Ty::Mt(r, *k)) && avail.contains(&Ty::Mt(*k, c))
+                        })
+                        .collect();
+                    if ks.is_empty() {
+                        return None;
+                    }
+                    let k = self.rng.pick(&ks);
+                    let a = self.gen(Ty::Mt(r, k), d);
+                    let b = self.gen(Ty::Mt(k, c), d);
+                    Some(
+                        Ex::of(
+                            format!("matmul({}, {})", a.s, b.s),
+                            dim_max(k) * a.b * b.b,
+                            false,
+                            &[&a, &b],
+                        )
+                        .not_ts(),
+                    )
+                }
+                Ty::V(dd) => {
+                    // A matrix-vector product, or a row of a matrix.
+                    let mats: Vec<Ty> = avail
+                        .iter()
+                        .copied()
+                        .filter(|t| matches!(t, Ty::Mt(r, _) if *r == dd))
+                        .collect();
+                    if mats.is_empty() {
+                        return None;
+                    }
+                    let m = self.rng.pick(&mats);
+                    let Ty::Mt(_, c) = m else { return None };
+                    self.matvec(m, c, dd, d)
+                }
+                Ty::S => None,
+            },
+            // iterate with a tuple state
+            3 => {
+                let a = self.gen(Ty::S, d);
+                let v = self.gen(ty, d);
+                if v.k {
+                    return None;
+                }
+                let (p, q) = (self.fresh("p"), self.fresh("q"));
+                let n = self.rng.below(4);
+                let mark = self.env.len();
+                let mut pa = a.clone();
+                pa.b = a.b.max(1.0);
+                let mut qv = v.clone();
+                qv.b = v.b.max(1.0);
+                self.push_var(&p, &pa, Ty::S);
+                self.push_var(&q, &qv, ty);
+                let sa = self.gen(Ty::S, d);
+                let sv = self.gen(ty, d);
+                self.env.truncate(mark);
+                let sa = self.fit(sa, pa.b);
+                let sv = self.fit(sv, qv.b);
+                let (x, y) = (self.fresh("t"), self.fresh("t"));
+                Some(
+                    Ex::of(
+                        format!(
+                            "({{ let ({x}, {y}) = iterate({n}, ({}, {}), ({p}, {q}) => ({}, {})); {y} }})",
+                            a.s, v.s, sa.s, sv.s
+                        ),
+                        qv.b,
+                        v.var && sv.var,
+                        &[&a, &v, &sa, &sv],
+                    )
+                    .not_ts(),
+                )
+            }
+            _ => Some(self.binary(ty, d)),
+        }
+    }
+
+    /// `tabulate[r](i => +/(P[i] .* v))` or `matmul` with a one-column matrix.
+    fn matvec(&mut self, m: Ty, c: D, r: D, d: u32) -> Option<Ex> {
+        if self.no_tabulate {
+            return None;
+        }
+        let mm = self.gen(m, d);
+        let v = self.gen(Ty::V(c), d);
+        let (w, z, idx) = (self.fresh("w"), self.fresh("z"), self.fresh("i"));
+        let text = if self.rng.chance(0.5) {
+            // As a product with a one-column matrix.
+            format!(
+                "({{ let {w} = {}; let {z} = {}; transpose(matmul({w}, transpose(tabulate[1]({idx} => {z}))))[0] }})",
+                mm.s, v.s
+            )
+        } else {
+            format!(
+                "({{ let {w} = {}; let {z} = {}; tabulate[{}]({idx} => +/({w}[{idx}] .* {z})) }})",
+                mm.s,
+                v.s,
+                self.dim(r)
+            )
+        };
+        let e = Ex::of(text, dim_max(c) * mm.b * v.b, false, &[&mm, &v]).not_ts();
+        Some(self.bounded(e))
+    }
+}
+
+// ---------------------------------------------------------------- programs
+
+/// A generated program and what to check.
+#[derive(Clone, Debug)]
+struct Generated {
+    source: String,
+    n: usize,
+    m: usize,
+    /// `dloss`'s wrt, as indices of the loss's parameters.
+    wrt: Vec<usize>,
+    /// The index of the scalar parameter `s` (d1 and d2 exist).
+    scalar: Option<usize>,
+    /// `hv = @jvp(s) d1` exists.
+    hv: bool,
+    /// `vg = @value_and_grad(...) loss`, with dloss's wrt, exists.
+    vg: bool,
+    /// `jv = @jvp(...) loss` exists, with this wrt.
+    jv: Option<Vec<usize>>,
+}
+
+fn generate(seed: u64) -> Generated {
+    let mut rng = Rng(seed);
+    let n = rng.range(2, 6);
+    let m = rng.range(1, 4);
+    let mut items: Vec<String> = Vec::new();
+    let mut helpers: Vec<Helper> = Vec::new();
+    let nh = rng.range(1, 5);
+    for k in 0..nh {
+        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers) {
+            items.push(text);
+            helpers.push(h);
+        }
+    }
+    // Loss parameters.
+    let has_a = rng.chance(0.45);
+    let mut params: Vec<(String, Ty)> = vec![("x".into(), Ty::V(D::N))];
+    if rng.chance(0.5) {
+        params.push(("y".into(), Ty::V(D::N)));
+    }
+    if rng.chance(0.85) {
+        params.push(("s".into(), Ty::S));
+    }
+    if rng.chance(0.3) {
+        params.push(("t".into(), Ty::S));
+    }
+    if has_a {
+        params.push(("A".into(), Ty::Mt(D::N, D::M)));
+        if rng.chance(0.6) {
+            params.push(("b".into(), Ty::V(D::M)));
+        }
+    } else if rng.chance(0.15) {
+        params.push(("b".into(), Ty::V(D::M)));
+    }
+    rng.shuffle(&mut params);
+    let uses_m = params
+        .iter()
+        .any(|(_, t)| matches!(t, Ty::V(D::M) | Ty::Mt(..)));
+    let lit = rng.chance(0.2).then_some((n as u64, m as u64));
+
+    let mut g = Gen::new(&mut rng, 2, "M");
+    g.lit = lit;
+    g.helpers = helpers.clone();
+    for (name, ty) in &params {
+        g.push_var(name, &Ex::leaf(name.clone(), 1.0, ty.is_array()), *ty);
+    }
+    let sizes = if lit.is_some() {
+        String::new()
+    } else if uses_m {
+        "[N, M]".into()
+    } else {
+        "[N]".into()
+    };
+    let sig: Vec<String> = params
+        .iter()
+        .map(|(nm, t)| format!("{nm}: {}", g.ty_text(*t)))
+        .collect();
+    let sig = sig.join(", ");
+    let mut body = String::new();
+    let nlets = g.rng.range(1, 5);
+    let mut lets: Vec<String> = Vec::new();
+    for _ in 0..nlets {
+        let avail = g.avail();
+        let r = g.rng.below(10);
+        if r < 2 {
+            // A tuple-returning helper.
+            let tuple_helpers: Vec<Helper> = g
+                .helpers
+                .iter()
+                .filter(|h| h.rets.len() == 2)
+                .cloned()
+                .collect();
+            if !tuple_helpers.is_empty() {
+                let h = g.rng.pick(&tuple_helpers);
+                // Its params are (v: f64[N], a: f64) or (a: f64, c: f64).
+                let mut args = Vec::new();
+                for p in &h.params {
+                    if let HParam::Dyn(t) = p {
+                        let mut a = g.gen(*t, 2);
+                        if h.needs_var && t.is_array() && !a.var {
+                            a = g.leaf(*t);
+                        }
+                        args.push(a.s);
+                    }
+                }
+                let call = format!("{}({})", h.name, args.join(", "));
+                let (p1, p2) = (g.fresh("a"), g.fresh("a"));
+                let _ = writeln!(body, "  let ({p1}, {p2}) = {call}");
+                let inf = Ex {
+                    s: call,
+                    b: f64::INFINITY,
+                    var: false,
+                    tab: false,
+                    ts: true,
+                    k: false,
+                };
+                g.push_var(&p1, &inf, h.rets[0]);
+                g.push_var(&p2, &inf, h.rets[1]);
+                // Bound them before use.
+                for (p, t) in [(p1.clone(), h.rets[0]), (p2.clone(), h.rets[1])] {
+                    let _ = writeln!(body, "  let {p} = tanh({p})");
+                    let e = Ex::leaf(p.clone(), 1.0, false);
+                    g.push_var(&p, &e, t);
+                    lets.push(p);
+                }
+                continue;
+            }
+        }
+        let depth = g.rng.range(1, max_depth()) as u32;
+        // Most losses call a helper (half of the time a derivative one).
+        let forced = if lets.is_empty() && g.rng.chance(0.75) {
+            let deriv = g.rng.chance(0.5);
+            g.call_any(deriv, depth)
+        } else {
+            None
+        };
+        let (e, ty) = match forced {
+            Some(r) => r,
+            None => {
+                let ty = g.rng.pick(&avail);
+                (g.gen(ty, depth), ty)
+            }
+        };
+        // Sometimes shadow an earlier let of the same type.
+        let name = match lets
+            .iter()
+            .rev()
+            .find(|l| g.env.iter().rev().find(|v| &v.name == *l).map(|v| v.ty) == Some(ty))
+        {
+            Some(l) if g.rng.chance(0.2) => l.clone(),
+            _ => g.fresh("a"),
+        };
+        let _ = writeln!(body, "  let {name} = {}", e.s);
+        g.push_var(&name, &e, ty);
+        lets.push(name);
+    }
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let fin = g.gen(Ty::S, depth);
+    let mut result = fin.s.clone();
+    // Use every let that nothing used.
+    let vis = g.visible();
+    for i in vis {
+        let v = g.env[i].clone();
+        if v.used || !lets.contains(&v.name) {
+            continue;
+        }
+        match v.ty {
+            Ty::S => result = format!("{result} + {}", v.name),
+            _ => result = format!("{result} + +/{}", v.name),
+        }
+    }
+    let _ = writeln!(body, "  {result}");
+    items.push(format!("fn loss{sizes}({sig}) -> f64 {{\n{body}}}"));
+
+    // The gradient of a random subset, in a random order.
+    let mut wrt: Vec<usize> = (0..params.len()).collect();
+    g.rng.shuffle(&mut wrt);
+    let keep = g.rng.range(1, params.len() + 1);
+    wrt.truncate(keep);
+    let args: Vec<&str> = params.iter().map(|(nm, _)| nm.as_str()).collect();
+    let args = args.join(", ");
+    let names: Vec<&str> = wrt.iter().map(|&i| params[i].0.as_str()).collect();
+    let tys: Vec<String> = wrt.iter().map(|&i| g.ty_text(params[i].1)).collect();
+    let ret = if tys.len() == 1 {
+        tys[0].clone()
+    } else {
+        format!("({})", tys.join(", "))
+    };
+    items.push(format!(
+        "@grad({})\nfn dloss{sizes}({sig}) -> {ret} = loss({args})",
+        names.join(", ")
+    ));
+    let scalar = params.iter().position(|(nm, _)| nm == "s");
+    let mut hv = false;
+    if scalar.is_some() {
+        items.push(format!(
+            "@grad(s)\nfn d1{sizes}({sig}) -> f64 = loss({args})"
+        ));
+        items.push(format!("@grad(s)\nfn d2{sizes}({sig}) -> f64 = d1({args})"));
+        // A Hessian-vector product: forward over reverse.
+        if g.rng.chance(0.5) {
+            hv = true;
+            items.push(format!(
+                "@jvp(s)\nfn hv{sizes}({sig}, ds: f64) -> f64 = d1({args})"
+            ));
+        }
+    }
+    // The value and the gradient from one sweep.
+    let vg = g.rng.chance(0.5);
+    if vg {
+        items.push(format!(
+            "@value_and_grad({})\nfn vg{sizes}({sig}) -> (f64, {}) = loss({args})",
+            names.join(", "),
+            tys.join(", ")
+        ));
+    }
+    // Forward mode along random tangents of a random subset.
+    let jv = g.rng.chance(0.6).then(|| {
+        let mut jw: Vec<usize> = (0..params.len()).collect();
+        g.rng.shuffle(&mut jw);
+        let keep = g.rng.range(1, params.len() + 1);
+        jw.truncate(keep);
+        jw
+    });
+    if let Some(jw) = &jv {
+        let names: Vec<&str> = jw.iter().map(|&i| params[i].0.as_str()).collect();
+        let tans: Vec<String> = jw
+            .iter()
+            .map(|&i| format!("d{}: {}", params[i].0, g.ty_text(params[i].1)))
+            .collect();
+        items.push(format!(
+            "@jvp({})\nfn jv{sizes}({sig}, {}) -> f64 = loss({args})",
+            names.join(", "),
+            tans.join(", ")
+        ));
+    }
+    rng.shuffle(&mut items);
+    Generated {
+        source: items.join("\n\n") + "\n",
+        hv,
+        vg,
+        jv,
+        n,
+        m,
+        wrt,
+        scalar,
+    }
+}
+
+/// One helper function: its text and how to call it.
+fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, Helper)> {
+    let name = format!("h{k}");
+    let kind = rng.below(12);
+    let mut g = Gen::new(rng, 1, "K");
+    g.helpers = earlier.to_vec();
+    g.fresh = 100 * k;
+    let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let (text, params, rets, b, ts) = match kind {
+        // (v: f64[N], a: f64) -> f64 | f64[N]
+        0..=2 => {
+            arr(&mut g, "v", Ty::V(D::N));
+            arr(&mut g, "a", Ty::S);
+            let rt = if kind == 0 { Ty::S } else { Ty::V(D::N) };
+            let e = g.gen(rt, depth);
+            (
+                format!(
+                    "fn {name}[N](v: f64[N], a: f64) -> {} = {}",
+                    g.ty_text(rt),
+                    e.s
+                ),
+                vec![HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S)],
+                vec![rt],
+                e.b,
+                e.ts,
+            )
+        }
+        // (a: f64, c: f64) -> f64
+        3 => {
+            arr(&mut g, "a", Ty::S);
+            arr(&mut g, "c", Ty::S);
+            let e = g.gen(Ty::S, depth);
+            (
+                format!("fn {name}(a: f64, c: f64) -> f64 = {}", e.s),
+                vec![HParam::Dyn(Ty::S), HParam::Dyn(Ty::S)],
+                vec![Ty::S],
+                e.b,
+                e.ts,
+            )
+        }
+        // (v: f64[N]) -> f64[N-1]
+        4 => {
+            g.allow_n1 = true;
+            arr(&mut g, "v", Ty::V(D::N));
+            let e = g.gen(Ty::V(D::N1), depth);
+            (
+                format!("fn {name}[N](v: f64[N]) -> f64[N-1] = {}", e.s),
+                vec![HParam::Dyn(Ty::V(D::N))],
+                vec![Ty::V(D::N1)],
+                e.b,
+                false,
+            )
+        }
+        // (P: f64[N, K], v: f64[K]) -> f64[N]
+        5 => {
+            arr(&mut g, "P", Ty::Mt(D::N, D::M));
+            arr(&mut g, "v", Ty::V(D::M));
+            let e = g.gen(Ty::V(D::N), depth);
+            (
+                format!(
+                    "fn {name}[N, K](P: f64[N, K], v: f64[K]) -> f64[N] = {}",
+                    e.s
+                ),
+                vec![HParam::Dyn(Ty::Mt(D::N, D::M)), HParam::Dyn(Ty::V(D::M))],
+                vec![Ty::V(D::N)],
+                e.b,
+                false,
+            )
+        }
+        // (static n: i64, v: f64[N], a: f64) -> f64[N] with iterate(n, ...)
+        6 => {
+            arr(&mut g, "v", Ty::V(D::N));
+            arr(&mut g, "a", Ty::S);
+            g.static_count = Some("n".into());
+            let e = loop {
+                if let Some(e) = g.iterate(Ty::V(D::N), depth) {
+                    break e;
+                }
+            };
+            (
+                format!(
+                    "fn {name}[N](static n: i64, v: f64[N], a: f64) -> f64[N] {{\n  let r = {}\n  r\n}}",
+                    e.s
+                ),
+                vec![HParam::StaticInt, HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S)],
+                vec![Ty::V(D::N)],
+                e.b,
+                e.ts,
+            )
+        }
+        // (static c: f64, static flag: bool, a: f64, v: f64[N]) -> f64
+        7 => {
+            let ce = Ex {
+                s: "c".into(),
+                b: 3.0,
+                var: false,
+                tab: false,
+                ts: true,
+                k: true,
+            };
+            g.push_var("c", &ce, Ty::S);
+            arr(&mut g, "a", Ty::S);
+            arr(&mut g, "v", Ty::V(D::N));
+            let e1 = g.gen(Ty::S, depth);
+            let e2 = g.gen(Ty::S, depth);
+            (
+                format!(
+                    "fn {name}[N](static c: f64, static flag: bool, a: f64, v: f64[N]) -> f64 {{\n  if flag {{ {} }} else {{ {} }}\n}}",
+                    e1.s, e2.s
+                ),
+                vec![
+                    HParam::StaticReal,
+                    HParam::StaticBool,
+                    HParam::Dyn(Ty::S),
+                    HParam::Dyn(Ty::V(D::N)),
+                ],
+                vec![Ty::S],
+                e1.b.max(e2.b),
+                e1.ts && e2.ts,
+            )
+        }
+        // (v: f64[N], a: f64) -> (f64, f64[N])
+        8 => {
+            arr(&mut g, "v", Ty::V(D::N));
+            arr(&mut g, "a", Ty::S);
+            let e1 = g.gen(Ty::S, depth);
+            let e2 = g.gen(Ty::V(D::N), depth);
+            (
+                format!(
+                    "fn {name}[N](v: f64[N], a: f64) -> (f64, f64[N]) = ({}, {})",
+                    e1.s, e2.s
+                ),
+                vec![HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S)],
+                vec![Ty::S, Ty::V(D::N)],
+                e1.b.max(e2.b),
+                false,
+            )
+        }
+        // A derivative of an earlier scalar helper: `@grad`,
+        // `@value_and_grad` or `@jvp`.
+        _ => {
+            let srcs: Vec<&Helper> = earlier
+                .iter()
+                .filter(|h| {
+                    h.rets == vec![Ty::S]
+                        && h.params.len() == 2
+                        && matches!(h.params[1], HParam::Dyn(Ty::S))
+                        && matches!(h.params[0], HParam::Dyn(Ty::S | Ty::V(D::N)))
+                })
+                .collect();
+            if srcs.is_empty() {
+                return None;
+            }
+            let src = srcs[g.rng.below(srcs.len())];
+            let (sizes, p0) = match src.params[0] {
+                HParam::Dyn(Ty::V(D::N)) => ("[N]", ("v", Ty::V(D::N), "f64[N]")),
+                _ => ("", ("a", Ty::S, "f64")),
+            };
+            let p1 = if p0.0 == "a" { "c" } else { "a" };
+            let head = format!("{name}{sizes}({}: {}, {p1}: f64", p0.0, p0.2);
+            let call = format!("{}({}, {p1})", src.name, p0.0);
+            let mut params = vec![HParam::Dyn(p0.1), HParam::Dyn(Ty::S)];
+            let (text, rets) = match g.rng.below(5) {
+                0 => (
+                    format!("@grad({p1})\nfn {head}) -> f64 = {call}"),
+                    vec![Ty::S],
+                ),
+                1 => (
+                    format!("@grad({})\nfn {head}) -> {} = {call}", p0.0, p0.2),
+                    vec![p0.1],
+                ),
+                2 => (
+                    format!(
+                        "@grad({}, {p1})\nfn {head}) -> ({}, f64) = {call}",
+                        p0.0, p0.2
+                    ),
+                    vec![p0.1, Ty::S],
+                ),
+                3 => (
+                    format!("@value_and_grad({p1})\nfn {head}) -> (f64, f64) = {call}"),
+                    vec![Ty::S, Ty::S],
+                ),
+                _ => {
+                    // Forward mode: the tangent is one more parameter.
+                    let (t, tt) = if g.rng.chance(0.5) {
+                        (p1, ("f64", Ty::S))
+                    } else {
+                        (p0.0, (p0.2, p0.1))
+                    };
+                    params.push(HParam::Dyn(tt.1));
+                    (
+                        format!("@jvp({t})\nfn {head}, d{t}: {}) -> f64 = {call}", tt.0),
+                        vec![Ty::S],
+                    )
+                }
+            };
+            (text, params, rets, f64::INFINITY, false)
+        }
+    };
+    let needs_var = text.contains("max/") || text.contains("min/");
+    let uses_n1 = kind == 4;
+    Some((
+        text,
+        Helper {
+            name,
+            params,
+            rets,
+            b,
+            ts,
+            needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
+            uses_n1,
+        },
+    ))
+}
+
+// ---------------------------------------------------------------- checking
+
+/// Arguments for `f`: uniform in [-1, 1), `N = n`, every other size `m`.
+fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
+    f.params
+        .iter()
+        .map(|p| {
+            let t = f.ty(p.var);
+            let shape: Vec<usize> = t
+                .shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Lit(k) => *k as usize,
+                    Dim::Param(name) if name == "N" => n,
+                    Dim::Param(_) => m,
+                    Dim::Sub(..) => panic!("parameters have plain sizes"),
+                })
+                .collect();
+            let len: usize = shape.iter().product();
+            let data = (0..len).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            Value::array(t.dtype, shape, data)
+        })
+        .collect()
+}
+
+/// A value for the extreme-input check: ordinary, signed zeros, large,
+/// tiny, infinite or NaN.
+fn wild_value(rng: &mut Rng) -> f64 {
+    match rng.below(12) {
+        0 => 0.0,
+        1 => -0.0,
+        2 => rng.pick(&[1e300, -1e300, 1e30, -700.0, 710.0]),
+        3 => rng.pick(&[1e-300, -1e-310, 5e-324]),
+        4 => f64::INFINITY,
+        5 => f64::NEG_INFINITY,
+        6 => f64::NAN,
+        7 => rng.uniform(-50.0, 50.0),
+        _ => rng.uniform(-2.0, 2.0),
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    if a.is_nan() && b.is_nan() {
+        return true;
+    }
+    if a == b {
+        return true;
+    }
+    (a - b).abs() <= rel * 1f64.max(a.abs()).max(b.abs())
+}
+
+/// How close `args` are to a kink of `f` (comparisons, `max`, `min`,
+/// `abs`, ties of `max/` and `min/`), relative to the values compared;
+/// `+inf` if there are none.
+fn kink_margin(f: &Function, args: &[Value]) -> f64 {
+    kink(f, args).0
+}
+
+/// The margin of `kink_margin` and the statement that has it.
+fn kink(f: &Function, args: &[Value]) -> (f64, String) {
+    let mut g = f.clone();
+    g.rets = f.stmts.iter().map(|s| s.var).collect();
+    if g.rets.is_empty() {
+        return (f64::INFINITY, String::new());
+    }
+    let refs: Vec<&Value> = args.iter().collect();
+    let Ok(vals) = run(&g, &refs) else {
+        return (0.0, "the interpreter failed".into());
+    };
+    let mut value: Vec<Option<&Value>> = vec![None; f.vars.len()];
+    for (p, a) in f.params.iter().zip(args) {
+        value[p.var.index()] = Some(a);
+    }
+    for (s, v) in f.stmts.iter().zip(&vals) {
+        value[s.var.index()] = Some(v);
+    }
+    // Masks (0/1 values of comparisons and their combinations) and constants.
+    let mut mask = vec![false; f.vars.len()];
+    let mut konst = vec![false; f.vars.len()];
+    let mut margin = f64::INFINITY;
+    let mut at = String::new();
+    let rel = |a: f64, b: f64| (a - b).abs() / (1.0 + a.abs() + b.abs());
+    for s in &f.stmts {
+        let before = margin;
+        let args_mask = s.args.iter().any(|a| mask[a.index()])
+            && s.args.iter().all(|a| mask[a.index()] || konst[a.index()]);
+        let is_cmp = matches!(s.op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne);
+        match s.op {
+            Op::Const(_) | Op::Zero => konst[s.var.index()] = true,
+            Op::Bcast if konst[s.args[0].index()] => konst[s.var.index()] = true,
+            _ => {}
+        }
+        let sel_mask = matches!(s.op, Op::Select)
+            && s.args[1..]
+                .iter()
+                .all(|a| mask[a.index()] || konst[a.index()]);
+        if is_cmp || (args_mask && !matches!(s.op, Op::Select)) || sel_mask {
+            mask[s.var.index()] = true;
+        }
+        if args_mask || s.args.iter().any(|a| mask[a.index()]) {
+            continue;
+        }
+        let arg = |k: usize| value[s.args[k].index()].map(|v| &v.data[..]).unwrap_or(&[]);
+        match s.op {
+            // An exact tie here is structural (`a <= a`, `max(a, a)`,
+            // `abs(a - a)`): the same on both sides of the kink, so
+            // differentiable; only near misses are kinks.
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Max | Op::Min => {
+                for (a, b) in arg(0).iter().zip(arg(1)) {
+                    if a != b {
+                        margin = margin.min(rel(*a, *b));
+                    }
+                }
+            }
+            Op::Abs => {
+                for a in arg(0) {
+                    if *a != 0.0 {
+                        margin = margin.min(a.abs());
+                    }
+                }
+            }
+            Op::MaxAll | Op::MinAll => {
+                let mut xs: Vec<f64> = arg(0).to_vec();
+                if xs.len() >= 2 {
+                    xs.sort_by(|a, b| a.total_cmp(b));
+                    let (a, b) = if s.op == Op::MaxAll {
+                        (xs[xs.len() - 1], xs[xs.len() - 2])
+                    } else {
+                        (xs[0], xs[1])
+                    };
+                    margin = margin.min(rel(a, b));
+                }
+            }
+            _ => {}
+        }
+        if margin < before {
+            at = format!(
+                "%{} = {} {:?}",
+                f.var_name(s.var),
+                s.op.name(),
+                s.args.iter().map(|a| f.var_name(*a)).collect::<Vec<_>>()
+            );
+        }
+    }
+    (margin, at)
+}
+
+/// Central differences of output 0 of `f` in element `k` of argument `i`.
+fn central(f: &Function, args: &[Value], i: usize, k: usize, h: f64) -> f64 {
+    let eval = |a: &[Value]| {
+        let refs: Vec<&Value> = a.iter().collect();
+        run(f, &refs).unwrap()[0].as_scalar()
+    };
+    let x = args[i].data[k];
+    let mut plus = args.to_vec();
+    plus[i].data[k] = x + h;
+    let mut minus = args.to_vec();
+    minus[i].data[k] = x - h;
+    (eval(&plus) - eval(&minus)) / (2.0 * h)
+}
+
+#[derive(Default, Debug, Clone)]
+struct Stats {
+    programs: usize,
+    functions: usize,
+    grad_checks: usize,
+    grad_elems: usize,
+    d2_checks: usize,
+    skip_kink: usize,
+    skip_fd: usize,
+    skip_d2: usize,
+    resampled: usize,
+    vg_checks: usize,
+    jvp_checks: usize,
+    skip_jvp: usize,
+    hvp_checks: usize,
+    f32_functions: usize,
+    opt_not_bitwise: usize,
+}
+
+impl Stats {
+    fn add(&mut self, o: &Stats) {
+        self.programs += 1;
+        self.functions += o.functions;
+        self.grad_checks += o.grad_checks;
+        self.grad_elems += o.grad_elems;
+        self.d2_checks += o.d2_checks;
+        self.skip_kink += o.skip_kink;
+        self.skip_fd += o.skip_fd;
+        self.skip_d2 += o.skip_d2;
+        self.resampled += o.resampled;
+        self.vg_checks += o.vg_checks;
+        self.jvp_checks += o.jvp_checks;
+        self.skip_jvp += o.skip_jvp;
+        self.hvp_checks += o.hvp_checks;
+        self.f32_functions += o.f32_functions;
+        self.opt_not_bitwise += o.opt_not_bitwise;
+    }
+}
+
+/// What went wrong with a program.
+struct Failure(String);
+
+/// FD vs AD for element k of argument i: Ok(true) if compared, Ok(false) if
+/// skipped (the two steps disagree: not smooth there).
+fn fd_compare(
+    primal: &Function,
+    args: &[Value],
+    i: usize,
+    k: usize,
+    ad: f64,
+    what: &str,
+) -> Result<bool, Failure> {
+    let x = args[i].data[k];
+    let h = 1e-6 * x.abs().max(1.0);
+    let fd = central(primal, args, i, k, h);
+    let fd2 = central(primal, args, i, k, h / 10.0);
+    if !fd.is_finite() || (fd - fd2).abs() > 1e-3 * (1.0 + fd.abs()) {
+        return Ok(false);
+    }
+    let tol = 1e-5 * (1.0 + fd.abs());
+    if (ad - fd).abs() <= tol {
+        Ok(true)
+    } else {
+        Err(Failure(format!(
+            "{what}: argument {i} element {k}: AD {ad:e} vs finite differences {fd:e} (h/10: {fd2:e})"
+        )))
+    }
+}
+
+fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Failure> {
+    let p = Program::parse(&gp.source)
+        .map_err(|e| Failure(format!("the program does not check:\n{e}")))?;
+    let mut rng = Rng(mix(seed ^ 0xA5A5));
+    let loss = p.ir("loss").map_err(|e| Failure(e.to_string()))?;
+    // Inputs of the loss away from its kinks.
+    let delta = 1e-3;
+    let mut args = inputs(loss, gp.n, gp.m, &mut rng);
+    let mut clear = false;
+    for attempt in 0..60 {
+        if kink_margin(loss, &args) >= delta {
+            clear = true;
+            if attempt > 0 {
+                stats.resampled += 1;
+            }
+            break;
+        }
+        args = inputs(loss, gp.n, gp.m, &mut rng);
+    }
+    let show = |args: &[Value]| -> String {
+        args.iter()
+            .map(|a| format!("{:?} {:?}", a.shape, a.data))
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    // 1. JIT == interpreter (bits) on the unoptimized IR; optimized ~ unoptimized.
+    for name in p.function_names() {
+        let Ok(f) = p.ir(name) else { continue };
+        let fargs = if f.param_types() == loss.param_types() {
+            args.clone()
+        } else {
+            inputs(f, gp.n, gp.m, &mut rng)
+        };
+        let refs: Vec<&Value> = fargs.iter().collect();
+        let ctx = |m: String| Failure(format!("{name}: {m}\ninputs:\n  {}", show(&fargs)));
+        let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+        let native = backend::compile(f, &BackendOptions { verify: true })
+            .map_err(|e| ctx(format!("compile: {e}")))?;
+        let got = native
+            .call(&refs)
+            .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            if !g.bits_eq(w) {
+                return Err(ctx(format!(
+                    "result {k}: JIT {:?} vs interpreter {:?} (unoptimized)\n{f}",
+                    g.data, w.data
+                )));
+            }
+        }
+        let opt = optimize_ir(f, &Options::default())
+            .map_err(|e| ctx(format!("optimize: {e}")))?
+            .after;
+        let got_opt = run(&opt, &refs).map_err(|e| ctx(format!("optimized: {e:?}")))?;
+        for (k, (g, w)) in got_opt.iter().zip(&want).enumerate() {
+            let ok =
+                g.shape == w.shape && g.data.iter().zip(&w.data).all(|(a, b)| close(*a, *b, 1e-9));
+            if !ok {
+                return Err(ctx(format!(
+                    "result {k}: optimized {:?} vs unoptimized {:?}\nunoptimized:\n{f}\noptimized:\n{opt}",
+                    g.data, w.data
+                )));
+            }
+        }
+        if got_opt.iter().zip(&want).any(|(g, w)| !g.bits_eq(w)) {
+            stats.opt_not_bitwise += 1;
+        }
+        let native_opt = backend::compile(&opt, &BackendOptions { verify: true })
+            .map_err(|e| ctx(format!("compile optimized: {e}\n{opt}")))?;
+        let got = native_opt
+            .call(&refs)
+            .map_err(|e| ctx(format!("jit call optimized: {e:?}")))?;
+        for (k, (g, w)) in got.iter().zip(&got_opt).enumerate() {
+            if !g.bits_eq(w) {
+                return Err(ctx(format!(
+                    "result {k}: JIT {:?} vs interpreter {:?} (optimized)\n{opt}",
+                    g.data, w.data
+                )));
+            }
+        }
+        // Extreme inputs (signed zeros, huge, tiny, infinities, NaN): only
+        // the JIT against the interpreter, bit for bit, on both programs.
+        let wild: Vec<Value> = fargs
+            .iter()
+            .map(|a| {
+                let data = a.data.iter().map(|_| wild_value(&mut rng)).collect();
+                Value::array(a.dtype, a.shape.clone(), data)
+            })
+            .collect();
+        let wrefs: Vec<&Value> = wild.iter().collect();
+        for (which, f, native) in [
+            ("unoptimized", f, &native),
+            ("optimized", &opt, &native_opt),
+        ] {
+            let want = run(f, &wrefs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+            let got = native
+                .call(&wrefs)
+                .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                if !g.bits_eq(w) {
+                    return Err(ctx(format!(
+                        "result {k}: JIT {:?} vs interpreter {:?} ({which}) on extreme inputs\n{}\n{f}",
+                        g.data,
+                        w.data,
+                        show(&wild)
+                    )));
+                }
+            }
+        }
+        stats.functions += 1;
+    }
+    // The same program in f32: JIT == interpreter bit for bit (unoptimized
+    // and optimized; f32 has no finite-difference or optimizer tolerance).
+    let src32 = gp.source.replace("f64", "f32");
+    let p32 = Program::parse(&src32)
+        .map_err(|e| Failure(format!("the f32 variant does not check:\n{e}")))?;
+    for name in p32.function_names() {
+        let Ok(f) = p32.ir(name) else { continue };
+        let fargs = inputs(f, gp.n, gp.m, &mut rng);
+        let refs: Vec<&Value> = fargs.iter().collect();
+        let ctx = |m: String| {
+            Failure(format!(
+                "{name} (the program with f32 for f64): {m}\ninputs:\n  {}",
+                show(&fargs)
+            ))
+        };
+        let opt = optimize_ir(f, &Options::default())
+            .map_err(|e| ctx(format!("optimize: {e}")))?
+            .after;
+        for (which, f) in [("unoptimized", f), ("optimized", &opt)] {
+            let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+            let got = backend::compile(f, &BackendOptions { verify: true })
+                .map_err(|e| ctx(format!("compile: {e}")))?
+                .call(&refs)
+                .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                if !g.bits_eq(w) {
+                    return Err(ctx(format!(
+                        "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
+                        g.data, w.data
+                    )));
+                }
+            }
+        }
+        stats.f32_functions += 1;
+    }
+    if !clear {
+        if std::env::var("EGRAD_RANDOM_VERBOSE").is_ok() {
+            println!("SKIP {seed:#x}: at a kink: {:?}", kink(loss, &args));
+        }
+        stats.skip_kink += 1;
+        return Ok(());
+    }
+    let refs: Vec<&Value> = args.iter().collect();
+    let ctx = |m: String| Failure(format!("{m}\ninputs:\n  {}", show(&args)));
+    let lv = run(loss, &refs).unwrap()[0].as_scalar();
+    if !lv.is_finite() {
+        return Err(ctx(format!("the loss is not finite: {lv}")));
+    }
+    // 2. The gradient against finite differences of the loss.
+    let dloss = p.ir("dloss").map_err(|e| Failure(e.to_string()))?;
+    let grads = run(dloss, &refs).map_err(|e| ctx(format!("dloss: {e:?}")))?;
+    if grads.len() != gp.wrt.len() {
+        return Err(ctx(format!(
+            "dloss returns {} values for {} parameters",
+            grads.len(),
+            gp.wrt.len()
+        )));
+    }
+    let mut skipped = false;
+    for (g, &i) in grads.iter().zip(&gp.wrt) {
+        if g.shape != args[i].shape {
+            return Err(ctx(format!(
+                "gradient of parameter {i} has shape {:?}, the parameter {:?}",
+                g.shape, args[i].shape
+            )));
+        }
+        for k in 0..g.len() {
+            if fd_compare(loss, &args, i, k, g.data[k], "dloss").map_err(|f| ctx(f.0))? {
+                stats.grad_elems += 1;
+            } else {
+                skipped = true;
+            }
+        }
+    }
+    if skipped {
+        stats.skip_fd += 1;
+    } else {
+        stats.grad_checks += 1;
+    }
+    // @value_and_grad: the value and dloss's gradients.
+    if gp.vg {
+        let vg = p.ir("vg").map_err(|e| Failure(e.to_string()))?;
+        let out = run(vg, &refs).map_err(|e| ctx(format!("vg: {e:?}")))?;
+        let ok = out.len() == grads.len() + 1
+            && close(out[0].as_scalar(), lv, 1e-12)
+            && out[1..].iter().zip(&grads).all(|(a, b)| {
+                a.shape == b.shape
+                    && a.data
+                        .iter()
+                        .zip(&b.data)
+                        .all(|(x, y)| close(*x, *y, 1e-12))
+            });
+        if !ok {
+            return Err(ctx(format!(
+                "vg {:?} vs loss {lv} and dloss {:?}",
+                out.iter().map(|v| &v.data).collect::<Vec<_>>(),
+                grads.iter().map(|v| &v.data).collect::<Vec<_>>()
+            )));
+        }
+        stats.vg_checks += 1;
+    }
+    // @jvp: the directional derivative, against finite differences along the
+    // tangents and against the gradient.
+    if let Some(jw) = &gp.jv {
+        let jv = p.ir("jv").map_err(|e| Failure(e.to_string()))?;
+        let tangents: Vec<Value> = jw
+            .iter()
+            .map(|&i| {
+                let a = &args[i];
+                let data = a.data.iter().map(|_| rng.uniform(-1.0, 1.0)).collect();
+                Value::array(a.dtype, a.shape.clone(), data)
+            })
+            .collect();
+        let mut all = args.clone();
+        all.extend(tangents.iter().cloned());
+        let all_refs: Vec<&Value> = all.iter().collect();
+        let got = run(jv, &all_refs).map_err(|e| ctx(format!("jv: {e:?}")))?[0].as_scalar();
+        let along = |h: f64| {
+            let shifted = |sign: f64| {
+                let mut a = args.clone();
+                for (t, &i) in tangents.iter().zip(jw) {
+                    for (x, d) in a[i].data.iter_mut().zip(&t.data) {
+                        *x += sign * h * d;
+                    }
+                }
+                let r: Vec<&Value> = a.iter().collect();
+                run(loss, &r).unwrap()[0].as_scalar()
+            };
+            (shifted(1.0) - shifted(-1.0)) / (2.0 * h)
+        };
+        let (fd, fd2) = (along(1e-6), along(1e-7));
+        if fd.is_finite() && (fd - fd2).abs() <= 1e-3 * (1.0 + fd.abs()) {
+            if (got - fd).abs() > 1e-5 * (1.0 + fd.abs()) {
+                return Err(ctx(format!(
+                    "jv: forward mode {got:e} vs finite differences along the tangents {fd:e} (h/10: {fd2:e})\ntangents: {}",
+                    show(&tangents)
+                )));
+            }
+            stats.jvp_checks += 1;
+        } else {
+            stats.skip_jvp += 1;
+        }
+        // Against the gradient, where dloss has every parameter of jv.
+        if jw.iter().all(|i| gp.wrt.contains(i)) {
+            let mut dot = 0.0;
+            let mut scale = 1.0;
+            for (t, i) in tangents.iter().zip(jw) {
+                let k = gp.wrt.iter().position(|w| w == i).unwrap();
+                for (gx, tx) in grads[k].data.iter().zip(&t.data) {
+                    dot += gx * tx;
+                    scale += (gx * tx).abs();
+                }
+            }
+            if (got - dot).abs() > 1e-9 * scale {
+                return Err(ctx(format!(
+                    "jv: forward mode {got:e} vs the gradient along the tangents {dot:e}\ntangents: {}",
+                    show(&tangents)
+                )));
+            }
+        }
+    }
+    // 3. The second derivative in s against finite differences of d1.
+    if let Some(si) = gp.scalar {
+        let d1 = p.ir("d1").map_err(|e| Failure(e.to_string()))?;
+        let d2 = p.ir("d2").map_err(|e| Failure(e.to_string()))?;
+        let g1 = run(d1, &refs).map_err(|e| ctx(format!("d1: {e:?}")))?[0].as_scalar();
+        let g2 = run(d2, &refs).map_err(|e| ctx(format!("d2: {e:?}")))?[0].as_scalar();
+        let mut ok = fd_compare(loss, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
+        ok &= fd_compare(d1, &args, si, 0, g2, "d2 against d1").map_err(|f| ctx(f.0))?;
+        if ok {
+            stats.d2_checks += 1;
+        } else {
+            stats.skip_d2 += 1;
+        }
+        // Forward over reverse: hv(ds) = d2 * ds.
+        if gp.hv {
+            let hv = p.ir("hv").map_err(|e| Failure(e.to_string()))?;
+            let ds = rng.uniform(-1.0, 1.0);
+            let mut all = args.clone();
+            all.push(Value::scalar(args[si].dtype, ds));
+            let all_refs: Vec<&Value> = all.iter().collect();
+            let got = run(hv, &all_refs).map_err(|e| ctx(format!("hv: {e:?}")))?[0].as_scalar();
+            if (got - g2 * ds).abs() > 1e-8 * (1.0 + (g2 * ds).abs()) {
+                return Err(ctx(format!(
+                    "hv: forward over reverse {got:e} vs d2 * ds = {g2:e} * {ds}"
+                )));
+            }
+            stats.hvp_checks += 1;
+        }
+    }
+    Ok(())
+}
+
+/// What happened to one program.
+enum Outcome {
+    Passed(Stats),
+    /// A check failed, or egrad (or the generator) panicked.
+    Failed(String),
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(a panic without a message)".into())
+}
+
+/// Generate and check the program of `seed`.
+fn run_one(seed: u64) -> (Option<Generated>, Outcome) {
+    let gp = match std::panic::catch_unwind(|| generate(seed)) {
+        Ok(gp) => gp,
+        Err(e) => return (None, Outcome::Failed(panic_message(&*e))),
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut st = Stats::default();
+        check_program(&gp, seed, &mut st).map(|_| st)
+    }));
+    let outcome = match r {
+        Ok(Ok(st)) => Outcome::Passed(st),
+        Ok(Err(Failure(m))) => Outcome::Failed(m),
+        Err(e) => Outcome::Failed(format!("panicked: {}", panic_message(&*e))),
+    };
+    (Some(gp), outcome)
+}
+
+/// One more than the largest expression depth (`EGRAD_RANDOM_DEPTH`, to
+/// hunt with bigger programs; 4 by default).
+fn max_depth() -> usize {
+    env_u64("EGRAD_RANDOM_DEPTH").map_or(4, |d| d.max(2) as usize)
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| {
+        let s = s.trim();
+        s.strip_prefix("0x")
+            .map(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or_else(|| s.parse().ok())
+    })
+}
+
+#[test]
+fn random_programs_jit_optimizer_and_derivatives() {
+    let start = std::time::Instant::now();
+    let base = env_u64("EGRAD_RANDOM_SEED").unwrap_or(0x00E6_4AD5_EED0);
+    // 600 programs take about 15 to 20 s on two cores in release; a debug build
+    // is some 25 times slower and runs a sample.
+    let default_count = if cfg!(debug_assertions) { 40 } else { 600 };
+    let overridden = std::env::var("EGRAD_RANDOM_PROGRAMS").is_ok()
+        || std::env::var("EGRAD_RANDOM_PROGRAM_SEED").is_ok();
+    let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
+    let seeds: Vec<u64> = match env_u64("EGRAD_RANDOM_PROGRAM_SEED") {
+        Some(s) => vec![s],
+        None => (0..count as u64)
+            .map(|i| mix(mix(base).wrapping_add(i)))
+            .collect(),
+    };
+    let mut stats = Stats::default();
+    let mut features: Vec<(&str, usize)> = [
+        "tabulate[",
+        "matmul(",
+        "transpose(",
+        "iterate(",
+        "static n",
+        "static c",
+        "if ",
+        "&&",
+        "||",
+        "!(",
+        "max/",
+        "min/",
+        "+/",
+        "max(",
+        "min(",
+        "abs(",
+        "pow(",
+        "log(",
+        "sqrt(",
+        "exp(",
+        "let (",
+        "{ let",
+        "@grad(s)",
+        "fn h",
+        "@grad(a",
+        "@grad(v",
+        "@grad(c",
+        "[i",
+        "+ 1]",
+        "N-1",
+        "iterate_until(",
+        "@value_and_grad",
+        "@jvp(s)",
+        "fn jv",
+    ]
+    .iter()
+    .map(|f| (*f, 0))
+    .collect();
+    let print = std::env::var("EGRAD_RANDOM_PRINT").is_ok();
+    // Report every failing program (one line each) instead of stopping at the first.
+    let keep_going = std::env::var("EGRAD_RANDOM_KEEP_GOING").is_ok();
+    let mut failures: Vec<String> = Vec::new();
+    // Programs run on a few threads; results are taken in seed order, and
+    // without EGRAD_RANDOM_KEEP_GOING the first failing program (in seed
+    // order) is reported.
+    let next = AtomicUsize::new(0);
+    let first_fail = AtomicUsize::new(usize::MAX);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let mut results: Vec<(usize, Option<Generated>, Outcome)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if i >= seeds.len()
+                            || (!keep_going && i > first_fail.load(Ordering::SeqCst))
+                        {
+                            break;
+                        }
+                        let (gp, outcome) = run_one(seeds[i]);
+                        if !matches!(outcome, Outcome::Passed(_)) {
+                            first_fail.fetch_min(i, Ordering::SeqCst);
+                        }
+                        out.push((i, gp, outcome));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|r| r.0);
+    for (i, gp, outcome) in results {
+        let seed = seeds[i];
+        let report = |m: &str| {
+            match &gp {
+            Some(gp) => format!(
+                "random program failed (seed {seed:#x}; rerun alone with EGRAD_RANDOM_PROGRAM_SEED={seed:#x}), N = {}, M = {}:\n{m}\n--- program ---\n{}",
+                gp.n, gp.m, gp.source
+            ),
+            None => format!("generating the program of seed {seed:#x} failed: {m}"),
+        }
+        };
+        if let Some(gp) = &gp {
+            if print {
+                println!(
+                    "--- seed {seed:#x}, N = {}, M = {}\n{}",
+                    gp.n, gp.m, gp.source
+                );
+            }
+            for (f, c) in features.iter_mut() {
+                if gp.source.contains(*f) {
+                    *c += 1;
+                }
+            }
+        }
+        match outcome {
+            Outcome::Passed(st) => stats.add(&st),
+            Outcome::Failed(m) => {
+                let first = m.lines().take(2).collect::<Vec<_>>().join(" | ");
+                println!("FAIL {seed:#x}: {first}");
+                failures.push(report(&m));
+                if !keep_going {
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(f) = failures.first() {
+        panic!("{} programs failed; the first:\n{f}", failures.len());
+    }
+    let skips = stats.skip_kink + stats.skip_fd;
+    println!(
+        "random programs: {} checked in {:.1?} ({} functions through JIT/interpreter/optimizer; {} gradients ({} elements) and {} second derivatives against finite differences; skipped: {} at a structural kink, {} non-smooth gradients, {} non-smooth second derivatives; {} resampled away from kinks)",
+        stats.programs,
+        start.elapsed(),
+        stats.functions,
+        stats.grad_checks,
+        stats.grad_elems,
+        stats.d2_checks,
+        stats.skip_kink,
+        stats.skip_fd,
+        stats.skip_d2,
+        stats.resampled,
+    );
+    println!(
+        "also: {} value-and-gradient checks, {} forward-mode checks ({} skipped, non-smooth), {} Hessian-vector products, {} functions of the f32 variants through JIT/interpreter; {} functions whose optimized result is not bit-identical (within tolerance)",
+        stats.vg_checks, stats.jvp_checks, stats.skip_jvp, stats.hvp_checks, stats.f32_functions, stats.opt_not_bitwise
+    );
+    let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
+    println!("programs using: {}", cov.join(", "));
+    assert_eq!(stats.programs, seeds.len(), "every program must be checked");
+    if !overridden && !cfg!(debug_assertions) {
+        assert!(stats.programs >= 500, "only {} programs", stats.programs);
+    }
+    let ratio = |skipped: usize, of: usize| skipped as f64 / of.max(1) as f64;
+    assert!(
+        ratio(skips, stats.programs) < 0.2,
+        "{skips} of {} gradient checks skipped",
+        stats.programs
+    );
+    let with_s = stats.d2_checks + stats.skip_d2;
+    assert!(
+        ratio(stats.skip_d2, with_s) < 0.2,
+        "{} of {with_s} second-derivative checks skipped",
+        stats.skip_d2
+    );
+    let with_jv = stats.jvp_checks + stats.skip_jvp;
+    assert!(
+        ratio(stats.skip_jvp, with_jv) < 0.2,
+        "{} of {with_jv} forward-mode checks skipped",
+        stats.skip_jvp
+    );
+}
