@@ -554,3 +554,23 @@ fn repro_iterate_until_keeps_the_state_shape() {
         "{e}"
     );
 }
+
+#[test]
+fn matrix_elements_along_the_tabulate_index() {
+    let p = prog(
+        "fn col_diff[N](X: f64[N, 3]) -> f64[N-1] = tabulate[N-1](i => X[i + 1, 0] - X[i, 2])
+         @grad(X)
+         fn d[N](X: f64[N, 3]) -> f64[N, 3] = +/col_diff(X)",
+    );
+    let x = Value::array(
+        DType::F64,
+        vec![3, 3],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 10.0, 0.0, 0.5],
+    );
+    assert_eq!(
+        run_both(&p, "col_diff", std::slice::from_ref(&x))[0].data,
+        vec![1.0, 4.0]
+    );
+    let g = run_both(&p, "d", &[x])[0].clone();
+    assert_eq!(g.data, vec![0.0, 0.0, -1.0, 1.0, 0.0, -1.0, 1.0, 0.0, 0.0]);
+}

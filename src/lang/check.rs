@@ -1374,9 +1374,30 @@ impl<'a> FnCx<'a> {
             ExprKind::Index { base, indices } => {
                 let v = self.lower(base, &[]);
                 let mut v = self.single(v, base.span);
-                for ix in indices {
-                    let k = self.lower(ix, &[]);
-                    let k = self.single(k, ix.span);
+                let ks: Vec<Val> = indices
+                    .iter()
+                    .map(|ix| {
+                        let k = self.lower(ix, &[]);
+                        self.single(k, ix.span)
+                    })
+                    .collect();
+                // `X[i, k]` along the index of `tabulate`: column k of X,
+                // read along i (`transpose(X)[k][i]`).
+                if let ([Val::Idx(_), col], Val::Var(x)) = (&ks[..], &v) {
+                    if self.ty(*x).rank() == 2 && !self.batched.contains(x) {
+                        if let Val::Var(t) = self.push("", Op::Transpose, &[*x], None) {
+                            let c = self.index(
+                                Val::Var(t),
+                                base.span,
+                                col.clone(),
+                                indices[1].span,
+                                "",
+                            );
+                            return self.index(c, base.span, ks[0].clone(), indices[0].span, hint);
+                        }
+                    }
+                }
+                for (k, ix) in ks.into_iter().zip(indices) {
                     v = self.index(v, base.span, k, ix.span, hint);
                 }
                 v
