@@ -151,6 +151,10 @@ pub enum Op {
     Spread,
     /// `sumtail`: sum of each row (`T[L, s..] -> T[L]`).
     SumTail,
+    /// `maxtail`: largest element of each row (`T[L, s..] -> T[L]`), like `maxall`.
+    MaxTail,
+    /// `mintail`: smallest element of each row, like `minall`.
+    MinTail,
     /// Matrix product `[M, K] x [K, N] -> [M, N]`.
     MatMul,
     /// Matrix transpose `[M, N] -> [N, M]`.
@@ -198,6 +202,8 @@ pub const ALL_OPS: &[Op] = &[
     Op::SumLead,
     Op::Spread,
     Op::SumTail,
+    Op::MaxTail,
+    Op::MinTail,
     Op::MatMul,
     Op::Transpose,
 ];
@@ -428,6 +434,8 @@ impl Op {
             Op::SumLead => "sumlead",
             Op::Spread => "spread",
             Op::SumTail => "sumtail",
+            Op::MaxTail => "maxtail",
+            Op::MinTail => "mintail",
             Op::MatMul => "matmul",
             Op::Transpose => "transpose",
         }
@@ -484,6 +492,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::Transpose => 1,
             Op::Add
             | Op::Sub
@@ -541,6 +551,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::MatMul
             | Op::Transpose => false,
         }
@@ -590,6 +602,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::MatMul
             | Op::Transpose => None,
         }
@@ -602,6 +616,7 @@ impl Op {
             Op::Zero | Op::Bcast | Op::Slice(_) | Op::Pad(_) | Op::Unindex(_) => true,
             Op::Repeat | Op::Spread => true,
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
+            Op::MaxTail | Op::MinTail => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -671,6 +686,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::MatMul
             | Op::Transpose => false,
         }
@@ -806,10 +823,13 @@ impl Op {
                 }
                 Ok(t)
             }
-            Op::SumTail => {
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
                 let a = args[0];
                 if a.is_scalar() {
-                    return Err(OpTypeError("`sumtail` needs an array operand".into()));
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
                 }
                 Ok(Type::array(a.dtype, vec![a.shape[0].clone()]))
             }
@@ -966,14 +986,20 @@ impl Op {
                     data,
                 }
             }
-            Op::SumTail => {
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
+                // Each row left to right from the identity (the JIT's order).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
+                let (init, step): (f64, fn(&[f64], DType) -> f64) = match self {
+                    Op::MaxTail => (f64::NEG_INFINITY, elem!(|a, b| maximum(a, b))),
+                    Op::MinTail => (f64::INFINITY, elem!(|a, b| minimum(a, b))),
+                    _ => (0.0, elem!(|a, b| a.add(b))),
+                };
                 let data = (0..a.shape[0])
                     .map(|r| {
-                        let mut acc = 0.0;
+                        let mut acc = init;
                         for x in &a.data[r * row..(r + 1) * row] {
-                            acc = dtype.round(acc + x);
+                            acc = step(&[acc, *x], dtype);
                         }
                         acc
                     })
@@ -1069,6 +1095,7 @@ impl Op {
             Op::SumLead => &["(repeat ?g)"],
             Op::Spread => &["(sumtail ?g)"],
             Op::SumTail => &["(spread ?g)"],
+            Op::MaxTail | Op::MinTail => &["(select (eq ?a (spread ?out)) (spread ?g) 0)"],
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
         };
@@ -1118,6 +1145,7 @@ impl Op {
             Op::SumLead => &["(sumlead ?t)"],
             Op::Spread => &["(spread ?t)"],
             Op::SumTail => &["(sumtail ?t)"],
+            Op::MaxTail | Op::MinTail => &["(sumtail (select (eq ?a (spread ?out)) ?t 0))"],
             Op::MatMul => &["(matmul ?t ?b)", "(matmul ?a ?t)"],
             Op::Transpose => &["(transpose ?t)"],
         };
@@ -1140,6 +1168,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::MatMul
             | Op::Transpose => true,
             Op::Const(_)
@@ -1192,7 +1222,7 @@ impl Op {
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
             Op::Repeat | Op::Spread | Op::Transpose => 0.0,
             // Per operand element (see `extract::cost`).
-            Op::SumLead | Op::SumTail => 1.0,
+            Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).
             Op::MatMul => 2.0,
         }

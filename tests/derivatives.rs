@@ -59,6 +59,8 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Repeat => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[3, N] = repeat %a\n  %1: f64[3, N] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::SumLead => ("fn f[N](%a: f64[3, N]) -> f64 {\n  %0: f64[N] = sumlead %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::Spread => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64[N, 2] = spread %a\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::MaxTail => ("fn f[N](%a: f64[N, 3]) -> f64 {\n  %0: f64[N] = maxtail %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
+        Op::MinTail => ("fn f[N](%a: f64[N, 3]) -> f64 {\n  %0: f64[N] = mintail %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::SumTail => ("fn f[N](%a: f64[N, 2]) -> f64 {\n  %0: f64[N] = sumtail %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::MatMul => ("fn f[N](%a: f64[N, 3], %b: f64[3, 2]) -> f64 {\n  %0: f64[N, 2] = matmul %a %b\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::Transpose => ("fn f[N](%a: f64[N, 2], %b: f64[2, N]) -> f64 {\n  %0: f64[2, N] = transpose %a\n  %1: f64[2, N] = mul %0 %b\n  %2: f64[2, N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),

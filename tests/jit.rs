@@ -157,7 +157,7 @@ const CASES: &[&str] = &[
 }",
     // data movement, loop nests and matrices (N-1 needs N >= 1: n = 0 is
     // rejected before running, which `check` skips)
-    "fn shapes[N, M](%x: T[N, M], %y: T[M, N], %v: T[M]) -> (T[N, M], T[M], T[N], T[N, N], T[M, N], T[N, M], T) {
+    "fn shapes[N, M](%x: T[N, M], %y: T[M, N], %v: T[M]) -> (T[N, M], T[M], T[N], T[N, N], T[M, N], T[N, M], T, T[N], T[M]) {
   %0: T[N-1, M] = slice 1 %x
   %1: T[N, M] = pad 0 %0
   %2: T[M] = index 0 %x
@@ -165,6 +165,8 @@ const CASES: &[&str] = &[
   %4: T[N, M] = repeat %v
   %5: T[M] = sumlead %x
   %6: T[N] = sumtail %x
+  %mx: T[N] = maxtail %x
+  %mn: T[M] = mintail %y
   %7: T[N, M] = spread %6
   %8: T[N, N] = matmul %x %y
   %9: T[M, N] = transpose %x
@@ -173,7 +175,7 @@ const CASES: &[&str] = &[
   %12: T[N, M] = sub %11 %7
   %13: T[M] = add %2 %5
   %14: T = sum %12
-  ret %12, %13, %6, %8, %9, %4, %14
+  ret %12, %13, %6, %8, %9, %4, %14, %mx, %mn
 }",
     // literal dims mixed with parameters, and dead code
     "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {

@@ -574,3 +574,26 @@ fn matrix_elements_along_the_tabulate_index() {
     let g = run_both(&p, "d", &[x])[0].clone();
     assert_eq!(g.data, vec![0.0, 0.0, -1.0, 1.0, 0.0, -1.0, 1.0, 0.0, 0.0]);
 }
+
+#[test]
+fn row_extremes_inside_tabulate() {
+    let p = prog(
+        "fn logsumexp_rows[M, K](X: f64[M, K]) -> f64[M] =
+           tabulate[M](i => max/X[i] + log(+/exp(X[i] - max/X[i])))
+         fn spread_rows[M, K](X: f64[M, K]) -> f64[M] = tabulate[M](i => max/X[i] - min/X[i])
+         @grad(X)
+         fn d[M, K](X: f64[M, K]) -> f64[M, K] = +/spread_rows(X)",
+    );
+    let x = Value::array(DType::F64, vec![2, 3], vec![1.0, 3.0, 2.0, -1.0, -5.0, 0.5]);
+    let r = run_both(&p, "logsumexp_rows", std::slice::from_ref(&x))[0].clone();
+    let want0 = (1f64.exp() + 3f64.exp() + 2f64.exp()).ln();
+    assert!((r.data[0] - want0).abs() < 1e-14, "{r:?}");
+    assert_eq!(
+        run_both(&p, "spread_rows", std::slice::from_ref(&x))[0].data,
+        vec![2.0, 5.5]
+    );
+    assert_eq!(
+        run_both(&p, "d", &[x])[0].data,
+        vec![-1.0, 1.0, 0.0, 0.0, -1.0, 1.0]
+    );
+}

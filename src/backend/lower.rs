@@ -90,7 +90,7 @@ fn access(op: Op) -> Access {
         | Op::Repeat
         | Op::Spread
         | Op::Transpose => Access::IndexMap,
-        Op::SumLead | Op::SumTail | Op::MatMul => Access::Nest,
+        Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
     }
 }
 
@@ -491,15 +491,20 @@ impl<'a, 'b> Translator<'a, 'b> {
         let rest = Type::array(dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
         let lead = Type::array(dtype, at.shape.first().cloned().into_iter().collect());
         match stmt.op {
-            Op::SumTail | Op::SumLead => {
+            Op::SumTail | Op::SumLead | Op::MaxTail | Op::MinTail => {
                 let rows = self.translate_len(lead)?;
                 let cols = self.translate_len(rest)?;
-                let tail = stmt.op == Op::SumTail;
+                let tail = stmt.op != Op::SumLead;
+                let (init, step) = match stmt.op {
+                    Op::MaxTail => (f64::NEG_INFINITY, Op::Max),
+                    Op::MinTail => (f64::INFINITY, Op::Min),
+                    _ => (0.0, Op::Add),
+                };
                 let (outer, inner) = if tail { (rows, cols) } else { (cols, rows) };
                 self.translate_loop(outer, &mut |t, o| {
                     let acc = t.b.declare_var(cl_type(dtype));
-                    let zero = t.translate_const(dtype, 0.0);
-                    t.b.def_var(acc, zero);
+                    let first = t.translate_const(dtype, init);
+                    t.b.def_var(acc, first);
                     t.translate_loop(inner, &mut |t, n| {
                         // Element (row, col) of the operand.
                         let (r, c) = if tail { (o, n) } else { (n, o) };
@@ -507,7 +512,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                         let j = t.b.ins().iadd(rc, c);
                         let x = t.translate_elem(a, j)?;
                         let sofar = t.b.use_var(acc);
-                        let next = t.b.ins().fadd(sofar, x);
+                        let next = t.translate_op(step, dtype, &[sofar, x])?;
                         t.b.def_var(acc, next);
                         Ok(())
                     })?;
@@ -742,6 +747,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Transpose
             | Op::SumLead
             | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
             | Op::MatMul => {
                 return Err(Error::internal(format!(
                     "backend: `{}` moves elements; it is lowered by its access pattern",

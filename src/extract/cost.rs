@@ -100,9 +100,13 @@ impl CostModel {
                 // multiply-add (result elements times the inner size).
                 let operand = |k: usize| ch.get(k).and_then(|c| eg[*c].data.ty.as_ref());
                 let counted = match op {
-                    Op::Sum | Op::MaxAll | Op::MinAll | Op::SumLead | Op::SumTail => {
-                        operand(0).map(|t| self.elements(t))
-                    }
+                    Op::Sum
+                    | Op::MaxAll
+                    | Op::MinAll
+                    | Op::SumLead
+                    | Op::SumTail
+                    | Op::MaxTail
+                    | Op::MinTail => operand(0).map(|t| self.elements(t)),
                     Op::MatMul => match (operand(0), operand(1)) {
                         (Some(a), Some(b)) => {
                             let inner =

@@ -1004,6 +1004,8 @@ impl<'a> FnCx<'a> {
             match (op, annot) {
                 (Op::Bcast, Some(t)) => self.push_plain(hint, Op::Spread, args, Some(&stacked(t))),
                 (Op::Sum, _) => self.push_plain(hint, Op::SumTail, args, None),
+                (Op::MaxAll, _) => self.push_plain(hint, Op::MaxTail, args, None),
+                (Op::MinAll, _) => self.push_plain(hint, Op::MinTail, args, None),
                 _ => {
                     let what = match op {
                         Op::MaxAll => "`max/`".to_string(),
