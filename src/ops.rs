@@ -355,8 +355,11 @@ macro_rules! impl_real {
 impl_real!(f32);
 impl_real!(f64);
 
+/// An element function on f64-held operands, computed in a dtype's precision.
+type ElemFn = fn(&[f64], DType) -> f64;
+
 /// Apply an element-wise function in the dtype's own precision.
-fn map_elems(dtype: DType, args: &[&Value], f: fn(&[f64], DType) -> f64) -> Value {
+fn map_elems(dtype: DType, args: &[&Value], f: ElemFn) -> Value {
     let n = args.iter().map(|a| a.len()).max().unwrap_or(0);
     let shape = args
         .iter()
@@ -902,7 +905,7 @@ impl Op {
             Op::Sum | Op::MaxAll | Op::MinAll => {
                 // Left to right from the identity, in the dtype's precision
                 // (the JIT's order).
-                let step: fn(&[f64], DType) -> f64 = match self {
+                let step: ElemFn = match self {
                     Op::MaxAll => elem!(|a, b| maximum(a, b)),
                     Op::MinAll => elem!(|a, b| minimum(a, b)),
                     _ => elem!(|a, b| a.add(b)),
@@ -990,7 +993,7 @@ impl Op {
                 // Each row left to right from the identity (the JIT's order).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
-                let (init, step): (f64, fn(&[f64], DType) -> f64) = match self {
+                let (init, step): (f64, ElemFn) = match self {
                     Op::MaxTail => (f64::NEG_INFINITY, elem!(|a, b| maximum(a, b))),
                     Op::MinTail => (f64::INFINITY, elem!(|a, b| minimum(a, b))),
                     _ => (0.0, elem!(|a, b| a.add(b))),
