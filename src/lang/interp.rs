@@ -144,6 +144,9 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
         let (rows, taken, what) = match s.op {
             Op::Slice(_) => (&f.ty(*a).shape, f.ty(s.var).shape.first(), "rows"),
             Op::Index(_) => (&f.ty(*a).shape, Some(&Dim::Lit(1)), "row"),
+            // The adjoints write rows at the same places.
+            Op::Pad(_) => (&f.ty(s.var).shape, f.ty(*a).shape.first(), "rows"),
+            Op::Unindex(_) => (&f.ty(s.var).shape, Some(&Dim::Lit(1)), "row"),
             _ => continue,
         };
         let have = rows.first().and_then(|d| d.extent(&get));
