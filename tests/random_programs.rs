@@ -11,8 +11,11 @@
 //! (with tuple states, and static counts passed to templates) and
 //! `iterate_until`; static `i64`, `f64` and `bool` parameters; `tabulate`
 //! with `x[i]`, `x[i + 1]` (over `N`, `N-1`, `N-2`, `M`, 2), rows of
-//! matrices and matrix-vector products; static indices; `matmul`;
-//! `transpose`; helper functions, in any order, some of them `@grad`,
+//! matrices, columns `X[i, k]` and `A[i + 1, k]` (static `k`),
+//! matrix-vector products and `max/`/`min/` of rows; static indices;
+//! `matmul`; `transpose`; helper functions, in any order, some of them
+//! generic over the element type (`fn h[T, N](v: T[N], a: T) -> T`, so
+//! the `f32` copy specializes them to `f32`), some of them `@grad`,
 //! `@value_and_grad` or `@jvp` functions. Every value is kept bounded
 //! (wrapped in `tanh` or scaled by a power of two where it could grow), so
 //! nothing overflows. Each program has a scalar `loss`, `dloss = @grad(...)`
@@ -128,6 +131,18 @@ impl Rng {
 
 fn mix(seed: u64) -> u64 {
     Rng(seed).next_u64()
+}
+
+thread_local! {
+    /// Constructs written while generating the current program (on this
+    /// thread), with the text that shows them: counted for the coverage line
+    /// when that text is in the final program.
+    static TAGS: std::cell::RefCell<Vec<(&'static str, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn tag(name: &'static str, text: &str) {
+    TAGS.with(|t| t.borrow_mut().push((name, text.to_string())));
 }
 
 // ---------------------------------------------------------------- types
@@ -313,6 +328,9 @@ struct Helper {
     needs_var: bool,
     /// Uses `N-1`: only called where N >= 2 (from the loss, with N = N).
     uses_n1: bool,
+    /// Generic over the element type (`fn h[T, N](v: T[N], a: T) -> T`):
+    /// some argument must be typed (not only numbers).
+    generic: bool,
 }
 
 /// The length of a `tabulate`.
@@ -398,6 +416,16 @@ impl<'r> Gen<'r> {
         match d {
             D::N => self.n_min,
             D::M | D::N1 => 1,
+        }
+    }
+
+    /// How many elements `d` has for sure here (all of them with literal sizes).
+    fn known_len(&self, d: D) -> u64 {
+        match (self.lit, d) {
+            (Some((n, _)), D::N) => n,
+            (Some((_, m)), D::M) => m,
+            (Some((n, _)), D::N1) => n - 1,
+            (None, _) => self.min_len(d),
         }
     }
 
@@ -510,15 +538,19 @@ impl<'r> Gen<'r> {
     /// `base[i]` or `base[i + 1]` of type `ty` in the enclosing `tabulate`.
     fn tab_leaf(&mut self, ty: Ty) -> Option<Ex> {
         let tab = self.tab.clone()?;
-        let bases: Vec<_> = self
-            .tab_bases(tab.len)
-            .into_iter()
-            .filter(|r| r.4 == ty)
+        let all = self.tab_bases(tab.len);
+        let bases: Vec<_> = all.iter().filter(|r| r.4 == ty).cloned().collect();
+        // A scalar may also be `X[i, k]`: column `k` (static) along `i`.
+        let cols: Vec<_> = all
+            .iter()
+            .filter(|r| ty == Ty::S && matches!(r.4, Ty::V(_)))
+            .cloned()
             .collect();
-        if bases.is_empty() {
+        if bases.is_empty() && cols.is_empty() {
             return None;
         }
-        let (base, var, b, off, _) = self.rng.pick(&bases);
+        let col = !cols.is_empty() && (bases.is_empty() || self.rng.chance(0.35));
+        let (base, var, b, off, row) = self.rng.pick(if col { &cols } else { &bases });
         self.mark_used(base.trim_start_matches("transpose(").trim_end_matches(')'));
         let i = &tab.idx;
         let ix = match (off, self.rng.below(6)) {
@@ -528,7 +560,23 @@ impl<'r> Gen<'r> {
             (_, 1) => format!("{i} + {} - 1", off + 1),
             _ => format!("{i} + {off}"),
         };
-        let mut e = Ex::leaf(format!("{base}[{ix}]"), b, var);
+        let text = match row {
+            Ty::V(c) if col => {
+                let k = self.rng.below(self.known_len(c) as usize);
+                let text = format!("{base}[{ix}, {k}]");
+                tag(
+                    if off == 0 {
+                        "X[i, k] in tabulate"
+                    } else {
+                        "X[i + c, k] in tabulate"
+                    },
+                    &text,
+                );
+                text
+            }
+            _ => format!("{base}[{ix}]"),
+        };
+        let mut e = Ex::leaf(text, b, var);
         e.tab = true;
         Some(e)
     }
@@ -628,6 +676,30 @@ impl<'r> Gen<'r> {
             Ty::V(D::N1) => {
                 if self.no_tabulate {
                     return None;
+                }
+                // Differences of a column: `A[i + 1, k] - A[i, k]`.
+                let mats: Vec<Var> = names
+                    .iter()
+                    .filter(|v| matches!(v.ty, Ty::Mt(D::N, _)))
+                    .cloned()
+                    .collect();
+                if !mats.is_empty() && self.rng.chance(0.5) {
+                    let v = self.rng.pick(&mats);
+                    let Ty::Mt(_, c) = v.ty else { unreachable!() };
+                    self.mark_used(&v.name);
+                    let k = self.rng.below(self.known_len(c) as usize);
+                    let i = self.fresh("i");
+                    let len = self.dim(D::N1);
+                    let text = format!("{n}[{i} + 1, {k}]", n = v.name);
+                    tag("X[i + c, k] in tabulate", &text);
+                    return Some(
+                        Ex::leaf(
+                            format!("tabulate[{len}]({i} => {text} - {n}[{i}, {k}])", n = v.name),
+                            2.0 * v.b,
+                            v.var,
+                        )
+                        .not_ts(),
+                    );
                 }
                 let v = names.iter().find(|v| v.ty == Ty::V(D::N))?.clone();
                 self.mark_used(&v.name);
@@ -1199,13 +1271,24 @@ impl<'r> Gen<'r> {
                 ),
             }
         }
+        if h.generic && parts.iter().all(|a| a.k) {
+            // `T` is inferred from a typed argument, not from numbers.
+            if let Some(k) = h
+                .params
+                .iter()
+                .position(|p| matches!(p, HParam::Dyn(Ty::S)))
+            {
+                let a = self.dynamic_scalar();
+                args[k] = a.s.clone();
+                parts.push(a);
+            }
+        }
         let refs: Vec<&Ex> = parts.iter().collect();
-        let mut e = Ex::of(
-            format!("{}({})", h.name, args.join(", ")),
-            h.b,
-            false,
-            &refs,
-        );
+        let text = format!("{}({})", h.name, args.join(", "));
+        if h.generic && self.m_name == "M" {
+            tag("generic helper called from the loss", &text);
+        }
+        let mut e = Ex::of(text, h.b, false, &refs);
         e.ts &= h.ts;
         e.k = false;
         Some((self.bounded(e), ty))
@@ -1289,7 +1372,7 @@ impl<'r> Gen<'r> {
     fn scalar_special(&mut self, d: u32) -> Option<Ex> {
         let avail: Vec<Ty> = self.avail().into_iter().filter(|t| t.is_array()).collect();
         let in_tab = self.tab.clone();
-        match self.rng.below(7) {
+        match self.rng.below(8) {
             // Reductions.
             0..=2 => {
                 let rows: Vec<Ty> = match &in_tab {
@@ -1305,6 +1388,29 @@ impl<'r> Gen<'r> {
                     // `+/` of a row of the enclosing tabulate.
                     let t = self.rng.pick(&rows);
                     let a = self.gen(t, d);
+                    if self.rng.chance(0.3) {
+                        // `max/` or `min/` of the row (or of a product of
+                        // rows), with generically distinct elements.
+                        let b = self.rng.chance(0.5).then(|| self.gen(t, d));
+                        let (s, bound, var, tab) = match &b {
+                            Some(b) => (
+                                format!("({} .* {})", a.s, b.s),
+                                a.b * b.b,
+                                a.var || b.var,
+                                a.tab || b.tab,
+                            ),
+                            None => (a.s.clone(), a.b, a.var, a.tab),
+                        };
+                        if var {
+                            let f = if self.rng.chance(0.5) { "max/" } else { "min/" };
+                            let text = format!("({f}{s})");
+                            if tab {
+                                tag("max/ or min/ of a row in tabulate", &text);
+                            }
+                            let parts: Vec<&Ex> = std::iter::once(&a).chain(b.as_ref()).collect();
+                            return Some(Ex::of(text, bound, false, &parts).not_ts());
+                        }
+                    }
                     if self.rng.chance(0.5) {
                         let b = self.gen(t, d);
                         return Some(Ex::of(
@@ -1407,6 +1513,24 @@ impl<'r> Gen<'r> {
                     )
                     .not_ts(),
                 )
+            }
+            // The sum of a matrix-vector product or of row maxima.
+            6 => {
+                if in_tab.is_some() {
+                    return None;
+                }
+                let mats: Vec<Ty> = avail
+                    .iter()
+                    .copied()
+                    .filter(|t| matches!(t, Ty::Mt(..)))
+                    .collect();
+                if mats.is_empty() {
+                    return None;
+                }
+                let m = self.rng.pick(&mats);
+                let Ty::Mt(r, c) = m else { return None };
+                let e = self.matvec(m, c, r, d)?;
+                Some(Ex::of(format!("(+/{})", e.s), dim_max(r) * e.b, false, &[&e]).not_ts())
             }
             _ => Some(self.binary(Ty::S, d)),
         }
@@ -1580,6 +1704,25 @@ impl<'r> Gen<'r> {
         let mm = self.gen(m, d);
         let v = self.gen(Ty::V(c), d);
         let (w, z, idx) = (self.fresh("w"), self.fresh("z"), self.fresh("i"));
+        if (mm.var || v.var) && self.rng.chance(0.4) {
+            // The largest (smallest) element of each row: `max/X[i]` with a
+            // matrix of distinct elements, or of each row times `v`.
+            let f = if self.rng.chance(0.5) { "max/" } else { "min/" };
+            let (row, b) = if mm.var && self.rng.chance(0.5) {
+                (format!("{f}{w}[{idx}]"), mm.b)
+            } else {
+                (format!("{f}({w}[{idx}] .* {z})"), mm.b * v.b)
+            };
+            tag("max/ or min/ of a row in tabulate", &row);
+            let text = format!(
+                "({{ let {w} = {}; let {z} = {}; tabulate[{}]({idx} => {row}) }})",
+                mm.s,
+                v.s,
+                self.dim(r)
+            );
+            let e = Ex::of(text, b, false, &[&mm, &v]).not_ts();
+            return Some(self.bounded(e));
+        }
         let text = if self.rng.chance(0.5) {
             // As a product with a one-column matrix.
             format!(
@@ -1617,9 +1760,12 @@ struct Generated {
     vg: bool,
     /// `jv = @jvp(...) loss` exists, with this wrt.
     jv: Option<Vec<usize>>,
+    /// Constructs (see `tag`) the program has.
+    tags: Vec<&'static str>,
 }
 
 fn generate(seed: u64) -> Generated {
+    TAGS.with(|t| t.borrow_mut().clear());
     let mut rng = Rng(seed);
     let n = rng.range(2, 6);
     let m = rng.range(1, 4);
@@ -1835,8 +1981,19 @@ fn generate(seed: u64) -> Generated {
         ));
     }
     rng.shuffle(&mut items);
+    let source = items.join("\n\n") + "\n";
+    let mut tags: Vec<&'static str> = TAGS.with(|t| {
+        t.borrow()
+            .iter()
+            .filter(|(_, text)| source.contains(text.as_str()))
+            .map(|(name, _)| *name)
+            .collect()
+    });
+    tags.sort_unstable();
+    tags.dedup();
     Generated {
-        source: items.join("\n\n") + "\n",
+        source,
+        tags,
         hv,
         vg,
         jv,
@@ -2049,6 +2206,18 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
     };
     let needs_var = text.contains("max/") || text.contains("min/");
     let uses_n1 = kind == 4;
+    // Generic over the element type: `f64` becomes `T` (the f32 copy of the
+    // program then specializes it to f32).
+    let generic = kind <= 5 && rng.chance(0.3);
+    let text = if generic {
+        let t = text.replace("f64", "T");
+        match t.strip_prefix(&format!("fn {name}[")) {
+            Some(rest) => format!("fn {name}[T, {rest}"),
+            None => t.replacen(&format!("fn {name}("), &format!("fn {name}[T]("), 1),
+        }
+    } else {
+        text
+    };
     Some((
         text,
         Helper {
@@ -2059,6 +2228,7 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
             ts,
             needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
             uses_n1,
+            generic,
         },
     ))
 }
@@ -2181,6 +2351,23 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
                 for a in arg(0) {
                     if *a != 0.0 {
                         margin = margin.min(a.abs());
+                    }
+                }
+            }
+            Op::MaxTail | Op::MinTail => {
+                // Each row as `maxall`/`minall` (the result has one element a row).
+                let xs = arg(0);
+                let rows = value[s.var.index()].map_or(0, |v| v.data.len());
+                if rows > 0 && xs.len() % rows == 0 && xs.len() / rows >= 2 {
+                    for row in xs.chunks(xs.len() / rows) {
+                        let mut r = row.to_vec();
+                        r.sort_by(|a, b| a.total_cmp(b));
+                        let (a, b) = if s.op == Op::MaxTail {
+                            (r[r.len() - 1], r[r.len() - 2])
+                        } else {
+                            (r[0], r[1])
+                        };
+                        margin = margin.min(rel(a, b));
                     }
                 }
             }
@@ -2695,6 +2882,11 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "@value_and_grad",
         "@jvp(s)",
         "fn jv",
+        "[T",
+        "generic helper called from the loss",
+        "max/ or min/ of a row in tabulate",
+        "X[i, k] in tabulate",
+        "X[i + c, k] in tabulate",
     ]
     .iter()
     .map(|f| (*f, 0))
@@ -2759,7 +2951,7 @@ fn random_programs_jit_optimizer_and_derivatives() {
                 );
             }
             for (f, c) in features.iter_mut() {
-                if gp.source.contains(*f) {
+                if gp.source.contains(*f) || gp.tags.contains(f) {
                     *c += 1;
                 }
             }
