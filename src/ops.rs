@@ -1110,49 +1110,56 @@ impl Op {
     /// `?out`, `?a`, `?b`, `?c` as in [`Op::vjp`]). The driver sums the
     /// contributions of the operands that have a tangent.
     pub fn jvp(&self) -> Vec<String> {
-        let fixed: &[&str] = match self {
-            Op::Const(_) | Op::Zero => &[],
-            Op::Add => &["?t", "?t"],
-            Op::Sub => &["?t", "(neg ?t)"],
-            Op::Mul => &["(mul ?t ?b)", "(mul ?a ?t)"],
-            Op::Div => &["(div ?t ?b)", "(neg (div (mul ?t ?out) ?b))"],
-            Op::Neg => &["(neg ?t)"],
-            Op::Sin => &["(mul ?t (cos ?a))"],
-            Op::Cos => &["(neg (mul ?t (sin ?a)))"],
-            Op::Exp => &["(mul ?t ?out)"],
-            Op::Log => &["(div ?t ?a)"],
-            Op::Sqrt => &["(div ?t (mul 2 ?out))"],
-            Op::Tanh => &["(mul ?t (sub 1 (mul ?out ?out)))"],
-            Op::Tan => &["(mul ?t (add 1 (mul ?out ?out)))"],
-            Op::Abs => &["(select (gt ?a 0) ?t (select (lt ?a 0) (neg ?t) 0))"],
-            Op::Log1p => &["(div ?t (add 1 ?a))"],
-            Op::Expm1 => &["(mul ?t (add ?out 1))"],
-            Op::Pow => &[
-                "(mul ?t (mul ?b (pow ?a (sub ?b 1))))",
-                "(mul ?t (mul ?out (log ?a)))",
-            ],
-            Op::Max => &["(select (ge ?a ?b) ?t 0)", "(select (ge ?a ?b) 0 ?t)"],
-            Op::Min => &["(select (le ?a ?b) ?t 0)", "(select (le ?a ?b) 0 ?t)"],
-            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => &["(zero)", "(zero)"],
-            Op::Select => &["(zero)", "(select ?a ?t 0)", "(select ?a 0 ?t)"],
-            Op::Sum => &["(sum ?t)"],
+        match self {
+            Op::Const(_) | Op::Zero => Vec::new(),
+            // Element-wise: the Jacobian is diagonal, so the tangent's
+            // contribution is the VJP template (linear in `?g`) with the
+            // tangent in place of the cotangent.
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            // Linear in their operand: the op applied to the tangent.
+            Op::Sum
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::Transpose => vec![format!("({self} ?t)")],
             // The tangents of every element equal to the extremum (the
             // transpose of the VJP, which gives each of them the cotangent).
-            Op::MaxAll | Op::MinAll => &["(sum (select (eq ?a (bcast ?out)) ?t 0))"],
-            Op::Bcast => &["(bcast ?t)"],
-            Op::Slice(c) => return vec![format!("(slice {c} ?t)")],
-            Op::Pad(c) => return vec![format!("(pad {c} ?t)")],
-            Op::Index(k) => return vec![format!("(index {k} ?t)")],
-            Op::Unindex(k) => return vec![format!("(unindex {k} ?t)")],
-            Op::Repeat => &["(repeat ?t)"],
-            Op::SumLead => &["(sumlead ?t)"],
-            Op::Spread => &["(spread ?t)"],
-            Op::SumTail => &["(sumtail ?t)"],
-            Op::MaxTail | Op::MinTail => &["(sumtail (select (eq ?a (spread ?out)) ?t 0))"],
-            Op::MatMul => &["(matmul ?t ?b)", "(matmul ?a ?t)"],
-            Op::Transpose => &["(transpose ?t)"],
-        };
-        fixed.iter().map(|t| t.to_string()).collect()
+            Op::MaxAll | Op::MinAll => vec!["(sum (select (eq ?a (bcast ?out)) ?t 0))".into()],
+            Op::MaxTail | Op::MinTail => {
+                vec!["(sumtail (select (eq ?a (spread ?out)) ?t 0))".into()]
+            }
+            Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
+        }
     }
 
     /// Is the result a symbolic zero whenever operand `i` is one (the op is
