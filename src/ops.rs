@@ -395,6 +395,17 @@ macro_rules! elem {
 }
 
 impl Op {
+    /// A reduction's identity and its step as an element function.
+    fn fold(&self) -> (f64, ElemFn) {
+        let (init, step) = self.reduction().unwrap_or((0.0, Op::Add));
+        let f: ElemFn = match step {
+            Op::Max => elem!(|a, b| maximum(a, b)),
+            Op::Min => elem!(|a, b| minimum(a, b)),
+            _ => elem!(|a, b| a.add(b)),
+        };
+        (init, f)
+    }
+
     /// The op's name in the IR text form and in rule patterns.
     pub fn name(&self) -> &'static str {
         match self {
@@ -561,14 +572,15 @@ impl Op {
         }
     }
 
-    /// For a reduction to a scalar: the identity it starts from and the
-    /// element-wise op of one step (accumulator, next element). The JIT and
-    /// the interpreter fold left to right.
+    /// For a reduction: the identity it starts from and the element-wise op
+    /// of one step (accumulator, next element). `sum`, `maxall` and `minall`
+    /// fold every element, `sumtail`, `maxtail` and `mintail` each row, and
+    /// `sumlead` each column. The JIT and the interpreter fold left to right.
     pub fn reduction(&self) -> Option<(f64, Op)> {
         match self {
-            Op::Sum => Some((0.0, Op::Add)),
-            Op::MaxAll => Some((f64::NEG_INFINITY, Op::Max)),
-            Op::MinAll => Some((f64::INFINITY, Op::Min)),
+            Op::Sum | Op::SumLead | Op::SumTail => Some((0.0, Op::Add)),
+            Op::MaxAll | Op::MaxTail => Some((f64::NEG_INFINITY, Op::Max)),
+            Op::MinAll | Op::MinTail => Some((f64::INFINITY, Op::Min)),
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -602,11 +614,7 @@ impl Op {
             | Op::Index(_)
             | Op::Unindex(_)
             | Op::Repeat
-            | Op::SumLead
             | Op::Spread
-            | Op::SumTail
-            | Op::MaxTail
-            | Op::MinTail
             | Op::MatMul
             | Op::Transpose => None,
         }
@@ -905,12 +913,8 @@ impl Op {
             Op::Sum | Op::MaxAll | Op::MinAll => {
                 // Left to right from the identity, in the dtype's precision
                 // (the JIT's order).
-                let step: ElemFn = match self {
-                    Op::MaxAll => elem!(|a, b| maximum(a, b)),
-                    Op::MinAll => elem!(|a, b| minimum(a, b)),
-                    _ => elem!(|a, b| a.add(b)),
-                };
-                let mut acc = self.reduction().map_or(0.0, |r| r.0);
+                let (init, step) = self.fold();
+                let mut acc = init;
                 for &x in &args[0].data {
                     acc = step(&[acc, x], dtype);
                 }
@@ -975,13 +979,14 @@ impl Op {
                 }
             }
             Op::SumLead => {
-                // Row by row, left to right, from +0 (the JIT's order).
+                // Row by row, left to right, from the identity (the JIT's order).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
-                let mut data = vec![0.0; row];
+                let (init, step) = self.fold();
+                let mut data = vec![init; row];
                 for (i, x) in a.data.iter().enumerate() {
                     let j = i % row.max(1);
-                    data[j] = dtype.round(data[j] + x);
+                    data[j] = step(&[data[j], *x], dtype);
                 }
                 Value {
                     dtype,
@@ -993,11 +998,7 @@ impl Op {
                 // Each row left to right from the identity (the JIT's order).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
-                let (init, step): (f64, ElemFn) = match self {
-                    Op::MaxTail => (f64::NEG_INFINITY, elem!(|a, b| maximum(a, b))),
-                    Op::MinTail => (f64::INFINITY, elem!(|a, b| minimum(a, b))),
-                    _ => (0.0, elem!(|a, b| a.add(b))),
-                };
+                let (init, step) = self.fold();
                 let data = (0..a.shape[0])
                     .map(|r| {
                         let mut acc = init;

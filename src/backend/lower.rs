@@ -364,19 +364,15 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Error::internal(format!("backend: `{}` without an operand", stmt.op.name()))
             })
         };
+        // A scalar from an array: a fold of all its elements (`sumlead` of
+        // a vector included), or one element of a vector.
         if let Some((init, step)) = stmt.op.reduction() {
             return self.translate_reduce(first()?, dtype, init, step);
         }
-        match stmt.op {
-            // The sum of a vector's only axis.
-            Op::SumLead => return self.translate_reduce(first()?, dtype, 0.0, Op::Add),
-            // One element of a vector.
-            Op::Index(k) => {
-                let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
-                let j = self.b.ins().iconst(types::I64, k);
-                return self.translate_elem(first()?, j);
-            }
-            _ => {}
+        if let Op::Index(k) = stmt.op {
+            let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
+            let j = self.b.ins().iconst(types::I64, k);
+            return self.translate_elem(first()?, j);
         }
         let mut args = Vec::with_capacity(stmt.args.len());
         for a in &stmt.args {
@@ -495,11 +491,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let rows = self.translate_len(lead)?;
                 let cols = self.translate_len(rest)?;
                 let tail = stmt.op != Op::SumLead;
-                let (init, step) = match stmt.op {
-                    Op::MaxTail => (f64::NEG_INFINITY, Op::Max),
-                    Op::MinTail => (f64::INFINITY, Op::Min),
-                    _ => (0.0, Op::Add),
-                };
+                let (init, step) = stmt.op.reduction().unwrap_or((0.0, Op::Add));
                 let (outer, inner) = if tail { (rows, cols) } else { (cols, rows) };
                 self.translate_loop(outer, &mut |t, o| {
                     let acc = t.b.declare_var(cl_type(dtype));
