@@ -113,16 +113,20 @@ pub fn program_cost(f: &Function, model: &CostModel) -> Cost {
 pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
     let model = CostModel::with_dims(options.dims.clone());
     let cost_before = program_cost(f, &model);
-    if options.no_optimize {
+    // The program as AD made it, dead code removed.
+    let unoptimized = |saturation: Option<SaturationReport>| {
         let after = prune_dead(f);
         let cost_after = program_cost(&after, &model);
-        return Ok(Optimized {
+        Optimized {
             before: f.clone(),
             after,
             cost_before,
             cost_after,
-            saturation: None,
-        });
+            saturation,
+        }
+    };
+    if options.no_optimize {
+        return Ok(unoptimized(None));
     }
     let rules = options.rules()?.rewrites();
     let inserted = insert(f);
@@ -130,14 +134,7 @@ pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
     if size > options.limits.nodes {
         // The program alone fills the node budget: no rewrite could run, and
         // the extractor is not built for graphs this size. Keep it as is.
-        let after = prune_dead(f);
-        let cost_after = program_cost(&after, &model);
-        return Ok(Optimized {
-            before: f.clone(),
-            after,
-            cost_before,
-            cost_after,
-            saturation: Some(SaturationReport {
+        return Ok(unoptimized(Some(SaturationReport {
                 iterations: 0,
                 nodes: size,
                 classes: inserted.egraph.number_of_classes(),
@@ -145,10 +142,9 @@ pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
                     "node limit ({}): the program alone has {size} e-nodes, so it is compiled unoptimized (raise --node-limit to optimize it)",
                     options.limits.nodes
                 ),
-                hit_limit: true,
-                time: std::time::Duration::ZERO,
-            }),
-        });
+            hit_limit: true,
+            time: std::time::Duration::ZERO,
+        })));
     }
     let (ins, report) = saturate(inserted, &rules, &options.limits);
     let ex = extract(&ins, f, &model).map_err(Error::internal)?;

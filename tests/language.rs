@@ -34,6 +34,17 @@ fn run_both(p: &Program, f: &str, args: &[Value]) -> Vec<Value> {
     want
 }
 
+/// Each program is rejected with a caret and every expected phrase.
+fn expect_errors(cases: &[(&str, &[&str])]) {
+    for (src, wants) in cases {
+        let e = err(src);
+        assert!(e.contains('^'), "no caret:\n{e}");
+        for w in *wants {
+            assert!(e.contains(w), "expected `{w}` in:\n{e}\nfor:\n{src}");
+        }
+    }
+}
+
 fn s64(x: f64) -> Value {
     Value::scalar(DType::F64, x)
 }
@@ -191,13 +202,7 @@ fn errors_name_the_problem() {
             &["calls itself through f -> g -> f"],
         ),
     ];
-    for (src, wants) in cases {
-        let e = err(src);
-        assert!(e.contains('^'), "no caret:\n{e}");
-        for w in *wants {
-            assert!(e.contains(w), "expected `{w}` in:\n{e}\nfor:\n{src}");
-        }
-    }
+    expect_errors(cases);
 }
 
 #[test]
@@ -339,13 +344,7 @@ fn array_errors_name_the_problem() {
             &["negative at the sizes of this call"],
         ),
     ];
-    for (src, wants) in cases {
-        let e = err(src);
-        assert!(e.contains('^'), "no caret:\n{e}");
-        for w in *wants {
-            assert!(e.contains(w), "expected `{w}` in:\n{e}\nfor:\n{src}");
-        }
-    }
+    expect_errors(cases);
 }
 
 #[test]

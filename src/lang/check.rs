@@ -97,6 +97,18 @@ fn exact_int(x: f64) -> Option<i64> {
     (x.fract() == 0.0 && x.abs() < 9.0e15).then_some(x as i64)
 }
 
+impl Val {
+    /// The value as a static integer: a static `i64`, or a number that is
+    /// an exact integer.
+    fn as_static_int(&self) -> Option<i64> {
+        match self {
+            Val::Int(i) => Some(*i),
+            Val::Const(x) => exact_int(*x),
+            _ => None,
+        }
+    }
+}
+
 /// A checked and lowered function.
 #[derive(Clone, Debug)]
 pub struct CheckedFn {
@@ -1613,11 +1625,7 @@ impl<'a> FnCx<'a> {
                 .iter()
                 .rev()
                 .find(|(k, _)| k == n)
-                .and_then(|(_, v)| match v {
-                    Val::Int(i) => Some(*i),
-                    Val::Const(c) => exact_int(*c),
-                    _ => None,
-                })
+                .and_then(|(_, v)| v.as_static_int())
         };
         let (name, minus) = match size {
             DimExpr::Lit(n, _) => (None, *n),
@@ -1880,16 +1888,11 @@ impl<'a> FnCx<'a> {
             }
         };
         if matches!(l, Val::Idx(_)) || matches!(r, Val::Idx(_)) {
-            let as_int = |v: &Val| match v {
-                Val::Int(i) => Some(*i),
-                Val::Const(x) => exact_int(*x),
-                _ => None,
-            };
             let off = match (op, &l, &r) {
                 (BinOp::Add, Val::Idx(a), b) | (BinOp::Add, b, Val::Idx(a)) => {
-                    as_int(b).and_then(|b| a.checked_add(b))
+                    b.as_static_int().and_then(|b| a.checked_add(b))
                 }
-                (BinOp::Sub, Val::Idx(a), b) => as_int(b).and_then(|b| a.checked_sub(b)),
+                (BinOp::Sub, Val::Idx(a), b) => b.as_static_int().and_then(|b| a.checked_sub(b)),
                 _ => None,
             };
             return match off {
@@ -1912,12 +1915,7 @@ impl<'a> FnCx<'a> {
             _ => matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)),
         };
         if int_op {
-            let as_int = |v: &Val| match v {
-                Val::Int(i) => Some(*i),
-                Val::Const(x) => exact_int(*x),
-                _ => None,
-            };
-            if let (Some(a), Some(b)) = (as_int(&l), as_int(&r)) {
+            if let (Some(a), Some(b)) = (l.as_static_int(), r.as_static_int()) {
                 return self.int_binary(op, op_text, op_span, a, b);
             }
         }
@@ -2346,8 +2344,7 @@ impl<'a> FnCx<'a> {
                     ok = false;
                     continue;
                 }
-                (StaticKind::Int, Val::Int(i)) => Some(Val::Int(*i)),
-                (StaticKind::Int, Val::Const(x)) => exact_int(*x).map(Val::Int),
+                (StaticKind::Int, v) => v.as_static_int().map(Val::Int),
                 (StaticKind::Bool, Val::Bool(b)) => Some(Val::Bool(*b)),
                 (StaticKind::Real, Val::Const(x)) => Some(Val::Const(*x)),
                 (StaticKind::Real, Val::Int(i)) => Some(Val::Const(*i as f64)),
@@ -2616,8 +2613,7 @@ impl<'a> FnCx<'a> {
         let n = self.lower(count, &[]);
         let n = match n {
             Val::Err => return Val::Err,
-            Val::Int(i) => i,
-            Val::Const(x) if exact_int(x).is_some() => exact_int(x).unwrap_or(0),
+            other if other.as_static_int().is_some() => other.as_static_int().unwrap_or(0),
             other => {
                 let name = what;
                 let dynamic = matches!(other, Val::Var(_) | Val::Mask(_));
