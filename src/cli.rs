@@ -39,6 +39,10 @@ pub struct OptArgs {
     /// Skip the e-graph: AD output goes straight to the backend.
     #[arg(long)]
     pub no_optimize: bool,
+    /// λ, flops per stored residual byte: the cost model is flops + λ ·
+    /// residual bytes (0 stores every residual; large values recompute).
+    #[arg(long, default_value_t = crate::extract::cost::DEFAULT_LAMBDA)]
+    pub lambda: f64,
     /// Saturation node limit.
     #[arg(long, default_value_t = Limits::default().nodes)]
     pub node_limit: usize,
@@ -165,8 +169,14 @@ fn options(opt: &OptArgs) -> Result<Options> {
             "--time-limit must be a non-negative number of seconds".into(),
         ));
     }
+    if !(opt.lambda.is_finite() && opt.lambda >= 0.0) {
+        return Err(Error::Usage(
+            "--lambda must be a non-negative number (flops per byte)".into(),
+        ));
+    }
     let mut o = Options::default()
         .no_optimize(opt.no_optimize)
+        .lambda(opt.lambda)
         .limits(Limits {
             nodes: opt.node_limit,
             iterations: opt.iter_limit,

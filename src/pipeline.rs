@@ -17,6 +17,7 @@ use crate::differentiate::{reverse, reverse::prune_dead, Reverse};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
+use crate::extract::ResidualChoice;
 use crate::lang::interp::ArgError;
 use crate::lang::ir::Function;
 use crate::lang::program::Program;
@@ -25,7 +26,7 @@ use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
-use crate::rewrites::{insert, saturate, Limits, SaturationReport};
+use crate::rewrites::{insert, insert_split, recompute_rule, saturate, Limits, SaturationReport};
 use indexmap::IndexMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -40,6 +41,9 @@ pub struct Options {
     pub wrt: Option<Vec<String>>,
     /// Sizes the cost model prices at (`N=1000` when not given).
     pub dims: IndexMap<String, u64>,
+    /// λ, flops per stored residual byte (`cost = flops + λ · bytes`);
+    /// [`DEFAULT_LAMBDA`](crate::extract::cost::DEFAULT_LAMBDA) when None.
+    pub lambda: Option<f64>,
     pub limits: Limits,
     /// Skip the e-graph (AD output goes straight to the backend).
     pub no_optimize: bool,
@@ -62,6 +66,20 @@ impl Options {
     pub fn dim(mut self, name: impl Into<String>, n: u64) -> Options {
         self.dims.insert(name.into(), n);
         self
+    }
+
+    pub fn lambda(mut self, lambda: f64) -> Options {
+        self.lambda = Some(lambda);
+        self
+    }
+
+    /// The cost model these options ask for.
+    pub fn cost_model(&self) -> CostModel {
+        let m = CostModel::with_dims(self.dims.clone());
+        match self.lambda {
+            Some(l) => m.lambda(l),
+            None => m,
+        }
     }
 
     pub fn limits(mut self, limits: Limits) -> Options {
@@ -89,8 +107,16 @@ pub struct Optimized {
     pub after: Function,
     pub cost_before: Cost,
     pub cost_after: Cost,
+    /// Residual bytes stored by the value-and-gradient program before and
+    /// after (0 for a function that is not split into primal and pullback).
+    pub bytes_before: f64,
+    pub bytes_after: f64,
     /// None when optimization was switched off.
     pub saturation: Option<SaturationReport>,
+    /// For a value-and-gradient program: each primal value the pullback
+    /// reads, stored or recomputed, and the cost figures behind the choice
+    /// (empty when the e-graph did not run).
+    pub residual_choices: Vec<ResidualChoice>,
 }
 
 /// Price a function under the model (each statement once).
@@ -111,25 +137,54 @@ pub fn program_cost(f: &Function, model: &CostModel) -> Cost {
 /// Put a function through the e-graph: insert, saturate under the limits,
 /// extract the cheapest equivalent program.
 pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
-    let model = CostModel::with_dims(options.dims.clone());
-    let cost_before = program_cost(f, &model);
+    optimize_split(f, None, options)
+}
+
+/// [`optimize_ir`] for a value-and-gradient function whose first
+/// `primal_len` statements are the primal: every primal value the pullback
+/// reads becomes a store-or-recompute choice (see [`insert_split`]).
+pub fn optimize_split(
+    f: &Function,
+    primal_len: Option<usize>,
+    options: &Options,
+) -> Result<Optimized> {
+    let model = options.cost_model();
+    // `flops + λ · stored bytes` of a program, and its stored bytes.
+    let price = |g: &Function| {
+        let bytes = if primal_len.is_some() {
+            plan(g, &model).total_bytes
+        } else {
+            0.0
+        };
+        (
+            program_cost(g, &model) + Cost::new(model.lambda * bytes),
+            bytes,
+        )
+    };
+    let (cost_before, bytes_before) = price(f);
     // The program as AD made it, dead code removed.
     let unoptimized = |saturation: Option<SaturationReport>| {
         let after = prune_dead(f);
-        let cost_after = program_cost(&after, &model);
+        let (cost_after, bytes_after) = price(&after);
         Optimized {
             before: f.clone(),
             after,
             cost_before,
             cost_after,
+            bytes_before,
+            bytes_after,
             saturation,
+            residual_choices: Vec::new(),
         }
     };
     if options.no_optimize {
         return Ok(unoptimized(None));
     }
-    let rules = options.rules()?.rewrites();
-    let inserted = insert(f);
+    let mut rules = options.rules()?.rewrites();
+    if primal_len.is_some() {
+        rules.push(recompute_rule());
+    }
+    let inserted = insert_split(f, primal_len);
     let size = inserted.egraph.total_number_of_nodes();
     if size > options.limits.nodes {
         // The program alone fills the node budget: no rewrite could run, and
@@ -148,12 +203,16 @@ pub fn optimize_ir(f: &Function, options: &Options) -> Result<Optimized> {
     }
     let (ins, report) = saturate(inserted, &rules, &options.limits);
     let ex = extract(&ins, f, &model).map_err(Error::internal)?;
+    let (cost_after, bytes_after) = price(&ex.function);
     Ok(Optimized {
         before: f.clone(),
         after: ex.function,
         cost_before,
-        cost_after: ex.cost,
+        cost_after,
+        bytes_before,
+        bytes_after,
         saturation: Some(report),
+        residual_choices: ex.residuals,
     })
 }
 
@@ -253,8 +312,8 @@ pub fn optimize_gradient_ir(
     let ad = reverse(primal, wrt).map_err(Error::internal)?;
     let mut vg = ad.value_and_grad.clone();
     vg.name = name.to_string();
-    let optimized = optimize_ir(&vg, options)?;
-    let model = CostModel::with_dims(options.dims.clone());
+    let optimized = optimize_split(&vg, Some(ad.primal_len), options)?;
+    let model = options.cost_model();
     let residuals = plan(&optimized.after, &model);
     Ok(GradProgram {
         name: name.to_string(),
@@ -346,14 +405,17 @@ impl fmt::Display for Report<'_> {
         writeln!(f, "ops after:  {}", counts(&o.after))?;
         writeln!(
             f,
-            "cost (flops{}): before {}, after {}",
+            "cost (flops + λ·residual bytes, λ = {}{}): before {} ({} bytes), after {} ({} bytes)",
+            g.model.lambda,
             if sizes.is_empty() {
                 String::new()
             } else {
-                format!(" at {}", sizes.join(", "))
+                format!(", at {}", sizes.join(", "))
             },
             o.cost_before,
-            o.cost_after
+            o.bytes_before,
+            o.cost_after,
+            o.bytes_after
         )?;
         match &o.saturation {
             Some(s) => writeln!(
@@ -372,7 +434,33 @@ impl fmt::Display for Report<'_> {
             )?,
             None => writeln!(f, "e-graph: off (--no-optimize)")?,
         }
-        write!(f, "{}", g.residuals)
+        write!(f, "{}", g.residuals)?;
+        let choices = &o.residual_choices;
+        if !choices.is_empty() {
+            writeln!(
+                f,
+                "store or recompute: {} stored, {} recomputed",
+                choices.iter().filter(|c| c.stored).count(),
+                choices.iter().filter(|c| !c.stored).count()
+            )?;
+            for c in choices {
+                let other = match c.other {
+                    Some(d) if c.stored => format!("; recomputing instead: {d:+}"),
+                    Some(d) => format!("; storing instead: {d:+}"),
+                    None => String::new(),
+                };
+                writeln!(
+                    f,
+                    "  %{}: {}  {} ({} bytes, cost {}{other})",
+                    c.name,
+                    c.ty,
+                    if c.stored { "stored" } else { "recomputed" },
+                    c.bytes,
+                    c.cost
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -6,7 +6,6 @@ mod common;
 
 use egrad::backend::{self, BackendOptions};
 use egrad::lang::interp::run;
-use egrad::lang::types::Dim;
 use egrad::lang::value::Value;
 use egrad::pipeline::{optimize_ir, Options};
 use egrad::Program;
@@ -22,28 +21,7 @@ fn jit_equals_interpreter_on_every_example() {
             let opt = optimize_ir(f, &Options::default()).unwrap().after;
             let native = backend::compile(&opt, &BackendOptions { verify: true }).unwrap();
             for n in [1usize, 5, 64] {
-                let args: Vec<Value> = f
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(k, prm)| {
-                        let t = f.ty(prm.var);
-                        let shape: Vec<usize> = t
-                            .shape
-                            .iter()
-                            .map(|d| match d {
-                                Dim::Lit(m) => *m as usize,
-                                Dim::Param(_) => n,
-                                Dim::Sub(..) => panic!("parameters have plain sizes"),
-                            })
-                            .collect();
-                        let len: usize = shape.iter().product();
-                        let data = (0..len)
-                            .map(|i| ((i * 7 + k * 13) as f64 * 0.37).sin() * 0.9)
-                            .collect();
-                        Value::array(t.dtype, shape, data)
-                    })
-                    .collect();
+                let args: Vec<Value> = common::sample_args(f, n);
                 let refs: Vec<&Value> = args.iter().collect();
                 let jit = native.call(&refs).unwrap();
                 let interp = run(&opt, &refs).unwrap();

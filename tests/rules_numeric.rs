@@ -75,7 +75,8 @@ fn type_of(p: &Pattern<Node>, i: usize, env: &BTreeMap<Var, Bound>) -> Option<Ty
             Bound::Val(t) => Some(t.clone()),
             Bound::Ty(_) => None,
         },
-        ENodeOrVar::ENode(Node::Ty(_)) | ENodeOrVar::ENode(Node::Input(_)) => None,
+        // Residual markers are rejected by the rule loader.
+        ENodeOrVar::ENode(Node::Ty(_) | Node::Input(_) | Node::Bwd(_) | Node::Stash(_)) => None,
         ENodeOrVar::ENode(Node::Op(op, ch)) => {
             let args: Option<Vec<Type>> = ch[..op.arity()]
                 .iter()

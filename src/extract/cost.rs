@@ -1,12 +1,21 @@
-//! The cost model.
+//! The cost model: `cost = flops + λ · residual bytes`.
 //!
 //! **Unit: flops** — one floating-point add or multiply on one element = 1.
 //! A node costs its op's per-element weight (the op table's
 //! [`Op::flops`](crate::ops::Op::flops); transcendental functions are dearer)
-//! times the number of elements it produces (consumes, for a reduction),
-//! plus [`STMT_OVERHEAD`] so that, of two equally cheap programs, the one
-//! with fewer statements wins. Sizes are evaluated at the given size-parameter
-//! values (`--dim N=...`), [`DEFAULT_DIM`] when none is given.
+//! times the number of elements it produces (consumes, for a reduction;
+//! multiply-adds, for `matmul`), plus [`STMT_OVERHEAD`] so that, of two
+//! equally cheap programs, the one with fewer statements wins.
+//!
+//! **Residuals.** Storing a primal value for the pullback, `(stash p)`,
+//! costs `λ · bytes(p)`: λ is in flops per byte, the user's knob between
+//! memory and arithmetic ([`DEFAULT_LAMBDA`] when not given). λ = 0 stores
+//! every value the pullback reads; a large λ recomputes whatever can be
+//! recomputed. Reading a function input in the pullback is free (it is read
+//! in place).
+//!
+//! Sizes are evaluated at the given size-parameter values (`--dim N=...`),
+//! [`DEFAULT_DIM`] when none is given.
 
 use crate::lang::types::Type;
 use crate::ops::Op;
@@ -20,6 +29,13 @@ pub const DEFAULT_DIM: u64 = 1000;
 
 /// Fixed cost of one emitted statement (loop set-up, a scalar instruction).
 pub const STMT_OVERHEAD: f64 = 1.0;
+
+/// λ, in flops per residual byte, when none is given: storing an `f64`
+/// costs as much as 2 flops, about what writing it to memory and reading
+/// it back costs next to recomputing it. So one or two cheap element-wise
+/// ops are recomputed in the pullback (where they fuse into its loops) and
+/// transcendental results are stored.
+pub const DEFAULT_LAMBDA: f64 = 0.25;
 
 /// A cost in flops. Saturating: adding to [`Cost::INFINITY`] stays infinite.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
@@ -64,15 +80,34 @@ impl fmt::Display for Cost {
 }
 
 /// Prices nodes at concrete sizes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CostModel {
     /// Extents of size parameters; missing ones are [`DEFAULT_DIM`].
     pub dims: IndexMap<String, u64>,
+    /// Flops per stored residual byte.
+    pub lambda: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> CostModel {
+        CostModel {
+            dims: IndexMap::new(),
+            lambda: DEFAULT_LAMBDA,
+        }
+    }
 }
 
 impl CostModel {
     pub fn with_dims(dims: IndexMap<String, u64>) -> CostModel {
-        CostModel { dims }
+        CostModel {
+            dims,
+            ..CostModel::default()
+        }
+    }
+
+    pub fn lambda(mut self, lambda: f64) -> CostModel {
+        self.lambda = lambda;
+        self
     }
 
     /// Number of elements of a type at the model's sizes.
@@ -95,6 +130,19 @@ impl CostModel {
     pub fn node_cost(&self, eg: &EG, node: &Node) -> Cost {
         match node {
             Node::Input(_) | Node::Ty(_) => Cost::ZERO,
+            // An input read in place by the pullback; any other `bwd` is
+            // not a program.
+            Node::Bwd([c]) => {
+                if eg[*c].nodes.iter().any(|n| matches!(n, Node::Input(_))) {
+                    Cost::ZERO
+                } else {
+                    Cost::INFINITY
+                }
+            }
+            Node::Stash([c]) => match &eg[*c].data.ty {
+                Some(t) => Cost::new(self.lambda * self.bytes(t)),
+                None => Cost::INFINITY,
+            },
             Node::Op(op, ch) => {
                 // Reductions work per operand element; `matmul` per
                 // multiply-add (result elements times the inner size).

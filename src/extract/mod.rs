@@ -2,23 +2,40 @@
 //! (a DAG: a shared value is computed once and priced once) is cheapest under
 //! the [`cost::CostModel`], and rebuild it as an IR [`Function`].
 //!
-//! The extractor is greedy and DAG-aware: each class records the set of
-//! classes its current best program uses and the cost of that set; a node's
-//! cost is its own plus the cost of the union of its children's sets, so
-//! sharing is counted once. A node whose children's sets contain its own
-//! class would form a cycle and is skipped. Classes are visited in id order
-//! and a choice changes only on a strict improvement, so the result is
-//! deterministic.
+//! **The algorithm: local search over whole-program selections.** A
+//! selection picks one node per class; the program is what the roots reach,
+//! and its price is the sum of the chosen nodes' own costs over the classes
+//! reached (each class once: sharing is priced once). Reference counts keep
+//! the reached set and the price up to date as choices change.
+//!
+//! 1. Start from the program as inserted (AD's output, every residual
+//!    stored): its first node per class in program order, which is acyclic.
+//!    Classes the rules created get the node of least tree cost (ties by
+//!    height, so that choice is acyclic too).
+//! 2. Visit the classes in id order, over and over until a pass changes
+//!    nothing: a reached class switches to the alternative that lowers the
+//!    whole program's price most (a residual goes from stored to
+//!    recomputed, or back); an unreached class takes the node whose
+//!    *marginal* price is least given what is already reached (so a value
+//!    the primal computes anyway is free to a pullback that stashes it —
+//!    the two-stage pricing store-or-recompute needs). A switch that would
+//!    make a cycle is skipped.
+//!
+//! Every step is a strict improvement of a finite price, so the search ends;
+//! classes and nodes are visited in a fixed order, so it is deterministic.
+//! `src/extract/exact.rs`'s exhaustive search measures how far from optimal
+//! it lands (see BENCHMARKS.md).
 
 pub mod cost;
 
 use crate::lang::ir::{Builder, Function, VarId};
+use crate::lang::types::Type;
 use crate::rewrites::lang::{Node, EG};
 use crate::rewrites::Inserted;
 use cost::{Cost, CostModel};
 use egg::{Id, Language};
 use indexmap::IndexMap;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 
 /// Extraction failed: a root has no finite, acyclic program (a bug).
@@ -31,90 +48,384 @@ impl fmt::Display for ExtractError {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Best {
-    node: Node,
-    /// Classes the program of this class uses (itself included), with the
-    /// cost each contributed when chosen.
-    uses: BTreeMap<Id, f64>,
-    total: f64,
+const NONE: usize = usize::MAX;
+/// Passes of the local search before it stops anyway (it has always
+/// converged long before on the programs measured).
+const MAX_PASSES: usize = 50;
+
+/// The e-graph in dense form: classes in id order, nodes sorted.
+pub(crate) struct Graph {
+    pub ids: Vec<Id>,
+    pub index: HashMap<Id, usize>,
+    pub nodes: Vec<Vec<Node>>,
+    pub own: Vec<Vec<f64>>,
+    pub kids: Vec<Vec<Vec<usize>>>,
 }
 
-/// Choose the best node of every class reachable from the roots.
-pub fn choose(eg: &EG, model: &CostModel) -> IndexMap<Id, Node> {
-    let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
-    classes.sort();
-    // Own cost of every node, computed once.
-    let own: IndexMap<Id, Vec<(Node, f64)>> = classes
-        .iter()
-        .map(|&id| {
-            let mut nodes: Vec<(Node, f64)> = eg[id]
-                .nodes
-                .iter()
-                .map(|n| (n.clone(), model.node_cost(eg, n).flops()))
-                .collect();
-            nodes.sort_by(|a, b| a.0.cmp(&b.0));
-            (id, nodes)
-        })
-        .collect();
-    let mut best: IndexMap<Id, Best> = IndexMap::new();
-    let max_passes = 4 * classes.len() + 10;
-    for _ in 0..max_passes {
-        let mut changed = false;
-        for &id in &classes {
-            for (node, c) in &own[&id] {
-                if !c.is_finite() {
-                    continue;
-                }
-                let children: Vec<Id> = node.children().iter().map(|x| eg.find(*x)).collect();
-                let Some(kids) = children
-                    .iter()
-                    .map(|k| best.get(k))
-                    .collect::<Option<Vec<&Best>>>()
-                else {
-                    continue;
-                };
-                if kids.iter().any(|k| k.uses.contains_key(&id)) {
-                    continue; // would be a cycle
-                }
-                let mut uses: BTreeMap<Id, f64> = BTreeMap::new();
-                for k in &kids {
-                    for (cid, cc) in &k.uses {
-                        uses.entry(*cid).or_insert(*cc);
+impl Graph {
+    pub(crate) fn new(eg: &EG, model: &CostModel) -> Graph {
+        let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
+        ids.sort();
+        let index: HashMap<Id, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        let mut nodes = Vec::with_capacity(ids.len());
+        let mut own = Vec::with_capacity(ids.len());
+        let mut kids = Vec::with_capacity(ids.len());
+        for &id in &ids {
+            let mut ns: Vec<Node> = eg[id].nodes.clone();
+            ns.sort();
+            own.push(ns.iter().map(|n| model.node_cost(eg, n).flops()).collect());
+            kids.push(
+                ns.iter()
+                    .map(|n| n.children().iter().map(|c| index[&eg.find(*c)]).collect())
+                    .collect(),
+            );
+            nodes.push(ns);
+        }
+        Graph {
+            ids,
+            index,
+            nodes,
+            own,
+            kids,
+        }
+    }
+
+    /// Per class, the node of least tree cost (ties by height): always an
+    /// acyclic choice. `NONE` for a class with no finite program.
+    fn tree_best(&self) -> Vec<usize> {
+        let n = self.ids.len();
+        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for c in 0..n {
+            for ks in &self.kids[c] {
+                for &k in ks {
+                    if parents[k].last() != Some(&c) {
+                        parents[k].push(c);
                     }
-                }
-                uses.insert(id, *c);
-                let total: f64 = uses.values().sum();
-                let better = match best.get(&id) {
-                    None => true,
-                    Some(b) => total < b.total,
-                };
-                if better {
-                    best.insert(
-                        id,
-                        Best {
-                            node: node.clone(),
-                            uses,
-                            total,
-                        },
-                    );
-                    changed = true;
                 }
             }
         }
-        if !changed {
-            break;
+        let mut best: Vec<(f64, u32, usize)> = vec![(f64::INFINITY, u32::MAX, NONE); n];
+        let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
+        let mut queued = vec![true; n];
+        while let Some(c) = queue.pop_front() {
+            queued[c] = false;
+            let mut changed = false;
+            for (i, ks) in self.kids[c].iter().enumerate() {
+                let own = self.own[c][i];
+                if !own.is_finite() || ks.iter().any(|&k| best[k].2 == NONE) {
+                    continue;
+                }
+                let cost = own + ks.iter().map(|&k| best[k].0).sum::<f64>();
+                let height = 1 + ks.iter().map(|&k| best[k].1).max().unwrap_or(0);
+                if (cost, height) < (best[c].0, best[c].1) {
+                    best[c] = (cost, height, i);
+                    changed = true;
+                }
+            }
+            if changed {
+                for &p in &parents[c] {
+                    if !queued[p] {
+                        queued[p] = true;
+                        queue.push_back(p);
+                    }
+                }
+            }
+        }
+        best.into_iter().map(|b| b.2).collect()
+    }
+}
+
+/// A whole-program selection with reference counts.
+pub(crate) struct Selection<'g> {
+    g: &'g Graph,
+    pub sel: Vec<usize>,
+    rc: Vec<u32>,
+    pub total: f64,
+    mark: Vec<u32>,
+    epoch: u32,
+}
+
+impl<'g> Selection<'g> {
+    pub(crate) fn new(g: &'g Graph, sel: Vec<usize>) -> Selection<'g> {
+        let n = g.ids.len();
+        Selection {
+            g,
+            sel,
+            rc: vec![0; n],
+            total: 0.0,
+            mark: vec![0; n],
+            epoch: 0,
         }
     }
-    best.into_iter().map(|(id, b)| (id, b.node)).collect()
+
+    pub(crate) fn live(&self, c: usize) -> bool {
+        self.rc[c] > 0
+    }
+
+    pub(crate) fn add_ref(&mut self, c: usize) {
+        let mut stack = vec![c];
+        while let Some(c) = stack.pop() {
+            self.rc[c] += 1;
+            if self.rc[c] == 1 {
+                let i = self.sel[c];
+                self.total += self.g.own[c][i];
+                stack.extend(self.g.kids[c][i].iter().copied());
+            }
+        }
+    }
+
+    fn del_ref(&mut self, c: usize) {
+        let mut stack = vec![c];
+        while let Some(c) = stack.pop() {
+            self.rc[c] -= 1;
+            if self.rc[c] == 0 {
+                let i = self.sel[c];
+                self.total -= self.g.own[c][i];
+                stack.extend(self.g.kids[c][i].iter().copied());
+            }
+        }
+    }
+
+    /// Does the current selection reach `target` from `from`?
+    fn reaches(&mut self, from: &[usize], target: usize) -> bool {
+        self.epoch += 1;
+        let e = self.epoch;
+        let mut stack: Vec<usize> = from.to_vec();
+        while let Some(c) = stack.pop() {
+            if c == target {
+                return true;
+            }
+            if self.mark[c] == e {
+                continue;
+            }
+            self.mark[c] = e;
+            let i = self.sel[c];
+            if i != NONE {
+                stack.extend(self.g.kids[c][i].iter().copied());
+            }
+        }
+        false
+    }
+
+    /// Can node `i` of class `c` be chosen: finite, every child has a
+    /// program, and no cycle through `c`?
+    fn admissible(&mut self, c: usize, i: usize) -> bool {
+        let g = self.g;
+        g.own[c][i].is_finite()
+            && g.kids[c][i].iter().all(|&k| self.sel[k] != NONE)
+            && !self.reaches(&g.kids[c][i], c)
+    }
+
+    /// Switch a reached class to node `i`.
+    fn switch(&mut self, c: usize, i: usize) {
+        let old = self.sel[c];
+        let g = self.g;
+        self.total += g.own[c][i] - g.own[c][old];
+        self.sel[c] = i;
+        for &k in &g.kids[c][i] {
+            self.add_ref(k);
+        }
+        for &k in &g.kids[c][old] {
+            self.del_ref(k);
+        }
+    }
+
+    /// Change in the whole program's price if reached class `c` took node
+    /// `i` (the selection is left as it was). `i` must be admissible.
+    pub(crate) fn switch_delta(&mut self, c: usize, i: usize) -> f64 {
+        let before = self.total;
+        let old = self.sel[c];
+        self.switch(c, i);
+        let d = self.total - before;
+        self.switch(c, old);
+        self.total = before;
+        d
+    }
+
+    /// Price of adding unreached class `c` with node `i` to the program,
+    /// given what is already reached. `i` must be admissible.
+    fn marginal(&mut self, c: usize, i: usize) -> f64 {
+        let before = self.total;
+        let old = self.sel[c];
+        self.sel[c] = i;
+        self.add_ref(c);
+        let d = self.total - before;
+        self.del_ref(c);
+        self.sel[c] = old;
+        self.total = before;
+        d
+    }
+
+    /// The best admissible alternative to class `c`'s current node and the
+    /// change it makes (switch delta when reached, marginal price
+    /// otherwise, relative to the current node's).
+    pub(crate) fn best_alternative(&mut self, c: usize) -> Option<(usize, f64)> {
+        let cur = self.sel[c];
+        let live = self.live(c);
+        let base = if live { 0.0 } else { self.marginal(c, cur) };
+        let mut best: Option<(usize, f64)> = None;
+        for i in 0..self.g.nodes[c].len() {
+            if i == cur || !self.admissible(c, i) {
+                continue;
+            }
+            let d = if live {
+                self.switch_delta(c, i)
+            } else {
+                self.marginal(c, i) - base
+            };
+            if best.is_none_or(|(_, bd)| d < bd) {
+                best = Some((i, d));
+            }
+        }
+        best
+    }
+
+    /// Improve until a pass changes nothing.
+    fn search(&mut self) {
+        let n = self.g.ids.len();
+        for _ in 0..MAX_PASSES {
+            let mut changed = false;
+            for c in 0..n {
+                if self.g.nodes[c].len() < 2 || self.sel[c] == NONE {
+                    continue;
+                }
+                let eps = 1e-9 * (1.0 + self.total.abs());
+                if let Some((i, d)) = self.best_alternative(c) {
+                    if d < -eps {
+                        if self.live(c) {
+                            self.switch(c, i);
+                        } else {
+                            self.sel[c] = i;
+                        }
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+}
+
+/// The starting selection: the program as inserted, tree-best elsewhere.
+pub(crate) fn initial(g: &Graph, original: &[(Id, Node)]) -> Vec<usize> {
+    let mut sel = g.tree_best();
+    let mut taken = vec![false; g.ids.len()];
+    for (id, node) in original {
+        let Some(&c) = g.index.get(id) else { continue };
+        if taken[c] {
+            continue;
+        }
+        taken[c] = true;
+        if let Ok(i) = g.nodes[c].binary_search(node) {
+            if g.own[c][i].is_finite() {
+                sel[c] = i;
+            }
+        }
+    }
+    sel
+}
+
+/// A primal value the pullback reads, and how the extractor obtains it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResidualChoice {
+    /// A readable name (the source value's, or the class id).
+    pub name: String,
+    pub ty: Type,
+    /// Stored in the residual buffer (else recomputed in the pullback).
+    pub stored: bool,
+    /// Bytes of the value at the model's sizes.
+    pub bytes: f64,
+    /// What the current choice costs in the model's unit (`λ · bytes` when
+    /// stored; the recomputation's own flops when recomputed).
+    pub cost: f64,
+    /// How much dearer the whole program would be with the best other
+    /// choice (None when there is none).
+    pub other: Option<f64>,
+}
+
+/// A residual choice with the primal value's class and its own class.
+type ChoiceAt = (Id, Id, ResidualChoice);
+
+/// Choose the best node of every class the roots reach; the residual
+/// choices among them.
+fn choose(
+    eg: &EG,
+    model: &CostModel,
+    roots: &[Id],
+    original: &[(Id, Node)],
+) -> (IndexMap<Id, Node>, Vec<ChoiceAt>) {
+    let g = Graph::new(eg, model);
+    let mut s = Selection::new(&g, initial(&g, original));
+    let mut rooted = true;
+    for r in roots {
+        let c = g.index[&eg.find(*r)];
+        if s.sel[c] == NONE {
+            rooted = false;
+        }
+    }
+    if rooted {
+        for r in roots {
+            s.add_ref(g.index[&eg.find(*r)]);
+        }
+        s.search();
+    }
+    let mut residuals = Vec::new();
+    for c in 0..g.ids.len() {
+        let is_residual = g.nodes[c].iter().any(|n| matches!(n, Node::Stash(_)));
+        if !is_residual || !s.live(c) {
+            continue;
+        }
+        let i = s.sel[c];
+        let stored = matches!(g.nodes[c][i], Node::Stash(_));
+        let ty = eg[g.ids[c]]
+            .data
+            .ty
+            .clone()
+            .unwrap_or_else(|| Type::scalar(crate::lang::types::DType::F64));
+        let other = s.best_alternative(c).map(|(_, d)| d);
+        let primal = g.nodes[c]
+            .iter()
+            .find_map(|n| match n {
+                Node::Stash([p]) => Some(eg.find(*p)),
+                _ => None,
+            })
+            .unwrap_or(g.ids[c]);
+        if primal == g.ids[c] {
+            // The pullback's value is the primal value itself (computed
+            // from constants only, e.g. a broadcast constant): no choice.
+            continue;
+        }
+        residuals.push((
+            primal,
+            g.ids[c],
+            ResidualChoice {
+                name: String::new(),
+                bytes: model.bytes(&ty),
+                ty,
+                stored,
+                cost: g.own[c][i],
+                other,
+            },
+        ));
+    }
+    let choice = (0..g.ids.len())
+        .filter(|&c| s.sel[c] != NONE)
+        .map(|c| (g.ids[c], g.nodes[c][s.sel[c]].clone()))
+        .collect();
+    (choice, residuals)
 }
 
 /// The extracted program and its price.
 #[derive(Clone, Debug)]
 pub struct Extracted {
     pub function: Function,
-    /// DAG cost of the whole program under the model.
+    /// DAG cost of the whole program under the model (`flops + λ · stored
+    /// bytes`).
     pub cost: Cost,
+    /// The primal values the pullback reads: stored or recomputed.
+    pub residuals: Vec<ResidualChoice>,
 }
 
 /// Extract the roots of `ins` as an IR function with the signature of
@@ -125,7 +436,7 @@ pub fn extract(
     model: &CostModel,
 ) -> Result<Extracted, ExtractError> {
     let eg = &ins.egraph;
-    let choice = choose(eg, model);
+    let (choice, choices) = choose(eg, model, &ins.roots, &ins.original);
     let mut b = Builder::new(like.name.clone(), like.size_params.clone());
     let mut var_of: IndexMap<Id, VarId> = IndexMap::new();
     for p in &like.params {
@@ -153,9 +464,26 @@ pub fn extract(
         rets.push(v);
     }
     let f = b.finish(rets);
+    // Name each residual after the primal value it stands for, else after
+    // its recomputation.
+    let residuals = choices
+        .into_iter()
+        .map(|(p, c, mut r)| {
+            r.name = var_of
+                .get(&p)
+                .or_else(|| var_of.get(&c))
+                .map(|v| f.var_name(*v).to_string())
+                .unwrap_or_else(|| format!("class{c}"));
+            r
+        })
+        .collect();
     f.validate()
         .map_err(|e| ExtractError(format!("extracted program is malformed: {e}")))?;
-    Ok(Extracted { function: f, cost })
+    Ok(Extracted {
+        function: f,
+        cost,
+        residuals,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -179,6 +507,22 @@ fn emit(
         let node = choice
             .get(&c)
             .ok_or_else(|| ExtractError(format!("class {c} has no acyclic program")))?;
+        // A residual marker is the value of its child: stored (the
+        // pullback reads the forward value) or an input read in place.
+        if let Node::Stash([p]) | Node::Bwd([p]) = node {
+            let p = eg.find(*p);
+            if !expanded {
+                stack.push((c, true));
+                stack.push((p, false));
+                continue;
+            }
+            let v = *var_of
+                .get(&p)
+                .ok_or_else(|| ExtractError(format!("class {c}: `{node}` of nothing")))?;
+            *cost = *cost + model.node_cost(eg, node);
+            var_of.insert(c, v);
+            continue;
+        }
         let Node::Op(op, ch) = node else {
             return Err(ExtractError(format!("class {c}: `{node}` is not a value")));
         };

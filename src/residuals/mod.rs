@@ -17,6 +17,9 @@ use std::fmt;
 pub enum ResidualKind {
     /// A function input: read in place.
     Input,
+    /// Computed from constants only (a broadcast constant): the pullback
+    /// gets it for free, nothing is stored.
+    Constant,
     /// Computed by the forward pass and stored for the pullback.
     Stored,
 }
@@ -46,6 +49,10 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
         forward[p.var.index()] = true;
     }
     let defs = vg.definitions();
+    let mut constant = vec![false; vg.vars.len()];
+    for s in &vg.stmts {
+        constant[s.var.index()] = s.args.iter().all(|a| constant[a.index()]);
+    }
     // Everything the primal value (return 0) depends on.
     let mut stack: Vec<_> = vg.rets.first().copied().into_iter().collect();
     while let Some(v) = stack.pop() {
@@ -71,19 +78,25 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
     needed.sort();
     let mut out = ResidualPlan::default();
     for v in needed {
-        let is_input = defs[v.index()].is_none();
+        let kind = if defs[v.index()].is_none() {
+            ResidualKind::Input
+        } else if constant[v.index()] {
+            ResidualKind::Constant
+        } else {
+            ResidualKind::Stored
+        };
         let ty = vg.ty(v).clone();
-        let bytes = if is_input { 0.0 } else { model.bytes(&ty) };
+        let bytes = if kind == ResidualKind::Stored {
+            model.bytes(&ty)
+        } else {
+            0.0
+        };
         let offset = out.total_bytes;
         out.total_bytes += (bytes / 8.0).ceil() * 8.0;
         out.residuals.push(Residual {
             name: vg.var_name(v).to_string(),
             ty,
-            kind: if is_input {
-                ResidualKind::Input
-            } else {
-                ResidualKind::Stored
-            },
+            kind,
             bytes,
             offset,
         });
@@ -103,6 +116,9 @@ impl fmt::Display for ResidualPlan {
             match r.kind {
                 ResidualKind::Input => {
                     writeln!(f, "  %{}: {}  input, read in place", r.name, r.ty)?
+                }
+                ResidualKind::Constant => {
+                    writeln!(f, "  %{}: {}  constant, not stored", r.name, r.ty)?
                 }
                 ResidualKind::Stored => writeln!(
                     f,

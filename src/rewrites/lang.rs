@@ -10,16 +10,29 @@ use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::fmt;
 
-/// An e-node: an op from the op table, a function input, or a type literal
-/// (the annotation child of `bcast` and `zero`).
+/// An e-node: an op from the op table, a function input, a type literal
+/// (the annotation child of `bcast` and `zero`), or one of the two residual
+/// markers.
 ///
 /// In the e-graph, `bcast` has two children `(bcast x f32[N])` and `zero`
 /// one `(zero f32[N])`; every other op has its IR operands.
+///
+/// **Residual markers.** The pullback reads a primal value `p` as `(bwd p)`:
+/// "p, as the pullback obtains it". Its class holds the two ways to obtain
+/// it: `(stash p)` (the forward pass stores `p` in the residual buffer; it
+/// costs λ · bytes) and, added by the recompute rewrite, `(op (bwd a) ...)`
+/// (recompute `p` from its operands as the pullback obtains them). `(bwd x)`
+/// of a function input is the input read in place (free); any other `bwd`
+/// node is not a program and cannot be extracted. Without the marker a
+/// recomputed term would be the primal term itself and the choice would
+/// vanish.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Node {
     Op(Op, SmallVec<[Id; 2]>),
     Input(String),
     Ty(Type),
+    Bwd([Id; 1]),
+    Stash([Id; 1]),
 }
 
 /// Number of e-graph children of an op (IR operands plus a type child).
@@ -40,6 +53,8 @@ impl Language for Node {
             Node::Op(op, _) => (0, Some(*op), None),
             Node::Input(n) => (1, None, Some(n.clone())),
             Node::Ty(t) => (2, None, Some(type_token(t))),
+            Node::Bwd(_) => (3, None, None),
+            Node::Stash(_) => (4, None, None),
         }
     }
 
@@ -48,6 +63,7 @@ impl Language for Node {
             (Node::Op(a, ca), Node::Op(b, cb)) => a == b && ca.len() == cb.len(),
             (Node::Input(a), Node::Input(b)) => a == b,
             (Node::Ty(a), Node::Ty(b)) => a == b,
+            (Node::Bwd(_), Node::Bwd(_)) | (Node::Stash(_), Node::Stash(_)) => true,
             _ => false,
         }
     }
@@ -55,6 +71,7 @@ impl Language for Node {
     fn children(&self) -> &[Id] {
         match self {
             Node::Op(_, c) => c,
+            Node::Bwd(c) | Node::Stash(c) => c,
             Node::Input(_) | Node::Ty(_) => &[],
         }
     }
@@ -62,6 +79,7 @@ impl Language for Node {
     fn children_mut(&mut self) -> &mut [Id] {
         match self {
             Node::Op(_, c) => c,
+            Node::Bwd(c) | Node::Stash(c) => c,
             Node::Input(_) | Node::Ty(_) => &mut [],
         }
     }
@@ -74,6 +92,8 @@ impl fmt::Display for Node {
             Node::Op(op, _) => f.write_str(op.name()),
             Node::Input(n) => f.write_str(n),
             Node::Ty(t) => f.write_str(&type_token(t)),
+            Node::Bwd(_) => f.write_str("bwd"),
+            Node::Stash(_) => f.write_str("stash"),
         }
     }
 }
@@ -101,6 +121,13 @@ impl egg::FromOp for Node {
                 )));
             }
             return Ok(Node::Op(o, children.into()));
+        }
+        if let ("bwd" | "stash", [c]) = (op, children.as_slice()) {
+            return Ok(if op == "bwd" {
+                Node::Bwd([*c])
+            } else {
+                Node::Stash([*c])
+            });
         }
         if !children.is_empty() {
             return Err(NodeParseError(format!("unknown op `{op}`")));
@@ -165,6 +192,11 @@ impl egg::Analysis<Node> for Analysis {
                 denotes: None,
                 konst: None,
                 zero: false,
+            },
+            // The same value as the child, however it is obtained.
+            Node::Bwd([c]) | Node::Stash([c]) => Data {
+                denotes: None,
+                ..egraph[*c].data.clone()
             },
             Node::Op(op, ch) => {
                 let ir_args = &ch[..op.arity()];

@@ -39,11 +39,48 @@ pub struct Inserted {
     pub roots: Vec<Id>,
     /// A readable name for classes that held a named source value.
     pub names: IndexMap<Id, String>,
+    /// The program as inserted, one `(class, node)` per statement in program
+    /// order, a residual's `(stash p)` just before the statement that first
+    /// reads it. Taking the first entry of each class is always an acyclic
+    /// program (the extractor starts from it); kept canonical by
+    /// [`saturate`].
+    pub original: Vec<(Id, Node)>,
+}
+
+impl Inserted {
+    fn canonical(mut self) -> Inserted {
+        let eg = &self.egraph;
+        self.roots = self.roots.iter().map(|r| eg.find(*r)).collect();
+        self.names =
+            std::mem::take(&mut self.names)
+                .into_iter()
+                .fold(IndexMap::new(), |mut m, (id, n)| {
+                    m.entry(eg.find(id)).or_insert(n);
+                    m
+                });
+        for (id, n) in &mut self.original {
+            *id = eg.find(*id);
+            for c in egg::Language::children_mut(n) {
+                *c = eg.find(*c);
+            }
+        }
+        self
+    }
 }
 
 /// Add a function's statements to a fresh e-graph (hash-consing merges
 /// structurally equal statements at once).
 pub fn insert(f: &Function) -> Inserted {
+    insert_split(f, None)
+}
+
+/// [`insert`] for a value-and-gradient function whose first `primal_len`
+/// statements are the primal and the rest the pullback: every primal value
+/// a pullback statement reads is read through the residual marker
+/// `(bwd p)`, whose class starts with the one choice AD made, `(stash p)`
+/// (see [`lang::Node`]). The recompute rewrite ([`recompute_rule`]) adds the
+/// other choice.
+pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
     let mut analysis = Analysis::default();
     for p in &f.params {
         analysis
@@ -53,29 +90,53 @@ pub fn insert(f: &Function) -> Inserted {
     let mut eg = EG::new(analysis);
     let mut class: Vec<Option<Id>> = vec![None; f.vars.len()];
     let mut names: IndexMap<Id, String> = IndexMap::new();
+    let mut original: Vec<(Id, Node)> = Vec::new();
     let get = |class: &[Option<Id>], v: VarId| class[v.index()].expect("validated IR");
     for p in &f.params {
         let id = eg.add(Node::Input(f.var_name(p.var).to_string()));
         class[p.var.index()] = Some(id);
     }
-    for s in &f.stmts {
-        let mut ch: SmallVec<[Id; 2]> = s.args.iter().map(|a| get(&class, *a)).collect();
+    let defs = f.definitions();
+    let split = primal_len.unwrap_or(f.stmts.len());
+    for (i, s) in f.stmts.iter().enumerate() {
+        let mut ch: SmallVec<[Id; 2]> = s
+            .args
+            .iter()
+            .map(|a| {
+                let c = get(&class, *a);
+                match defs[a.index()] {
+                    Some(d) if i >= split && d < split => {
+                        let b = eg.add(Node::Bwd([c]));
+                        let st = eg.add(Node::Stash([c]));
+                        eg.union(b, st);
+                        original.push((b, Node::Stash([c])));
+                        b
+                    }
+                    _ => c,
+                }
+            })
+            .collect();
         if s.op.needs_annotation() {
             ch.push(eg.add(Node::Ty(f.ty(s.var).clone())));
         }
-        let id = eg.add(Node::Op(s.op, ch));
+        let node = Node::Op(s.op, ch);
+        let id = eg.add(node.clone());
+        original.push((id, node));
         class[s.var.index()] = Some(id);
         let name = f.var_name(s.var);
         if !name.chars().all(|c| c.is_ascii_digit()) {
             names.entry(id).or_insert_with(|| name.to_string());
         }
     }
+    eg.rebuild();
     let roots = f.rets.iter().map(|r| get(&class, *r)).collect();
     Inserted {
         egraph: eg,
         roots,
         names,
+        original,
     }
+    .canonical()
 }
 
 /// What saturation did.
@@ -101,6 +162,7 @@ pub fn saturate(
         egraph,
         roots,
         names,
+        original,
     } = ins;
     let runner = Runner::default()
         .with_egraph(egraph)
@@ -124,21 +186,60 @@ pub fn saturate(
         hit_limit,
         time: start.elapsed(),
     };
-    let egraph = runner.egraph;
-    let roots = roots.iter().map(|r| egraph.find(*r)).collect();
-    let names = names.into_iter().map(|(id, n)| (egraph.find(id), n)).fold(
-        IndexMap::new(),
-        |mut m, (id, n)| {
-            m.entry(id).or_insert(n);
-            m
-        },
-    );
     (
         Inserted {
-            egraph,
+            egraph: runner.egraph,
             roots,
             names,
-        },
+            original,
+        }
+        .canonical(),
         report,
     )
+}
+
+/// The recompute choice as a rewrite: `(bwd (op a b)) => (op (bwd a) (bwd b))`
+/// for every op (the annotation child of `bcast`/`zero` is kept as is), and
+/// `(bwd c) => c` for a constant. One custom applier serves every op of the
+/// op table, so a new op gets its recompute choice without a rule to write.
+pub fn recompute_rule() -> egg::Rewrite<Node, Analysis> {
+    let searcher: egg::Pattern<Node> = "(bwd ?e)".parse().expect("a valid pattern");
+    egg::Rewrite::new("recompute", searcher, Recompute).expect("a valid rewrite")
+}
+
+struct Recompute;
+
+impl egg::Applier<Node, Analysis> for Recompute {
+    fn apply_one(
+        &self,
+        egraph: &mut EG,
+        eclass: Id,
+        subst: &egg::Subst,
+        _searcher_ast: Option<&egg::PatternAst<Node>>,
+        _rule_name: egg::Symbol,
+    ) -> Vec<Id> {
+        let e = subst["?e".parse().expect("a valid variable")];
+        let nodes: Vec<Node> = egraph[e].nodes.clone();
+        let mut changed = Vec::new();
+        for n in nodes {
+            let Node::Op(op, ch) = n else { continue };
+            let k = op.arity();
+            let kids: SmallVec<[Id; 2]> = ch
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i < k {
+                        egraph.add(Node::Bwd([*c]))
+                    } else {
+                        *c
+                    }
+                })
+                .collect();
+            let id = egraph.add(Node::Op(op, kids));
+            if egraph.union(eclass, id) {
+                changed.push(id);
+            }
+        }
+        changed
+    }
 }

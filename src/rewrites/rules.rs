@@ -298,6 +298,11 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
 /// pattern is almost always a misspelt op or a variable missing its `?`.
 fn check_no_input_names(p: &Pattern<Node>) -> Result<(), String> {
     for n in p.ast.as_ref() {
+        if let egg::ENodeOrVar::ENode(Node::Bwd(_) | Node::Stash(_)) = n {
+            return Err(format!(
+                "`{n}` is a residual marker of the store-or-recompute choice, not an op for rules"
+            ));
+        }
         if let egg::ENodeOrVar::ENode(Node::Input(name)) = n {
             return Err(format!(
                 "`{name}` is not an op (known: {}); variables start with `?`",
