@@ -55,6 +55,10 @@ pub struct OptArgs {
     /// Load rewrite rules from this directory instead of the bundled ones.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Also apply the bundled rules that are not exact in IEEE arithmetic
+    /// (they may change rounding, or results near overflow).
+    #[arg(long)]
+    pub fast_math: bool,
 }
 
 #[derive(Args, Debug)]
@@ -177,6 +181,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     let mut o = Options::default()
         .no_optimize(opt.no_optimize)
         .lambda(opt.lambda)
+        .fast_math(opt.fast_math)
         .limits(Limits {
             nodes: opt.node_limit,
             iterations: opt.iter_limit,

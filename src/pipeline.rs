@@ -49,6 +49,9 @@ pub struct Options {
     pub no_optimize: bool,
     /// Load rules from this directory instead of the bundled `rulesets/`.
     pub rules_dir: Option<PathBuf>,
+    /// Also use the bundled rules that are not exact in IEEE arithmetic
+    /// ([`FAST_MATH_FILES`](crate::rewrites::rules::FAST_MATH_FILES)).
+    pub fast_math: bool,
     pub backend: BackendOptions,
 }
 
@@ -82,6 +85,11 @@ impl Options {
         }
     }
 
+    pub fn fast_math(mut self, yes: bool) -> Options {
+        self.fast_math = yes;
+        self
+    }
+
     pub fn limits(mut self, limits: Limits) -> Options {
         self.limits = limits;
         self
@@ -95,7 +103,8 @@ impl Options {
     fn rules(&self) -> Result<RuleSet> {
         match &self.rules_dir {
             Some(d) => RuleSet::load_dir(d).map_err(|e| Error::Usage(e.to_string())),
-            None => RuleSet::builtin().map_err(|e| Error::internal(format!("bundled rules: {e}"))),
+            None => RuleSet::bundled(self.fast_math)
+                .map_err(|e| Error::internal(format!("bundled rules: {e}"))),
         }
     }
 }

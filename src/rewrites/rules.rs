@@ -121,11 +121,22 @@ pub struct RuleSet {
     pub rules: Vec<Rule>,
 }
 
+/// Bundled rules that are not exact in IEEE arithmetic (they change
+/// rounding, or results near overflow): loaded only when fast math is asked
+/// for (`--fast-math`, `Options::fast_math`).
+pub const FAST_MATH_FILES: &[(&str, &str)] = &[];
+
 impl RuleSet {
     /// The rules bundled with egrad.
     pub fn builtin() -> Result<RuleSet, RuleError> {
+        Self::bundled(false)
+    }
+
+    /// The bundled rules, with the fast-math ones when `fast_math`.
+    pub fn bundled(fast_math: bool) -> Result<RuleSet, RuleError> {
         let mut set = RuleSet::default();
-        for (file, text) in BUILTIN_FILES {
+        let extra: &[(&str, &str)] = if fast_math { FAST_MATH_FILES } else { &[] };
+        for (file, text) in BUILTIN_FILES.iter().chain(extra) {
             set.add_file(file, text)?;
         }
         Ok(set)
