@@ -29,6 +29,45 @@ pub enum Command {
     Run(RunArgs),
     /// Differentiate a function and show the stages and the report.
     Grad(GradArgs),
+    /// The memory-versus-recompute tradeoff of a gradient: for each λ, the
+    /// chosen program's flops, residual bytes and run time, Pareto front
+    /// marked.
+    Explore(ExploreArgs),
+    /// Time a gradient optimized and unoptimized (AD straight to Cranelift)
+    /// on the same inputs.
+    Bench(ExploreArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExploreArgs {
+    pub file: PathBuf,
+    /// A @grad function, or a scalar function to differentiate.
+    #[arg(long = "fn")]
+    pub function: String,
+    /// λ values to try, comma-separated (flops per residual byte).
+    #[arg(long, value_delimiter = ',', default_values_t = crate::explore::DEFAULT_LAMBDAS.to_vec())]
+    pub lambdas: Vec<f64>,
+    /// Write an SVG plot of residual bytes against run time.
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Time on a benchmark's inputs (bench-suite.md) instead of random ones;
+    /// the model prices at their sizes unless --dim says otherwise.
+    #[arg(long, value_name = "BENCHMARK", value_parser = clap::builder::PossibleValuesParser::new(suite::keys()))]
+    pub suite: Option<String>,
+    /// Seed of the random inputs (uniform in [-1, 1), at the --dim sizes).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Do not run: price by the model's flops only.
+    #[arg(long)]
+    pub no_run: bool,
+    /// Milliseconds to time each distinct program (the fastest call counts).
+    #[arg(long, default_value_t = 300)]
+    pub time_ms: u64,
+    #[command(flatten)]
+    pub opt: OptArgs,
 }
 
 #[derive(Args, Debug)]
@@ -130,6 +169,8 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Check { file } => check(&file),
         Command::Run(a) => run(&a),
         Command::Grad(a) => grad(&a),
+        Command::Explore(a) => explore(&a),
+        Command::Bench(a) => bench(&a),
     };
     match result {
         Ok(out) => {
@@ -348,27 +389,10 @@ fn build_args(
             }
             out.push(v.clone());
         } else if a.random {
-            let mut shape = Vec::new();
-            for d in &ty.shape {
-                shape.push(match d {
-                    Dim::Lit(k) => *k as usize,
-                    Dim::Sub(n, _) => {
-                        return Err(Error::Usage(format!(
-                            "--random: `{name}` has a computed size ({n}-...), which parameters cannot have"
-                        )))
-                    }
-                    Dim::Param(n) => *dims.get(n).ok_or_else(|| {
-                        Error::Usage(format!(
-                            "--random: give the size of `{n}` (for `{name}`) with --dim {n}=SIZE"
-                        ))
-                    })? as usize,
-                });
-            }
-            let n: usize = shape.iter().product();
-            let data = (0..n as u64)
-                .map(|j| uniform(a.seed.wrapping_add(i as u64 + 1), j))
-                .collect();
-            out.push(Value::array(ty.dtype, shape, data));
+            let mut one = f.clone();
+            one.params = vec![p.clone()];
+            let seed = a.seed.wrapping_add(i as u64);
+            out.extend(random_args(&one, dims, seed)?);
         } else {
             return Err(Error::Usage(format!(
                 "missing argument `{name}: {ty}`: give --arg {name}=VALUE, --random or --suite BENCHMARK"
@@ -428,6 +452,125 @@ fn run(a: &RunArgs) -> Result<String> {
     for r in results {
         out.push_str(&show(&r));
         out.push('\n');
+    }
+    Ok(out)
+}
+
+fn bench(a: &ExploreArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let (opts, inputs) = explore_inputs(&program, a)?;
+    let inputs =
+        inputs.ok_or_else(|| Error::Usage("bench: --no-run leaves nothing to time".into()))?;
+    let timing = crate::explore::Timing {
+        budget: Duration::from_millis(a.time_ms),
+        ..Default::default()
+    };
+    let opt = optimize_gradient(&program, &opts)?;
+    let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
+    let (t_opt, out_opt) = crate::explore::time_calls(&opt, &inputs, timing)?;
+    let (t_unopt, out_unopt) = crate::explore::time_calls(&unopt, &inputs, timing)?;
+    let mut worst = 0.0f64;
+    for (a, b) in out_opt.iter().zip(&out_unopt) {
+        for (x, y) in a.data.iter().zip(&b.data) {
+            worst = worst.max((x - y).abs() / (1.0 + y.abs()));
+        }
+    }
+    let us = |t: Duration| {
+        let s = t.as_secs_f64();
+        if s < 1e-6 {
+            format!("{:.1} ns", s * 1e9)
+        } else if s < 1e-3 {
+            format!("{:.2} µs", s * 1e6)
+        } else {
+            format!("{:.3} ms", s * 1e3)
+        }
+    };
+    Ok(format!(
+        "{}: optimized {} ({} statements), unoptimized {} ({} statements), speedup {:.2}x; largest relative difference {worst:.1e}\n",
+        opt.name,
+        us(t_opt),
+        opt.optimized.after.stmts.len(),
+        us(t_unopt),
+        unopt.optimized.after.stmts.len(),
+        t_unopt.as_secs_f64() / t_opt.as_secs_f64()
+    ))
+}
+
+/// The options and inputs `explore` and `bench` share: the function, the
+/// model's sizes, and the inputs (suite or random) unless --no-run.
+fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option<Vec<Value>>)> {
+    let mut opts = options(&a.opt)?.function(a.function.clone());
+    let primal = match program.grad_spec(&a.function) {
+        Some(spec) => spec.primal.clone(),
+        None => program.ir(&a.function)?.clone(),
+    };
+    let inputs = if a.no_run {
+        None
+    } else if let Some(key) = &a.suite {
+        let vals = suite_args(&primal, key, DType::F64)?;
+        let refs: Vec<&Value> = vals.iter().collect();
+        let dims =
+            interp::bind_args(&primal, &refs).map_err(|e| arg_error(&primal, program.file(), e))?;
+        for (k, n) in dims {
+            opts.dims.entry(k).or_insert(n);
+        }
+        Some(vals)
+    } else {
+        for p in &primal.size_params {
+            opts.dims
+                .entry(p.clone())
+                .or_insert(crate::extract::cost::DEFAULT_DIM);
+        }
+        Some(random_args(&primal, &opts.dims, a.seed)?)
+    };
+    Ok((opts, inputs))
+}
+
+fn explore(a: &ExploreArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let (opts, inputs) = explore_inputs(&program, a)?;
+    let timing = crate::explore::Timing {
+        budget: Duration::from_millis(a.time_ms),
+        ..Default::default()
+    };
+    let e = crate::explore::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
+    if let Some(path) = &a.plot {
+        std::fs::write(path, e.to_svg())
+            .map_err(|err| Error::Usage(format!("--plot {}: {err}", path.display())))?;
+    }
+    Ok(if a.json { e.to_json() } else { e.to_string() })
+}
+
+/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`.
+fn random_args(
+    f: &crate::lang::ir::Function,
+    dims: &IndexMap<String, u64>,
+    seed: u64,
+) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for (i, p) in f.params.iter().enumerate() {
+        let (name, ty) = (f.var_name(p.var), f.ty(p.var));
+        let mut shape = Vec::new();
+        for d in &ty.shape {
+            shape.push(match d {
+                Dim::Lit(k) => *k as usize,
+                Dim::Sub(n, _) => {
+                    return Err(Error::Usage(format!(
+                        "random inputs: `{name}` has a computed size ({n}-...), which parameters cannot have"
+                    )))
+                }
+                Dim::Param(n) => *dims.get(n).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "random inputs: give the size of `{n}` (for `{name}`) with --dim {n}=SIZE"
+                    ))
+                })? as usize,
+            });
+        }
+        let n: usize = shape.iter().product();
+        let data = (0..n as u64)
+            .map(|j| uniform(seed.wrapping_add(i as u64 + 1), j))
+            .collect();
+        out.push(Value::array(ty.dtype, shape, data));
     }
     Ok(out)
 }

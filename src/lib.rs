@@ -11,6 +11,7 @@ pub mod backend;
 pub mod cli;
 pub mod differentiate;
 pub mod error;
+pub mod explore;
 pub mod extract;
 pub mod lang;
 pub mod ops;

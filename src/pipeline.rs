@@ -128,19 +128,13 @@ pub struct Optimized {
     pub residual_choices: Vec<ResidualChoice>,
 }
 
-/// Price a function under the model (each statement once).
+/// The flops of a function under the model: every statement, as written
+/// (a statement computed twice is paid twice).
 pub fn program_cost(f: &Function, model: &CostModel) -> Cost {
     let ins = insert(f);
-    let mut c = Cost::ZERO;
-    let mut seen = std::collections::HashSet::new();
-    for class in ins.egraph.classes() {
-        if seen.insert(class.id) {
-            if let Some(n) = class.nodes.first() {
-                c = c + model.node_cost(&ins.egraph, n);
-            }
-        }
-    }
-    c
+    ins.original
+        .iter()
+        .fold(Cost::ZERO, |c, (_, n)| c + model.node_cost(&ins.egraph, n))
 }
 
 /// Put a function through the e-graph: insert, saturate under the limits,

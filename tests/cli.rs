@@ -179,3 +179,86 @@ fn source_errors_name_the_place() {
         assert!(!err.contains("panicked"), "{name}: {err}");
     }
 }
+
+#[test]
+fn explore_shows_the_tradeoff_as_a_table_json_and_svg() {
+    let dir = std::env::temp_dir().join(format!("egrad-explore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("plot.svg");
+    let (code, out, err) = egrad(&[
+        "explore",
+        "examples/smooth.eg",
+        "--fn",
+        "dpenalty",
+        "--dim",
+        "N=256",
+        "--lambdas",
+        "0,0.25,1000000",
+        "--time-ms",
+        "20",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("residual bytes"), "{out}");
+    assert!(out.contains("on the Pareto front"), "{out}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        plot.starts_with("<svg") && plot.contains("residual bytes"),
+        "{plot}"
+    );
+    let (code, json, err) = egrad(&[
+        "explore",
+        "examples/smooth.eg",
+        "--fn",
+        "dpenalty",
+        "--lambdas",
+        "0,1e6",
+        "--no-run",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    // λ = 0 stores every residual, a huge λ none; not timed with --no-run.
+    assert!(points[0]["residual_bytes"].as_f64().unwrap() > 0.0);
+    assert_eq!(points[1]["residual_bytes"].as_f64().unwrap(), 0.0);
+    assert!(points[1]["time_us"].is_null());
+    assert!(points.iter().all(|p| p["pareto"] == true));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn explore_rejects_a_negative_lambda() {
+    let (code, _, err) = egrad(&[
+        "explore",
+        "examples/smooth.eg",
+        "--fn",
+        "dpenalty",
+        "--lambdas",
+        "0,-1",
+        "--no-run",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("λ = -1"), "{err}");
+}
+
+#[test]
+fn bench_times_optimized_against_unoptimized() {
+    let (code, out, err) = egrad(&[
+        "bench",
+        "examples/suite/rosenbrock.eg",
+        "--fn",
+        "rosenbrock_grad",
+        "--dim",
+        "N=1000",
+        "--time-ms",
+        "20",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("speedup") && out.contains("largest relative difference 0.0e0"),
+        "{out}"
+    );
+}

@@ -311,6 +311,16 @@ impl CompiledFunction {
     /// Run the native code. Arguments are checked (count, dtype, rank,
     /// lengths) before any native code runs.
     pub fn call(&self, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
+        let mut p = self.prepare(args)?;
+        p.run();
+        Ok(p.into_outputs())
+    }
+
+    /// Check the arguments, convert them to native buffers and allocate the
+    /// outputs and scratch space once; [`Prepared::run`] then runs the
+    /// native code on those buffers as often as asked, without allocating
+    /// (what benchmarks time).
+    pub fn prepare(&self, args: &[&Value]) -> Result<Prepared<'_>, ArgError> {
         let f = &self.func;
         let dims = bind_args(f, args)?;
         let too_big = |what: &str| ArgError {
@@ -351,15 +361,52 @@ impl CompiledFunction {
             bufs.push(NativeBuf::zeros(ty.dtype, n));
         }
         let ptrs: Vec<*mut u8> = bufs.iter_mut().map(NativeBuf::as_mut_ptr).collect();
-        // SAFETY: the module is alive (owned by `self`); `ptrs` holds one
-        // buffer per input, output and scratch slot, each sized from the
-        // bound dims, and `dim_vals` one value per size parameter, which is
-        // exactly what the code indexes (loops run over 0..len only).
-        unsafe { (self.entry)(ptrs.as_ptr(), dim_vals.as_ptr()) };
-        drop(ptrs);
+        Ok(Prepared {
+            owner: self,
+            bufs,
+            ptrs,
+            dim_vals,
+            out_shapes,
+        })
+    }
 
-        let outs = bufs.into_iter().skip(self.plan.n_inputs);
-        Ok(out_shapes
+    /// The IR function this was compiled from.
+    pub fn function(&self) -> &Function {
+        &self.func
+    }
+}
+
+/// A compiled function with its buffers bound ([`CompiledFunction::prepare`]).
+pub struct Prepared<'a> {
+    owner: &'a CompiledFunction,
+    /// One buffer per input, output and scratch slot; `ptrs` points into
+    /// them (a `Vec`'s heap buffer does not move when the `Vec` does).
+    bufs: Vec<NativeBuf>,
+    ptrs: Vec<*mut u8>,
+    dim_vals: Vec<i64>,
+    out_shapes: Vec<(DType, Vec<usize>)>,
+}
+
+impl Prepared<'_> {
+    /// Run the native code once on the bound buffers (the outputs are
+    /// overwritten; the inputs are only read).
+    pub fn run(&mut self) {
+        // SAFETY: the module is alive (borrowed from its owner); `ptrs`
+        // holds one buffer per input, output and scratch slot, each sized
+        // from the bound dims, and `dim_vals` one value per size parameter,
+        // which is exactly what the code indexes (loops run over 0..len
+        // only). The buffers live as long as `self`.
+        unsafe { (self.owner.entry)(self.ptrs.as_ptr(), self.dim_vals.as_ptr()) };
+    }
+
+    /// The outputs of the last run.
+    pub fn into_outputs(self) -> Vec<Value> {
+        let n_inputs = self.owner.plan.n_inputs;
+        let Prepared {
+            bufs, out_shapes, ..
+        } = self;
+        let outs = bufs.into_iter().skip(n_inputs);
+        out_shapes
             .into_iter()
             .zip(outs)
             .map(|((dtype, shape), buf)| Value {
@@ -367,12 +414,7 @@ impl CompiledFunction {
                 shape,
                 data: buf.into_f64(),
             })
-            .collect())
-    }
-
-    /// The IR function this was compiled from.
-    pub fn function(&self) -> &Function {
-        &self.func
+            .collect()
     }
 }
 

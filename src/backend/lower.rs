@@ -34,6 +34,12 @@ use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
+/// A value used more than once is recomputed in each consumer's loop when
+/// its element tree costs at most this many flops per element (a broadcast
+/// read, an index map, an add or two): cheaper than storing it and loading
+/// it back.
+pub(crate) const RECOMPUTE_FLOPS: f64 = 2.0;
+
 /// How an op reads its operands, for fusion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
@@ -166,6 +172,8 @@ impl Plan {
                 stores.push((p.var, o));
             }
         }
+        // Flops per element of each inlined value's element tree.
+        let mut tree_flops = vec![0.0f64; nv];
         for s in &f.stmts {
             let v = s.var.index();
             let ty = f.ty(s.var);
@@ -194,13 +202,19 @@ impl Plan {
                 home[v] = Some(o);
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
-            } else if uses[v] > 1 || needs_buffer[v] || access(s.op) == Access::Nest {
+            } else if needs_buffer[v]
+                || access(s.op) == Access::Nest
+                || (uses[v] > 1 && !Self::cheap(s, &read, &tree_flops, &mut 0.0))
+            {
                 let k = n_inputs + n_outputs + scratch.len();
                 scratch.push(ty.clone());
                 read[v] = Read::Buf(k);
                 home[v] = Some(k);
             } else {
                 read[v] = Read::Inline;
+                let mut t = 0.0;
+                Self::cheap(s, &read, &tree_flops, &mut t);
+                tree_flops[v] = t;
             }
             // The first returned position is the statement's home; the others
             // are copies.
@@ -216,6 +230,21 @@ impl Plan {
             home,
             stores,
         })
+    }
+
+    /// Is a value cheap enough to recompute in each of its consumers
+    /// rather than write to memory and read back? An element-wise value or
+    /// an index map whose element tree (itself and the inlined values under
+    /// it) costs at most [`RECOMPUTE_FLOPS`] per element. Writes the tree's
+    /// cost to `flops`.
+    fn cheap(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64], flops: &mut f64) -> bool {
+        *flops = s.op.flops()
+            + s.args
+                .iter()
+                .filter(|a| read[a.index()] == Read::Inline)
+                .map(|a| tree[a.index()])
+                .sum::<f64>();
+        matches!(access(s.op), Access::Elementwise | Access::IndexMap) && *flops <= RECOMPUTE_FLOPS
     }
 
     pub fn n_buffers(&self) -> usize {

@@ -392,9 +392,14 @@ fn choose(
                 _ => None,
             })
             .unwrap_or(g.ids[c]);
-        if primal == g.ids[c] {
+        let an_input = g.nodes[c]
+            .iter()
+            .zip(&g.own[c])
+            .any(|(n, &cost)| matches!(n, Node::Bwd(_)) && cost == 0.0);
+        if primal == g.ids[c] || an_input {
             // The pullback's value is the primal value itself (computed
-            // from constants only, e.g. a broadcast constant): no choice.
+            // from constants only, e.g. a broadcast constant) or an input
+            // read in place: no choice.
             continue;
         }
         residuals.push((

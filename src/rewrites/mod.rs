@@ -98,31 +98,62 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
     }
     let defs = f.definitions();
     let split = primal_len.unwrap_or(f.stmts.len());
+    // `(bwd p)` with its stash choice (not for an input: read in place).
+    let bwd = |eg: &mut EG, original: &mut Vec<(Id, Node)>, p: Id, input: bool| {
+        let b = eg.add(Node::Bwd([p]));
+        if !input {
+            let st = eg.add(Node::Stash([p]));
+            eg.union(b, st);
+            original.push((b, Node::Stash([p])));
+        }
+        b
+    };
+    // For a pullback value that is a primal value obtained again (a VJP
+    // template recomputing `sin x`, say): that primal value's class.
+    let mut mirror: Vec<Option<Id>> = vec![None; f.vars.len()];
+    for p in &f.params {
+        mirror[p.var.index()] = class[p.var.index()];
+    }
     for (i, s) in f.stmts.iter().enumerate() {
-        let mut ch: SmallVec<[Id; 2]> = s
-            .args
-            .iter()
-            .map(|a| {
-                let c = get(&class, *a);
-                match defs[a.index()] {
-                    Some(d) if i >= split && d < split => {
-                        let b = eg.add(Node::Bwd([c]));
-                        let st = eg.add(Node::Stash([c]));
-                        eg.union(b, st);
-                        original.push((b, Node::Stash([c])));
-                        b
-                    }
-                    _ => c,
+        let pullback = i >= split;
+        let ty_child = |eg: &mut EG| eg.add(Node::Ty(f.ty(s.var).clone()));
+        if pullback && !s.args.is_empty() {
+            // The same op on the same primal values as a primal statement:
+            // read that value through the marker, so it can be stored
+            // (shared with the primal) or recomputed.
+            let mirrored: Option<SmallVec<[Id; 2]>> =
+                s.args.iter().map(|a| mirror[a.index()]).collect();
+            if let Some(mut ch) = mirrored {
+                if s.op.needs_annotation() {
+                    ch.push(ty_child(&mut eg));
                 }
-            })
-            .collect();
+                if let Some(p) = eg.lookup(Node::Op(s.op, ch)) {
+                    let b = bwd(&mut eg, &mut original, p, false);
+                    class[s.var.index()] = Some(b);
+                    mirror[s.var.index()] = Some(p);
+                    continue;
+                }
+            }
+        }
+        let mut ch: SmallVec<[Id; 2]> = SmallVec::new();
+        for a in &s.args {
+            let c = get(&class, *a);
+            ch.push(match defs[a.index()] {
+                Some(d) if pullback && d < split => bwd(&mut eg, &mut original, c, false),
+                None if pullback => bwd(&mut eg, &mut original, c, true),
+                _ => c,
+            });
+        }
         if s.op.needs_annotation() {
-            ch.push(eg.add(Node::Ty(f.ty(s.var).clone())));
+            ch.push(ty_child(&mut eg));
         }
         let node = Node::Op(s.op, ch);
         let id = eg.add(node.clone());
         original.push((id, node));
         class[s.var.index()] = Some(id);
+        if !pullback {
+            mirror[s.var.index()] = Some(id);
+        }
         let name = f.var_name(s.var);
         if !name.chars().all(|c| c.is_ascii_digit()) {
             names.entry(id).or_insert_with(|| name.to_string());

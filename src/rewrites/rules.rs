@@ -29,6 +29,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "rulesets/broadcast.rules",
         include_str!("../../rulesets/broadcast.rules"),
     ),
+    (
+        "rulesets/strength.rules",
+        include_str!("../../rulesets/strength.rules"),
+    ),
 ];
 
 /// A rule file is malformed.
@@ -54,12 +58,52 @@ pub enum Guard {
     Scalar(Var),
     /// The class holds arrays.
     Array(Var),
+    /// The class is a constant ±2^k whose reciprocal ±2^-k is representable
+    /// in its dtype (subnormals included), so `x / c` and `x * (1/c)` round
+    /// the same real number: dividing by it is multiplying by its reciprocal,
+    /// bit for bit.
+    Pow2(Var),
 }
 
 impl Guard {
-    fn var(&self) -> Var {
+    /// The variable the guard is about.
+    pub fn var(&self) -> Var {
         match self {
-            Guard::Nonzero(v) | Guard::Scalar(v) | Guard::Array(v) => *v,
+            Guard::Nonzero(v) | Guard::Scalar(v) | Guard::Array(v) | Guard::Pow2(v) => *v,
+        }
+    }
+
+    /// Does the guard only hold for a constant (then
+    /// [`Guard::accepts_constant`] says which)?
+    pub fn needs_constant(&self) -> bool {
+        match self {
+            Guard::Nonzero(_) | Guard::Pow2(_) => true,
+            Guard::Scalar(_) | Guard::Array(_) => false,
+        }
+    }
+
+    /// Does a scalar constant satisfy the guard? (A type guard: does a
+    /// scalar satisfy it.)
+    pub fn accepts_constant(&self, l: Lit) -> bool {
+        let x = l.value();
+        match self {
+            Guard::Nonzero(_) => x != 0.0 && !x.is_nan(),
+            Guard::Pow2(_) => {
+                // `x` holds a value of `l.dtype`; every f32 value is a
+                // normal f64, so only f64 subnormals need the second test.
+                let bits = x.abs().to_bits();
+                let power_of_two = if bits >> 52 == 0 {
+                    bits.count_ones() == 1
+                } else {
+                    bits & ((1u64 << 52) - 1) == 0
+                };
+                // 1/x is exact in f64 unless it overflows; it must also be
+                // a value of the dtype (not rounded to 0 or inf in f32).
+                let r = 1.0 / x;
+                x.is_finite() && power_of_two && r.is_finite() && l.dtype.round(r) == r
+            }
+            Guard::Scalar(_) => true,
+            Guard::Array(_) => false,
         }
     }
 
@@ -69,26 +113,36 @@ impl Guard {
         };
         let d = &eg[*id].data;
         match self {
-            Guard::Nonzero(_) => d
-                .konst
-                .is_some_and(|l| l.value() != 0.0 && !l.value().is_nan()),
+            Guard::Nonzero(_) | Guard::Pow2(_) => d.konst.is_some_and(|l| self.accepts_constant(l)),
             Guard::Scalar(_) => d.ty.as_ref().is_some_and(|t| t.is_scalar()),
             Guard::Array(_) => d.ty.as_ref().is_some_and(|t| !t.is_scalar()),
         }
     }
 }
 
-/// All guards of a rule must hold.
+/// All guards of a rule must hold, and the matched class must have the
+/// dtype of a generic rule's instance.
 #[derive(Clone, Debug)]
-struct Guards(Vec<Guard>);
+struct Guards {
+    guards: Vec<Guard>,
+    dtype: Option<DType>,
+}
 
 impl Condition<Node, Analysis> for Guards {
-    fn check(&self, egraph: &mut EG, _eclass: Id, subst: &Subst) -> bool {
-        self.0.iter().all(|g| g.holds(egraph, subst))
+    fn check(&self, egraph: &mut EG, eclass: Id, subst: &Subst) -> bool {
+        let dtype_ok = match self.dtype {
+            Some(d) => egraph[eclass]
+                .data
+                .ty
+                .as_ref()
+                .is_some_and(|t| t.dtype == d),
+            None => true,
+        };
+        dtype_ok && self.guards.iter().all(|g| g.holds(egraph, subst))
     }
 
     fn vars(&self) -> Vec<Var> {
-        self.0.iter().map(Guard::var).collect()
+        self.guards.iter().map(Guard::var).collect()
     }
 }
 
@@ -101,12 +155,19 @@ pub struct Rule {
     pub lhs: Pattern<Node>,
     pub rhs: Pattern<Node>,
     pub guards: Vec<Guard>,
+    /// The instance of a generic rule (`name/f32`) applies only to values of
+    /// its dtype: a literal its right side introduces has that dtype even
+    /// when nothing on the left side pins it.
+    pub dtype: Option<DType>,
 }
 
 impl Rule {
     pub fn rewrite(&self) -> Rewrite<Node, Analysis> {
         let applier = ConditionalApplier {
-            condition: Guards(self.guards.clone()),
+            condition: Guards {
+                guards: self.guards.clone(),
+                dtype: self.dtype,
+            },
             applier: self.rhs.clone(),
         };
         // Validated at load time: variables of the RHS are bound by the LHS.
@@ -124,7 +185,10 @@ pub struct RuleSet {
 /// Bundled rules that are not exact in IEEE arithmetic (they change
 /// rounding, or results near overflow): loaded only when fast math is asked
 /// for (`--fast-math`, `Options::fast_math`).
-pub const FAST_MATH_FILES: &[(&str, &str)] = &[];
+pub const FAST_MATH_FILES: &[(&str, &str)] = &[(
+    "rulesets/fastmath.rules",
+    include_str!("../../rulesets/fastmath.rules"),
+)];
 
 impl RuleSet {
     /// The rules bundled with egrad.
@@ -247,7 +311,7 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
         return Err("empty pattern".into());
     }
     let generic = has_generic_numbers(&lt) || has_generic_numbers(&rt);
-    let variants: Vec<(String, String, String)> = if generic {
+    let variants: Vec<(String, String, String, Option<DType>)> = if generic {
         [DType::F32, DType::F64]
             .iter()
             .map(|d| {
@@ -255,6 +319,7 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
                     format!("{name}/{d}"),
                     instantiate(&lt, *d),
                     instantiate(&rt, *d),
+                    Some(*d),
                 )
             })
             .collect()
@@ -263,10 +328,11 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
             name.to_string(),
             lhs.trim().to_string(),
             rhs.trim().to_string(),
+            None,
         )]
     };
     let mut out = Vec::new();
-    for (n, l, r) in variants {
+    for (n, l, r, dtype) in variants {
         let lhs: Pattern<Node> = l
             .parse()
             .map_err(|e| format!("left side `{}`: {e}", lhs.trim()))?;
@@ -293,6 +359,7 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
             }
         }
         check_no_input_names(&lhs).and(check_no_input_names(&rhs))?;
+        check_guards(&lhs, &guards)?;
         out.push(Rule {
             name: n,
             file: String::new(),
@@ -300,6 +367,7 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
             lhs,
             rhs,
             guards: guards.clone(),
+            dtype,
         });
     }
     Ok(out)
@@ -328,6 +396,44 @@ fn check_no_input_names(p: &Pattern<Node>) -> Result<(), String> {
     Ok(())
 }
 
+/// Guards that can never hold are mistakes: a guard on a type annotation
+/// (the last child of `bcast`, `zero`, ...), or a variable guarded both as
+/// an array and as a scalar (a constant is a scalar).
+fn check_guards(lhs: &Pattern<Node>, guards: &[Guard]) -> Result<(), String> {
+    let ast = lhs.ast.as_ref();
+    for n in ast {
+        let egg::ENodeOrVar::ENode(Node::Op(op, ch)) = n else {
+            continue;
+        };
+        if !op.needs_annotation() {
+            continue;
+        }
+        let Some(egg::ENodeOrVar::Var(t)) = ch.last().map(|c| &ast[usize::from(*c)]) else {
+            continue;
+        };
+        if guards.iter().any(|g| g.var() == *t) {
+            return Err(format!(
+                "guard on `{t}`: it is the type annotation of `{}`, not a value",
+                op.name()
+            ));
+        }
+    }
+    for g in guards {
+        let scalar = matches!(g, Guard::Scalar(_)) || g.needs_constant();
+        if scalar
+            && guards
+                .iter()
+                .any(|h| h.var() == g.var() && matches!(h, Guard::Array(_)))
+        {
+            return Err(format!(
+                "guards on `{}` contradict each other: an array is never a scalar or a constant",
+                g.var()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
     let mut out = Vec::new();
     for part in text.split("&&") {
@@ -342,9 +448,10 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
             "nonzero" => Guard::Nonzero(v),
             "scalar" => Guard::Scalar(v),
             "array" => Guard::Array(v),
+            "pow2" => Guard::Pow2(v),
             other => {
                 return Err(format!(
-                    "unknown guard `{other}` (known: nonzero, scalar, array)"
+                    "unknown guard `{other}` (known: nonzero, pow2, scalar, array)"
                 ))
             }
         });
@@ -381,6 +488,15 @@ mod tests {
             ("r: (neg a) => a", "variables start with `?`"),
             ("r (neg ?a) => ?a", "expected `name"),
             ("r: ?a => (neg (neg ?a))", "lone variable"),
+            (
+                "r: (mul ?a (bcast ?c ?t)) => ?a if pow2 ?t",
+                "type annotation",
+            ),
+            (
+                "r: (neg ?a) => (neg ?a) if array ?a && nonzero ?a",
+                "contradict",
+            ),
+            ("r: (neg ?a) => ?a if shiny ?a", "pow2"),
         ] {
             let e = RuleSet::default().add_file("y.rules", text).unwrap_err();
             assert!(e.message.contains(want), "{text}: {e}");
@@ -392,5 +508,40 @@ mod tests {
             )
             .unwrap_err();
         assert!(e.message.contains("duplicate"), "{e}");
+    }
+
+    #[test]
+    fn generic_instances_rewrite_only_their_dtype() {
+        // Nothing on the left side types the `0.0`: without the dtype
+        // check, `sub-self/f32` would put an f32 zero in an f64 class.
+        let mut set = RuleSet::default();
+        set.add_file("t.rules", "sub-self: (sub ?a ?a) => 0.0 if scalar ?a\n")
+            .unwrap();
+        let mut a = Analysis::default();
+        a.inputs
+            .insert("x".into(), crate::lang::types::Type::scalar(DType::F64));
+        let mut eg = EG::new(a);
+        let e: egg::RecExpr<Node> = "(sub x x)".parse().unwrap();
+        let id = eg.add_expr(&e);
+        let runner = egg::Runner::default().with_egraph(eg).run(&set.rewrites());
+        let applied = |n: &str| {
+            runner
+                .iterations
+                .iter()
+                .any(|it| it.applied.contains_key(&egg::Symbol::from(n)))
+        };
+        assert!(applied("sub-self/f64"));
+        assert!(!applied("sub-self/f32"));
+        let eg = &runner.egraph;
+        assert_eq!(eg[eg.find(id)].data.konst, Some(Lit::new(DType::F64, 0.0)));
+    }
+
+    #[test]
+    fn pow2_accepts_invertible_powers_of_two() {
+        let g = Guard::Pow2("?c".parse().unwrap());
+        let ok = |d: DType, x: f64| g.accepts_constant(Lit::new(d, x));
+        assert!(ok(DType::F64, 0.5) && ok(DType::F64, -8.0) && ok(DType::F64, 2f64.powi(-1023)));
+        assert!(!ok(DType::F64, 2f64.powi(-1074)) && !ok(DType::F64, 6.0) && !ok(DType::F64, 0.0));
+        assert!(ok(DType::F32, 2f64.powi(127)) && !ok(DType::F32, 2f64.powi(-140)));
     }
 }

@@ -1,0 +1,433 @@
+//! The memory-versus-recompute tradeoff of one gradient (`egrad explore`).
+//!
+//! For each λ (flops per residual byte) the gradient is optimized under
+//! `flops + λ · residual bytes`; each distinct program is compiled and timed
+//! on the same inputs. A point is on the **Pareto front** when no other
+//! point stores no more bytes and runs no slower, one of them strictly.
+//! Without inputs, the model's flops stand in for the run time.
+
+use crate::error::{Error, Result};
+use crate::lang::program::Program;
+use crate::lang::value::Value;
+use crate::pipeline::{arg_error, optimize_gradient, GradProgram, Options};
+use std::fmt::{self, Write};
+use std::time::{Duration, Instant};
+
+/// The λ values explored when none are given.
+pub const DEFAULT_LAMBDAS: &[f64] = &[0.0, 0.05, 0.25, 1.0, 4.0, 16.0, 1e6];
+
+/// One λ and the program it chose.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub lambda: f64,
+    /// Arithmetic of the chosen program under the model.
+    pub flops: f64,
+    /// Bytes the forward pass stores for the pullback.
+    pub residual_bytes: f64,
+    pub stored: usize,
+    pub recomputed: usize,
+    /// Best measured time of one call (None when not timed).
+    pub time: Option<Duration>,
+    /// The earlier point whose program is identical (then this one was not
+    /// compiled again and shares its time).
+    pub same_as: Option<usize>,
+    pub pareto: bool,
+    /// Value and gradients on the inputs (empty when not run).
+    pub outputs: Vec<Value>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Exploration {
+    pub function: String,
+    /// The sizes the model priced at.
+    pub dims: Vec<(String, u64)>,
+    pub points: Vec<Point>,
+}
+
+/// How long to time each program: repeat calls until `budget` has passed
+/// (at least `min_calls`), keep the fastest.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub budget: Duration,
+    pub min_calls: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            budget: Duration::from_millis(300),
+            min_calls: 3,
+        }
+    }
+}
+
+/// Compile `g`'s value-and-gradient program and time it on `inputs`: the
+/// fastest of repeated runs of the native code on buffers bound once
+/// (argument conversion and allocation are not timed); also its outputs.
+pub fn time_calls(
+    g: &GradProgram,
+    inputs: &[Value],
+    timing: Timing,
+) -> Result<(Duration, Vec<Value>)> {
+    let compiled = g.compile()?;
+    let native = compiled.native();
+    let refs: Vec<&Value> = inputs.iter().collect();
+    let mut prepared = native
+        .prepare(&refs)
+        .map_err(|e| arg_error(native.function(), &g.file, e))?;
+    // Calls per sample: enough for a sample to last about 100 µs, so the
+    // clock's resolution does not matter for fast programs.
+    let mut batch: u32 = 1;
+    loop {
+        let t = Instant::now();
+        for _ in 0..batch {
+            prepared.run();
+        }
+        if t.elapsed() >= Duration::from_micros(100) || batch >= 1 << 20 {
+            break;
+        }
+        batch *= 4;
+    }
+    let mut best = Duration::MAX;
+    let start = Instant::now();
+    let mut samples = 0;
+    while samples < timing.min_calls || start.elapsed() < timing.budget {
+        let t = Instant::now();
+        for _ in 0..batch {
+            prepared.run();
+        }
+        best = best.min(t.elapsed() / batch);
+        samples += 1;
+    }
+    Ok((best, prepared.into_outputs()))
+}
+
+/// Optimize `options.function`'s gradient at every λ of `lambdas`; with
+/// `inputs`, compile, run and time each distinct program.
+pub fn explore(
+    program: &Program,
+    options: &Options,
+    lambdas: &[f64],
+    inputs: Option<&[Value]>,
+    timing: Timing,
+) -> Result<Exploration> {
+    if lambdas.is_empty() {
+        return Err(Error::Usage("explore: no λ values given".into()));
+    }
+    if let Some(l) = lambdas.iter().find(|l| !(l.is_finite() && **l >= 0.0)) {
+        return Err(Error::Usage(format!(
+            "explore: λ = {l} is not a non-negative number"
+        )));
+    }
+    let mut points: Vec<Point> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    let mut function = String::new();
+    let mut dims = Vec::new();
+    for &lambda in lambdas {
+        let g = optimize_gradient(program, &options.clone().lambda(lambda))?;
+        function = g.name.clone();
+        dims = g
+            .primal
+            .size_params
+            .iter()
+            .map(|p| {
+                let n = options
+                    .dims
+                    .get(p)
+                    .copied()
+                    .unwrap_or(crate::extract::cost::DEFAULT_DIM);
+                (p.clone(), n)
+            })
+            .collect();
+        let o = &g.optimized;
+        let flops = crate::pipeline::program_cost(&o.after, &options.cost_model()).flops();
+        let text = o.after.to_string();
+        let same_as = texts.iter().position(|t| *t == text);
+        texts.push(text);
+        let (time, outputs) = match (same_as, inputs) {
+            (Some(k), _) => (points[k].time, points[k].outputs.clone()),
+            (None, Some(vals)) => {
+                let (t, outputs) = time_calls(&g, vals, timing)?;
+                (Some(t), outputs)
+            }
+            (None, None) => (None, Vec::new()),
+        };
+        points.push(Point {
+            lambda,
+            flops,
+            residual_bytes: o.bytes_after,
+            stored: o.residual_choices.iter().filter(|c| c.stored).count(),
+            recomputed: o.residual_choices.iter().filter(|c| !c.stored).count(),
+            time,
+            same_as,
+            pareto: false,
+            outputs,
+        });
+    }
+    mark_pareto(&mut points);
+    Ok(Exploration {
+        function,
+        dims,
+        points,
+    })
+}
+
+/// The run time a point is judged by: measured, else the model's flops.
+fn speed_key(p: &Point) -> f64 {
+    match p.time {
+        Some(t) => t.as_secs_f64(),
+        None => p.flops,
+    }
+}
+
+/// Mark the points no other distinct point dominates (fewer or equal bytes
+/// and time, one strictly). Repeats of an earlier program are not marked.
+fn mark_pareto(points: &mut [Point]) {
+    let n = points.len();
+    for i in 0..n {
+        if points[i].same_as.is_some() {
+            continue;
+        }
+        let (bi, ti) = (points[i].residual_bytes, speed_key(&points[i]));
+        let dominated = (0..n).any(|j| {
+            let (bj, tj) = (points[j].residual_bytes, speed_key(&points[j]));
+            j != i && points[j].same_as.is_none() && bj <= bi && tj <= ti && (bj < bi || tj < ti)
+        });
+        points[i].pareto = !dominated;
+    }
+}
+
+fn time_text(t: Option<Duration>) -> String {
+    match t {
+        Some(t) => format!("{:.1}", t.as_secs_f64() * 1e6),
+        None => "-".into(),
+    }
+}
+
+impl fmt::Display for Exploration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sizes: Vec<String> = self.dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(
+            f,
+            "store or recompute for `{}`{}: cost = flops + λ · residual bytes",
+            self.function,
+            if sizes.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", sizes.join(", "))
+            }
+        )?;
+        writeln!(
+            f,
+            "{:>10} {:>14} {:>16} {:>7} {:>11} {:>11}  pareto",
+            "λ", "flops", "residual bytes", "stored", "recomputed", "time (µs)"
+        )?;
+        for p in &self.points {
+            let mark = match p.same_as {
+                Some(k) => format!("  (same program as λ = {})", self.points[k].lambda),
+                None if p.pareto => "  *".into(),
+                None => String::new(),
+            };
+            writeln!(
+                f,
+                "{:>10} {:>14} {:>16} {:>7} {:>11} {:>11}{mark}",
+                p.lambda,
+                p.flops,
+                p.residual_bytes,
+                p.stored,
+                p.recomputed,
+                time_text(p.time)
+            )?;
+        }
+        let front = self.points.iter().filter(|p| p.pareto).count();
+        let distinct = self.points.iter().filter(|p| p.same_as.is_none()).count();
+        writeln!(
+            f,
+            "{distinct} distinct programs, {front} on the Pareto front (*: no other stores fewer bytes and runs faster)"
+        )
+    }
+}
+
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        "null".into()
+    }
+}
+
+impl Exploration {
+    /// The table as JSON (one object per λ).
+    pub fn to_json(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(s, "{{\"function\":\"{}\",\"dims\":{{", self.function);
+        for (i, (k, v)) in self.dims.iter().enumerate() {
+            let _ = write!(s, "{}\"{k}\":{v}", if i > 0 { "," } else { "" });
+        }
+        s.push_str("},\"points\":[");
+        for (i, p) in self.points.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}{{\"lambda\":{},\"flops\":{},\"residual_bytes\":{},\"stored\":{},\"recomputed\":{},\"time_us\":{},\"same_as\":{},\"pareto\":{}}}",
+                if i > 0 { "," } else { "" },
+                json_num(p.lambda),
+                json_num(p.flops),
+                json_num(p.residual_bytes),
+                p.stored,
+                p.recomputed,
+                p.time.map(|t| json_num(t.as_secs_f64() * 1e6)).unwrap_or_else(|| "null".into()),
+                p.same_as.map(|k| k.to_string()).unwrap_or_else(|| "null".into()),
+                p.pareto
+            );
+        }
+        s.push_str("]}\n");
+        s
+    }
+
+    /// An SVG plot of residual bytes (x) against run time (y; the model's
+    /// flops when not timed), the Pareto front joined by a line.
+    pub fn to_svg(&self) -> String {
+        let (w, h, m) = (640.0, 420.0, 70.0);
+        let pts: Vec<&Point> = self.points.iter().filter(|p| p.same_as.is_none()).collect();
+        let timed = pts.iter().all(|p| p.time.is_some());
+        let ys: Vec<f64> = pts
+            .iter()
+            .map(|p| if timed { speed_key(p) * 1e6 } else { p.flops })
+            .collect();
+        let xs: Vec<f64> = pts.iter().map(|p| p.residual_bytes).collect();
+        let max = |v: &[f64]| v.iter().cloned().fold(0.0f64, f64::max).max(1e-300);
+        let (xmax, ymax) = (max(&xs) * 1.1, max(&ys) * 1.1);
+        let px = |x: f64| m + (w - 2.0 * m) * x / xmax;
+        let py = |y: f64| h - m - (h - 2.0 * m) * y / ymax;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">"
+        );
+        let _ = writeln!(s, "<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>");
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\">store or recompute: {}</text>",
+            w / 2.0,
+            xml(&self.function)
+        );
+        // Axes with end labels.
+        let _ = writeln!(
+            s,
+            "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>",
+            h - m,
+            w - m,
+            h - m,
+            h - m
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">residual bytes (0 to {:.0})</text>",
+            w / 2.0,
+            h - 25.0,
+            xmax
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">{} (0 to {:.3})</text>",
+            h / 2.0,
+            h / 2.0,
+            if timed { "run time, µs" } else { "model flops" },
+            ymax
+        );
+        let mut front: Vec<(f64, f64)> = pts
+            .iter()
+            .zip(xs.iter().zip(&ys))
+            .filter(|(p, _)| p.pareto)
+            .map(|(_, (x, y))| (*x, *y))
+            .collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if front.len() > 1 {
+            let path: Vec<String> = front
+                .iter()
+                .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>",
+                path.join(" ")
+            );
+        }
+        for (p, (x, y)) in pts.iter().zip(xs.iter().zip(&ys)) {
+            let color = if p.pareto { "#c33" } else { "#888" };
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\">λ={}</text>",
+                px(*x),
+                py(*y),
+                px(*x) + 7.0,
+                py(*y) - 7.0,
+                p.lambda
+            );
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(bytes: f64, flops: f64) -> Point {
+        Point {
+            lambda: 0.0,
+            flops,
+            residual_bytes: bytes,
+            stored: 0,
+            recomputed: 0,
+            time: None,
+            same_as: None,
+            pareto: false,
+            outputs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pareto_front_keeps_undominated_points() {
+        let mut ps = vec![
+            point(100.0, 10.0),
+            point(50.0, 20.0),
+            point(60.0, 25.0), // dominated by (50, 20)
+            point(0.0, 40.0),
+        ];
+        mark_pareto(&mut ps);
+        let marks: Vec<bool> = ps.iter().map(|p| p.pareto).collect();
+        assert_eq!(marks, [true, true, false, true]);
+    }
+
+    #[test]
+    fn explores_a_gradient_without_timing() {
+        let p = Program::parse(
+            "fn f[N](x: f64[N]) -> f64 = +/(sin(x) .* exp(x))\n\
+             @grad(x)\nfn df[N](x: f64[N]) -> f64[N] = f(x)\n",
+        )
+        .unwrap();
+        let e = explore(
+            &p,
+            &Options::default().function("df"),
+            &[0.0, 1e6],
+            None,
+            Timing::default(),
+        )
+        .unwrap();
+        assert_eq!(e.points.len(), 2);
+        assert!(e.points[0].residual_bytes > 0.0);
+        assert_eq!(e.points[1].residual_bytes, 0.0);
+        assert!(e.points[1].flops > e.points[0].flops);
+        assert!(e.points.iter().all(|p| p.pareto));
+        assert!(e.to_svg().starts_with("<svg"));
+        assert!(e.to_json().contains("\"pareto\":true"));
+    }
+}
