@@ -467,8 +467,9 @@ fn bench(a: &ExploreArgs) -> Result<String> {
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let (t_opt, out_opt) = crate::explore::time_calls(&opt, &inputs, timing)?;
-    let (t_unopt, out_unopt) = crate::explore::time_calls(&unopt, &inputs, timing)?;
+    let mut timed = crate::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
+    let (t_unopt, out_unopt) = timed.remove(1);
+    let (t_opt, out_opt) = timed.remove(0);
     let mut worst = 0.0f64;
     for (a, b) in out_opt.iter().zip(&out_unopt) {
         for (x, y) in a.data.iter().zip(&b.data) {

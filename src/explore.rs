@@ -69,37 +69,64 @@ pub fn time_calls(
     inputs: &[Value],
     timing: Timing,
 ) -> Result<(Duration, Vec<Value>)> {
-    let compiled = g.compile()?;
-    let native = compiled.native();
+    let mut r = time_interleaved(&[g], inputs, timing)?;
+    Ok(r.remove(0))
+}
+
+/// [`time_calls`] for several programs at once: their samples alternate
+/// (a, b, c, a, b, c, ...), so a machine that slows down or speeds up
+/// during the run affects them alike and their ratios stay comparable.
+/// Each sample is a batch of calls lasting about 100 µs, so the clock's
+/// resolution does not matter for fast programs; the fastest sample counts.
+pub fn time_interleaved(
+    gs: &[&GradProgram],
+    inputs: &[Value],
+    timing: Timing,
+) -> Result<Vec<(Duration, Vec<Value>)>> {
+    let compiled: Vec<_> = gs.iter().map(|g| g.compile()).collect::<Result<_>>()?;
     let refs: Vec<&Value> = inputs.iter().collect();
-    let mut prepared = native
-        .prepare(&refs)
-        .map_err(|e| arg_error(native.function(), &g.file, e))?;
-    // Calls per sample: enough for a sample to last about 100 µs, so the
-    // clock's resolution does not matter for fast programs.
-    let mut batch: u32 = 1;
-    loop {
-        let t = Instant::now();
-        for _ in 0..batch {
-            prepared.run();
-        }
-        if t.elapsed() >= Duration::from_micros(100) || batch >= 1 << 20 {
-            break;
-        }
-        batch *= 4;
+    let mut prepared = Vec::with_capacity(gs.len());
+    for (g, c) in gs.iter().zip(&compiled) {
+        let native = c.native();
+        prepared.push(
+            native
+                .prepare(&refs)
+                .map_err(|e| arg_error(native.function(), &g.file, e))?,
+        );
     }
-    let mut best = Duration::MAX;
+    let mut batches = Vec::with_capacity(gs.len());
+    for p in &mut prepared {
+        let mut batch: u32 = 1;
+        loop {
+            let t = Instant::now();
+            for _ in 0..batch {
+                p.run();
+            }
+            if t.elapsed() >= Duration::from_micros(100) || batch >= 1 << 20 {
+                break;
+            }
+            batch *= 4;
+        }
+        batches.push(batch);
+    }
+    let mut best = vec![Duration::MAX; gs.len()];
     let start = Instant::now();
     let mut samples = 0;
-    while samples < timing.min_calls || start.elapsed() < timing.budget {
-        let t = Instant::now();
-        for _ in 0..batch {
-            prepared.run();
+    while samples < timing.min_calls || start.elapsed() < timing.budget * gs.len() as u32 {
+        for ((p, &batch), b) in prepared.iter_mut().zip(&batches).zip(&mut best) {
+            let t = Instant::now();
+            for _ in 0..batch {
+                p.run();
+            }
+            *b = (*b).min(t.elapsed() / batch);
         }
-        best = best.min(t.elapsed() / batch);
         samples += 1;
     }
-    Ok((best, prepared.into_outputs()))
+    Ok(best
+        .into_iter()
+        .zip(prepared)
+        .map(|(t, p)| (t, p.into_outputs()))
+        .collect())
 }
 
 /// Optimize `options.function`'s gradient at every λ of `lambdas`; with
@@ -121,6 +148,7 @@ pub fn explore(
     }
     let mut points: Vec<Point> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
+    let mut distinct: Vec<(usize, GradProgram)> = Vec::new();
     let mut function = String::new();
     let mut dims = Vec::new();
     for &lambda in lambdas {
@@ -144,14 +172,7 @@ pub fn explore(
         let text = o.after.to_string();
         let same_as = texts.iter().position(|t| *t == text);
         texts.push(text);
-        let (time, outputs) = match (same_as, inputs) {
-            (Some(k), _) => (points[k].time, points[k].outputs.clone()),
-            (None, Some(vals)) => {
-                let (t, outputs) = time_calls(&g, vals, timing)?;
-                (Some(t), outputs)
-            }
-            (None, None) => (None, Vec::new()),
-        };
+        let (time, outputs) = (None, Vec::new());
         points.push(Point {
             lambda,
             flops,
@@ -163,6 +184,24 @@ pub fn explore(
             pareto: false,
             outputs,
         });
+        if same_as.is_none() {
+            distinct.push((points.len() - 1, g));
+        }
+    }
+    if let Some(vals) = inputs {
+        // Time every distinct program in one interleaved run.
+        let gs: Vec<&GradProgram> = distinct.iter().map(|(_, g)| g).collect();
+        let timed = time_interleaved(&gs, vals, timing)?;
+        for ((k, _), (t, outputs)) in distinct.iter().zip(timed) {
+            points[*k].time = Some(t);
+            points[*k].outputs = outputs;
+        }
+        for k in 0..points.len() {
+            if let Some(s) = points[k].same_as {
+                points[k].time = points[s].time;
+                points[k].outputs = points[s].outputs.clone();
+            }
+        }
     }
     mark_pareto(&mut points);
     Ok(Exploration {

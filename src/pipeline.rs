@@ -102,7 +102,9 @@ impl Options {
 
     fn rules(&self) -> Result<RuleSet> {
         match &self.rules_dir {
-            Some(d) => RuleSet::load_dir(d).map_err(|e| Error::Usage(e.to_string())),
+            Some(d) => {
+                RuleSet::load_dir(d, self.fast_math).map_err(|e| Error::Usage(e.to_string()))
+            }
             None => RuleSet::bundled(self.fast_math)
                 .map_err(|e| Error::internal(format!("bundled rules: {e}"))),
         }

@@ -206,8 +206,15 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Every `*.rules` file of a directory, in file-name order.
-    pub fn load_dir(dir: &Path) -> Result<RuleSet, RuleError> {
+    /// Every `*.rules` file of a directory, in file-name order; a file
+    /// named like one of [`FAST_MATH_FILES`] (`fastmath.rules`) only when
+    /// `fast_math`.
+    pub fn load_dir(dir: &Path, fast_math: bool) -> Result<RuleSet, RuleError> {
+        let is_fast_math = |p: &Path| {
+            FAST_MATH_FILES
+                .iter()
+                .any(|(f, _)| Path::new(f).file_name() == p.file_name())
+        };
         let io_err = |e: std::io::Error| RuleError {
             file: dir.display().to_string(),
             line: 0,
@@ -217,6 +224,7 @@ impl RuleSet {
             .map_err(io_err)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "rules"))
+            .filter(|p| fast_math || !is_fast_math(p))
             .collect();
         paths.sort();
         let mut set = RuleSet::default();
@@ -462,6 +470,19 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rules_folder_is_the_bundled_set_with_or_without_fast_math() {
+        let names = |s: RuleSet| s.rules.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rulesets");
+        for fast in [false, true] {
+            let mut a = names(RuleSet::load_dir(&dir, fast).unwrap());
+            let mut b = names(RuleSet::bundled(fast).unwrap());
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "fast math: {fast}");
+        }
+    }
 
     #[test]
     fn builtin_rules_load() {
