@@ -26,8 +26,13 @@ fn poly(x: f64, y: f64) -> f64 =
 fn dpoly(x: f64, y: f64) -> (f64, f64) = poly(x, y)
 ";
 
-fn rules_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("egrad-limits-{}", std::process::id()));
+/// A rules folder of its own per test (tests run in parallel).
+fn rules_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "egrad-limits-{}-{}",
+        std::process::id(),
+        test.replace(' ', "-")
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("unbounded.rules"), UNBOUNDED).unwrap();
     dir
@@ -45,7 +50,7 @@ fn gradient(opts: Options) -> (Vec<Value>, egrad::GradProgram) {
 }
 
 fn check_against_reference(name: &str, limits: Limits, want_stop: &str) {
-    let dir = rules_dir();
+    let dir = rules_dir(name);
     let (want, _) = gradient(Options::default().no_optimize(true));
     let mut opts = Options::default().limits(limits.clone());
     opts.rules_dir = Some(dir.clone());
