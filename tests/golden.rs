@@ -4,6 +4,8 @@
 //!
 //! Each IR dump also round-trips: print → parse → print is the identity.
 
+mod common;
+
 use egrad::lang::ir::parse_functions;
 use egrad::pipeline::{optimize_gradient, optimize_ir, Options};
 use egrad::{backend, Program};
@@ -89,22 +91,7 @@ fn golden_stage_dumps() {
                 );
             }
             let path = dir.join(format!("{stem}.{stage}"));
-            if bless {
-                std::fs::create_dir_all(&dir).unwrap();
-                std::fs::write(&path, &text).unwrap();
-                continue;
-            }
-            match std::fs::read_to_string(&path) {
-                Ok(want) if want == text => {}
-                Ok(want) => failures.push(format!(
-                    "{} differs from the golden file.\n--- want\n{want}\n--- got\n{text}",
-                    path.display()
-                )),
-                Err(_) => failures.push(format!(
-                    "{} is missing (run with UPDATE_GOLDEN=1)",
-                    path.display()
-                )),
-            }
+            common::check_golden(&path, &text, bless, &mut failures);
         }
     }
     assert!(count > 0);

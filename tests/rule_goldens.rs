@@ -13,6 +13,8 @@
 //! rules that no longer exist), then read the diff; never edit them by hand
 //! to make the test pass.
 
+mod common;
+
 use egg::{ENodeOrVar, Runner, StopReason, Symbol, Var};
 use egrad::extract::cost::CostModel;
 use egrad::extract::extract;
@@ -317,22 +319,7 @@ fn every_rule_has_a_golden() {
         );
         let path = golden_path(rule);
         expected.push(path.clone());
-        if bless {
-            std::fs::create_dir_all(DIR).unwrap();
-            std::fs::write(&path, &text).unwrap();
-            continue;
-        }
-        match std::fs::read_to_string(&path) {
-            Ok(want) if want == text => {}
-            Ok(want) => failures.push(format!(
-                "{} differs from the golden file.\n--- want\n{want}\n--- got\n{text}",
-                path.display()
-            )),
-            Err(_) => failures.push(format!(
-                "{} is missing (run with UPDATE_GOLDEN=1)",
-                path.display()
-            )),
-        }
+        common::check_golden(&path, &text, bless, &mut failures);
     }
     // Goldens of rules that no longer exist.
     if let Ok(dir) = std::fs::read_dir(DIR) {

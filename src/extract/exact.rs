@@ -68,7 +68,7 @@
 //! extractor's selection, so the two are comparable to the last bit.
 
 use super::cost::CostModel;
-use super::{choose, Graph, NONE};
+use super::{choose, reaches, Graph, NONE};
 use crate::rewrites::lang::Node;
 use crate::rewrites::Inserted;
 use egg::Id;
@@ -559,23 +559,14 @@ impl<'g> Search<'g> {
 
     /// Does the decided part reach `target` from `from`?
     fn reaches(&mut self, from: &[usize], target: usize) -> bool {
-        self.epoch += 1;
-        let e = self.epoch;
-        let mut stack: Vec<usize> = from.to_vec();
-        while let Some(c) = stack.pop() {
-            if c == target {
-                return true;
-            }
-            if self.mark[c] == e {
-                continue;
-            }
-            self.mark[c] = e;
-            let i = self.sel[c];
-            if i != NONE {
-                stack.extend(self.g.kids[c][i].iter().copied());
-            }
-        }
-        false
+        reaches(
+            self.g,
+            &self.sel,
+            &mut self.mark,
+            &mut self.epoch,
+            from,
+            target,
+        )
     }
 
     /// Decide pending class `c` as node `i`.

@@ -136,6 +136,36 @@ impl Graph {
     }
 }
 
+/// Does selection `sel` reach class `target` from classes `from`? `mark`
+/// and `epoch` are the caller's visited stamps (one per class), reused
+/// between calls so a search allocates nothing.
+pub(crate) fn reaches(
+    g: &Graph,
+    sel: &[usize],
+    mark: &mut [u32],
+    epoch: &mut u32,
+    from: &[usize],
+    target: usize,
+) -> bool {
+    *epoch += 1;
+    let e = *epoch;
+    let mut stack: Vec<usize> = from.to_vec();
+    while let Some(c) = stack.pop() {
+        if c == target {
+            return true;
+        }
+        if mark[c] == e {
+            continue;
+        }
+        mark[c] = e;
+        let i = sel[c];
+        if i != NONE {
+            stack.extend(g.kids[c][i].iter().copied());
+        }
+    }
+    false
+}
+
 /// A whole-program selection with reference counts.
 pub(crate) struct Selection<'g> {
     g: &'g Graph,
@@ -189,23 +219,14 @@ impl<'g> Selection<'g> {
 
     /// Does the current selection reach `target` from `from`?
     fn reaches(&mut self, from: &[usize], target: usize) -> bool {
-        self.epoch += 1;
-        let e = self.epoch;
-        let mut stack: Vec<usize> = from.to_vec();
-        while let Some(c) = stack.pop() {
-            if c == target {
-                return true;
-            }
-            if self.mark[c] == e {
-                continue;
-            }
-            self.mark[c] = e;
-            let i = self.sel[c];
-            if i != NONE {
-                stack.extend(self.g.kids[c][i].iter().copied());
-            }
-        }
-        false
+        reaches(
+            self.g,
+            &self.sel,
+            &mut self.mark,
+            &mut self.epoch,
+            from,
+            target,
+        )
     }
 
     /// Can node `i` of class `c` be chosen: finite, every child has a

@@ -54,3 +54,28 @@ pub fn sample_args(f: &egrad::lang::ir::Function, n: usize) -> Vec<egrad::lang::
         })
         .collect()
 }
+
+/// Compare `text` with the golden file at `path`, or (when `bless`, i.e.
+/// `UPDATE_GOLDEN=1`) write it there. A difference or a missing file is
+/// pushed to `failures`.
+#[allow(dead_code)]
+pub fn check_golden(path: &std::path::Path, text: &str, bless: bool, failures: &mut Vec<String>) {
+    if bless {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, text).unwrap();
+        return;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(want) if want == text => {}
+        Ok(want) => failures.push(format!(
+            "{} differs from the golden file.\n--- want\n{want}\n--- got\n{text}",
+            path.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{} is missing (run with UPDATE_GOLDEN=1)",
+            path.display()
+        )),
+    }
+}
