@@ -21,8 +21,13 @@
 //!    the two-stage pricing store-or-recompute needs). A switch that would
 //!    make a cycle is skipped.
 //!
-//! Every step is a strict improvement of a finite price, so the search ends;
-//! classes and nodes are visited in a fixed order, so it is deterministic.
+//! 3. Leave plateaus: try up to [`MAX_ESCAPES`] switches that keep the price,
+//!    search again after each, keep one only if the price then drops (two
+//!    users of a shared value that only pay off when both switch).
+//!
+//! Every kept step is a strict improvement of a finite price, so the search
+//! ends; classes and nodes are visited in a fixed order, so it is
+//! deterministic.
 //! `src/extract/exact.rs`'s exhaustive search measures how far from optimal
 //! it lands (see BENCHMARKS.md).
 
@@ -53,6 +58,8 @@ const NONE: usize = usize::MAX;
 /// Passes of the local search before it stops anyway (it has always
 /// converged long before on the programs measured).
 const MAX_PASSES: usize = 50;
+/// Sideways moves tried to leave a plateau (see [`Selection::escape_plateaus`]).
+const MAX_ESCAPES: usize = 32;
 
 /// The e-graph in dense form: classes in id order, nodes sorted.
 pub(crate) struct Graph {
@@ -332,6 +339,45 @@ impl<'g> Selection<'g> {
     }
 }
 
+impl Selection<'_> {
+    /// Leave plateaus the strict search cannot: try a switch that leaves
+    /// the price unchanged, search again from there, keep it only if the
+    /// price then drops. (Two `add(a, mul(neg b, c))` sharing one `neg b`:
+    /// rewriting either alone as `sub(a, mul(b, c))` saves nothing, both
+    /// together free the `neg`.) At most [`MAX_ESCAPES`] tries, in class
+    /// order, so it stays deterministic and bounded.
+    fn escape_plateaus(&mut self) {
+        let mut tries = 0;
+        for c in 0..self.g.ids.len() {
+            if self.g.nodes[c].len() < 2 || !self.live(c) {
+                continue;
+            }
+            for i in 0..self.g.nodes[c].len() {
+                if tries >= MAX_ESCAPES {
+                    return;
+                }
+                let eps = 1e-12 * (1.0 + self.total.abs());
+                if i == self.sel[c] || !self.admissible(c, i) {
+                    continue;
+                }
+                if self.switch_delta(c, i).abs() > eps {
+                    continue;
+                }
+                tries += 1;
+                let (sel, rc, total) = (self.sel.clone(), self.rc.clone(), self.total);
+                self.switch(c, i);
+                self.search();
+                if self.total < total - eps {
+                    break;
+                }
+                self.sel = sel;
+                self.rc = rc;
+                self.total = total;
+            }
+        }
+    }
+}
+
 /// The starting selection: the program as inserted, tree-best elsewhere.
 pub(crate) fn initial(g: &Graph, original: &[(Id, Node)]) -> Vec<usize> {
     let mut sel = g.tree_best();
@@ -394,6 +440,7 @@ fn choose(
             s.add_ref(g.index[&eg.find(*r)]);
         }
         s.search();
+        s.escape_plateaus();
     }
     let mut residuals = Vec::new();
     for c in 0..g.ids.len() {
