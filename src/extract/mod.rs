@@ -21,9 +21,10 @@
 //!    the two-stage pricing store-or-recompute needs). A switch that would
 //!    make a cycle is skipped.
 //!
-//! 3. Leave plateaus: try up to [`MAX_ESCAPES`] switches that keep the price,
-//!    search again after each, keep one only if the price then drops (two
-//!    users of a shared value that only pay off when both switch).
+//! 3. Leave plateaus (e-graphs up to [`ESCAPE_MAX_CLASSES`] classes): try up
+//!    to [`MAX_ESCAPES`] switches that keep the price, improve the classes
+//!    near each, keep one only if the price then drops (two users of a
+//!    shared value that only pay off when both switch).
 //!
 //! Every kept step is a strict improvement of a finite price, so the search
 //! ends; classes and nodes are visited in a fixed order, so it is
@@ -60,6 +61,10 @@ const NONE: usize = usize::MAX;
 const MAX_PASSES: usize = 50;
 /// Sideways moves tried to leave a plateau (see [`Selection::escape_plateaus`]).
 const MAX_ESCAPES: usize = 32;
+/// Plateaus are escaped only in e-graphs up to this many classes: each try
+/// walks the selection to rule out cycles, which on a 30k-class graph (an
+/// unrolled 1000-step loop) took longer than everything else together.
+const ESCAPE_MAX_CLASSES: usize = 4000;
 
 /// The e-graph in dense form: classes in id order, nodes sorted.
 pub(crate) struct Graph {
@@ -68,6 +73,8 @@ pub(crate) struct Graph {
     pub nodes: Vec<Vec<Node>>,
     pub own: Vec<Vec<f64>>,
     pub kids: Vec<Vec<Vec<usize>>>,
+    /// The classes with a node that has each class as a child.
+    pub parents: Vec<Vec<usize>>,
 }
 
 impl Graph {
@@ -77,7 +84,7 @@ impl Graph {
         let index: HashMap<Id, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
         let mut nodes = Vec::with_capacity(ids.len());
         let mut own = Vec::with_capacity(ids.len());
-        let mut kids = Vec::with_capacity(ids.len());
+        let mut kids: Vec<Vec<Vec<usize>>> = Vec::with_capacity(ids.len());
         for &id in &ids {
             let mut ns: Vec<Node> = eg[id].nodes.clone();
             ns.sort();
@@ -89,12 +96,21 @@ impl Graph {
             );
             nodes.push(ns);
         }
+        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+        for (c, ks) in kids.iter().enumerate() {
+            for &k in ks.iter().flatten() {
+                if parents[k].last() != Some(&c) {
+                    parents[k].push(c);
+                }
+            }
+        }
         Graph {
             ids,
             index,
             nodes,
             own,
             kids,
+            parents,
         }
     }
 
@@ -102,16 +118,7 @@ impl Graph {
     /// acyclic choice. `NONE` for a class with no finite program.
     fn tree_best(&self) -> Vec<usize> {
         let n = self.ids.len();
-        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for c in 0..n {
-            for ks in &self.kids[c] {
-                for &k in ks {
-                    if parents[k].last() != Some(&c) {
-                        parents[k].push(c);
-                    }
-                }
-            }
-        }
+        let parents = &self.parents;
         let mut best: Vec<(f64, u32, usize)> = vec![(f64::INFINITY, u32::MAX, NONE); n];
         let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
         let mut queued = vec![true; n];
@@ -181,6 +188,8 @@ pub(crate) struct Selection<'g> {
     pub total: f64,
     mark: Vec<u32>,
     epoch: u32,
+    /// When set, every class whose reference count changes is logged.
+    log: Option<Vec<usize>>,
 }
 
 impl<'g> Selection<'g> {
@@ -193,6 +202,7 @@ impl<'g> Selection<'g> {
             total: 0.0,
             mark: vec![0; n],
             epoch: 0,
+            log: None,
         }
     }
 
@@ -203,6 +213,9 @@ impl<'g> Selection<'g> {
     pub(crate) fn add_ref(&mut self, c: usize) {
         let mut stack = vec![c];
         while let Some(c) = stack.pop() {
+            if let Some(log) = &mut self.log {
+                log.push(c);
+            }
             self.rc[c] += 1;
             if self.rc[c] == 1 {
                 let i = self.sel[c];
@@ -215,6 +228,9 @@ impl<'g> Selection<'g> {
     fn del_ref(&mut self, c: usize) {
         let mut stack = vec![c];
         while let Some(c) = stack.pop() {
+            if let Some(log) = &mut self.log {
+                log.push(c);
+            }
             self.rc[c] -= 1;
             if self.rc[c] == 0 {
                 let i = self.sel[c];
@@ -341,13 +357,20 @@ impl<'g> Selection<'g> {
 
 impl Selection<'_> {
     /// Leave plateaus the strict search cannot: try a switch that leaves
-    /// the price unchanged, search again from there, keep it only if the
-    /// price then drops. (Two `add(a, mul(neg b, c))` sharing one `neg b`:
-    /// rewriting either alone as `sub(a, mul(b, c))` saves nothing, both
-    /// together free the `neg`.) At most [`MAX_ESCAPES`] tries, in class
-    /// order, so it stays deterministic and bounded.
+    /// the price unchanged, then improve the classes near what it changed
+    /// (the classes whose reference count moved, their parents and
+    /// grandparents), keep it all only if the price then drops. (Two
+    /// `add(a, mul(neg b, c))` sharing one `neg b`: rewriting either alone
+    /// as `sub(a, mul(b, c))` saves nothing, both together free the `neg`.)
+    /// At most [`MAX_ESCAPES`] tries, in class order, so it stays
+    /// deterministic and bounded; a strict search runs again at the end when
+    /// one was kept.
     fn escape_plateaus(&mut self) {
+        if self.g.ids.len() > ESCAPE_MAX_CLASSES {
+            return;
+        }
         let mut tries = 0;
+        let mut kept = false;
         for c in 0..self.g.ids.len() {
             if self.g.nodes[c].len() < 2 || !self.live(c) {
                 continue;
@@ -365,15 +388,46 @@ impl Selection<'_> {
                 }
                 tries += 1;
                 let (sel, rc, total) = (self.sel.clone(), self.rc.clone(), self.total);
+                self.log = Some(Vec::new());
                 self.switch(c, i);
-                self.search();
+                let touched = self.log.take().unwrap_or_default();
+                let g = self.g;
+                let mut near: Vec<usize> = touched
+                    .iter()
+                    .flat_map(|&k| g.parents[k].iter().copied().chain([k]))
+                    .collect();
+                near.extend(
+                    near.clone()
+                        .into_iter()
+                        .flat_map(|k| g.parents[k].iter().copied()),
+                );
+                near.sort_unstable();
+                near.dedup();
+                for k in near {
+                    if k == c || g.nodes[k].len() < 2 || self.sel[k] == NONE {
+                        continue;
+                    }
+                    if let Some((j, d)) = self.best_alternative(k) {
+                        if d < -eps {
+                            if self.live(k) {
+                                self.switch(k, j);
+                            } else {
+                                self.sel[k] = j;
+                            }
+                        }
+                    }
+                }
                 if self.total < total - eps {
+                    kept = true;
                     break;
                 }
                 self.sel = sel;
                 self.rc = rc;
                 self.total = total;
             }
+        }
+        if kept {
+            self.search();
         }
     }
 }
