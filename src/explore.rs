@@ -28,6 +28,9 @@ pub struct Point {
     pub recomputed: usize,
     /// Best measured time of one call (None when not timed).
     pub time: Option<Duration>,
+    /// Bytes of intermediate arrays the compiled program allocates on the
+    /// inputs (residuals kept alive and unfused values; None when not run).
+    pub buffer_bytes: Option<usize>,
     /// The earlier point whose program is identical (then this one was not
     /// compiled again and shares its time).
     pub same_as: Option<usize>,
@@ -64,13 +67,19 @@ impl Default for Timing {
 /// Compile `g`'s value-and-gradient program and time it on `inputs`: the
 /// fastest of repeated runs of the native code on buffers bound once
 /// (argument conversion and allocation are not timed); also its outputs.
-pub fn time_calls(
-    g: &GradProgram,
-    inputs: &[Value],
-    timing: Timing,
-) -> Result<(Duration, Vec<Value>)> {
+pub fn time_calls(g: &GradProgram, inputs: &[Value], timing: Timing) -> Result<Timed> {
     let mut r = time_interleaved(&[g], inputs, timing)?;
     Ok(r.remove(0))
+}
+
+/// One program timed on given inputs.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// The fastest call.
+    pub time: Duration,
+    pub outputs: Vec<Value>,
+    /// Bytes of intermediate arrays its native code uses on these inputs.
+    pub scratch_bytes: usize,
 }
 
 /// [`time_calls`] for several programs at once: their samples alternate
@@ -82,7 +91,7 @@ pub fn time_interleaved(
     gs: &[&GradProgram],
     inputs: &[Value],
     timing: Timing,
-) -> Result<Vec<(Duration, Vec<Value>)>> {
+) -> Result<Vec<Timed>> {
     let compiled: Vec<_> = gs.iter().map(|g| g.compile()).collect::<Result<_>>()?;
     let refs: Vec<&Value> = inputs.iter().collect();
     let mut prepared = Vec::with_capacity(gs.len());
@@ -125,7 +134,11 @@ pub fn time_interleaved(
     Ok(best
         .into_iter()
         .zip(prepared)
-        .map(|(t, p)| (t, p.into_outputs()))
+        .map(|(time, p)| Timed {
+            time,
+            scratch_bytes: p.scratch_bytes(),
+            outputs: p.into_outputs(),
+        })
         .collect())
 }
 
@@ -172,17 +185,17 @@ pub fn explore(
         let text = o.after.to_string();
         let same_as = texts.iter().position(|t| *t == text);
         texts.push(text);
-        let (time, outputs) = (None, Vec::new());
         points.push(Point {
             lambda,
             flops,
             residual_bytes: o.bytes_after,
             stored: o.residual_choices.iter().filter(|c| c.stored).count(),
             recomputed: o.residual_choices.iter().filter(|c| !c.stored).count(),
-            time,
+            time: None,
+            buffer_bytes: None,
             same_as,
             pareto: false,
-            outputs,
+            outputs: Vec::new(),
         });
         if same_as.is_none() {
             distinct.push((points.len() - 1, g));
@@ -192,13 +205,15 @@ pub fn explore(
         // Time every distinct program in one interleaved run.
         let gs: Vec<&GradProgram> = distinct.iter().map(|(_, g)| g).collect();
         let timed = time_interleaved(&gs, vals, timing)?;
-        for ((k, _), (t, outputs)) in distinct.iter().zip(timed) {
-            points[*k].time = Some(t);
-            points[*k].outputs = outputs;
+        for ((k, _), t) in distinct.iter().zip(timed) {
+            points[*k].time = Some(t.time);
+            points[*k].buffer_bytes = Some(t.scratch_bytes);
+            points[*k].outputs = t.outputs;
         }
         for k in 0..points.len() {
             if let Some(s) = points[k].same_as {
                 points[k].time = points[s].time;
+                points[k].buffer_bytes = points[s].buffer_bytes;
                 points[k].outputs = points[s].outputs.clone();
             }
         }
@@ -258,8 +273,8 @@ impl fmt::Display for Exploration {
         )?;
         writeln!(
             f,
-            "{:>10} {:>14} {:>16} {:>7} {:>11} {:>11}  pareto",
-            "λ", "flops", "residual bytes", "stored", "recomputed", "time (µs)"
+            "{:>10} {:>14} {:>16} {:>7} {:>11} {:>14} {:>11}  pareto",
+            "λ", "flops", "residual bytes", "stored", "recomputed", "buffer bytes", "time (µs)"
         )?;
         for p in &self.points {
             let mark = match p.same_as {
@@ -269,12 +284,15 @@ impl fmt::Display for Exploration {
             };
             writeln!(
                 f,
-                "{:>10} {:>14} {:>16} {:>7} {:>11} {:>11}{mark}",
+                "{:>10} {:>14} {:>16} {:>7} {:>11} {:>14} {:>11}{mark}",
                 p.lambda,
                 p.flops,
                 p.residual_bytes,
                 p.stored,
                 p.recomputed,
+                p.buffer_bytes
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 time_text(p.time)
             )?;
         }
@@ -307,14 +325,19 @@ impl Exploration {
         for (i, p) in self.points.iter().enumerate() {
             let _ = write!(
                 s,
-                "{}{{\"lambda\":{},\"flops\":{},\"residual_bytes\":{},\"stored\":{},\"recomputed\":{},\"time_us\":{},\"same_as\":{},\"pareto\":{}}}",
+                "{}{{\"lambda\":{},\"flops\":{},\"residual_bytes\":{},\"stored\":{},\"recomputed\":{},\"time_us\":{},\"buffer_bytes\":{},\"same_as\":{},\"pareto\":{}}}",
                 if i > 0 { "," } else { "" },
                 json_num(p.lambda),
                 json_num(p.flops),
                 json_num(p.residual_bytes),
                 p.stored,
                 p.recomputed,
-                p.time.map(|t| json_num(t.as_secs_f64() * 1e6)).unwrap_or_else(|| "null".into()),
+                p.time
+                    .map(|t| json_num(t.as_secs_f64() * 1e6))
+                    .unwrap_or_else(|| "null".into()),
+                p.buffer_bytes
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "null".into()),
                 p.same_as.map(|k| k.to_string()).unwrap_or_else(|| "null".into()),
                 p.pareto
             );
@@ -427,6 +450,7 @@ mod tests {
             stored: 0,
             recomputed: 0,
             time: None,
+            buffer_bytes: None,
             same_as: None,
             pareto: false,
             outputs: Vec::new(),

@@ -200,7 +200,10 @@ fn explore_shows_the_tradeoff_as_a_table_json_and_svg() {
         svg.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("residual bytes"), "{out}");
+    assert!(
+        out.contains("residual bytes") && out.contains("buffer bytes"),
+        "{out}"
+    );
     assert!(out.contains("on the Pareto front"), "{out}");
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(
@@ -224,7 +227,7 @@ fn explore_shows_the_tradeoff_as_a_table_json_and_svg() {
     // λ = 0 stores every residual, a huge λ none; not timed with --no-run.
     assert!(points[0]["residual_bytes"].as_f64().unwrap() > 0.0);
     assert_eq!(points[1]["residual_bytes"].as_f64().unwrap(), 0.0);
-    assert!(points[1]["time_us"].is_null());
+    assert!(points[1]["time_us"].is_null() && points[1]["buffer_bytes"].is_null());
     assert!(points.iter().all(|p| p["pareto"] == true));
     std::fs::remove_dir_all(&dir).ok();
 }

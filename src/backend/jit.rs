@@ -356,12 +356,15 @@ impl CompiledFunction {
             bufs.push(NativeBuf::zeros(ty.dtype, n));
             out_shapes.push((ty.dtype, shape));
         }
+        let mut scratch_bytes = 0;
         for ty in &self.plan.scratch {
             let (_, n) = sized(ty)?;
+            scratch_bytes += n * ty.dtype.bytes();
             bufs.push(NativeBuf::zeros(ty.dtype, n));
         }
         let ptrs: Vec<*mut u8> = bufs.iter_mut().map(NativeBuf::as_mut_ptr).collect();
         Ok(Prepared {
+            scratch_bytes,
             owner: self,
             bufs,
             ptrs,
@@ -385,9 +388,17 @@ pub struct Prepared<'a> {
     ptrs: Vec<*mut u8>,
     dim_vals: Vec<i64>,
     out_shapes: Vec<(DType, Vec<usize>)>,
+    scratch_bytes: usize,
 }
 
 impl Prepared<'_> {
+    /// Bytes of the intermediate arrays the native code materialises for
+    /// these arguments (inputs and outputs not counted): what storing
+    /// residuals and unfused values costs in memory.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch_bytes
+    }
+
     /// Run the native code once on the bound buffers (the outputs are
     /// overwritten; the inputs are only read).
     pub fn run(&mut self) {
