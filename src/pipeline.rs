@@ -359,9 +359,28 @@ impl GradProgram {
 
     pub fn compile_with(&self, opts: &BackendOptions) -> Result<CompiledGradient> {
         Ok(CompiledGradient {
-            native: backend::compile(&self.optimized.after, opts)?,
+            native: backend::compile_keeping(&self.optimized.after, opts, &self.stored())?,
             file: self.file.clone(),
         })
+    }
+
+    /// The residuals the program stores, as variables of the optimized
+    /// program: the backend keeps them in memory for the pullback, as the
+    /// optimizer's choice says, instead of recomputing them where that
+    /// looks cheap.
+    pub fn stored(&self) -> Vec<crate::lang::ir::VarId> {
+        let f = &self.optimized.after;
+        let stored: std::collections::HashSet<&str> = self
+            .residuals
+            .residuals
+            .iter()
+            .filter(|r| r.kind == crate::residuals::ResidualKind::Stored)
+            .map(|r| r.name.as_str())
+            .collect();
+        (0..f.vars.len())
+            .map(|i| crate::lang::ir::VarId(i as u32))
+            .filter(|v| stored.contains(f.var_name(*v)))
+            .collect()
     }
 }
 

@@ -136,3 +136,39 @@ fn the_report_lists_every_residual_choice() {
     // 1 + exp(x), one add, is recomputed.
     assert!(choices.iter().any(|c| c.stored) && choices.iter().any(|c| !c.stored));
 }
+
+#[test]
+fn compiled_code_keeps_what_is_stored_and_not_what_is_recomputed() {
+    use egrad::explore::{explore, Timing};
+    use std::time::Duration;
+    let p = Program::from_file("examples/suite/power_static.eg").unwrap();
+    let n = 1000;
+    let opts = Options::default()
+        .function("power_static_grad")
+        .dim("N", n as u64);
+    let x = egrad::lang::value::Value::f64(
+        &(0..n).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<_>>(),
+    );
+    let timing = Timing {
+        budget: Duration::from_millis(1),
+        min_calls: 1,
+    };
+    let e = explore(&p, &opts, &[0.0, 1e6], Some(&[x]), timing).unwrap();
+    let (store, recompute) = (&e.points[0], &e.points[1]);
+    // λ = 0 stores the 18 intermediate powers and the compiled code keeps
+    // them in memory; recomputing them needs fewer buffers.
+    assert_eq!(store.stored, 18, "{e}");
+    let (sb, rb) = (store.buffer_bytes.unwrap(), recompute.buffer_bytes.unwrap());
+    assert!(
+        sb as f64 >= store.residual_bytes && rb < sb,
+        "stored {sb} bytes, recomputed {rb}, residuals {}\n{e}",
+        store.residual_bytes
+    );
+    assert_eq!(recompute.residual_bytes, 0.0, "{e}");
+    // Both give the same value and gradient.
+    for (a, b) in store.outputs.iter().zip(&recompute.outputs) {
+        for (x, y) in a.data.iter().zip(&b.data) {
+            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+}

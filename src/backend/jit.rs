@@ -5,7 +5,7 @@ use super::lower::{Plan, Translator};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError};
-use crate::lang::ir::Function;
+use crate::lang::ir::{Function, VarId};
 use crate::lang::types::DType;
 use crate::lang::value::Value;
 use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, UserFuncName};
@@ -161,13 +161,13 @@ struct Lowered {
     plan: Plan,
 }
 
-fn lower(module: &mut JITModule, f: &Function) -> Result<Lowered, Error> {
+fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered, Error> {
     f.validate()
         .map_err(|e| Error::internal(format!("backend: invalid IR: {e}")))?;
     if module.target_config().pointer_type() != types::I64 {
         return Err(Error::internal("backend: only 64-bit hosts are supported"));
     }
-    let plan = Plan::new(f)?;
+    let plan = Plan::new(f, keep)?;
 
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(types::I64));
@@ -220,7 +220,7 @@ fn lower(module: &mut JITModule, f: &Function) -> Result<Lowered, Error> {
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).
 pub fn clif_text(f: &Function) -> Result<String, Error> {
     let mut module = new_module(false)?;
-    let lowered = lower(&mut module, f)?;
+    let lowered = lower(&mut module, f, &[])?;
     Ok(lowered.ctx.func.display().to_string())
 }
 
@@ -237,8 +237,19 @@ pub struct CompiledFunction {
 
 /// Compile `f` to native code.
 pub fn compile(f: &Function, opts: &BackendOptions) -> Result<CompiledFunction, Error> {
+    compile_keeping(f, opts, &[])
+}
+
+/// [`compile`], materialising the values of `keep` (used more than once)
+/// in memory rather than recomputing them in each consumer: how a gradient
+/// program honours the residuals its optimizer chose to store.
+pub fn compile_keeping(
+    f: &Function,
+    opts: &BackendOptions,
+    keep: &[VarId],
+) -> Result<CompiledFunction, Error> {
     let mut module = new_module(opts.verify)?;
-    let Lowered { id, mut ctx, plan } = match lower(&mut module, f) {
+    let Lowered { id, mut ctx, plan } = match lower(&mut module, f, keep) {
         Ok(l) => l,
         Err(e) => {
             // SAFETY: nothing compiled in this module is referenced anywhere.

@@ -37,7 +37,7 @@ use std::collections::HashMap;
 /// A value used more than once is recomputed in each consumer's loop when
 /// its element tree costs at most this many flops per element (a broadcast
 /// read, an index map, an add or two): cheaper than storing it and loading
-/// it back.
+/// it back. Not for a value the plan must keep (a stored residual).
 pub(crate) const RECOMPUTE_FLOPS: f64 = 2.0;
 
 /// How an op reads its operands, for fusion.
@@ -133,8 +133,17 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub fn new(f: &Function) -> Result<Plan, Error> {
+    /// The plan for `f`; the values in `keep` (the residuals the optimizer
+    /// chose to store) are materialised even where recomputing them in
+    /// each consumer would be cheap.
+    pub fn new(f: &Function, keep: &[VarId]) -> Result<Plan, Error> {
         let nv = f.vars.len();
+        let mut kept = vec![false; nv];
+        for v in keep {
+            if let Some(k) = kept.get_mut(v.index()) {
+                *k = true;
+            }
+        }
         let uses = f.use_counts();
         let n_inputs = f.params.len();
         let n_outputs = f.rets.len();
@@ -204,7 +213,7 @@ impl Plan {
                 read[v] = Read::Dead;
             } else if needs_buffer[v]
                 || access(s.op) == Access::Nest
-                || (uses[v] > 1 && !Self::cheap(s, &read, &tree_flops, &mut 0.0))
+                || (uses[v] > 1 && (kept[v] || !Self::cheap(s, &read, &tree_flops, &mut 0.0)))
             {
                 let k = n_inputs + n_outputs + scratch.len();
                 scratch.push(ty.clone());

@@ -30,7 +30,7 @@
 mod jit;
 mod lower;
 
-pub use jit::{clif_text, compile, CompiledFunction, Prepared};
+pub use jit::{clif_text, compile, compile_keeping, CompiledFunction, Prepared};
 
 #[cfg(doc)]
 use crate::lang::ir::Function;
