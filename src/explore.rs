@@ -45,6 +45,9 @@ pub struct Exploration {
     /// The sizes the model priced at.
     pub dims: Vec<(String, u64)>,
     pub points: Vec<Point>,
+    /// Saturation stop reasons that were limits, once each (for instance a
+    /// program too large for the e-graph, compiled unoptimized).
+    pub limits: Vec<String>,
 }
 
 /// How long to time each program: repeat calls until `budget` has passed
@@ -162,6 +165,7 @@ pub fn explore(
     let mut points: Vec<Point> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
     let mut distinct: Vec<(usize, GradProgram)> = Vec::new();
+    let mut limits: Vec<String> = Vec::new();
     let mut function = String::new();
     let mut dims = Vec::new();
     for &lambda in lambdas {
@@ -181,6 +185,11 @@ pub fn explore(
             })
             .collect();
         let o = &g.optimized;
+        if let Some(s) = o.saturation.as_ref().filter(|s| s.hit_limit) {
+            if !limits.contains(&s.stop_reason) {
+                limits.push(s.stop_reason.clone());
+            }
+        }
         let flops = crate::pipeline::program_cost(&o.after, &options.cost_model()).flops();
         let text = o.after.to_string();
         let same_as = texts.iter().position(|t| *t == text);
@@ -223,6 +232,7 @@ pub fn explore(
         function,
         dims,
         points,
+        limits,
     })
 }
 
@@ -253,6 +263,7 @@ fn mark_pareto(points: &mut [Point]) {
 
 fn time_text(t: Option<Duration>) -> String {
     match t {
+        Some(t) if t < Duration::from_micros(10) => format!("{:.3}", t.as_secs_f64() * 1e6),
         Some(t) => format!("{:.1}", t.as_secs_f64() * 1e6),
         None => "-".into(),
     }
@@ -301,7 +312,11 @@ impl fmt::Display for Exploration {
         writeln!(
             f,
             "{distinct} distinct programs, {front} on the Pareto front (*: no other stores fewer bytes and runs faster)"
-        )
+        )?;
+        for l in &self.limits {
+            writeln!(f, "e-graph stopped at a limit: {l}")?;
+        }
+        Ok(())
     }
 }
 
@@ -341,6 +356,11 @@ impl Exploration {
                 p.same_as.map(|k| k.to_string()).unwrap_or_else(|| "null".into()),
                 p.pareto
             );
+        }
+        s.push_str("],\"limits\":[");
+        for (i, l) in self.limits.iter().enumerate() {
+            let text = l.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = write!(s, "{}\"{text}\"", if i > 0 { "," } else { "" });
         }
         s.push_str("]}\n");
         s

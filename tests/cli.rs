@@ -265,3 +265,26 @@ fn bench_times_optimized_against_unoptimized() {
         "{out}"
     );
 }
+
+#[test]
+fn explore_says_when_the_e_graph_stopped_at_a_limit() {
+    let (code, json, err) = egrad(&[
+        "explore",
+        "examples/suite/euler_ode.eg",
+        "--fn",
+        "euler_ode_grad",
+        "--lambdas",
+        "0",
+        "--no-run",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let limits = v["limits"].as_array().unwrap();
+    assert!(
+        limits
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("compiled unoptimized")),
+        "{json}"
+    );
+}
