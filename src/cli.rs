@@ -467,14 +467,10 @@ fn bench(a: &ExploreArgs) -> Result<String> {
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let mut timed = crate::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
-    let unopt_t = timed.remove(1);
-    let opt_t = timed.remove(0);
-    let buffers = (opt_t.scratch_bytes, unopt_t.scratch_bytes);
-    let (t_opt, out_opt, t_unopt, out_unopt) =
-        (opt_t.time, opt_t.outputs, unopt_t.time, unopt_t.outputs);
+    let timed = crate::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
+    let [o, u] = [&timed[0], &timed[1]];
     let mut worst = 0.0f64;
-    for (a, b) in out_opt.iter().zip(&out_unopt) {
+    for (a, b) in o.outputs.iter().zip(&u.outputs) {
         for (x, y) in a.data.iter().zip(&b.data) {
             worst = worst.max((x - y).abs() / (1.0 + y.abs()));
         }
@@ -492,13 +488,13 @@ fn bench(a: &ExploreArgs) -> Result<String> {
     Ok(format!(
         "{}: optimized {} ({} statements, {} buffer bytes), unoptimized {} ({} statements, {} buffer bytes), speedup {:.2}x; largest relative difference {worst:.1e}\n",
         opt.name,
-        us(t_opt),
+        us(o.time),
         opt.optimized.after.stmts.len(),
-        buffers.0,
-        us(t_unopt),
+        o.scratch_bytes,
+        us(u.time),
         unopt.optimized.after.stmts.len(),
-        buffers.1,
-        t_unopt.as_secs_f64() / t_opt.as_secs_f64()
+        u.scratch_bytes,
+        u.time.as_secs_f64() / o.time.as_secs_f64()
     ))
 }
 

@@ -67,14 +67,6 @@ impl Default for Timing {
     }
 }
 
-/// Compile `g`'s value-and-gradient program and time it on `inputs`: the
-/// fastest of repeated runs of the native code on buffers bound once
-/// (argument conversion and allocation are not timed); also its outputs.
-pub fn time_calls(g: &GradProgram, inputs: &[Value], timing: Timing) -> Result<Timed> {
-    let mut r = time_interleaved(&[g], inputs, timing)?;
-    Ok(r.remove(0))
-}
-
 /// One program timed on given inputs.
 #[derive(Clone, Debug)]
 pub struct Timed {
@@ -85,9 +77,11 @@ pub struct Timed {
     pub scratch_bytes: usize,
 }
 
-/// [`time_calls`] for several programs at once: their samples alternate
-/// (a, b, c, a, b, c, ...), so a machine that slows down or speeds up
-/// during the run affects them alike and their ratios stay comparable.
+/// Compile each program's value-and-gradient code and time it on `inputs`:
+/// the native code runs on buffers bound once (argument conversion and
+/// allocation are not timed). The programs' samples alternate (a, b, c, a,
+/// b, c, ...), so a machine that slows down or speeds up during the run
+/// affects them alike and their ratios stay comparable.
 /// Each sample is a batch of calls lasting about 100 µs, so the clock's
 /// resolution does not matter for fast programs; the fastest sample counts.
 pub fn time_interleaved(
@@ -166,24 +160,8 @@ pub fn explore(
     let mut texts: Vec<String> = Vec::new();
     let mut distinct: Vec<(usize, GradProgram)> = Vec::new();
     let mut limits: Vec<String> = Vec::new();
-    let mut function = String::new();
-    let mut dims = Vec::new();
     for &lambda in lambdas {
         let g = optimize_gradient(program, &options.clone().lambda(lambda))?;
-        function = g.name.clone();
-        dims = g
-            .primal
-            .size_params
-            .iter()
-            .map(|p| {
-                let n = options
-                    .dims
-                    .get(p)
-                    .copied()
-                    .unwrap_or(crate::extract::cost::DEFAULT_DIM);
-                (p.clone(), n)
-            })
-            .collect();
         let o = &g.optimized;
         if let Some(s) = o.saturation.as_ref().filter(|s| s.hit_limit) {
             if !limits.contains(&s.stop_reason) {
@@ -228,6 +206,9 @@ pub fn explore(
         }
     }
     mark_pareto(&mut points);
+    // The first λ's program is always distinct.
+    let first = &distinct[0].1;
+    let (function, dims) = (first.name.clone(), first.sizes());
     Ok(Exploration {
         function,
         dims,

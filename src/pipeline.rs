@@ -336,6 +336,16 @@ pub fn optimize_gradient_ir(
 }
 
 impl GradProgram {
+    /// The size parameters of the primal with the extents the cost model
+    /// priced them at.
+    pub fn sizes(&self) -> Vec<(String, u64)> {
+        self.primal
+            .size_params
+            .iter()
+            .map(|p| (p.clone(), self.model.dim(p)))
+            .collect()
+    }
+
     /// `(inputs) -> (value, gradients...)`, optimized.
     pub fn value_and_grad_ir(&self) -> &Function {
         &self.optimized.after
@@ -369,17 +379,11 @@ impl GradProgram {
     /// optimizer's choice says, instead of recomputing them where that
     /// looks cheap.
     pub fn stored(&self) -> Vec<crate::lang::ir::VarId> {
-        let f = &self.optimized.after;
-        let stored: std::collections::HashSet<&str> = self
-            .residuals
+        self.residuals
             .residuals
             .iter()
             .filter(|r| r.kind == crate::residuals::ResidualKind::Stored)
-            .map(|r| r.name.as_str())
-            .collect();
-        (0..f.vars.len())
-            .map(|i| crate::lang::ir::VarId(i as u32))
-            .filter(|v| stored.contains(f.var_name(*v)))
+            .map(|r| r.var)
             .collect()
     }
 }
@@ -410,21 +414,7 @@ impl fmt::Display for Report<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )?;
-        let sizes: Vec<String> = g
-            .primal
-            .size_params
-            .iter()
-            .map(|p| {
-                format!(
-                    "{p}={}",
-                    g.model
-                        .dims
-                        .get(p)
-                        .copied()
-                        .unwrap_or(crate::extract::cost::DEFAULT_DIM)
-                )
-            })
-            .collect();
+        let sizes: Vec<String> = g.sizes().iter().map(|(p, n)| format!("{p}={n}")).collect();
         writeln!(f, "ops before: {}", counts(&o.before))?;
         writeln!(f, "ops after:  {}", counts(&o.after))?;
         writeln!(

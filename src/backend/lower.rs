@@ -198,6 +198,11 @@ impl Plan {
                 }
                 continue;
             }
+            // Cheap enough to recompute in each consumer rather than write
+            // to memory and read back (see [`RECOMPUTE_FLOPS`])?
+            let flops = Self::tree_flops(s, &read, &tree_flops);
+            let cheap = matches!(access(s.op), Access::Elementwise | Access::IndexMap)
+                && flops <= RECOMPUTE_FLOPS;
             let splat = match s.op {
                 Op::Bcast => Some(Read::Splat(s.args.first().copied())),
                 Op::Zero => Some(Read::Splat(None)),
@@ -213,7 +218,7 @@ impl Plan {
                 read[v] = Read::Dead;
             } else if needs_buffer[v]
                 || access(s.op) == Access::Nest
-                || (uses[v] > 1 && (kept[v] || !Self::cheap(s, &read, &tree_flops, &mut 0.0)))
+                || (uses[v] > 1 && (kept[v] || !cheap))
             {
                 let k = n_inputs + n_outputs + scratch.len();
                 scratch.push(ty.clone());
@@ -221,9 +226,7 @@ impl Plan {
                 home[v] = Some(k);
             } else {
                 read[v] = Read::Inline;
-                let mut t = 0.0;
-                Self::cheap(s, &read, &tree_flops, &mut t);
-                tree_flops[v] = t;
+                tree_flops[v] = flops;
             }
             // The first returned position is the statement's home; the others
             // are copies.
@@ -241,19 +244,15 @@ impl Plan {
         })
     }
 
-    /// Is a value cheap enough to recompute in each of its consumers
-    /// rather than write to memory and read back? An element-wise value or
-    /// an index map whose element tree (itself and the inlined values under
-    /// it) costs at most [`RECOMPUTE_FLOPS`] per element. Writes the tree's
-    /// cost to `flops`.
-    fn cheap(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64], flops: &mut f64) -> bool {
-        *flops = s.op.flops()
+    /// Flops per element of statement `s`'s element tree: itself and the
+    /// inlined values under it.
+    fn tree_flops(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64]) -> f64 {
+        s.op.flops()
             + s.args
                 .iter()
                 .filter(|a| read[a.index()] == Read::Inline)
                 .map(|a| tree[a.index()])
-                .sum::<f64>();
-        matches!(access(s.op), Access::Elementwise | Access::IndexMap) && *flops <= RECOMPUTE_FLOPS
+                .sum::<f64>()
     }
 
     pub fn n_buffers(&self) -> usize {

@@ -110,14 +110,16 @@ impl CostModel {
         self
     }
 
+    /// The extent the model gives size parameter `p`.
+    pub fn dim(&self, p: &str) -> u64 {
+        self.dims.get(p).copied().unwrap_or(DEFAULT_DIM)
+    }
+
     /// Number of elements of a type at the model's sizes.
     pub fn elements(&self, t: &Type) -> f64 {
         t.shape
             .iter()
-            .map(|d| {
-                d.extent(&|p| Some(self.dims.get(p).copied().unwrap_or(DEFAULT_DIM)))
-                    .unwrap_or(0) as f64
-            })
+            .map(|d| d.extent(&|p| Some(self.dim(p))).unwrap_or(0) as f64)
             .product()
     }
 

@@ -9,7 +9,7 @@
 //! program order): that is the residual ABI.
 
 use crate::extract::cost::CostModel;
-use crate::lang::ir::Function;
+use crate::lang::ir::{Function, VarId};
 use crate::lang::types::Type;
 use std::fmt;
 
@@ -26,6 +26,8 @@ pub enum ResidualKind {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Residual {
+    /// The value in the value-and-gradient program.
+    pub var: VarId,
     pub name: String,
     pub ty: Type,
     pub kind: ResidualKind,
@@ -64,7 +66,7 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
         }
     }
     let mut needed = Vec::new();
-    let mut push = |v: crate::lang::ir::VarId| {
+    let mut push = |v: VarId| {
         if forward[v.index()] && !needed.contains(&v) {
             needed.push(v);
         }
@@ -94,6 +96,7 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
         let offset = out.total_bytes;
         out.total_bytes += (bytes / 8.0).ceil() * 8.0;
         out.residuals.push(Residual {
+            var: v,
             name: vg.var_name(v).to_string(),
             ty,
             kind,
