@@ -159,6 +159,21 @@ pub enum Op {
     MatMul,
     /// Matrix transpose `[M, N] -> [N, M]`.
     Transpose,
+    /// `loop L`: loop `L` of the enclosing function
+    /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
+    /// from the operand (the loop's whole state, packed in one array).
+    Loop(u32),
+    /// `looptape L k`: loop `L` run while keeping every `k`-th state. Row `j`
+    /// of the result is the state after `j·k` steps (`j = 0 .. ⌈count/k⌉-1`);
+    /// the last row is the final state. Annotated with its type
+    /// `T[⌈count/k⌉ + 1, state...]`.
+    LoopTape(u32, u32),
+    /// `loopvjp L k m`: the cotangent of loop `L`'s initial state, given its
+    /// `looptape L k` and the cotangent of the final state. The states
+    /// between checkpoints are recomputed: with `m = 0` each segment once,
+    /// into a buffer of `k - 1` states; with `m = 1` each state from its
+    /// segment's checkpoint (no buffer, `k(k-1)/2` steps per segment).
+    LoopVjp(u32, u32, u32),
 }
 
 /// Every op, for tables and tests (constants excluded; ops with a row
@@ -452,6 +467,9 @@ impl Op {
             Op::MinTail => "mintail",
             Op::MatMul => "matmul",
             Op::Transpose => "transpose",
+            Op::Loop(_) => "loop",
+            Op::LoopTape(..) => "looptape",
+            Op::LoopVjp(..) => "loopvjp",
         }
     }
 
@@ -508,7 +526,10 @@ impl Op {
             | Op::SumTail
             | Op::MaxTail
             | Op::MinTail
-            | Op::Transpose => 1,
+            | Op::Transpose
+            | Op::Loop(_)
+            | Op::LoopTape(..) => 1,
+            Op::LoopVjp(..) => 2,
             Op::Add
             | Op::Sub
             | Op::Mul
@@ -568,7 +589,10 @@ impl Op {
             | Op::MaxTail
             | Op::MinTail
             | Op::MatMul
-            | Op::Transpose => false,
+            | Op::Transpose
+            | Op::Loop(_)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => false,
         }
     }
 
@@ -616,7 +640,10 @@ impl Op {
             | Op::Repeat
             | Op::Spread
             | Op::MatMul
-            | Op::Transpose => None,
+            | Op::Transpose
+            | Op::Loop(_)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => None,
         }
     }
 
@@ -628,6 +655,8 @@ impl Op {
             Op::Repeat | Op::Spread => true,
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::MaxTail | Op::MinTail => false,
+            Op::LoopTape(..) => true,
+            Op::Loop(_) | Op::LoopVjp(..) => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -700,11 +729,31 @@ impl Op {
             | Op::MaxTail
             | Op::MinTail
             | Op::MatMul
-            | Op::Transpose => false,
+            | Op::Transpose
+            | Op::Loop(_)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => false,
         }
     }
 
-    /// The type rule.
+    /// Is the op one of the loop ops, whose meaning depends on a loop body
+    /// of the enclosing function (so it has no stand-alone evaluator, VJP
+    /// template or per-element cost)?
+    pub fn is_loop(&self) -> bool {
+        matches!(self, Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..))
+    }
+
+    /// The loop an op refers to.
+    pub fn loop_id(&self) -> Option<usize> {
+        match self {
+            Op::Loop(l) | Op::LoopTape(l, _) | Op::LoopVjp(l, _, _) => Some(*l as usize),
+            _ => None,
+        }
+    }
+
+    /// The type rule. For the loop ops it checks only what the operands
+    /// show; [`crate::lang::ir::Function::validate`] checks them against
+    /// the loop's body.
     pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
         if args.len() != self.arity() {
             return Err(OpTypeError(format!(
@@ -867,6 +916,35 @@ impl Op {
                     vec![a.shape[1].clone(), a.shape[0].clone()],
                 ))
             }
+            Op::Loop(_) => Ok(args[0].clone()),
+            Op::LoopTape(_, k) => {
+                let t = need_annot()?;
+                if *k == 0
+                    || t.dtype != args[0].dtype
+                    || t.rank() != args[0].rank() + 1
+                    || t.shape[1..] != args[0].shape[..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`looptape` of a state {} gives rows of that state (keeping every k-th, k > 0), not {t}",
+                        args[0]
+                    )));
+                }
+                Ok(t)
+            }
+            Op::LoopVjp(_, k, m) => {
+                let (tape, ct) = (args[0], args[1]);
+                if *k == 0
+                    || *m > 1
+                    || tape.dtype != ct.dtype
+                    || tape.rank() != ct.rank() + 1
+                    || tape.shape[1..] != ct.shape[..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`loopvjp` needs a tape of states, the cotangent of one state, k > 0 and mode 0 or 1; got {tape} and {ct}"
+                    )));
+                }
+                Ok(ct.clone())
+            }
         }
     }
 
@@ -881,6 +959,12 @@ impl Op {
         match self {
             Op::Const(l) => Value::scalar(l.dtype, l.value()),
             Op::Zero => fill(0.0),
+            // Their meaning is a loop body of the enclosing function: the
+            // interpreter runs them (`lang::interp`), and constant folding
+            // skips them (`Op::is_loop`).
+            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => {
+                unreachable!("`{self}` is evaluated with its loop body, not by Op::eval")
+            }
             Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
             Op::Sub => map_elems(dtype, args, elem!(|a, b| a.sub(b))),
             Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),
@@ -1102,6 +1186,8 @@ impl Op {
             Op::MaxTail | Op::MinTail => &["(select (eq ?a (spread ?out)) (spread ?g) 0)"],
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
+            // Differentiated by the loop pass (`differentiate::loops`).
+            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
         fixed.iter().map(|t| t.to_string()).collect()
     }
@@ -1160,6 +1246,8 @@ impl Op {
                 vec!["(sumtail (select (eq ?a (spread ?out)) ?t 0))".into()]
             }
             Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
+            // Differentiated by the loop pass (`differentiate::loops`).
+            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
         }
     }
 
@@ -1183,6 +1271,9 @@ impl Op {
             | Op::MinTail
             | Op::MatMul
             | Op::Transpose => true,
+            // Linear in the cotangent.
+            Op::LoopVjp(..) => i == 1,
+            Op::Loop(_) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -1232,6 +1323,8 @@ impl Op {
             // Data movement, fused into the consumer's loop.
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
             Op::Repeat | Op::Spread | Op::Transpose => 0.0,
+            // Priced from the loop's body (see `extract::cost`).
+            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
             // Per operand element (see `extract::cost`).
             Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).
@@ -1247,6 +1340,9 @@ impl fmt::Display for Op {
             Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => {
                 write!(f, "{} {k}", self.name())
             }
+            Op::Loop(l) => write!(f, "loop {l}"),
+            Op::LoopTape(l, k) => write!(f, "looptape {l} {k}"),
+            Op::LoopVjp(l, k, m) => write!(f, "loopvjp {l} {k} {m}"),
             other => f.write_str(other.name()),
         }
     }

@@ -19,6 +19,25 @@ use egrad::pipeline::{optimize_ir, Options};
 use egrad::Program;
 use proptest::prelude::*;
 
+/// A loop of 5 steps of a state `[N]` (`s -> sin(s) * s + 0.3 s`).
+const LOOP_ROW: &str = "fn f[N](%a: f64[N]) -> f64 {
+  loop 0 x5 {
+    fn f.body[N](%s: f64[N]) -> f64[N] {
+      %0: f64[N] = sin %s
+      %1: f64[N] = mul %0 %s
+      %c: f64 = const 0.3
+      %2: f64[N] = bcast %c
+      %3: f64[N] = mul %2 %s
+      %4: f64[N] = add %1 %3
+      ret %4
+    }
+  }
+  %0: f64[N] = loop 0 %a
+  %1: f64[N] = mul %0 %a
+  %2: f64 = sum %1
+  ret %2
+}";
+
 /// A test function for an op and the interval its inputs are drawn from.
 fn row(op: Op) -> (&'static str, f64, f64) {
     // No wildcard: a new op must add its row here.
@@ -66,6 +85,9 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Transpose => ("fn f[N](%a: f64[N, 2], %b: f64[2, N]) -> f64 {\n  %0: f64[2, N] = transpose %a\n  %1: f64[2, N] = mul %0 %b\n  %2: f64[2, N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+        // `looptape` and `loopvjp` are what differentiating `loop` makes:
+        // they are checked through its row.
+        Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
     }
 }
 

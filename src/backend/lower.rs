@@ -97,6 +97,7 @@ fn access(op: Op) -> Access {
         | Op::Spread
         | Op::Transpose => Access::IndexMap,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
+        Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
     }
 }
 
@@ -778,7 +779,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::SumTail
             | Op::MaxTail
             | Op::MinTail
-            | Op::MatMul => {
+            | Op::MatMul
+            | Op::Loop(_)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => {
                 return Err(Error::internal(format!(
                     "backend: `{}` moves elements; it is lowered by its access pattern",
                     op.name()

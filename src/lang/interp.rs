@@ -2,7 +2,7 @@
 //! time through the op table's evaluator. It is the oracle the JIT and the
 //! rewrite rules are checked against.
 
-use super::ir::Function;
+use super::ir::{Function, Loop};
 use super::types::{Dim, Type};
 use super::value::Value;
 use crate::ops::Op;
@@ -190,13 +190,18 @@ pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
 /// Run `f` on `args`.
 pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
     let dims = bind_args(f, args)?;
+    Ok(exec(f, args.iter().map(|a| (*a).clone()).collect(), &dims))
+}
+
+/// Run a validated function on arguments that fit it under `dims`.
+fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Vec<Value> {
     let mut env: Vec<Option<Value>> = vec![None; f.vars.len()];
     for (p, a) in f.params.iter().zip(args) {
-        env[p.var.index()] = Some((*a).clone());
+        env[p.var.index()] = Some(a);
     }
     for s in &f.stmts {
         let ty = f.ty(s.var);
-        let shape = concrete_shape(ty, &dims);
+        let shape = concrete_shape(ty, dims);
         let vals: Vec<&Value> = s
             .args
             .iter()
@@ -206,17 +211,79 @@ pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
                     .expect("validated IR: defined before use")
             })
             .collect();
-        let v = s.op.eval(&vals, ty.dtype, &shape);
+        let v = match s.op.loop_id() {
+            Some(l) => run_loop(&f.loops[l], s.op, &vals, &shape, dims),
+            None => s.op.eval(&vals, ty.dtype, &shape),
+        };
         env[s.var.index()] = Some(v);
     }
-    Ok(f.rets
+    f.rets
         .iter()
         .map(|r| {
             env[r.index()]
                 .clone()
                 .expect("validated IR: returns are defined")
         })
-        .collect())
+        .collect()
+}
+
+/// One application of a one-argument, one-result function (a loop's body).
+fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Value {
+    exec(f, args, dims)
+        .pop()
+        .expect("validated IR: a loop body has one result")
+}
+
+/// `loop`, `looptape` and `loopvjp` (see [`Op::Loop`]).
+fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims) -> Value {
+    let step = |s: Value| apply(&lp.body, vec![s], dims);
+    match op {
+        Op::Loop(_) => (0..lp.count).fold(args[0].clone(), |s, _| step(s)),
+        Op::LoopTape(_, k) => {
+            let k = u64::from(k);
+            let mut data = Vec::new();
+            let mut s = args[0].clone();
+            for t in 0..lp.count {
+                if t % k == 0 {
+                    data.extend_from_slice(&s.data);
+                }
+                s = step(s);
+            }
+            data.extend_from_slice(&s.data);
+            Value {
+                dtype: s.dtype,
+                shape: out_shape.to_vec(),
+                data,
+            }
+        }
+        Op::LoopVjp(_, k, _) => {
+            // Both modes compute the same states; the interpreter recomputes
+            // each segment once.
+            let vjp = lp.vjp.as_ref().expect("validated IR: loopvjp has a VJP");
+            let (tape, mut g) = (args[0], args[1].clone());
+            let width = g.data.len();
+            let k = u64::from(k);
+            let segments = lp.count.div_ceil(k);
+            for j in (0..segments).rev() {
+                let from = (j * width as u64) as usize;
+                let mut states = vec![Value {
+                    dtype: g.dtype,
+                    shape: g.shape.clone(),
+                    data: tape.data[from..from + width].to_vec(),
+                }];
+                let end = ((j + 1) * k).min(lp.count);
+                for _ in j * k + 1..end {
+                    let next = step(states[states.len() - 1].clone());
+                    states.push(next);
+                }
+                for s in states.into_iter().rev() {
+                    g = apply(vjp, vec![s, g], dims);
+                }
+            }
+            g
+        }
+        _ => unreachable!("run_loop is called for loop ops"),
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +291,35 @@ mod tests {
     use super::*;
     use crate::lang::ir::parse_functions;
     use crate::lang::types::DType;
+
+    /// `loop` runs the body `count` times; `looptape` keeps every k-th state
+    /// and the last; `loopvjp` chains the body's VJP backwards over the
+    /// recomputed states, so it equals the VJP of the unrolled loop.
+    #[test]
+    fn runs_loops_their_tapes_and_their_vjps() {
+        let f = &parse_functions(crate::lang::ir::tests::HALVING).unwrap()[0];
+        let x = Value::f64(&[0.3, -1.2]);
+        let out = run(f, &[&x]).unwrap();
+        let mut s = [0.3f64, -1.2];
+        let mut states = vec![s];
+        for _ in 0..7 {
+            s = [(s[0] * 0.5).sin(), (s[1] * 0.5).sin()];
+            states.push(s);
+        }
+        assert_eq!(out[0].data, s.to_vec());
+        let rows: Vec<f64> = [0, 2, 4, 6, 7].iter().flat_map(|&i| states[i]).collect();
+        // Rows: states 0, 2, 4, 6 and the final state 7.
+        assert_eq!(out[1].shape, vec![5, 2]);
+        assert_eq!(out[1].data, rows);
+        // The seed is x itself: g_i = x_i * prod_t 0.5 cos(0.5 s_t,i).
+        for i in 0..2 {
+            let mut g = [0.3f64, -1.2][i];
+            for st in states[..7].iter().rev() {
+                g *= 0.5 * (0.5 * st[i]).cos();
+            }
+            assert!((out[2].data[i] - g).abs() < 1e-15, "{} vs {g}", out[2].data[i]);
+        }
+    }
 
     #[test]
     fn runs_the_seed_loss() {

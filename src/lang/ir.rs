@@ -17,7 +17,7 @@
 //! ```
 
 use super::span::Span;
-use super::types::{DType, Type};
+use super::types::{DType, Dim, Type};
 use crate::ops::{parse_number, Lit, Op, OpTypeError};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -63,6 +63,65 @@ pub struct Function {
     pub vars: Vec<VarInfo>,
     pub stmts: Vec<Stmt>,
     pub rets: Vec<VarId>,
+    /// The loops its `loop`, `looptape` and `loopvjp` statements run, by
+    /// number.
+    pub loops: Vec<Loop>,
+}
+
+/// A counted loop: `body` applied `count` times to a state. The state is
+/// one array (the front end packs a loop's state variables and the values
+/// the step reads from outside into it), so a loop has one operand and one
+/// result, and its derivative one cotangent in and one out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    pub count: u64,
+    /// `(state) -> next state`, over the enclosing function's size
+    /// parameters.
+    pub body: Function,
+    /// `(state, cotangent of the next state) -> cotangent of the state`:
+    /// the body's VJP, made when the loop is differentiated (`loopvjp`
+    /// needs it).
+    pub vjp: Option<Function>,
+}
+
+impl Loop {
+    /// The state's type.
+    pub fn state(&self) -> &Type {
+        self.body.ty(self.body.params[0].var)
+    }
+
+    /// Rows of a `looptape` keeping every `k`-th state: `⌈count/k⌉`
+    /// checkpoints and the final state.
+    pub fn tape_rows(&self, k: u64) -> u64 {
+        self.count.div_ceil(k.max(1)) + 1
+    }
+
+    fn validate(&self, outer: &Function) -> Result<(), IrError> {
+        let b = &self.body;
+        let bad = |m: &str| Err(IrError(format!("{}: loop body `{}`: {m}", outer.name, b.name)));
+        b.validate()?;
+        if b.params.len() != 1 || b.rets.len() != 1 {
+            return bad("a body takes one state and returns one");
+        }
+        if b.ty(b.rets[0]) != self.state() {
+            return bad("the next state must have the state's type");
+        }
+        if b.size_params != outer.size_params {
+            return bad("a body has its function's size parameters");
+        }
+        if let Some(v) = &self.vjp {
+            v.validate()?;
+            let st = self.state();
+            if v.params.len() != 2
+                || v.rets.len() != 1
+                || v.param_types() != [st.clone(), st.clone()]
+                || v.ty(v.rets[0]) != st
+            {
+                return bad("its VJP must map (state, cotangent) to a cotangent");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An IR function failed its own invariants: a bug in the pass that made it.
@@ -121,8 +180,11 @@ impl Function {
         n
     }
 
-    /// Check SSA form, names and every statement's type rule.
+    /// Check SSA form, names, every statement's type rule and every loop.
     pub fn validate(&self) -> Result<(), IrError> {
+        for l in &self.loops {
+            l.validate(self)?;
+        }
         let mut defined = vec![false; self.vars.len()];
         let mut names = HashSet::new();
         for v in &self.vars {
@@ -179,6 +241,9 @@ impl Function {
                     s.op.name()
                 )));
             }
+            if let Some(l) = s.op.loop_id() {
+                self.validate_loop_stmt(s, l)?;
+            }
             defined[s.var.index()] = true;
         }
         for r in &self.rets {
@@ -186,6 +251,44 @@ impl Function {
                 return Err(IrError(format!(
                     "{}: returns an undefined value",
                     self.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A loop statement against its loop: the state's type, the tape's
+    /// rows, a VJP to run.
+    fn validate_loop_stmt(&self, s: &Stmt, l: usize) -> Result<(), IrError> {
+        let at = || format!("{}: %{}", self.name, self.var_name(s.var));
+        let lp = self
+            .loops
+            .get(l)
+            .ok_or_else(|| IrError(format!("{}: there is no loop {l}", at())))?;
+        let st = lp.state();
+        let (state_arg, rows) = match s.op {
+            Op::Loop(_) => (self.ty(s.args[0]), None),
+            Op::LoopTape(_, k) => (self.ty(s.args[0]), Some((self.ty(s.var), k))),
+            Op::LoopVjp(_, k, _) => {
+                if lp.vjp.is_none() {
+                    return Err(IrError(format!("{}: loop {l} has no VJP", at())));
+                }
+                (self.ty(s.args[1]), Some((self.ty(s.args[0]), k)))
+            }
+            _ => return Ok(()),
+        };
+        if state_arg != st {
+            return Err(IrError(format!(
+                "{}: loop {l} has state {st}, not {state_arg}",
+                at()
+            )));
+        }
+        if let Some((tape, k)) = rows {
+            let want = lp.tape_rows(u64::from(k));
+            if tape.shape.first() != Some(&Dim::Lit(want)) {
+                return Err(IrError(format!(
+                    "{}: a tape of loop {l} keeping every {k}-th state has {want} rows, not {tape}",
+                    at()
                 )));
             }
         }
@@ -203,6 +306,10 @@ impl Function {
             if let Op::Const(l) = s.op {
                 s.op = Op::Const(Lit::new(dtype, l.value()));
             }
+        }
+        for l in &mut f.loops {
+            l.body = l.body.with_dtype(dtype);
+            l.vjp = l.vjp.as_ref().map(|v| v.with_dtype(dtype));
         }
         f
     }
@@ -236,6 +343,7 @@ impl Builder {
                 vars: Vec::new(),
                 stmts: Vec::new(),
                 rets: Vec::new(),
+                loops: Vec::new(),
             },
             used: HashSet::new(),
             next_tmp: 0,
@@ -321,6 +429,31 @@ impl Builder {
         self.push("", Op::Bcast, &[v], Some(to))
     }
 
+    /// Add a loop; its number for `loop`, `looptape` and `loopvjp`.
+    pub fn add_loop(&mut self, l: Loop) -> u32 {
+        self.f.loops.push(l);
+        (self.f.loops.len() - 1) as u32
+    }
+
+    /// Take over `f`'s loops (for a pass that copies `f`'s statements).
+    pub fn copy_loops(&mut self, f: &Function) {
+        self.f.loops = f.loops.clone();
+    }
+
+    /// A mutable loop (to attach its VJP).
+    pub fn loop_mut(&mut self, l: usize) -> &mut Loop {
+        &mut self.f.loops[l]
+    }
+
+    /// Drop statements from `stmts` on and variables from `vars` on (a
+    /// lowering attempt given up); the names become free again.
+    pub fn truncate(&mut self, stmts: usize, vars: usize) {
+        self.f.stmts.truncate(stmts);
+        for v in self.f.vars.drain(vars..) {
+            self.used.remove(&v.name);
+        }
+    }
+
     pub fn finish(mut self, rets: Vec<VarId>) -> Function {
         self.f.rets = rets;
         self.f
@@ -359,6 +492,15 @@ impl fmt::Display for Function {
             f.write_str(")")?;
         }
         f.write_str(" {\n")?;
+        for (i, l) in self.loops.iter().enumerate() {
+            writeln!(f, "  loop {i} x{} {{", l.count)?;
+            for part in std::iter::once(&l.body).chain(&l.vjp) {
+                for line in part.to_string().lines() {
+                    writeln!(f, "    {line}")?;
+                }
+            }
+            f.write_str("  }\n")?;
+        }
         for s in &self.stmts {
             write!(
                 f,
@@ -444,7 +586,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
             env.insert(pname.to_string(), v);
         }
         let mut rets = None;
-        for (ln, line) in lines.by_ref() {
+        while let Some((ln, line)) = lines.next() {
             let line = line.trim();
             let err = |m: &str| IrParseError {
                 line: ln + 1,
@@ -452,6 +594,40 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
             };
             if line == "}" {
                 break;
+            }
+            if let Some(head) = line.strip_prefix("loop ").and_then(|h| h.strip_suffix('{')) {
+                let l = parse_loop_header(head, b.function().loops.len()).map_err(|m| err(&m))?;
+                let mut text = String::new();
+                let mut depth = 0usize;
+                let mut closed = false;
+                for (_, inner) in lines.by_ref() {
+                    let t = inner.trim();
+                    if t == "}" && depth == 0 {
+                        closed = true;
+                        break;
+                    }
+                    if t.ends_with('{') {
+                        depth += 1;
+                    } else if t == "}" {
+                        depth -= 1;
+                    }
+                    text.push_str(inner);
+                    text.push('\n');
+                }
+                if !closed {
+                    return Err(err("loop block without its closing `}`"));
+                }
+                let mut parts = parse_functions(&text).map_err(|e| IrParseError {
+                    line: ln + 1 + e.line,
+                    message: e.message,
+                })?;
+                if parts.is_empty() || parts.len() > 2 {
+                    return Err(err("a loop block holds its body and, optionally, its VJP"));
+                }
+                let vjp = (parts.len() == 2).then(|| parts.remove(1));
+                let body = parts.remove(0);
+                b.add_loop(Loop { count: l, body, vjp });
+                continue;
             }
             if let Some(r) = line.strip_prefix("ret") {
                 let mut vs = Vec::new();
@@ -480,6 +656,24 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let n = words.next().ok_or_else(|| err("expected a number"))?;
                 let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
                 Op::Const(Lit::new(ty.dtype, x))
+            } else if let Some(want) = match opname {
+                "loop" => Some(1),
+                "looptape" => Some(2),
+                "loopvjp" => Some(3),
+                _ => None,
+            } {
+                let mut ns = [0u32; 3];
+                for slot in ns.iter_mut().take(want) {
+                    let w = words.next().unwrap_or("");
+                    *slot = w
+                        .parse()
+                        .map_err(|_| err(&format!("`{opname}` needs {want} number(s), got `{w}`")))?;
+                }
+                match opname {
+                    "loop" => Op::Loop(ns[0]),
+                    "looptape" => Op::LoopTape(ns[0], ns[1]),
+                    _ => Op::LoopVjp(ns[0], ns[1], ns[2]),
+                }
             } else {
                 let op =
                     Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?;
@@ -518,6 +712,21 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
     Ok(out)
 }
 
+/// `K xN` of a `loop K xN {` block: the count, if `K` is the next loop.
+fn parse_loop_header(head: &str, next: usize) -> Result<u64, String> {
+    let mut words = head.split_whitespace();
+    let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
+    let n: Option<u64> = words
+        .next()
+        .and_then(|w| w.strip_prefix('x'))
+        .and_then(|w| w.parse().ok());
+    match (k, n, words.next()) {
+        (Some(k), Some(n), None) if k == next => Ok(n),
+        (Some(k), Some(_), None) => Err(format!("expected loop {next}, found loop {k}")),
+        _ => Err("expected `loop K xN {`".to_string()),
+    }
+}
+
 /// Split on commas that are not inside brackets.
 fn split_top(s: &str) -> Vec<&str> {
     let mut parts = Vec::new();
@@ -541,7 +750,7 @@ fn split_top(s: &str) -> Vec<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const LOSS: &str = "fn loss[N](%w: f32[N], %x: f32[N], %y: f32) -> f32 {
@@ -567,6 +776,53 @@ mod tests {
         let t = "fn g(%a: f64, %b: f64) -> (f64, f64) {\n  %0: f64 = add %a %b\n  ret %0, %a\n}\n";
         let fs = parse_functions(t).unwrap();
         assert_eq!(fs[0].to_string(), t);
+    }
+
+    pub(crate) const HALVING: &str = "fn h(%x: f64[2]) -> (f64[2], f64[5, 2], f64[2]) {
+  loop 0 x7 {
+    fn h.body(%s: f64[2]) -> f64[2] {
+      %0: f64 = const 0.5
+      %1: f64[2] = bcast %0
+      %2: f64[2] = mul %s %1
+      %3: f64[2] = sin %2
+      ret %3
+    }
+    fn h.vjp(%s: f64[2], %g: f64[2]) -> f64[2] {
+      %0: f64 = const 0.5
+      %1: f64[2] = bcast %0
+      %2: f64[2] = mul %s %1
+      %3: f64[2] = cos %2
+      %4: f64[2] = mul %g %3
+      %5: f64[2] = mul %4 %1
+      ret %5
+    }
+  }
+  %y: f64[2] = loop 0 %x
+  %t: f64[5, 2] = looptape 0 2 %x
+  %g: f64[2] = loopvjp 0 2 1 %t %x
+  ret %y, %t, %g
+}
+";
+
+    #[test]
+    fn loops_print_and_parse_back() {
+        let fs = parse_functions(HALVING).unwrap();
+        assert_eq!(fs[0].loops.len(), 1);
+        assert_eq!(fs[0].loops[0].count, 7);
+        assert!(fs[0].loops[0].vjp.is_some());
+        assert_eq!(fs[0].to_string(), HALVING);
+    }
+
+    #[test]
+    fn loop_statements_are_checked_against_their_loop() {
+        let wrong_rows = HALVING.replace("f64[5, 2] = looptape 0 2", "f64[6, 2] = looptape 0 2");
+        let e = parse_functions(&wrong_rows).unwrap_err();
+        assert!(e.message.contains("has 5 rows"), "{e}");
+        let no_loop = HALVING.replace("= loop 0 %x", "= loop 1 %x");
+        let e = parse_functions(&no_loop).unwrap_err();
+        assert!(e.message.contains("no loop 1"), "{e}");
+        let bad_state = HALVING.replace("fn h.body(%s: f64[2]) -> f64[2] {", "fn h.body(%s: f64[3]) -> f64[3] {");
+        assert!(parse_functions(&bad_state).is_err());
     }
 
     #[test]

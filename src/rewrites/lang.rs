@@ -280,7 +280,7 @@ impl egg::Analysis<Node> for Analysis {
 /// Fold an element-wise op on scalar constants in the result's precision.
 fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
     let ty = ty?;
-    if !ty.is_scalar() {
+    if !ty.is_scalar() || op.is_loop() {
         return None;
     }
     let vals: Option<Vec<Value>> = args
