@@ -26,7 +26,7 @@ use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
-use crate::rewrites::{insert, insert_split, recompute_rule, saturate, Limits, SaturationReport};
+use crate::rewrites::{insert_split, recompute_rule, saturate, Limits, SaturationReport};
 use indexmap::IndexMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -133,10 +133,7 @@ pub struct Optimized {
 /// The flops of a function under the model: every statement, as written
 /// (a statement computed twice is paid twice).
 pub fn program_cost(f: &Function, model: &CostModel) -> Cost {
-    let ins = insert(f);
-    ins.original
-        .iter()
-        .fold(Cost::ZERO, |c, (_, n)| c + model.node_cost(&ins.egraph, n))
+    crate::extract::cost::function_cost(f, model)
 }
 
 /// Put a function through the e-graph: insert, saturate under the limits,
@@ -153,7 +150,7 @@ pub fn optimize_split(
     primal_len: Option<usize>,
     options: &Options,
 ) -> Result<Optimized> {
-    let model = options.cost_model();
+    let model = options.cost_model().for_function(f);
     // `flops + λ · stored bytes` of a program, and its stored bytes.
     let price = |g: &Function| {
         let bytes = if primal_len.is_some() {
@@ -207,7 +204,15 @@ pub fn optimize_split(
         })));
     }
     let (ins, report) = saturate(inserted, &rules, &options.limits);
-    let ex = extract(&ins, f, &model).map_err(Error::internal)?;
+    let mut ex = extract(&ins, f, &model).map_err(Error::internal)?;
+    // Loop bodies (and their VJPs) are functions of their own: each goes
+    // through the e-graph too.
+    for l in &mut ex.function.loops {
+        l.body = optimize_ir(&l.body, options)?.after;
+        if let Some(v) = &l.vjp {
+            l.vjp = Some(optimize_ir(v, options)?.after);
+        }
+    }
     let (cost_after, bytes_after) = price(&ex.function);
     Ok(Optimized {
         before: f.clone(),

@@ -277,6 +277,8 @@ fn explore_says_when_the_e_graph_stopped_at_a_limit() {
         "0",
         "--no-run",
         "--json",
+        "--node-limit",
+        "100",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -164,6 +164,7 @@ proptest! {
     ) {
         let mut ops: Vec<Op> = ALL_OPS.to_vec();
         ops.push(Op::Const(egrad::ops::Lit::new(DType::F64, 3.0)));
+        ops.push(Op::Loop(0));
         for op in ops {
             let (text, lo, hi) = row(op);
             let f = &parse_functions(text).unwrap()[0];

@@ -252,7 +252,8 @@ fn default_extractor_against_exact() {
             let model = Options::default()
                 .function(&p.function)
                 .lambda(l)
-                .cost_model();
+                .cost_model()
+                .for_function(&p.vg);
             let case = format!("{} at λ={l}", p.name);
             let greedy = greedy_cost(&ins, &model);
             let extracted = extract(&ins, &p.vg, &model).unwrap();

@@ -1,7 +1,8 @@
 //! Forward mode: the tangent of every value, in one pass in program order.
 
 use super::template::Template;
-use crate::lang::ir::{Builder, Function, IrError, Param, VarId, VarInfo};
+use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
+use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 
 /// Push the tangents of `f`'s results forward from the tangents of some of
@@ -27,6 +28,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         }
     }
     let mut b = Builder::new(name, f.size_params.clone());
+    b.copy_loops(f);
     let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for p in &f.params {
         map[p.var.index()] = Some(b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span));
@@ -47,6 +49,20 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .iter()
             .map(|a| m(&map, *a))
             .collect::<Result<_, _>>()?;
+        if let (Op::Loop(l), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
+            let (y, dy) = tangent_loop(&mut b, f, l as usize, args[0], t, f.var_name(s.var))?;
+            map[s.var.index()] = Some(y);
+            tan[s.var.index()] = Some(dy);
+            continue;
+        }
+        if matches!(s.op, Op::LoopTape(..) | Op::LoopVjp(..))
+            && s.args.iter().any(|a| tan[a.index()].is_some())
+        {
+            return Err(IrError(format!(
+                "`{}`: forward mode through a loop's gradient is not supported yet",
+                f.name
+            )));
+        }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(IrError::from)?;
@@ -96,6 +112,55 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
     let out = super::reverse::prune_dead(&b.finish(rets));
     out.validate()?;
     Ok(out)
+}
+
+/// A loop and its tangent as one loop over `[state, tangent]`: the new
+/// body runs the old body on the state and its JVP on both. Returns the
+/// result and its tangent.
+fn tangent_loop(
+    b: &mut Builder,
+    f: &Function,
+    l: usize,
+    x: VarId,
+    dx: VarId,
+    name: &str,
+) -> Result<(VarId, VarId), IrError> {
+    let lp = &f.loops[l];
+    let st = lp.state().clone();
+    let mut shape = vec![Dim::Lit(2)];
+    shape.extend(st.shape.iter().cloned());
+    let packed = Type::array(st.dtype, shape);
+    let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
+    let mut bb = Builder::new(format!("{}.tangent", lp.body.name), f.size_params.clone());
+    let p = bb.param("p", packed.clone(), Default::default());
+    let s = bb
+        .push("s", Op::Index(0), &[p], None)
+        .map_err(IrError::from)?;
+    let ds = bb
+        .push("ds", Op::Index(1), &[p], None)
+        .map_err(IrError::from)?;
+    let next = bb.inline(&lp.body, &[s])?[0];
+    let dnext = bb.inline(&body_jvp, &[s, ds])?[0];
+    let out = bb
+        .pack_rows(&[next, dnext], &packed)
+        .map_err(IrError::from)?;
+    let body = bb.finish(vec![out]);
+    let id = b.add_loop(Loop {
+        count: lp.count,
+        body,
+        vjp: None,
+    });
+    let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
+    let pn = b
+        .push("", Op::Loop(id), &[p0], None)
+        .map_err(IrError::from)?;
+    let y = b
+        .push(name, Op::Index(0), &[pn], None)
+        .map_err(IrError::from)?;
+    let dy = b
+        .push("", Op::Index(1), &[pn], None)
+        .map_err(IrError::from)?;
+    Ok((y, dy))
 }
 
 /// Forward mode of `f` with respect to the parameters at `wrt`: a function

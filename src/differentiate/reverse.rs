@@ -2,7 +2,7 @@
 
 use super::template::Template;
 use crate::lang::ir::{Builder, Function, IrError, VarId};
-use crate::lang::types::Type;
+use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 use indexmap::IndexMap;
 
@@ -72,8 +72,11 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     }
     let active = activity(f, wrt);
 
-    // Copy the primal.
+    // Copy the primal. An active `loop` keeps a tape of its states for the
+    // pullback (every state: `k = 1`; the optimizer offers sparser tapes).
     let mut b = Builder::new(f.name.clone(), f.size_params.clone());
+    b.copy_loops(f);
+    let mut tapes: IndexMap<VarId, VarId> = IndexMap::new();
     let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for p in &f.params {
         let v = b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
@@ -82,6 +85,20 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     let m = |map: &[Option<VarId>], v: VarId| map[v.index()].expect("defined before use");
     for s in &f.stmts {
         let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
+        if let Op::Loop(l) = s.op {
+            if active[s.var.index()] {
+                let (t, y) = taped_loop(&mut b, f, l as usize, args[0], f.var_name(s.var))?;
+                tapes.insert(s.var, t);
+                map[s.var.index()] = Some(y);
+                continue;
+            }
+        }
+        if matches!(s.op, Op::LoopTape(..) | Op::LoopVjp(..)) && active[s.var.index()] {
+            return Err(IrError(format!(
+                "`{}`: differentiating a gradient through a loop is not supported yet",
+                f.name
+            )));
+        }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(IrError::from)?;
@@ -104,6 +121,20 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     let mut masked = vec![false; f.vars.len()];
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
+        if let (Op::Loop(l), Some(&tape)) = (s.op, tapes.get(&s.var)) {
+            let a = s.args[0];
+            let contrib = b
+                .push("", Op::LoopVjp(l, 1, 0), &[tape, g], None)
+                .map_err(IrError::from)?;
+            let total = match ct.get(&a) {
+                Some(&prev) => b
+                    .push("", Op::Add, &[prev, contrib], None)
+                    .map_err(IrError::from)?,
+                None => contrib,
+            };
+            ct.insert(a, total);
+            continue;
+        }
         let rules = s.op.vjp();
         for (i, a) in s.args.iter().enumerate() {
             if !active[a.index()] {
@@ -184,6 +215,74 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     })
 }
 
+/// `looptape L 1` of `x` and its last row (the loop's result), giving loop
+/// `l` its VJP if it has none yet.
+fn taped_loop(
+    b: &mut Builder,
+    f: &Function,
+    l: usize,
+    x: VarId,
+    name: &str,
+) -> Result<(VarId, VarId), IrError> {
+    if b.function().loops[l].vjp.is_none() {
+        let vjp = body_vjp(&f.loops[l].body)?;
+        b.loop_mut(l).vjp = Some(vjp);
+    }
+    let lp = &b.function().loops[l];
+    let rows = lp.tape_rows(1);
+    let st = lp.state().clone();
+    let mut shape = vec![Dim::Lit(rows)];
+    shape.extend(st.shape.iter().cloned());
+    let tape_ty = Type::array(st.dtype, shape);
+    let t = b
+        .push(
+            &format!("{name}.tape"),
+            Op::LoopTape(l as u32, 1),
+            &[x],
+            Some(&tape_ty),
+        )
+        .map_err(IrError::from)?;
+    let y = b
+        .push(name, Op::Index(rows - 1), &[t], None)
+        .map_err(IrError::from)?;
+    Ok((t, y))
+}
+
+/// The VJP of a loop body `s -> s'`: `(s, g) -> gᵀ ∂s'/∂s`, as the
+/// gradient of `h(s, g) = Σ s'(s) · g` with respect to `s`.
+pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
+    let mut b = Builder::new(body.name.clone(), body.size_params.clone());
+    b.copy_loops(body);
+    let st = body.ty(body.params[0].var).clone();
+    let s = b.param("s", st.clone(), body.params[0].span);
+    let g = b.param("g", st.clone(), Default::default());
+    let mut map: Vec<Option<VarId>> = vec![None; body.vars.len()];
+    map[body.params[0].var.index()] = Some(s);
+    for st in &body.stmts {
+        let args: Vec<VarId> = st
+            .args
+            .iter()
+            .map(|a| {
+                map[a.index()].ok_or_else(|| IrError("loop body: use before definition".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        let v = b
+            .push(body.var_name(st.var), st.op, &args, Some(body.ty(st.var)))
+            .map_err(IrError::from)?;
+        map[st.var.index()] = Some(v);
+    }
+    let next = map[body.rets[0].index()].ok_or_else(|| IrError("loop body: no result".into()))?;
+    let mut h = b
+        .push("", Op::Mul, &[next, g], None)
+        .map_err(IrError::from)?;
+    if !st.is_scalar() {
+        h = b.push("", Op::Sum, &[h], None).map_err(IrError::from)?;
+    }
+    let h = b.finish(vec![h]);
+    let r = reverse(&h, &[0])?;
+    Ok(r.gradient(&format!("{}.vjp", body.name)))
+}
+
 /// Split a value-and-grad function into forward and pullback at `primal_len`
 /// (the statement after the primal is the seed constant).
 fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<String>), IrError> {
@@ -221,6 +320,7 @@ fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<St
     let fwd = renumber(&fwd);
 
     let mut b = Builder::new(format!("{}.pullback", vg.name), vg.size_params.clone());
+    b.copy_loops(vg);
     let mut map: Vec<Option<VarId>> = vec![None; vg.vars.len()];
     for r in &residuals {
         let span = vg

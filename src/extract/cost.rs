@@ -17,6 +17,7 @@
 //! Sizes are evaluated at the given size-parameter values (`--dim N=...`),
 //! [`DEFAULT_DIM`] when none is given.
 
+use crate::lang::ir::Function;
 use crate::lang::types::Type;
 use crate::ops::Op;
 use crate::rewrites::lang::{Node, EG};
@@ -86,6 +87,8 @@ pub struct CostModel {
     pub dims: IndexMap<String, u64>,
     /// Flops per stored residual byte.
     pub lambda: f64,
+    /// The loops of the function being priced (see [`CostModel::for_function`]).
+    pub loops: Vec<LoopPrice>,
 }
 
 impl Default for CostModel {
@@ -93,8 +96,44 @@ impl Default for CostModel {
         CostModel {
             dims: IndexMap::new(),
             lambda: DEFAULT_LAMBDA,
+            loops: Vec::new(),
         }
     }
+}
+
+/// What one loop's ops cost: its count, one step of its body and of its
+/// VJP (priced like any function), and the bytes of one state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopPrice {
+    pub count: f64,
+    pub body: f64,
+    pub vjp: f64,
+    pub state_bytes: f64,
+}
+
+/// Cost of a whole function: every statement priced on its own.
+pub fn function_cost(f: &Function, model: &CostModel) -> Cost {
+    let model = model.clone().for_function(f);
+    let ins = crate::rewrites::insert(f);
+    ins.original
+        .iter()
+        .fold(Cost::ZERO, |c, (_, n)| c + model.node_cost(&ins.egraph, n))
+}
+
+/// Body steps `loopvjp L k m` recomputes over `n` steps: each segment of
+/// `len ≤ k` steps from its checkpoint, once into a buffer (`len - 1`
+/// steps, `m = 0`) or per state (`len (len - 1) / 2`, `m = 1`).
+pub fn recomputed_steps(n: u64, k: u64, m: u32) -> u64 {
+    let k = k.max(1);
+    let (full, rest) = (n / k, n % k);
+    let seg = |len: u64| {
+        if m == 0 {
+            len.saturating_sub(1)
+        } else {
+            len * len.saturating_sub(1) / 2
+        }
+    };
+    full * seg(k) + seg(rest)
 }
 
 impl CostModel {
@@ -107,6 +146,29 @@ impl CostModel {
 
     pub fn lambda(mut self, lambda: f64) -> CostModel {
         self.lambda = lambda;
+        self
+    }
+
+    /// The model for pricing `f`: its loops' bodies priced at the model's
+    /// sizes.
+    pub fn for_function(mut self, f: &Function) -> CostModel {
+        let inner = CostModel {
+            loops: Vec::new(),
+            ..self.clone()
+        };
+        self.loops = f
+            .loops
+            .iter()
+            .map(|l| LoopPrice {
+                count: l.count as f64,
+                body: function_cost(&l.body, &inner).flops(),
+                vjp: l
+                    .vjp
+                    .as_ref()
+                    .map_or(f64::INFINITY, |v| function_cost(v, &inner).flops()),
+                state_bytes: inner.bytes(l.state()),
+            })
+            .collect();
         self
     }
 
@@ -145,6 +207,7 @@ impl CostModel {
                 Some(t) => Cost::new(self.lambda * self.bytes(t)),
                 None => Cost::INFINITY,
             },
+            Node::Op(op, ch) if op.is_loop() => self.loop_cost(eg, *op, ch),
             Node::Op(op, ch) => {
                 // Reductions work per operand element; `matmul` per
                 // multiply-add (result elements times the inner size).
@@ -192,5 +255,42 @@ impl CostModel {
                 Cost::new(op.flops() * elems + STMT_OVERHEAD)
             }
         }
+    }
+
+    /// A loop op: its steps of the body (and of the VJP), plus the memory
+    /// it holds. A tape the pullback recomputes (its operand is read
+    /// through `bwd`) is memory the pullback holds, priced like a stored
+    /// one; `loopvjp`'s segment buffer (`k - 1` states, mode 0) too.
+    fn loop_cost(&self, eg: &EG, op: Op, ch: &[egg::Id]) -> Cost {
+        let Some(l) = op.loop_id().and_then(|l| self.loops.get(l)) else {
+            return Cost::INFINITY;
+        };
+        let n = l.count;
+        let flops = match op {
+            Op::Loop(_) => n * l.body,
+            Op::LoopTape(_, k) => {
+                let rows = (n as u64).div_ceil(u64::from(k).max(1)) as f64 + 1.0;
+                let in_pullback = ch
+                    .first()
+                    .is_some_and(|c| eg[*c].nodes.iter().any(|x| matches!(x, Node::Bwd(_))));
+                let memory = if in_pullback {
+                    self.lambda * rows * l.state_bytes
+                } else {
+                    0.0
+                };
+                n * l.body + memory
+            }
+            Op::LoopVjp(_, k, m) => {
+                let again = recomputed_steps(n as u64, u64::from(k), m) as f64;
+                let buffer = if m == 0 {
+                    f64::from(k.saturating_sub(1)) * l.state_bytes
+                } else {
+                    0.0
+                };
+                n * l.vjp + again * l.body + self.lambda * buffer
+            }
+            _ => 0.0,
+        };
+        Cost::new(flops + STMT_OVERHEAD)
     }
 }

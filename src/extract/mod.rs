@@ -375,15 +375,20 @@ impl Selection<'_> {
             if self.g.nodes[c].len() < 2 || !self.live(c) {
                 continue;
             }
+            // A loop's checkpoint choice pays off only together with the
+            // primal taking the same tape: every switch is tried there.
+            let loop_choice = self.g.nodes[c]
+                .iter()
+                .any(|n| matches!(n, Node::Op(op, _) if op.is_loop()));
             for i in 0..self.g.nodes[c].len() {
-                if tries >= MAX_ESCAPES {
+                if tries >= MAX_ESCAPES && !loop_choice {
                     return;
                 }
                 let eps = 1e-12 * (1.0 + self.total.abs());
                 if i == self.sel[c] || !self.admissible(c, i) {
                     continue;
                 }
-                if self.switch_delta(c, i).abs() > eps {
+                if self.switch_delta(c, i).abs() > eps && !loop_choice {
                     continue;
                 }
                 tries += 1;
@@ -403,22 +408,34 @@ impl Selection<'_> {
                 );
                 near.sort_unstable();
                 near.dedup();
-                for k in near {
-                    if k == c || g.nodes[k].len() < 2 || self.sel[k] == NONE {
-                        continue;
-                    }
-                    if let Some((j, d)) = self.best_alternative(k) {
-                        if d < -eps {
-                            if self.live(k) {
-                                self.switch(k, j);
-                            } else {
-                                self.sel[k] = j;
+                // Until nothing near changes (one class's switch can free a
+                // value only once another has switched too).
+                for _ in 0..4 {
+                    let mut changed = false;
+                    for &k in &near {
+                        if k == c || g.nodes[k].len() < 2 || self.sel[k] == NONE {
+                            continue;
+                        }
+                        if let Some((j, d)) = self.best_alternative(k) {
+                            if d < -eps {
+                                changed = true;
+                                if self.live(k) {
+                                    self.switch(k, j);
+                                } else {
+                                    self.sel[k] = j;
+                                }
                             }
                         }
+                    }
+                    if !changed {
+                        break;
                     }
                 }
                 if self.total < total - eps {
                     kept = true;
+                    if loop_choice {
+                        continue;
+                    }
                     break;
                 }
                 self.sel = sel;
@@ -566,8 +583,11 @@ pub fn extract(
     model: &CostModel,
 ) -> Result<Extracted, ExtractError> {
     let eg = &ins.egraph;
+    // Loop ops are priced from `like`'s loops.
+    let model = &model.clone().for_function(like);
     let (choice, choices) = choose(eg, model, &ins.roots, &ins.original);
     let mut b = Builder::new(like.name.clone(), like.size_params.clone());
+    b.copy_loops(like);
     let mut var_of: IndexMap<Id, VarId> = IndexMap::new();
     for p in &like.params {
         let v = b.param(like.var_name(p.var), like.ty(p.var).clone(), p.span);

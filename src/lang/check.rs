@@ -23,7 +23,7 @@
 //! [`Val::Err`], which silences errors that would only be consequences.
 
 use super::ast::*;
-use super::ir::{Builder, Function, VarId};
+use super::ir::{Builder, Function, Loop, Stmt, VarId};
 use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
 use super::types::{DType, Dim, Type};
@@ -59,6 +59,16 @@ pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate"];
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
 
+/// An `iterate` whose unrolled statements would number more than this
+/// becomes a real loop (IR [`crate::lang::ir::Loop`]); smaller ones are
+/// unrolled, so partial evaluation sees every step.
+pub const UNROLL_STMTS: usize = 2_000;
+
+/// Steps of an `iterate` unrolled ahead of its loop while its state still
+/// holds compile-time numbers (which fold: `iterate(n, (1.0, 0.0), ...)`
+/// starts with constants), before the rest of the steps become a loop.
+const PEEL_STEPS: i64 = 3;
+
 fn builtin(name: &str) -> Option<Op> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
 }
@@ -90,6 +100,31 @@ fn fold(op: Op, xs: &[f64]) -> f64 {
     let vals: Vec<Value> = xs.iter().map(|x| Value::scalar(DType::F64, *x)).collect();
     let refs: Vec<&Value> = vals.iter().collect();
     op.eval(&refs, DType::F64, &[]).as_scalar()
+}
+
+/// The leaves of a (possibly nested) tuple value, left to right.
+fn flatten_leaves(v: &Val, out: &mut Vec<Val>) {
+    match v {
+        Val::Tuple(vs) => vs.iter().for_each(|x| flatten_leaves(x, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// `shape` with its leaves replaced, in order, by `leaves`.
+fn rebuild_leaves(shape: &Val, leaves: &mut impl Iterator<Item = Val>) -> Val {
+    match shape {
+        Val::Tuple(vs) => Val::Tuple(vs.iter().map(|x| rebuild_leaves(x, leaves)).collect()),
+        _ => leaves.next().unwrap_or(Val::Err),
+    }
+}
+
+/// Does a state still hold a compile-time number?
+fn has_constant_leaf(v: &Val) -> bool {
+    match v {
+        Val::Tuple(vs) => vs.iter().any(has_constant_leaf),
+        Val::Const(_) | Val::Int(_) => true,
+        _ => false,
+    }
 }
 
 /// A number that is an exact integer (a static count or index).
@@ -2649,9 +2684,17 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         }
         let mut state = self.lower(init, hints);
-        for _ in 0..n {
+        let mut loop_tried = until || self.batch.is_some();
+        for step in 0..n {
             if matches!(state, Val::Err) {
                 return Val::Err;
+            }
+            if !loop_tried && (step >= PEEL_STEPS || !has_constant_leaf(&state)) {
+                loop_tried = true;
+                if let Some(v) = self.counted_loop(n - step, &state, param, body, init.span, hints)
+                {
+                    return v;
+                }
             }
             if self.b.function().stmts.len() > MAX_STMTS {
                 if !self.too_large {
@@ -2729,6 +2772,242 @@ impl<'a> FnCx<'a> {
             };
         }
         state
+    }
+
+    /// The remaining `n` steps of an `iterate` from `state` as one IR loop,
+    /// when they are many (more than [`UNROLL_STMTS`] statements unrolled)
+    /// and the loop can hold the state: every component (and every value
+    /// the step reads from outside) an array of one dtype and shape, or a
+    /// scalar. The state and those values are packed into one array
+    /// `T[K, shape]`. None: unroll instead (nothing was emitted).
+    fn counted_loop(
+        &mut self,
+        n: i64,
+        state: &Val,
+        param: &Pattern,
+        body: &Expr,
+        init_span: Span,
+        hints: &[&str],
+    ) -> Option<Val> {
+        let mut leaves = Vec::new();
+        flatten_leaves(state, &mut leaves);
+        // The leaves' common type: that of the dynamic ones.
+        let mut leaf_ty: Option<Type> = None;
+        for l in &leaves {
+            match l {
+                Val::Var(v) => {
+                    let t = self.ty(*v);
+                    if leaf_ty.as_ref().is_some_and(|u| *u != t) {
+                        return None;
+                    }
+                    leaf_ty = Some(t);
+                }
+                Val::Const(_) => {}
+                _ => return None,
+            }
+        }
+        let leaf_ty = leaf_ty?;
+        let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
+        let loop_mark = self.b.function().loops.len();
+        let err_mark = self.errs.len();
+        // Lower one step on placeholder variables standing for the state.
+        let holders: Vec<VarId> = leaves
+            .iter()
+            .map(|_| self.b.fresh("", leaf_ty.clone()))
+            .collect();
+        let mut it = holders.iter().map(|h| Val::Var(*h));
+        let symbolic = rebuild_leaves(state, &mut it);
+        let env_mark = self.env.len();
+        let bound = self.bind_pattern(param, symbolic.clone(), init_span);
+        let next = if bound {
+            self.lower(body, hints)
+        } else {
+            Val::Err
+        };
+        self.env.truncate(env_mark);
+        if self.errs.len() > err_mark || self.internal.is_some() || matches!(next, Val::Err) {
+            // Reported once here; unrolling would report it again.
+            self.b.truncate(stmt_mark, var_mark);
+            self.b.take_loops(loop_mark);
+            return Some(Val::Err);
+        }
+        let mut next_leaves = Vec::new();
+        flatten_leaves(&next, &mut next_leaves);
+        let step_stmts: Vec<(Stmt, String, Type)> = self.b.function().stmts[stmt_mark..]
+            .iter()
+            .map(|s| {
+                let f = self.b.function();
+                (
+                    s.clone(),
+                    f.var_name(s.var).to_string(),
+                    f.ty(s.var).clone(),
+                )
+            })
+            .collect();
+        let fits = self.state_change(&symbolic, &next).is_none()
+            && next_leaves.len() == leaves.len()
+            && next_leaves.iter().all(|l| match l {
+                Val::Var(v) => self.ty(*v) == leaf_ty,
+                Val::Const(_) => true,
+                _ => false,
+            })
+            && (n as usize).saturating_mul(step_stmts.len().max(1)) > UNROLL_STMTS;
+        // Values from outside the step that it reads: carried in the state.
+        let mut captures: Vec<VarId> = Vec::new();
+        let is_outer = |v: VarId| v.index() < var_mark;
+        for (s, _, _) in &step_stmts {
+            for a in &s.args {
+                if is_outer(*a) && !captures.contains(a) {
+                    captures.push(*a);
+                }
+            }
+        }
+        for l in &next_leaves {
+            if let Val::Var(v) = l {
+                if is_outer(*v) && !captures.contains(v) {
+                    captures.push(*v);
+                }
+            }
+        }
+        let captures_fit = captures.iter().all(|c| {
+            let t = self.b.ty(*c);
+            *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
+        });
+        let nested = self.b.take_loops(loop_mark);
+        self.b.truncate(stmt_mark, var_mark);
+        if !fits || !captures_fit || self.batched.iter().any(|v| captures.contains(v)) {
+            // Give the nested loops back: unrolling lowers the step again
+            // from scratch, so they are simply dropped.
+            drop(nested);
+            return None;
+        }
+
+        // The body: unpack, the step's statements, pack.
+        let k = leaves.len() + captures.len();
+        let packed_ty = if k == 1 {
+            leaf_ty.clone()
+        } else {
+            let mut shape = vec![Dim::Lit(k as u64)];
+            shape.extend(leaf_ty.shape.iter().cloned());
+            Type::array(leaf_ty.dtype, shape)
+        };
+        let fname = self.b.function().name.clone();
+        let lid = loop_mark;
+        let mut bb = Builder::new(
+            format!("{fname}.loop{lid}"),
+            self.b.function().size_params.clone(),
+        );
+        for l in nested {
+            bb.add_loop(l);
+        }
+        let s = bb.param("s", packed_ty.clone(), init_span);
+        let mut map: HashMap<VarId, VarId> = HashMap::new();
+        // Row `i` of the state, and the value it carries (a scalar is
+        // carried as a broadcast row).
+        let unpack = |bb: &mut Builder, i: usize, ty: &Type| -> Result<(VarId, VarId), String> {
+            if k == 1 {
+                return Ok((s, s));
+            }
+            let row = bb
+                .push("", Op::Index(i as u64), &[s], None)
+                .map_err(|e| e.0)?;
+            if bb.ty(row) == ty {
+                Ok((row, row))
+            } else {
+                Ok((
+                    row,
+                    bb.push("", Op::Index(0), &[row], None).map_err(|e| e.0)?,
+                ))
+            }
+        };
+        let mut capture_rows = Vec::new();
+        let built = (|| -> Result<Function, String> {
+            for (i, h) in holders.iter().enumerate() {
+                map.insert(*h, unpack(&mut bb, i, &leaf_ty)?.1);
+            }
+            for (j, c) in captures.iter().enumerate() {
+                let t = self.b.ty(*c).clone();
+                let (row, value) = unpack(&mut bb, leaves.len() + j, &t)?;
+                map.insert(*c, value);
+                capture_rows.push(row);
+            }
+            for (st, name, ty) in &step_stmts {
+                let args: Vec<VarId> = st.args.iter().map(|a| map[a]).collect();
+                let op = match st.op {
+                    Op::Loop(l) => Op::Loop(l - lid as u32),
+                    Op::LoopTape(l, kk) => Op::LoopTape(l - lid as u32, kk),
+                    Op::LoopVjp(l, kk, m) => Op::LoopVjp(l - lid as u32, kk, m),
+                    other => other,
+                };
+                let v = bb.push(name, op, &args, Some(ty)).map_err(|e| e.0)?;
+                map.insert(st.var, v);
+            }
+            let mut outs = Vec::new();
+            for l in &next_leaves {
+                outs.push(match l {
+                    Val::Var(v) => map[v],
+                    Val::Const(x) => {
+                        let c = bb.constant(leaf_ty.dtype, *x);
+                        bb.broadcast_to(c, &leaf_ty).map_err(|e| e.0)?
+                    }
+                    _ => unreachable!("checked above"),
+                });
+            }
+            outs.extend(capture_rows.iter().copied());
+            let next = bb.pack_rows(&outs, &packed_ty).map_err(|e| e.0)?;
+            Ok(bb.finish(vec![next]))
+        })();
+        let body_fn = match built {
+            Ok(f) => f,
+            Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
+        };
+        // The statements this step emitted were removed; so were their
+        // variables. Start again from here: pack, loop, unpack.
+        let mut init_vars = Vec::new();
+        for l in &leaves {
+            init_vars.push(match l {
+                Val::Var(v) => *v,
+                Val::Const(x) => match self.materialize(*x, &leaf_ty, "") {
+                    Val::Var(v) => v,
+                    _ => return Some(Val::Err),
+                },
+                _ => unreachable!("checked above"),
+            });
+        }
+        for c in &captures {
+            let t = self.b.ty(*c).clone();
+            init_vars.push(if t == leaf_ty {
+                *c
+            } else {
+                match self.push_plain("", Op::Bcast, &[*c], Some(&leaf_ty)) {
+                    Val::Var(v) => v,
+                    _ => return Some(Val::Err),
+                }
+            });
+        }
+        let id = self.b.add_loop(Loop {
+            count: n as u64,
+            body: body_fn,
+            vjp: None,
+        });
+        let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
+            Ok(p) => p,
+            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+        };
+        let hint = hints.first().copied().unwrap_or("");
+        let Val::Var(last) = self.push_plain(hint, Op::Loop(id), &[packed], None) else {
+            return Some(Val::Err);
+        };
+        let mut finals = Vec::new();
+        for i in 0..leaves.len() {
+            finals.push(if k == 1 {
+                Val::Var(last)
+            } else {
+                self.push_plain("", Op::Index(i as u64), &[last], None)
+            });
+        }
+        let mut it = finals.into_iter();
+        Some(rebuild_leaves(state, &mut it))
     }
 
     /// Why `next` cannot follow `prev` as an iteration state, if it cannot.
@@ -2831,6 +3110,30 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
+        // The callee's loops join the caller's, renumbered, their types at
+        // the sizes of this call.
+        let offset = self.b.function().loops.len() as u32;
+        if !callee.loops.is_empty() && self.batch.is_some() {
+            self.error(Diagnostic::new(
+                span,
+                format!("`{}` runs a loop (a long `iterate`), which cannot be called inside `tabulate` yet", callee.name),
+            ));
+            return Val::Err;
+        }
+        let sizes = self.b.function().size_params.clone();
+        for l in &callee.loops {
+            self.b.add_loop(Loop {
+                count: l.count,
+                body: subst_function(&l.body, subst, &sizes),
+                vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+            });
+        }
+        let renumber = |op: Op| match op {
+            Op::Loop(l) => Op::Loop(l + offset),
+            Op::LoopTape(l, k) => Op::LoopTape(l + offset, k),
+            Op::LoopVjp(l, k, m) => Op::LoopVjp(l + offset, k, m),
+            other => other,
+        };
         let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
         for (p, a) in callee.params.iter().zip(args) {
             if let Some(slot) = map.get_mut(p.var.index()) {
@@ -2858,7 +3161,7 @@ impl<'a> FnCx<'a> {
                 .and_then(|k| hints.get(k).copied())
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(|| base_name(&info.name));
-            let Val::Var(nv) = self.push(hint, s.op, &xs, Some(&ty)) else {
+            let Val::Var(nv) = self.push(hint, renumber(s.op), &xs, Some(&ty)) else {
                 return Val::Err;
             };
             if self.ty(nv) != ty {
@@ -2884,6 +3187,21 @@ impl<'a> FnCx<'a> {
             Val::Tuple(rets)
         }
     }
+}
+
+/// A loop body or VJP of an inlined callee at the sizes of the call: its
+/// types substituted, its size parameters the caller's.
+fn subst_function(f: &Function, subst: &HashMap<String, Dim>, sizes: &[String]) -> Function {
+    let mut g = f.clone();
+    g.size_params = sizes.to_vec();
+    for v in &mut g.vars {
+        v.ty = subst_type(&v.ty, subst);
+    }
+    for l in &mut g.loops {
+        l.body = subst_function(&l.body, subst, sizes);
+        l.vjp = l.vjp.as_ref().map(|v| subst_function(v, subst, sizes));
+    }
+    g
 }
 
 fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {

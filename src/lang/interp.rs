@@ -317,7 +317,11 @@ mod tests {
             for st in states[..7].iter().rev() {
                 g *= 0.5 * (0.5 * st[i]).cos();
             }
-            assert!((out[2].data[i] - g).abs() < 1e-15, "{} vs {g}", out[2].data[i]);
+            assert!(
+                (out[2].data[i] - g).abs() < 1e-15,
+                "{} vs {g}",
+                out[2].data[i]
+            );
         }
     }
 

@@ -98,7 +98,12 @@ impl Loop {
 
     fn validate(&self, outer: &Function) -> Result<(), IrError> {
         let b = &self.body;
-        let bad = |m: &str| Err(IrError(format!("{}: loop body `{}`: {m}", outer.name, b.name)));
+        let bad = |m: &str| {
+            Err(IrError(format!(
+                "{}: loop body `{}`: {m}",
+                outer.name, b.name
+            )))
+        };
         b.validate()?;
         if b.params.len() != 1 || b.rets.len() != 1 {
             return bad("a body takes one state and returns one");
@@ -440,6 +445,67 @@ impl Builder {
         self.f.loops = f.loops.clone();
     }
 
+    /// Values of one type as the rows of `packed` (`T[K, ...]`), or the value
+    /// itself when there is one (how a loop carries several values).
+    pub fn pack_rows(&mut self, vs: &[VarId], packed: &Type) -> Result<VarId, OpTypeError> {
+        if vs.len() == 1 {
+            return Ok(vs[0]);
+        }
+        let mut acc: Option<VarId> = None;
+        for (i, v) in vs.iter().enumerate() {
+            let row = self.push("", Op::Unindex(i as u64), &[*v], Some(packed))?;
+            acc = Some(match acc {
+                None => row,
+                Some(a) => self.push("", Op::Add, &[a, row], None)?,
+            });
+        }
+        acc.ok_or_else(|| OpTypeError("packing no values".into()))
+    }
+
+    /// Append `f`'s statements applied to `args` (one per parameter), its
+    /// loops joining this function's; returns `f`'s results. `f` must be
+    /// over this function's size parameters.
+    pub fn inline(&mut self, f: &Function, args: &[VarId]) -> Result<Vec<VarId>, IrError> {
+        let offset = self.f.loops.len() as u32;
+        self.f.loops.extend(f.loops.iter().cloned());
+        let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
+        for (p, a) in f.params.iter().zip(args) {
+            map[p.var.index()] = Some(*a);
+        }
+        let get = |map: &[Option<VarId>], v: VarId| {
+            map[v.index()]
+                .ok_or_else(|| IrError(format!("inlining `{}`: use before definition", f.name)))
+        };
+        for s in &f.stmts {
+            let xs: Vec<VarId> = s
+                .args
+                .iter()
+                .map(|a| get(&map, *a))
+                .collect::<Result<_, _>>()?;
+            let op = match s.op {
+                Op::Loop(l) => Op::Loop(l + offset),
+                Op::LoopTape(l, k) => Op::LoopTape(l + offset, k),
+                Op::LoopVjp(l, k, m) => Op::LoopVjp(l + offset, k, m),
+                other => other,
+            };
+            let name = f.var_name(s.var);
+            let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                ""
+            } else {
+                name
+            };
+            let v = self.push(hint, op, &xs, Some(f.ty(s.var)))?;
+            map[s.var.index()] = Some(v);
+        }
+        f.rets.iter().map(|r| get(&map, *r)).collect()
+    }
+
+    /// Remove and return the loops numbered `from` on (to move them into a
+    /// loop body being built).
+    pub fn take_loops(&mut self, from: usize) -> Vec<Loop> {
+        self.f.loops.split_off(from)
+    }
+
     /// A mutable loop (to attach its VJP).
     pub fn loop_mut(&mut self, l: usize) -> &mut Loop {
         &mut self.f.loops[l]
@@ -626,7 +692,11 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 }
                 let vjp = (parts.len() == 2).then(|| parts.remove(1));
                 let body = parts.remove(0);
-                b.add_loop(Loop { count: l, body, vjp });
+                b.add_loop(Loop {
+                    count: l,
+                    body,
+                    vjp,
+                });
                 continue;
             }
             if let Some(r) = line.strip_prefix("ret") {
@@ -665,9 +735,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let mut ns = [0u32; 3];
                 for slot in ns.iter_mut().take(want) {
                     let w = words.next().unwrap_or("");
-                    *slot = w
-                        .parse()
-                        .map_err(|_| err(&format!("`{opname}` needs {want} number(s), got `{w}`")))?;
+                    *slot = w.parse().map_err(|_| {
+                        err(&format!("`{opname}` needs {want} number(s), got `{w}`"))
+                    })?;
                 }
                 match opname {
                     "loop" => Op::Loop(ns[0]),
@@ -821,7 +891,10 @@ pub(crate) mod tests {
         let no_loop = HALVING.replace("= loop 0 %x", "= loop 1 %x");
         let e = parse_functions(&no_loop).unwrap_err();
         assert!(e.message.contains("no loop 1"), "{e}");
-        let bad_state = HALVING.replace("fn h.body(%s: f64[2]) -> f64[2] {", "fn h.body(%s: f64[3]) -> f64[3] {");
+        let bad_state = HALVING.replace(
+            "fn h.body(%s: f64[2]) -> f64[2] {",
+            "fn h.body(%s: f64[3]) -> f64[3] {",
+        );
         assert!(parse_functions(&bad_state).is_err());
     }
 

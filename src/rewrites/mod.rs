@@ -6,6 +6,8 @@ pub mod lang;
 pub mod rules;
 
 use crate::lang::ir::{Function, VarId};
+use crate::lang::types::{Dim, Type};
+use crate::ops::Op;
 use egg::{Id, Runner, StopReason};
 use indexmap::IndexMap;
 use lang::{Analysis, Node, EG};
@@ -159,6 +161,10 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
             names.entry(id).or_insert_with(|| name.to_string());
         }
     }
+    if primal_len.is_some() {
+        let class: Vec<Id> = class.iter().map(|c| c.unwrap_or(Id::from(0))).collect();
+        checkpoint_choices(&mut eg, f, &class, split, &mut names);
+    }
     eg.rebuild();
     let roots = f.rets.iter().map(|r| get(&class, *r)).collect();
     Inserted {
@@ -168,6 +174,94 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
         original,
     }
     .canonical()
+}
+
+/// The checkpoint intervals offered for a loop of `n` steps: powers of two
+/// up to twice `√n`, and `⌈√n⌉` (where a tape and a segment weigh the same).
+pub fn checkpoint_intervals(n: u64) -> Vec<u64> {
+    let root = (n as f64).sqrt().ceil() as u64;
+    let mut ks: Vec<u64> = std::iter::successors(Some(2u64), |k| Some(k * 2))
+        .take_while(|k| *k <= 2 * root && *k < n)
+        .collect();
+    if root > 1 && root < n && !ks.contains(&root) {
+        ks.push(root);
+    }
+    ks.sort_unstable();
+    ks
+}
+
+/// Loop checkpointing as choices. AD tapes every state of a loop
+/// (`looptape L 1`, whose last row is the loop's result) and walks the
+/// tape back (`loopvjp L 1 0`). For each interval `k` of
+/// [`checkpoint_intervals`] this adds a tape keeping every `k`-th state,
+/// its last row as another way to get the result, and its `loopvjp` in
+/// both modes (segment buffer, or recompute per state) as another way to
+/// get the cotangent, reading the tape through `(bwd ...)` (stored, or
+/// recomputed in the pullback). The result can also come from the plain
+/// `loop` (when the pullback recomputes its tape).
+fn checkpoint_choices(
+    eg: &mut EG,
+    f: &Function,
+    class: &[Id],
+    split: usize,
+    names: &mut IndexMap<Id, String>,
+) {
+    let defs = f.definitions();
+    for s in &f.stmts[split..] {
+        let Op::LoopVjp(l, 1, 0) = s.op else { continue };
+        let (tape, g) = (s.args[0], s.args[1]);
+        let Some(d) = defs[tape.index()] else {
+            continue;
+        };
+        let def = &f.stmts[d];
+        let (Op::LoopTape(tl, 1), true) = (def.op, d < split) else {
+            continue;
+        };
+        let Some(lp) = f.loops.get(l as usize).filter(|_| tl == l) else {
+            continue;
+        };
+        let x = class[def.args[0].index()];
+        // The primal's result: the tape's last row.
+        let rows1 = lp.tape_rows(1);
+        let result = f.stmts[..split]
+            .iter()
+            .find(|r| r.op == Op::Index(rows1 - 1) && r.args[0] == tape)
+            .map(|r| class[r.var.index()]);
+        let ct = class[s.var.index()];
+        let gc = class[g.index()];
+        if let Some(y) = result {
+            let plain = eg.add(Node::Op(Op::Loop(l), SmallVec::from_slice(&[x])));
+            eg.union(y, plain);
+        }
+        let st = lp.state();
+        for k in checkpoint_intervals(lp.count) {
+            let rows = lp.tape_rows(k);
+            let mut shape = vec![Dim::Lit(rows)];
+            shape.extend(st.shape.iter().cloned());
+            let ty = eg.add(Node::Ty(Type::array(st.dtype, shape)));
+            let tk = eg.add(Node::Op(
+                Op::LoopTape(l, k as u32),
+                SmallVec::from_slice(&[x, ty]),
+            ));
+            names
+                .entry(tk)
+                .or_insert_with(|| format!("{}.every{k}", f.var_name(tape)));
+            if let Some(y) = result {
+                let last = eg.add(Node::Op(Op::Index(rows - 1), SmallVec::from_slice(&[tk])));
+                eg.union(y, last);
+            }
+            let read = eg.add(Node::Bwd([tk]));
+            let stash = eg.add(Node::Stash([tk]));
+            eg.union(read, stash);
+            for m in 0..2 {
+                let vjp = eg.add(Node::Op(
+                    Op::LoopVjp(l, k as u32, m),
+                    SmallVec::from_slice(&[read, gc]),
+                ));
+                eg.union(ct, vjp);
+            }
+        }
+    }
 }
 
 /// What saturation did.
