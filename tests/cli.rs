@@ -290,3 +290,38 @@ fn explore_says_when_the_e_graph_stopped_at_a_limit() {
         "{json}"
     );
 }
+
+/// Issue 4, acceptance 1: `explore` on euler_ode shows the way from storing
+/// every state of its 1000-step loop to checkpointing, as distinct Pareto
+/// points, one of them storing at most 10% of what storing everything
+/// stores. (`tests/loops.rs` checks that every λ gives the same gradient.)
+#[test]
+fn explore_shows_euler_ode_checkpointing_on_the_pareto_front() {
+    let (code, json, err) = egrad(&[
+        "explore",
+        "examples/suite/euler_ode.eg",
+        "--fn",
+        "euler_ode_grad",
+        "--lambdas",
+        "0,2,2.2,2.5,16,1e6",
+        "--no-run",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let points = v["points"].as_array().unwrap();
+    let bytes = |p: &serde_json::Value| p["residual_bytes"].as_f64().unwrap();
+    let store_all = bytes(&points[0]);
+    let front: Vec<f64> = points
+        .iter()
+        .filter(|p| p["pareto"].as_bool() == Some(true) && p["same_as"].is_null())
+        .map(bytes)
+        .collect();
+    let mut distinct = front.clone();
+    distinct.dedup();
+    assert!(distinct.len() >= 4, "{json}");
+    assert!(
+        front.iter().any(|b| *b <= 0.1 * store_all),
+        "no point stores at most 10% of {store_all} bytes: {json}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The Cranelift JIT: ISA and module set-up, the libm imports, compilation,
 //! and the compiled function with its host-side calling wrapper.
 
-use super::lower::{Plan, Translator};
+use super::lower::{LoopRefs, Plan, Translator};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError};
@@ -154,11 +154,21 @@ fn new_module(verify: bool) -> Result<JITModule, Error> {
     Ok(JITModule::new(jb))
 }
 
-/// The lowered function, declared in `module` but not yet defined.
+/// The lowered functions, declared in `module` but not yet defined: the
+/// entry, then the loop bodies and VJPs it calls (in declaration order).
 struct Lowered {
     id: FuncId,
-    ctx: Context,
+    funcs: Vec<(FuncId, Context)>,
     plan: Plan,
+}
+
+/// `fn(bufs: *const *mut u8, dims: *const i64)`: the entry's signature, and
+/// every loop body's and VJP's.
+fn abi_signature(module: &JITModule) -> ir::Signature {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::I64));
+    sig
 }
 
 fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered, Error> {
@@ -169,9 +179,7 @@ fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered
     }
     let plan = Plan::new(f, keep)?;
 
-    let mut sig = module.make_signature();
-    sig.params.push(AbiParam::new(types::I64));
-    sig.params.push(AbiParam::new(types::I64));
+    let sig = abi_signature(module);
     let id = module
         .declare_function("egrad_entry", Linkage::Local, &sig)
         .map_err(|e| cl_err("declare", e))?;
@@ -195,10 +203,67 @@ fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered
             imports.push((which, dtype, fid));
         }
     }
+    let mut funcs = Vec::new();
+    lower_function(module, f, &plan, id, "egrad_entry", &imports, &mut funcs)?;
+    funcs.sort_by_key(|(fid, _)| fid.as_u32());
+    Ok(Lowered { id, funcs, plan })
+}
+
+/// Lower `f` (declared as `id`, named `name`) and, first, the loop bodies
+/// and VJPs its plan calls, each its own function with the entry's ABI
+/// (declared after `f`, named after it). Pushes every lowered function to
+/// `out`.
+fn lower_function(
+    module: &mut JITModule,
+    f: &Function,
+    plan: &Plan,
+    id: FuncId,
+    name: &str,
+    imports: &[(Libm, DType, FuncId)],
+    out: &mut Vec<(FuncId, Context)>,
+) -> Result<(), Error> {
+    let sig = abi_signature(module);
+    let mut callees: Vec<(Option<FuncId>, Option<FuncId>)> = Vec::with_capacity(plan.loops.len());
+    for (l, lp) in plan.loops.iter().enumerate() {
+        let lf = f
+            .loops
+            .get(l)
+            .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+        let mut ids = (None, None);
+        for (part, callee, func) in [
+            ("body", &lp.body, Some(&lf.body)),
+            ("vjp", &lp.vjp, lf.vjp.as_ref()),
+        ] {
+            let Some(callee) = callee else {
+                continue;
+            };
+            let func = func.ok_or_else(|| {
+                Error::internal(format!("backend: loop {l} has no {part} to compile"))
+            })?;
+            let cname = format!("{name}.loop{l}.{part}");
+            let cid = module
+                .declare_function(&cname, Linkage::Local, &sig)
+                .map_err(|e| cl_err("declare", e))?;
+            lower_function(module, func, &callee.plan, cid, &cname, imports, out)?;
+            if part == "body" {
+                ids.0 = Some(cid);
+            } else {
+                ids.1 = Some(cid);
+            }
+        }
+        callees.push(ids);
+    }
 
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let loop_refs: Vec<LoopRefs> = callees
+        .iter()
+        .map(|&(body, vjp)| LoopRefs {
+            body: body.map(|c| module.declare_func_in_func(c, &mut ctx.func)),
+            vjp: vjp.map(|c| module.declare_func_in_func(c, &mut ctx.func)),
+        })
+        .collect();
     let mut fctx = FunctionBuilderContext::new();
     let target = module.target_config();
     {
@@ -211,17 +276,24 @@ fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let b = Translator::new(f, &plan, b, &mut import).translate_function()?;
+        let b = Translator::new(f, plan, b, &mut import, loop_refs).translate_function()?;
         b.finalize(target);
     }
-    Ok(Lowered { id, ctx, plan })
+    out.push((id, ctx));
+    Ok(())
 }
 
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).
 pub fn clif_text(f: &Function) -> Result<String, Error> {
     let mut module = new_module(false)?;
     let lowered = lower(&mut module, f, &[])?;
-    Ok(lowered.ctx.func.display().to_string())
+    // The entry, then the loop bodies and VJPs it calls.
+    Ok(lowered
+        .funcs
+        .iter()
+        .map(|(_, ctx)| ctx.func.display().to_string())
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
@@ -249,7 +321,11 @@ pub fn compile_keeping(
     keep: &[VarId],
 ) -> Result<CompiledFunction, Error> {
     let mut module = new_module(opts.verify)?;
-    let Lowered { id, mut ctx, plan } = match lower(&mut module, f, keep) {
+    let Lowered {
+        id,
+        mut funcs,
+        plan,
+    } = match lower(&mut module, f, keep) {
         Ok(l) => l,
         Err(e) => {
             // SAFETY: nothing compiled in this module is referenced anywhere.
@@ -257,9 +333,13 @@ pub fn compile_keeping(
             return Err(e);
         }
     };
-    let defined = module
-        .define_function(id, &mut ctx)
-        .map_err(|e| cl_err("compile", e))
+    let defined = funcs
+        .iter_mut()
+        .try_for_each(|(fid, ctx)| {
+            module
+                .define_function(*fid, ctx)
+                .map_err(|e| cl_err("compile", e))
+        })
         .and_then(|()| {
             module
                 .finalize_definitions()
@@ -405,7 +485,8 @@ pub struct Prepared<'a> {
 impl Prepared<'_> {
     /// Bytes of the intermediate arrays the native code materialises for
     /// these arguments (inputs and outputs not counted): what storing
-    /// residuals and unfused values costs in memory.
+    /// residuals and unfused values costs in memory, with the state buffers
+    /// of loops and the scratch of the loop bodies and VJPs they call.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch_bytes
     }

@@ -20,6 +20,12 @@
 //! accumulator, left to right, in the dtype's precision, so results are
 //! bit-identical to the reference interpreter.
 //!
+//! The loop ops (`loop`, `looptape`, `loopvjp`) are loop nests whose steps
+//! call the loop's body or VJP, compiled as separate functions (see the
+//! module docs of [`crate::backend`]); their results are materialised, and
+//! the plan gives each live loop statement its state buffers ([`LoopBufs`])
+//! and each called body or VJP its scratch ([`LoopPlan`]).
+//!
 //! The per-op lowering is one exhaustive `match` over [`Op`] with no wildcard
 //! arm ([`Translator::translate_op`]): a new op does not compile until it is
 //! lowered here.
@@ -30,7 +36,9 @@ use crate::lang::ir::{Function, VarId};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{
+    self, types, FuncRef, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
@@ -52,8 +60,9 @@ enum Access {
     /// Element `i` of the result is one element `f(i)` of the operand (or
     /// zero): inlined into its consumer, reading its operand from a buffer.
     IndexMap,
-    /// Its own loop nest writing a buffer (`sumlead`, `sumtail`, `matmul`);
-    /// reads its operands' element trees at any index.
+    /// Its own loop nest writing a buffer (`sumlead`, `sumtail`, `matmul`,
+    /// and the loop ops, whose steps are calls); reads its operands' element
+    /// trees at any index.
     Nest,
 }
 
@@ -123,7 +132,8 @@ enum Read {
 pub(crate) struct Plan {
     pub n_inputs: usize,
     pub n_outputs: usize,
-    /// Types of the scratch buffers, in buffer order.
+    /// Types of the scratch buffers, in buffer order (the scratch of the
+    /// loop bodies and VJPs this function calls included).
     pub scratch: Vec<Type>,
     read: Vec<Read>,
     /// The buffer a statement's own loop writes, if it is materialised.
@@ -131,6 +141,69 @@ pub(crate) struct Plan {
     /// Returned values stored after everything is computed:
     /// (value, output buffer). Scalars, parameters, repeated returns.
     stores: Vec<(VarId, usize)>,
+    /// Per loop of the function (by number): the body and VJP it calls.
+    pub loops: Vec<LoopPlan>,
+    /// The buffers of each live loop statement besides its home.
+    loop_bufs: Vec<Option<LoopBufs>>,
+}
+
+/// A loop's body and VJP as the functions a caller calls: each is compiled
+/// as its own native function with the entry's ABI, only when some live
+/// statement calls it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LoopPlan {
+    pub body: Option<Callee>,
+    pub vjp: Option<Callee>,
+}
+
+/// A function called by its caller with the entry's ABI.
+#[derive(Clone, Debug)]
+pub(crate) struct Callee {
+    pub plan: Plan,
+    /// The caller's buffers passed as the callee's scratch, in order.
+    scratch: Vec<usize>,
+}
+
+/// The buffers a loop statement uses besides its home (each only when the
+/// count and `k` make it needed). State buffers have the loop state's type.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopBufs {
+    /// Where a scalar result is written (an array result uses its home).
+    out: Option<usize>,
+    /// The second buffer the state (`loop`) or cotangent (`loopvjp`)
+    /// alternates with the home between steps.
+    other: Option<usize>,
+    /// Two buffers for the states between checkpoints (`looptape`, and
+    /// `loopvjp` in mode 1).
+    a: Option<usize>,
+    b: Option<usize>,
+    /// `loopvjp` mode 0: the states of a segment after its checkpoint,
+    /// `min(k, count) - 1` rows.
+    seg: Option<usize>,
+    /// `loopvjp` of a tape that is not in a buffer: its copy.
+    tape: Option<usize>,
+}
+
+/// Append a scratch buffer of type `ty`; its buffer number.
+fn push_scratch(scratch: &mut Vec<Type>, first: usize, ty: Type) -> usize {
+    scratch.push(ty);
+    first + scratch.len() - 1
+}
+
+impl Callee {
+    /// Plan `f` (a loop body or VJP) and give it scratch among the caller's.
+    fn new(f: &Function, scratch: &mut Vec<Type>, first: usize) -> Result<Callee, Error> {
+        let plan = Plan::new(f, &[])?;
+        let mine = plan
+            .scratch
+            .iter()
+            .map(|ty| push_scratch(scratch, first, ty.clone()))
+            .collect();
+        Ok(Callee {
+            plan,
+            scratch: mine,
+        })
+    }
 }
 
 impl Plan {
@@ -235,6 +308,99 @@ impl Plan {
                 stores.push((s.var, o));
             }
         }
+        let first = n_inputs + n_outputs;
+        let mut loops = vec![LoopPlan::default(); f.loops.len()];
+        let mut loop_bufs = vec![None; nv];
+        for s in &f.stmts {
+            let Some(l) = s.op.loop_id() else {
+                continue;
+            };
+            let v = s.var.index();
+            if read[v] == Read::Dead {
+                continue;
+            }
+            let lp = f
+                .loops
+                .get(l)
+                .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+            let state = lp.state().clone();
+            let count = lp.count;
+            let buffered = |a: VarId| matches!(read[a.index()], Read::Buf(_));
+            let arg = |i: usize| {
+                s.args.get(i).copied().ok_or_else(|| {
+                    Error::internal(format!("backend: `{}` is missing an operand", s.op.name()))
+                })
+            };
+            let mut lb = LoopBufs::default();
+            if f.ty(s.var).is_scalar() {
+                lb.out = Some(match ret_pos[v].first() {
+                    Some(&o) => o,
+                    None => push_scratch(&mut scratch, first, state.clone()),
+                });
+            }
+            // The state (or cotangent) alternates between the home and
+            // `other`; an operand in a buffer is read in place by the
+            // first step, any other is written to the buffer the first
+            // step does not write.
+            let ping_pong = |x: VarId| count >= 2 || (count == 1 && !buffered(x));
+            let (body, vjp) = match s.op {
+                Op::Loop(_) => {
+                    if ping_pong(arg(0)?) {
+                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (count >= 1, false)
+                }
+                Op::LoopTape(_, k) => {
+                    let seg = count.min(u64::from(k.max(1)));
+                    if seg >= 2 {
+                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    if seg >= 3 {
+                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (count >= 1, false)
+                }
+                Op::LoopVjp(_, k, m) => {
+                    let (t, g) = (arg(0)?, arg(1)?);
+                    if !buffered(t) {
+                        lb.tape = Some(push_scratch(&mut scratch, first, f.ty(t).clone()));
+                    }
+                    if ping_pong(g) {
+                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    let seg = count.min(u64::from(k.max(1)));
+                    if m == 0 && seg >= 2 {
+                        let mut shape = vec![Dim::Lit(seg - 1)];
+                        shape.extend(state.shape.iter().cloned());
+                        let ty = Type::array(state.dtype, shape);
+                        lb.seg = Some(push_scratch(&mut scratch, first, ty));
+                    }
+                    if m != 0 && seg >= 2 {
+                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    if m != 0 && seg >= 3 {
+                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (seg >= 2, count >= 1)
+                }
+                other => {
+                    return Err(Error::internal(format!(
+                        "backend: `{}` is not a loop op",
+                        other.name()
+                    )))
+                }
+            };
+            loop_bufs[v] = Some(lb);
+            if body && loops[l].body.is_none() {
+                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, first)?);
+            }
+            if vjp && loops[l].vjp.is_none() {
+                let vf = lp.vjp.as_ref().ok_or_else(|| {
+                    Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
+                })?;
+                loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
+            }
+        }
         Ok(Plan {
             n_inputs,
             n_outputs,
@@ -242,6 +408,8 @@ impl Plan {
             read,
             home,
             stores,
+            loops,
+            loop_bufs,
         })
     }
 
@@ -275,6 +443,25 @@ fn log2_bytes(d: DType) -> i64 {
     }
 }
 
+/// The native functions a function calls for one of its loops (those its
+/// [`LoopPlan`] compiles).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LoopRefs {
+    pub body: Option<FuncRef>,
+    pub vjp: Option<FuncRef>,
+}
+
+/// A loop body or VJP ready to be called: its buffer table lives in a stack
+/// slot of the caller, its scratch pointers already stored there; each call
+/// stores its input and output pointers first.
+#[derive(Clone, Copy, Debug)]
+struct CallSite {
+    func: FuncRef,
+    /// Address of the callee's buffer table.
+    table: ir::Value,
+    n_inputs: usize,
+}
+
 /// Translates one function into a Cranelift function body.
 pub(crate) struct Translator<'a, 'b> {
     f: &'a Function,
@@ -283,8 +470,12 @@ pub(crate) struct Translator<'a, 'b> {
     /// Resolves an imported libm function, importing it on first use.
     import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
     imported: Vec<(Libm, DType, FuncRef)>,
+    /// The functions called for each loop, by loop number.
+    loop_refs: Vec<LoopRefs>,
     /// Base pointer of every buffer (loaded in the entry block).
     bufs: Vec<ir::Value>,
+    /// The `dims` argument, passed on to loop bodies and VJPs.
+    dims_ptr: Option<ir::Value>,
     /// Values of the size parameters (loaded in the entry block).
     dims: Vec<ir::Value>,
     /// Scalars computed so far.
@@ -299,6 +490,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         plan: &'a Plan,
         b: FunctionBuilder<'b>,
         import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
+        loop_refs: Vec<LoopRefs>,
     ) -> Self {
         Translator {
             f,
@@ -306,7 +498,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             b,
             import,
             imported: Vec::new(),
+            loop_refs,
             bufs: Vec::new(),
+            dims_ptr: None,
             dims: Vec::new(),
             scalars: vec![None; f.vars.len()],
             defs: f.definitions(),
@@ -336,6 +530,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 .load(types::I64, MemFlagsData::trusted(), bufs_ptr, off);
             self.bufs.push(p);
         }
+        self.dims_ptr = Some(dims_ptr);
         for k in 0..self.f.size_params.len() {
             let off = i32::try_from(8 * k)
                 .map_err(|_| Error::internal("backend: too many size parameters"))?;
@@ -402,6 +597,19 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Error::internal(format!("backend: `{}` without an operand", stmt.op.name()))
             })
         };
+        // A loop with a scalar state: run into its one-element buffer.
+        if stmt.op.is_loop() {
+            let out = self
+                .loop_bufs(stmt.var)?
+                .out
+                .ok_or_else(|| Error::internal("backend: a scalar loop without a buffer"))?;
+            self.translate_loop_stmt(s, out)?;
+            let base = self.buf(out)?;
+            return Ok(self
+                .b
+                .ins()
+                .load(cl_type(dtype), MemFlagsData::trusted(), base, 0));
+        }
         // A scalar from an array: a fold of all its elements (`sumlead` of
         // a vector included), or one element of a vector.
         if let Some((init, step)) = stmt.op.reduction() {
@@ -446,6 +654,9 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn translate_materialise(&mut self, v: VarId, k: usize) -> Result<(), Error> {
         let ty = self.f.ty(v).clone();
         if let Some(s) = self.defs.get(v.index()).copied().flatten() {
+            if self.f.stmts[s].op.is_loop() {
+                return self.translate_loop_stmt(s, k);
+            }
             if access(self.f.stmts[s].op) == Access::Nest {
                 return self.translate_nest(s, k);
             }
@@ -594,6 +805,352 @@ impl<'a, 'b> Translator<'a, 'b> {
                 other.name()
             ))),
         }
+    }
+
+    /// The buffers of a live loop statement (see [`LoopBufs`]).
+    fn loop_bufs(&self, v: VarId) -> Result<LoopBufs, Error> {
+        self.plan
+            .loop_bufs
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::internal("backend: a loop statement without its buffers"))
+    }
+
+    /// A loop statement `s` (`loop`, `looptape`, `loopvjp`) writing buffer
+    /// `home`. The counted loops run here; each step calls the loop's body
+    /// (or VJP), compiled as its own function, on state buffers of this
+    /// function ([`LoopBufs`]). Steps happen in the interpreter's order, so
+    /// results are bit-identical to `run_loop`. Buffers a step writes never
+    /// alias the buffers it reads.
+    fn translate_loop_stmt(&mut self, s: usize, home: usize) -> Result<(), Error> {
+        let f = self.f;
+        let stmt = &f.stmts[s];
+        let l = stmt
+            .op
+            .loop_id()
+            .ok_or_else(|| Error::internal("backend: not a loop op"))?;
+        let lp = f
+            .loops
+            .get(l)
+            .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+        let lb = self.loop_bufs(stmt.var)?;
+        let count = lp.count;
+        let state = lp.state().clone();
+        let width = self.translate_len(state.clone())?;
+        let h = self.buf(home)?;
+        let arg = |i: usize| {
+            stmt.args.get(i).copied().ok_or_else(|| {
+                Error::internal(format!(
+                    "backend: `{}` is missing an operand",
+                    stmt.op.name()
+                ))
+            })
+        };
+        // An optional buffer: where the plan left it out, no step uses it
+        // (the home stands in, never read or written through it).
+        let opt = |t: &Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
+        let rowbytes = self.b.ins().ishl_imm_u(width, log2_bytes(state.dtype));
+        match stmt.op {
+            Op::Loop(_) => {
+                let x = arg(0)?;
+                if count == 0 {
+                    return self.translate_fill(x, h, width);
+                }
+                let other = opt(self, lb.other)?;
+                let body = self.call_site(l, false)?;
+                let (cur, nxt) = self.translate_ping_pong(x, count, h, other, width)?;
+                let n = self.translate_count(count);
+                self.translate_loop(n, &mut |t, _| {
+                    let c = t.b.use_var(cur);
+                    let o = t.b.use_var(nxt);
+                    t.translate_call(body, &[c], o)?;
+                    t.translate_swap(cur, nxt, h, other);
+                    Ok(())
+                })
+            }
+            Op::LoopTape(_, k) => {
+                // Row 0 is the initial state; the step ending a segment (or
+                // the loop) writes the next row, the others alternate
+                // between `a` and `b`.
+                self.translate_fill(arg(0)?, h, width)?;
+                if count == 0 {
+                    return Ok(());
+                }
+                let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
+                let body = self.call_site(l, false)?;
+                let k = i64::from(k.max(1));
+                let cur = self.translate_var(h);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let step = self.translate_var(zero);
+                let row1 = self.b.ins().iadd(h, rowbytes);
+                let row = self.translate_var(row1);
+                let n = self.translate_count(count);
+                self.translate_loop(n, &mut |t, i| {
+                    let c = t.b.use_var(cur);
+                    let sp = t.b.use_var(step);
+                    let s1 = t.b.ins().iadd_imm_s(sp, 1);
+                    let seg_end = t.b.ins().icmp_imm_s(IntCC::Equal, s1, k);
+                    let i1 = t.b.ins().iadd_imm_s(i, 1);
+                    let all_end = t.b.ins().icmp(IntCC::Equal, i1, n);
+                    let last = t.b.ins().bor(seg_end, all_end);
+                    let on_a = t.b.ins().icmp(IntCC::Equal, c, a);
+                    let between = t.b.ins().select(on_a, b, a);
+                    let r = t.b.use_var(row);
+                    let o = t.b.ins().select(last, r, between);
+                    t.translate_call(body, &[c], o)?;
+                    t.b.def_var(cur, o);
+                    let zero = t.b.ins().iconst(types::I64, 0);
+                    let sp = t.b.ins().select(last, zero, s1);
+                    t.b.def_var(step, sp);
+                    let next_row = t.b.ins().iadd(r, rowbytes);
+                    let r = t.b.ins().select(last, next_row, r);
+                    t.b.def_var(row, r);
+                    Ok(())
+                })
+            }
+            Op::LoopVjp(_, k, m) => {
+                let (tv, g) = (arg(0)?, arg(1)?);
+                let tape = match self.read(tv)? {
+                    Read::Buf(kb) => self.buf(kb)?,
+                    _ => {
+                        let kb = lb
+                            .tape
+                            .ok_or_else(|| Error::internal("backend: a tape without a buffer"))?;
+                        let p = self.buf(kb)?;
+                        let len = self.translate_len(f.ty(tv).clone())?;
+                        self.translate_fill(tv, p, len)?;
+                        p
+                    }
+                };
+                if count == 0 {
+                    return self.translate_fill(g, h, width);
+                }
+                let other = opt(self, lb.other)?;
+                let vjp = self.call_site(l, true)?;
+                let k = u64::from(k.max(1));
+                // Some segment has states after its checkpoint to recompute.
+                let body = if count.min(k) >= 2 {
+                    Some(self.call_site(l, false)?)
+                } else {
+                    None
+                };
+                let (gcur, gnxt) = self.translate_ping_pong(g, count, h, other, width)?;
+                let seg = opt(self, lb.seg)?;
+                let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
+                let segments = count.div_ceil(k);
+                let n_seg = self.translate_count(segments);
+                // The VJP at the state in `st`: the cotangent moves on.
+                let vjp_step = move |t: &mut Self, st: ir::Value| -> Result<(), Error> {
+                    let gc = t.b.use_var(gcur);
+                    let go = t.b.use_var(gnxt);
+                    t.translate_call(vjp, &[st, gc], go)?;
+                    t.translate_swap(gcur, gnxt, h, other);
+                    Ok(())
+                };
+                self.translate_loop(n_seg, &mut |t, jj| {
+                    // Segment j = segments-1-jj: states j*k .. j*k+n-1, with
+                    // n = min(k, count - j*k).
+                    let last = t.translate_count(segments - 1);
+                    let j = t.b.ins().isub(last, jj);
+                    let start = t.b.ins().imul_imm_s(j, k as i64);
+                    let total = t.translate_count(count);
+                    let rest = t.b.ins().isub(total, start);
+                    let kv = t.translate_count(k);
+                    let short = t.b.ins().icmp(IntCC::UnsignedLessThan, rest, kv);
+                    let n = t.b.ins().select(short, rest, kv);
+                    let n1 = t.b.ins().iadd_imm_s(n, -1);
+                    let off = t.b.ins().imul(j, rowbytes);
+                    let ckpt = t.b.ins().iadd(tape, off);
+                    if m == 0 {
+                        // States 1 .. n-1 into rows 0 .. n-2 of `seg`, then
+                        // the VJP backwards over them and the checkpoint.
+                        if let Some(body) = body {
+                            let prev = t.translate_var(ckpt);
+                            t.translate_loop(n1, &mut |t, r| {
+                                let p = t.b.use_var(prev);
+                                let ro = t.b.ins().imul(r, rowbytes);
+                                let o = t.b.ins().iadd(seg, ro);
+                                t.translate_call(body, &[p], o)?;
+                                t.b.def_var(prev, o);
+                                Ok(())
+                            })?;
+                        }
+                        t.translate_loop(n, &mut |t, rr| {
+                            let r = t.b.ins().isub(n1, rr);
+                            let r1 = t.b.ins().iadd_imm_s(r, -1);
+                            let ro = t.b.ins().imul(r1, rowbytes);
+                            let in_seg = t.b.ins().iadd(seg, ro);
+                            let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                            let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
+                            vjp_step(t, st)
+                        })
+                    } else {
+                        // Each state recomputed from the checkpoint when the
+                        // VJP needs it, alternating between `a` and `b`.
+                        t.translate_loop(n, &mut |t, rr| {
+                            let r = t.b.ins().isub(n1, rr);
+                            let cur = t.translate_var(ckpt);
+                            if let Some(body) = body {
+                                let nxt = t.translate_var(a);
+                                t.translate_loop(r, &mut |t, _| {
+                                    let c = t.b.use_var(cur);
+                                    let o = t.b.use_var(nxt);
+                                    t.translate_call(body, &[c], o)?;
+                                    t.translate_swap(cur, nxt, a, b);
+                                    Ok(())
+                                })?;
+                            }
+                            let st = t.b.use_var(cur);
+                            vjp_step(t, st)
+                        })
+                    }
+                })
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not a loop op",
+                other.name()
+            ))),
+        }
+    }
+
+    /// Start `count >= 1` steps alternating between buffers `h` and `other`
+    /// so that the last step writes `h`: returns the variables holding the
+    /// buffer the next step reads and the one it writes. An operand in a
+    /// buffer is read there by the first step; any other is first written
+    /// to the buffer the first step does not write.
+    fn translate_ping_pong(
+        &mut self,
+        x: VarId,
+        count: u64,
+        h: ir::Value,
+        other: ir::Value,
+        width: ir::Value,
+    ) -> Result<(cranelift_frontend::Variable, cranelift_frontend::Variable), Error> {
+        let (first, spare) = if count % 2 == 1 {
+            (h, other)
+        } else {
+            (other, h)
+        };
+        let src = match self.read(x)? {
+            Read::Buf(k) => self.buf(k)?,
+            _ => {
+                self.translate_fill(x, spare, width)?;
+                spare
+            }
+        };
+        Ok((self.translate_var(src), self.translate_var(first)))
+    }
+
+    /// After a step that wrote `nxt`: the next reads it and writes the
+    /// other of `p` and `q`.
+    fn translate_swap(
+        &mut self,
+        cur: cranelift_frontend::Variable,
+        nxt: cranelift_frontend::Variable,
+        p: ir::Value,
+        q: ir::Value,
+    ) {
+        let o = self.b.use_var(nxt);
+        self.b.def_var(cur, o);
+        let on_p = self.b.ins().icmp(IntCC::Equal, o, p);
+        let n = self.b.ins().select(on_p, q, p);
+        self.b.def_var(nxt, n);
+    }
+
+    /// A fresh 64-bit variable holding `x`.
+    fn translate_var(&mut self, x: ir::Value) -> cranelift_frontend::Variable {
+        let v = self.b.declare_var(types::I64);
+        self.b.def_var(v, x);
+        v
+    }
+
+    /// A count as a 64-bit constant (loops compare it unsigned).
+    fn translate_count(&mut self, n: u64) -> ir::Value {
+        self.b
+            .ins()
+            .iconst(types::I64, i64::from_ne_bytes(n.to_ne_bytes()))
+    }
+
+    /// Write the `len` elements of `v` (as its consumers read them) to
+    /// `base`.
+    fn translate_fill(&mut self, v: VarId, base: ir::Value, len: ir::Value) -> Result<(), Error> {
+        let dtype = self.f.ty(v).dtype;
+        self.translate_loop(len, &mut |t, i| {
+            let x = t.translate_elem(v, i)?;
+            t.translate_store(dtype, base, i, x);
+            Ok(())
+        })
+    }
+
+    /// Loop `l`'s body (or VJP) ready to call: a stack slot for its buffer
+    /// table, with its scratch pointers stored once.
+    fn call_site(&mut self, l: usize, vjp: bool) -> Result<CallSite, Error> {
+        let plan = self.plan;
+        let lp = plan
+            .loops
+            .get(l)
+            .ok_or_else(|| Error::internal(format!("backend: no plan for loop {l}")))?;
+        let refs = self.loop_refs.get(l).copied().unwrap_or_default();
+        let (callee, func) = if vjp {
+            (lp.vjp.as_ref(), refs.vjp)
+        } else {
+            (lp.body.as_ref(), refs.body)
+        };
+        let (Some(callee), Some(func)) = (callee, func) else {
+            return Err(Error::internal(format!(
+                "backend: loop {l}'s {} is not compiled",
+                if vjp { "VJP" } else { "body" }
+            )));
+        };
+        let n = callee.plan.n_buffers();
+        let size =
+            u32::try_from(8 * n).map_err(|_| Error::internal("backend: too many buffers"))?;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            size,
+            3,
+        ));
+        let table = self.b.ins().stack_addr(types::I64, slot, 0);
+        let first = callee.plan.n_inputs + callee.plan.n_outputs;
+        for (i, &k) in callee.scratch.iter().enumerate() {
+            let p = self.buf(k)?;
+            let off = i32::try_from(8 * (first + i))
+                .map_err(|_| Error::internal("backend: too many buffers"))?;
+            self.b.ins().store(MemFlagsData::trusted(), p, table, off);
+        }
+        Ok(CallSite {
+            func,
+            table,
+            n_inputs: callee.plan.n_inputs,
+        })
+    }
+
+    /// One call: the input pointers and the output pointer into the
+    /// callee's table, then `callee(table, dims)`.
+    fn translate_call(
+        &mut self,
+        site: CallSite,
+        ins: &[ir::Value],
+        out: ir::Value,
+    ) -> Result<(), Error> {
+        if ins.len() != site.n_inputs {
+            return Err(Error::internal(
+                "backend: a loop call with the wrong inputs",
+            ));
+        }
+        for (i, &p) in ins.iter().chain(std::iter::once(&out)).enumerate() {
+            let off =
+                i32::try_from(8 * i).map_err(|_| Error::internal("backend: too many buffers"))?;
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), p, site.table, off);
+        }
+        let dims = self
+            .dims_ptr
+            .ok_or_else(|| Error::internal("backend: a call before the entry block"))?;
+        self.b.ins().call(site.func, &[site.table, dims]);
+        Ok(())
     }
 
     /// Element `i` of an index-map statement: one element of its operand

@@ -26,6 +26,32 @@
 //! its consumer's loop. `bcast` inside a loop is just its scalar; `sum` runs
 //! one left-to-right loop with a single accumulator (bit-identical to the
 //! interpreter).
+//!
+//! # Loops
+//!
+//! A function's counted loops (`loop`, `looptape`, `loopvjp`; see
+//! [`Loop`](crate::lang::ir::Loop)) are not unrolled. Each loop body and
+//! each loop VJP that a live statement runs is compiled as its own native
+//! function in the same module, with the ABI above (the body's one input is
+//! the state, its one output the next state; a VJP's inputs are the state
+//! and the cotangent); a loop inside a body is compiled the same way, one
+//! level down. The caller plans the callee's scratch buffers among its own
+//! (so the host allocates every buffer of every level once, from the entry's
+//! dims; the callee gets the caller's `dims` pointer, since a body has its
+//! function's size parameters), keeps the callee's buffer table in a stack
+//! slot, and runs the counted loop itself: each step stores the input and
+//! output pointers in the table and calls the callee. Steps alternate
+//! between two buffers (the result's and one scratch; the count's parity
+//! decides where to start so the last step writes the result, and an
+//! initial state already in a buffer is read in place); `looptape` writes
+//! each checkpoint straight into its row and the states between through two
+//! scratch buffers; `loopvjp` walks the segments backwards, recomputing a
+//! segment's states from its checkpoint into a buffer of `min(k, count) - 1`
+//! states (mode 0) or each state when the VJP needs it, through two buffers
+//! (mode 1). Steps run in the interpreter's order, so results are bit-for-bit
+//! the interpreter's. Nothing is allocated per call of the native code or per
+//! iteration; [`Prepared::scratch_bytes`] counts all these buffers. Before
+//! native code runs, the sizes are checked against every loop function too.
 
 mod jit;
 mod lower;

@@ -2844,6 +2844,9 @@ impl<'a> FnCx<'a> {
                 )
             })
             .collect();
+        // The loops this step made count with their bodies.
+        let nested = self.b.take_loops(loop_mark);
+        let weight = step_stmts.len() + nested.iter().map(|l| l.body.stmts.len()).sum::<usize>();
         let fits = self.state_change(&symbolic, &next).is_none()
             && next_leaves.len() == leaves.len()
             && next_leaves.iter().all(|l| match l {
@@ -2851,7 +2854,7 @@ impl<'a> FnCx<'a> {
                 Val::Const(_) => true,
                 _ => false,
             })
-            && (n as usize).saturating_mul(step_stmts.len().max(1)) > UNROLL_STMTS;
+            && (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS;
         // Values from outside the step that it reads: carried in the state.
         let mut captures: Vec<VarId> = Vec::new();
         let is_outer = |v: VarId| v.index() < var_mark;
@@ -2873,7 +2876,6 @@ impl<'a> FnCx<'a> {
             let t = self.b.ty(*c);
             *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
         });
-        let nested = self.b.take_loops(loop_mark);
         self.b.truncate(stmt_mark, var_mark);
         if !fits || !captures_fit || self.batched.iter().any(|v| captures.contains(v)) {
             // Give the nested loops back: unrolling lowers the step again

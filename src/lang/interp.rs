@@ -115,8 +115,15 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
 /// Sizes must make every computed dimension non-negative (`N-1` needs
 /// `N >= 1`) and every row a `slice` or `index` reads must exist. Checked
 /// here, before any code runs, so generated code never reads outside an
-/// array.
+/// array. Loop bodies and their VJPs are checked too (they run at the same
+/// sizes).
 fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
+    for l in &f.loops {
+        check_bounds(&l.body, dims)?;
+        if let Some(v) = &l.vjp {
+            check_bounds(v, dims)?;
+        }
+    }
     let get = |p: &str| dims.get(p).copied();
     let fail = |message: String| {
         Err(ArgError {

@@ -1,0 +1,264 @@
+//! Long `iterate`s as real loops: the checker emits a loop (not thousands
+//! of unrolled steps), the loop computes what the unrolled steps compute,
+//! its gradient (reverse mode through the tape, at every checkpoint choice
+//! the optimizer may make) matches central finite differences, forward mode
+//! agrees with reverse mode, and the JIT equals the interpreter.
+
+mod common;
+
+use egrad::backend::{compile, BackendOptions};
+use egrad::lang::interp::run;
+use egrad::lang::ir::Function;
+use egrad::lang::value::Value;
+use egrad::ops::Op;
+use egrad::pipeline::{optimize_gradient, Options};
+use egrad::Program;
+
+const PROGRAMS: &str = r#"
+fn pendulum(static steps: i64, static dt: f64, k: f64, c: f64) -> f64 {
+  let (theta, omega) = iterate(steps, (1.0, 0.0), (th, om) =>
+    (th + dt * om, om + dt * (-k * sin(th) - c * om)))
+  theta * theta
+}
+fn long(k: f64, c: f64) -> f64 = pendulum(1000, 0.01, k, c)
+fn short(k: f64, c: f64) -> f64 = pendulum(10, 0.01, k, c)
+@grad(k, c)
+fn dlong(k: f64, c: f64) -> (f64, f64) = pendulum(1000, 0.01, k, c)
+
+// A vector state, a vector and a scalar read from outside the step.
+fn decay[N](x: f64[N], w: f64[N], a: f64) -> f64 =
+  +/iterate(700, x, s => s + 0.01 * (tanh(s .* w) - a * s))
+@grad(x, w, a)
+fn ddecay[N](x: f64[N], w: f64[N], a: f64) -> (f64[N], f64[N], f64) =
+  +/iterate(700, x, s => s + 0.01 * (tanh(s .* w) - a * s))
+
+// A loop inside a loop's step.
+fn nested(a: f64, b: f64) -> f64 =
+  iterate(255, a, s => iterate(520, s, t => t + 0.0001 * sin(t * b)))
+@grad(a, b)
+fn dnested(a: f64, b: f64) -> (f64, f64) =
+  iterate(255, a, s => iterate(520, s, t => t + 0.0001 * sin(t * b)))
+"#;
+
+fn program() -> Program {
+    Program::parse(PROGRAMS).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn loops_in(f: &Function) -> usize {
+    f.stmts
+        .iter()
+        .filter(|s| matches!(s.op, Op::Loop(_)))
+        .count()
+}
+
+fn scalar(x: f64) -> Value {
+    Value::scalar(egrad::lang::types::DType::F64, x)
+}
+
+#[test]
+fn a_long_iterate_is_a_loop_and_a_short_one_is_unrolled() {
+    let p = program();
+    let long = p.ir("long").unwrap();
+    assert_eq!(loops_in(long), 1, "{long}");
+    // Steps whose state still held constants are unrolled ahead of it.
+    assert_eq!(long.loops[0].count, 998, "{long}");
+    assert!(long.stmts.len() < 60, "{long}");
+    let short = p.ir("short").unwrap();
+    assert_eq!(loops_in(short), 0, "{short}");
+    assert!(short.loops.is_empty());
+    let nested = p.ir("nested").unwrap();
+    assert_eq!(loops_in(nested), 1, "{nested}");
+    assert_eq!(loops_in(&nested.loops[0].body), 1, "{nested}");
+}
+
+/// The same 1000 Euler steps written out in Rust, in the same order.
+fn pendulum_reference(k: f64, c: f64) -> f64 {
+    let (mut th, mut om) = (1.0f64, 0.0f64);
+    for _ in 0..1000 {
+        let next_th = th + 0.01 * om;
+        let next_om = om + 0.01 * (-k * th.sin() - c * om);
+        th = next_th;
+        om = next_om;
+    }
+    th * th
+}
+
+#[test]
+fn the_loop_computes_the_steps() {
+    let p = program();
+    let f = p.ir("long").unwrap();
+    for (k, c) in [(9.81, 0.5), (2.0, 0.0), (0.3, 1.7)] {
+        let got = run(f, &[&scalar(k), &scalar(c)]).unwrap()[0].as_scalar();
+        let want = pendulum_reference(k, c);
+        assert!(
+            (got - want).abs() <= 1e-14 * want.abs(),
+            "k={k} c={c}: {got} vs {want}"
+        );
+    }
+}
+
+/// Central differences of `f` at `args` with respect to every element.
+fn central(f: &Function, args: &[Value]) -> Vec<Value> {
+    let eval = |a: &[Value]| {
+        let refs: Vec<&Value> = a.iter().collect();
+        run(f, &refs).unwrap()[0].as_scalar()
+    };
+    let mut out = Vec::new();
+    for i in 0..args.len() {
+        let mut g = args[i].clone();
+        for j in 0..g.data.len() {
+            let h = 1e-6 * (1.0 + args[i].data[j].abs());
+            let mut up = args.to_vec();
+            up[i].data[j] += h;
+            let mut down = args.to_vec();
+            down[i].data[j] -= h;
+            g.data[j] = (eval(&up) - eval(&down)) / (2.0 * h);
+        }
+        out.push(g);
+    }
+    out
+}
+
+fn inputs(f: &Function) -> Vec<Value> {
+    common::sample_args(f, 5)
+}
+
+#[test]
+fn gradients_through_loops_match_finite_differences_at_every_lambda() {
+    let p = program();
+    for (primal, grad) in [
+        ("long", "dlong"),
+        ("decay", "ddecay"),
+        ("nested", "dnested"),
+    ] {
+        let f = p.ir(primal).unwrap();
+        let mut args = inputs(f);
+        if primal == "long" {
+            args = vec![scalar(9.81), scalar(0.5)];
+        }
+        let want = central(f, &args);
+        let refs: Vec<&Value> = args.iter().collect();
+        for lambda in [0.0, 0.25, 2.5, 16.0, 1e9] {
+            let g = optimize_gradient(&p, &Options::default().function(grad).lambda(lambda))
+                .unwrap_or_else(|e| panic!("{grad}: {e}"));
+            let vg = g.value_and_grad_ir();
+            let got = run(vg, &refs).unwrap();
+            for (gi, wi) in got[1..].iter().zip(&want) {
+                for (x, y) in gi.data.iter().zip(&wi.data) {
+                    assert!(
+                        (x - y).abs() <= 1e-6 * (1.0 + y.abs()),
+                        "{grad} at λ = {lambda}: {x} vs finite differences {y}\n{vg}"
+                    );
+                }
+            }
+            // Native code computes what the interpreter computes.
+            let native = compile(vg, &BackendOptions::default())
+                .unwrap_or_else(|e| panic!("{grad} at λ = {lambda}: {e}"));
+            let jit = native.call(&refs).unwrap();
+            for (a, b) in jit.iter().zip(&got) {
+                assert_eq!(a.data, b.data, "{grad} at λ = {lambda}: JIT vs interpreter");
+            }
+        }
+    }
+}
+
+/// euler_ode (suite program h) at the λ values of `egrad explore`'s
+/// checkpointing front (tests/cli.rs): every choice, from storing each
+/// state to a checkpoint every 64 states, gives the store-everything
+/// gradient.
+#[test]
+fn every_checkpoint_choice_gives_the_same_euler_ode_gradient() {
+    let p = Program::from_file("examples/suite/euler_ode.eg").unwrap();
+    let args = [scalar(9.81), scalar(0.5)];
+    let refs: Vec<&Value> = args.iter().collect();
+    let mut want: Option<Vec<Value>> = None;
+    let mut tapes = Vec::new();
+    for lambda in [0.0, 2.0, 2.2, 2.5, 16.0, 1e6] {
+        let g = optimize_gradient(
+            &p,
+            &Options::default().function("euler_ode_grad").lambda(lambda),
+        )
+        .unwrap();
+        let vg = g.value_and_grad_ir();
+        tapes.extend(vg.stmts.iter().filter_map(|s| match s.op {
+            Op::LoopTape(_, k) => Some(k),
+            _ => None,
+        }));
+        let got = compile(vg, &BackendOptions::default())
+            .unwrap()
+            .call(&refs)
+            .unwrap();
+        match &want {
+            None => want = Some(got),
+            Some(w) => {
+                for (a, b) in got.iter().zip(w) {
+                    for (x, y) in a.data.iter().zip(&b.data) {
+                        assert!(
+                            (x - y).abs() <= 1e-12 * y.abs(),
+                            "λ = {lambda}: {x} vs {y}\n{vg}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    tapes.sort_unstable();
+    tapes.dedup();
+    assert!(tapes.len() >= 4, "checkpoint intervals chosen: {tapes:?}");
+}
+
+#[test]
+fn forward_mode_through_loops_agrees_with_reverse_mode() {
+    let p = program();
+    for name in ["long", "decay", "nested"] {
+        let f = p.ir(name).unwrap();
+        let wrt: Vec<usize> = (0..f.params.len()).collect();
+        let args = inputs(f);
+        let refs: Vec<&Value> = args.iter().collect();
+        let r = egrad::differentiate::reverse::reverse(f, &wrt).unwrap();
+        let grad = run(&r.gradient("g"), &refs).unwrap();
+        let dirs: Vec<Value> = args
+            .iter()
+            .map(|a| Value {
+                data: a.data.iter().map(|x| (3.0 * x + 1.0).sin()).collect(),
+                ..a.clone()
+            })
+            .collect();
+        let j = egrad::differentiate::forward::jvp(f, &wrt, "j").unwrap();
+        assert_eq!(loops_in(&j), loops_in(f), "{j}");
+        let mut jargs = refs.clone();
+        jargs.extend(dirs.iter());
+        let tangent = run(&j, &jargs).unwrap()[0].as_scalar();
+        let dot: f64 = grad
+            .iter()
+            .zip(&dirs)
+            .flat_map(|(g, v)| g.data.iter().zip(&v.data).map(|(a, b)| a * b))
+            .sum();
+        assert!(
+            (tangent - dot).abs() <= 1e-10 * (1.0 + dot.abs()),
+            "{name}: jvp {tangent} vs <grad, v> {dot}"
+        );
+    }
+}
+
+#[test]
+fn the_gradient_keeps_loops_and_their_tapes() {
+    let p = program();
+    let g = optimize_gradient(&p, &Options::default().function("dlong")).unwrap();
+    let text = g.value_and_grad_ir().to_string();
+    assert!(text.contains("looptape 0 1"), "{text}");
+    assert!(text.contains("loopvjp 0 1 0"), "{text}");
+    // A sparse tape at a large λ: a checkpoint every k states.
+    let g = optimize_gradient(&p, &Options::default().function("dlong").lambda(16.0)).unwrap();
+    let vg = g.value_and_grad_ir();
+    let tapes: Vec<_> = vg
+        .stmts
+        .iter()
+        .filter_map(|s| match s.op {
+            Op::LoopTape(_, k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tapes.len(), 1, "{vg}");
+    assert!(tapes[0] >= 16, "{vg}");
+}
