@@ -32,6 +32,19 @@ fn decay[N](x: f64[N], w: f64[N], a: f64) -> f64 =
 fn ddecay[N](x: f64[N], w: f64[N], a: f64) -> (f64[N], f64[N], f64) =
   +/iterate(700, x, s => s + 0.01 * (tanh(s .* w) - a * s))
 
+// A scalar riding along a vector state.
+fn mixed[N](x: f64[N], a: f64) -> f64 {
+  let (s, t) = iterate(800, (x, a), (s, t) =>
+    (s * 0.999 + 0.001 * sin(t), t + 0.001 * +/(s .* s)))
+  t + +/s
+}
+@grad(x, a)
+fn dmixed[N](x: f64[N], a: f64) -> (f64[N], f64) {
+  let (s, t) = iterate(800, (x, a), (s, t) =>
+    (s * 0.999 + 0.001 * sin(t), t + 0.001 * +/(s .* s)))
+  t + +/s
+}
+
 // A loop inside a loop's step.
 fn nested(a: f64, b: f64) -> f64 =
   iterate(255, a, s => iterate(520, s, t => t + 0.0001 * sin(t * b)))
@@ -66,6 +79,7 @@ fn a_long_iterate_is_a_loop_and_a_short_one_is_unrolled() {
     let short = p.ir("short").unwrap();
     assert_eq!(loops_in(short), 0, "{short}");
     assert!(short.loops.is_empty());
+    assert_eq!(loops_in(p.ir("mixed").unwrap()), 1);
     let nested = p.ir("nested").unwrap();
     assert_eq!(loops_in(nested), 1, "{nested}");
     assert_eq!(loops_in(&nested.loops[0].body), 1, "{nested}");
@@ -129,6 +143,7 @@ fn gradients_through_loops_match_finite_differences_at_every_lambda() {
     for (primal, grad) in [
         ("long", "dlong"),
         ("decay", "ddecay"),
+        ("mixed", "dmixed"),
         ("nested", "dnested"),
     ] {
         let f = p.ir(primal).unwrap();
@@ -210,7 +225,7 @@ fn every_checkpoint_choice_gives_the_same_euler_ode_gradient() {
 #[test]
 fn forward_mode_through_loops_agrees_with_reverse_mode() {
     let p = program();
-    for name in ["long", "decay", "nested"] {
+    for name in ["long", "decay", "mixed", "nested"] {
         let f = p.ir(name).unwrap();
         let wrt: Vec<usize> = (0..f.params.len()).collect();
         let args = inputs(f);

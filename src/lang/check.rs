@@ -2703,7 +2703,11 @@ impl<'a> FnCx<'a> {
                     self.error(Diagnostic::new(
                         count.span,
                         format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
-                    ));
+                    ).with_note(if until {
+                        "`iterate_until` is always unrolled; lower its bound".to_string()
+                    } else {
+                        "a long `iterate` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)".to_string()
+                    }));
                 }
                 return Val::Err;
             }
@@ -2791,29 +2795,49 @@ impl<'a> FnCx<'a> {
     ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
-        // The leaves' common type: that of the dynamic ones.
+        // The row type: the dynamic leaves' array type (or scalar type).
+        // A scalar rides along a vector state as a broadcast row.
         let mut leaf_ty: Option<Type> = None;
         for l in &leaves {
             match l {
                 Val::Var(v) => {
                     let t = self.ty(*v);
-                    if leaf_ty.as_ref().is_some_and(|u| *u != t) {
-                        return None;
+                    match &leaf_ty {
+                        Some(u) if *u == t || (t.is_scalar() && t.dtype == u.dtype) => {}
+                        Some(u) if u.is_scalar() && t.dtype == u.dtype => leaf_ty = Some(t),
+                        Some(_) => return None,
+                        None => leaf_ty = Some(t),
                     }
-                    leaf_ty = Some(t);
                 }
                 Val::Const(_) => {}
                 _ => return None,
             }
         }
         let leaf_ty = leaf_ty?;
+        if leaf_ty.rank() > 1
+            && leaves
+                .iter()
+                .any(|l| matches!(l, Val::Var(v) if self.ty(*v) != leaf_ty))
+        {
+            return None;
+        }
+        let scalar_ty = Type::scalar(leaf_ty.dtype);
+        // Each leaf's own type (a number left in the state is a scalar).
+        let leaf_tys: Vec<Type> = leaves
+            .iter()
+            .map(|l| match l {
+                Val::Var(v) => self.ty(*v),
+                _ if leaf_ty.is_scalar() => leaf_ty.clone(),
+                _ => scalar_ty.clone(),
+            })
+            .collect();
         let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
         let loop_mark = self.b.function().loops.len();
         let err_mark = self.errs.len();
         // Lower one step on placeholder variables standing for the state.
-        let holders: Vec<VarId> = leaves
+        let holders: Vec<VarId> = leaf_tys
             .iter()
-            .map(|_| self.b.fresh("", leaf_ty.clone()))
+            .map(|t| self.b.fresh("", t.clone()))
             .collect();
         let mut it = holders.iter().map(|h| Val::Var(*h));
         let symbolic = rebuild_leaves(state, &mut it);
@@ -2849,8 +2873,8 @@ impl<'a> FnCx<'a> {
         let weight = step_stmts.len() + nested.iter().map(|l| l.body.stmts.len()).sum::<usize>();
         let fits = self.state_change(&symbolic, &next).is_none()
             && next_leaves.len() == leaves.len()
-            && next_leaves.iter().all(|l| match l {
-                Val::Var(v) => self.ty(*v) == leaf_ty,
+            && next_leaves.iter().zip(&leaf_tys).all(|(l, t)| match l {
+                Val::Var(v) => self.ty(*v) == *t,
                 Val::Const(_) => true,
                 _ => false,
             })
@@ -2878,8 +2902,7 @@ impl<'a> FnCx<'a> {
         });
         self.b.truncate(stmt_mark, var_mark);
         if !fits || !captures_fit || self.batched.iter().any(|v| captures.contains(v)) {
-            // Give the nested loops back: unrolling lowers the step again
-            // from scratch, so they are simply dropped.
+            // Unrolling lowers the step again, loops and all.
             drop(nested);
             return None;
         }
@@ -2924,8 +2947,8 @@ impl<'a> FnCx<'a> {
         };
         let mut capture_rows = Vec::new();
         let built = (|| -> Result<Function, String> {
-            for (i, h) in holders.iter().enumerate() {
-                map.insert(*h, unpack(&mut bb, i, &leaf_ty)?.1);
+            for (i, (h, t)) in holders.iter().zip(&leaf_tys).enumerate() {
+                map.insert(*h, unpack(&mut bb, i, t)?.1);
             }
             for (j, c) in captures.iter().enumerate() {
                 let t = self.b.ty(*c).clone();
@@ -2941,19 +2964,22 @@ impl<'a> FnCx<'a> {
                     Op::LoopVjp(l, kk, m) => Op::LoopVjp(l - lid as u32, kk, m),
                     other => other,
                 };
-                let v = bb.push(name, op, &args, Some(ty)).map_err(|e| e.0)?;
+                let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    ""
+                } else {
+                    name
+                };
+                let v = bb.push(hint, op, &args, Some(ty)).map_err(|e| e.0)?;
                 map.insert(st.var, v);
             }
             let mut outs = Vec::new();
             for l in &next_leaves {
-                outs.push(match l {
+                let v = match l {
                     Val::Var(v) => map[v],
-                    Val::Const(x) => {
-                        let c = bb.constant(leaf_ty.dtype, *x);
-                        bb.broadcast_to(c, &leaf_ty).map_err(|e| e.0)?
-                    }
+                    Val::Const(x) => bb.constant(leaf_ty.dtype, *x),
                     _ => unreachable!("checked above"),
-                });
+                };
+                outs.push(bb.broadcast_to(v, &leaf_ty).map_err(|e| e.0)?);
             }
             outs.extend(capture_rows.iter().copied());
             let next = bb.pack_rows(&outs, &packed_ty).map_err(|e| e.0)?;
@@ -2966,22 +2992,20 @@ impl<'a> FnCx<'a> {
         // The statements this step emitted were removed; so were their
         // variables. Start again from here: pack, loop, unpack.
         let mut init_vars = Vec::new();
+        let mut dynamic = Vec::new();
         for l in &leaves {
-            init_vars.push(match l {
+            dynamic.push(match l {
                 Val::Var(v) => *v,
-                Val::Const(x) => match self.materialize(*x, &leaf_ty, "") {
-                    Val::Var(v) => v,
-                    _ => return Some(Val::Err),
-                },
+                Val::Const(x) => self.b.constant(leaf_ty.dtype, *x),
                 _ => unreachable!("checked above"),
             });
         }
-        for c in &captures {
-            let t = self.b.ty(*c).clone();
-            init_vars.push(if t == leaf_ty {
-                *c
+        dynamic.extend(captures.iter().copied());
+        for v in dynamic {
+            init_vars.push(if *self.b.ty(v) == leaf_ty {
+                v
             } else {
-                match self.push_plain("", Op::Bcast, &[*c], Some(&leaf_ty)) {
+                match self.push_plain("", Op::Bcast, &[v], Some(&leaf_ty)) {
                     Val::Var(v) => v,
                     _ => return Some(Val::Err),
                 }
@@ -3001,11 +3025,15 @@ impl<'a> FnCx<'a> {
             return Some(Val::Err);
         };
         let mut finals = Vec::new();
-        for i in 0..leaves.len() {
-            finals.push(if k == 1 {
+        for (i, t) in leaf_tys.iter().enumerate() {
+            let row = if k == 1 {
                 Val::Var(last)
             } else {
                 self.push_plain("", Op::Index(i as u64), &[last], None)
+            };
+            finals.push(match row {
+                Val::Var(r) if *self.b.ty(r) != *t => self.push_plain("", Op::Index(0), &[r], None),
+                other => other,
             });
         }
         let mut it = finals.into_iter();
