@@ -36,6 +36,35 @@ pub enum Command {
     /// Time a gradient optimized and unoptimized (AD straight to Cranelift)
     /// on the same inputs.
     Bench(ExploreArgs),
+    /// Compile ahead of time: an object file with native entry points (for
+    /// a gradient: value_and_grad, forward, pullback) and a C header.
+    Build(BuildArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    pub file: PathBuf,
+    /// The function: a @grad function (exports value_and_grad, forward and
+    /// pullback), or any other function (exported as is; with --wrt or
+    /// --grad, its gradient).
+    #[arg(long = "fn")]
+    pub function: String,
+    /// The object file to write.
+    #[arg(short = 'o', long = "output", value_name = "OUT.o")]
+    pub output: PathBuf,
+    /// The C header to write (default: the object's path with `.h`).
+    #[arg(long, value_name = "OUT.h")]
+    pub header: Option<PathBuf>,
+    /// Export the gradient of a scalar function with respect to these
+    /// parameters (repeatable).
+    #[arg(long = "wrt")]
+    pub wrt: Vec<String>,
+    /// Export the gradient of a scalar function with respect to all its
+    /// parameters.
+    #[arg(long)]
+    pub grad: bool,
+    #[command(flatten)]
+    pub opt: OptArgs,
 }
 
 #[derive(Args, Debug)]
@@ -171,6 +200,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Grad(a) => grad(&a),
         Command::Explore(a) => explore(&a),
         Command::Bench(a) => bench(&a),
+        Command::Build(a) => build(&a),
     };
     match result {
         Ok(out) => {
@@ -611,6 +641,51 @@ fn grad(a: &GradArgs) -> Result<String> {
         out.push_str(&g.report().to_string());
     }
     Ok(out)
+}
+
+fn build(a: &BuildArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let mut opts = options(&a.opt)?;
+    let is_grad = program.grad_spec(&a.function).is_some();
+    if is_grad && (a.grad || !a.wrt.is_empty()) {
+        return Err(Error::Usage(format!(
+            "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt/--grad",
+            a.function
+        )));
+    }
+    if !a.wrt.is_empty() {
+        opts = opts.wrt(a.wrt.clone());
+    }
+    let header = match &a.header {
+        Some(h) => h.clone(),
+        None => a.output.with_extension("h"),
+    };
+    if header == a.output {
+        return Err(Error::Usage(format!(
+            "the header and the object would both be written to {}: give --header",
+            header.display()
+        )));
+    }
+    let built = crate::aot::build(
+        &program,
+        &crate::aot::BuildOptions {
+            function: a.function.clone(),
+            gradient: a.grad || !a.wrt.is_empty(),
+            options: opts,
+            source: a.file.display().to_string(),
+        },
+    )?;
+    std::fs::write(&a.output, &built.object)
+        .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
+    std::fs::write(&header, &built.header)
+        .map_err(|e| Error::Usage(format!("--header {}: {e}", header.display())))?;
+    Ok(format!(
+        "wrote {} ({} bytes; {}) and {}\n",
+        a.output.display(),
+        built.object.len(),
+        built.symbols.join(", "),
+        header.display()
+    ))
 }
 
 #[cfg(test)]

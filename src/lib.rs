@@ -7,6 +7,7 @@
 //! planned ([`residuals`]) and it is compiled with Cranelift ([`backend`]).
 //! [`pipeline`] strings the stages together; `ARCHITECTURE.md` is the map.
 
+pub mod aot;
 pub mod backend;
 pub mod cli;
 pub mod differentiate;

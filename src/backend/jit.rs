@@ -1,5 +1,8 @@
 //! The Cranelift JIT: ISA and module set-up, the libm imports, compilation,
-//! and the compiled function with its host-side calling wrapper.
+//! and the compiled function with its host-side calling wrapper. The
+//! lowering into a module ([`lower`]) is generic over
+//! [`cranelift_module::Module`]: the object-file writer
+//! ([`super::object`]) uses it too.
 
 use super::lower::{LoopRefs, Plan, Translator};
 use super::BackendOptions;
@@ -9,6 +12,7 @@ use crate::lang::ir::{Function, VarId};
 use crate::lang::types::DType;
 use crate::lang::value::Value;
 use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, UserFuncName};
+use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -99,6 +103,34 @@ impl Libm {
         }
     }
 
+    /// The C library's function computing the same thing (what Rust's
+    /// `f32`/`f64` methods call on this platform): the undefined symbol an
+    /// object file imports, resolved by the C linker with `-lm`.
+    pub(crate) fn c_symbol(self, dtype: DType) -> &'static str {
+        use DType::*;
+        use Libm::*;
+        match (self, dtype) {
+            (Sin, F32) => "sinf",
+            (Cos, F32) => "cosf",
+            (Exp, F32) => "expf",
+            (Log, F32) => "logf",
+            (Tanh, F32) => "tanhf",
+            (Tan, F32) => "tanf",
+            (Log1p, F32) => "log1pf",
+            (Expm1, F32) => "expm1f",
+            (Pow, F32) => "powf",
+            (Sin, F64) => "sin",
+            (Cos, F64) => "cos",
+            (Exp, F64) => "exp",
+            (Log, F64) => "log",
+            (Tanh, F64) => "tanh",
+            (Tan, F64) => "tan",
+            (Log1p, F64) => "log1p",
+            (Expm1, F64) => "expm1",
+            (Pow, F64) => "pow",
+        }
+    }
+
     fn symbol(self, dtype: DType) -> (&'static str, *const u8) {
         use DType::*;
         use Libm::*;
@@ -125,25 +157,31 @@ impl Libm {
     }
 }
 
-fn cl_err(what: &str, e: impl std::fmt::Debug) -> Error {
+pub(crate) fn cl_err(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::internal(format!("cranelift: {what}: {e:?}"))
 }
 
-/// A JIT module for the host with the libm symbols registered.
-fn new_module(verify: bool) -> Result<JITModule, Error> {
+/// The host's ISA with the backend's settings; `pic` for code linked into
+/// an executable by the system linker (an object file), not for the JIT.
+pub(crate) fn host_isa(verify: bool, pic: bool) -> Result<OwnedTargetIsa, Error> {
     let mut flags = settings::builder();
     for (k, v) in [
         ("opt_level", "speed"),
         ("use_colocated_libcalls", "false"),
-        ("is_pic", "false"),
+        ("is_pic", if pic { "true" } else { "false" }),
         ("enable_verifier", if verify { "true" } else { "false" }),
     ] {
         flags.set(k, v).map_err(|e| cl_err(k, e))?;
     }
     let isa_builder = cranelift_native::builder().map_err(|e| cl_err("host ISA", e))?;
-    let isa = isa_builder
+    isa_builder
         .finish(settings::Flags::new(flags))
-        .map_err(|e| cl_err("ISA", e))?;
+        .map_err(|e| cl_err("ISA", e))
+}
+
+/// A JIT module for the host with the libm symbols registered.
+fn new_module(verify: bool) -> Result<JITModule, Error> {
+    let isa = host_isa(verify, false)?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
     for which in LIBM {
         for dtype in DTYPES {
@@ -156,22 +194,52 @@ fn new_module(verify: bool) -> Result<JITModule, Error> {
 
 /// The lowered functions, declared in `module` but not yet defined: the
 /// entry, then the loop bodies and VJPs it calls (in declaration order).
-struct Lowered {
-    id: FuncId,
-    funcs: Vec<(FuncId, Context)>,
-    plan: Plan,
+pub(crate) struct Lowered {
+    pub id: FuncId,
+    pub funcs: Vec<(FuncId, Context)>,
+    pub plan: Plan,
 }
+
+/// Which names the libm imports get: the JIT's registered wrappers, or the
+/// C library's functions (an object file, linked with `-lm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LibmNames {
+    Jit,
+    C,
+}
+
+/// How the entry is declared in the module.
+pub(crate) struct EntryDecl<'a> {
+    /// The entry's symbol; its loop bodies and VJPs are named after it.
+    pub name: &'a str,
+    pub linkage: Linkage,
+    pub libm: LibmNames,
+}
+
+const JIT_ENTRY: EntryDecl<'static> = EntryDecl {
+    name: "egrad_entry",
+    linkage: Linkage::Local,
+    libm: LibmNames::Jit,
+};
 
 /// `fn(bufs: *const *mut u8, dims: *const i64)`: the entry's signature, and
 /// every loop body's and VJP's.
-fn abi_signature(module: &JITModule) -> ir::Signature {
+fn abi_signature<M: Module>(module: &M) -> ir::Signature {
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
     sig
 }
 
-fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered, Error> {
+/// Declare `f` as `entry` in `module` and lower it (and the loop bodies and
+/// VJPs it calls, local functions of the module) to CLIF; the caller
+/// defines them.
+pub(crate) fn lower<M: Module>(
+    module: &mut M,
+    f: &Function,
+    keep: &[VarId],
+    entry: &EntryDecl<'_>,
+) -> Result<Lowered, Error> {
     f.validate()
         .map_err(|e| Error::internal(format!("backend: invalid IR: {e}")))?;
     if module.target_config().pointer_type() != types::I64 {
@@ -181,45 +249,63 @@ fn lower(module: &mut JITModule, f: &Function, keep: &[VarId]) -> Result<Lowered
 
     let sig = abi_signature(module);
     let id = module
-        .declare_function("egrad_entry", Linkage::Local, &sig)
+        .declare_function(entry.name, entry.linkage, &sig)
         .map_err(|e| cl_err("declare", e))?;
-    // Declare every libm import up front, in a fixed order, so the CLIF text
-    // is deterministic.
+    // The JIT declares every libm import up front, in a fixed order, so the
+    // CLIF text is deterministic; an object file declares only those its
+    // code calls (each an undefined symbol of the object).
     let mut imports: Vec<(Libm, DType, FuncId)> = Vec::new();
-    for which in LIBM {
-        for dtype in DTYPES {
-            let t = match dtype {
-                DType::F32 => types::F32,
-                DType::F64 => types::F64,
-            };
-            let mut s = module.make_signature();
-            for _ in 0..which.arity() {
-                s.params.push(AbiParam::new(t));
+    if entry.libm == LibmNames::Jit {
+        for which in LIBM {
+            for dtype in DTYPES {
+                let fid = declare_libm(module, which, dtype, entry.libm)?;
+                imports.push((which, dtype, fid));
             }
-            s.returns.push(AbiParam::new(t));
-            let fid = module
-                .declare_function(which.symbol(dtype).0, Linkage::Import, &s)
-                .map_err(|e| cl_err("declare import", e))?;
-            imports.push((which, dtype, fid));
         }
     }
     let mut funcs = Vec::new();
-    lower_function(module, f, &plan, id, "egrad_entry", &imports, &mut funcs)?;
+    let mut libm = (entry.libm, imports);
+    lower_function(module, f, &plan, id, entry.name, &mut libm, &mut funcs)?;
     funcs.sort_by_key(|(fid, _)| fid.as_u32());
     Ok(Lowered { id, funcs, plan })
+}
+
+/// Declare the import of `which` in `dtype` under the names `names`.
+fn declare_libm<M: Module>(
+    module: &mut M,
+    which: Libm,
+    dtype: DType,
+    names: LibmNames,
+) -> Result<FuncId, Error> {
+    let t = match dtype {
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+    };
+    let mut s = module.make_signature();
+    for _ in 0..which.arity() {
+        s.params.push(AbiParam::new(t));
+    }
+    s.returns.push(AbiParam::new(t));
+    let symbol = match names {
+        LibmNames::Jit => which.symbol(dtype).0,
+        LibmNames::C => which.c_symbol(dtype),
+    };
+    module
+        .declare_function(symbol, Linkage::Import, &s)
+        .map_err(|e| cl_err("declare import", e))
 }
 
 /// Lower `f` (declared as `id`, named `name`) and, first, the loop bodies
 /// and VJPs its plan calls, each its own function with the entry's ABI
 /// (declared after `f`, named after it). Pushes every lowered function to
 /// `out`.
-fn lower_function(
-    module: &mut JITModule,
+fn lower_function<M: Module>(
+    module: &mut M,
     f: &Function,
     plan: &Plan,
     id: FuncId,
     name: &str,
-    imports: &[(Libm, DType, FuncId)],
+    libm: &mut (LibmNames, Vec<(Libm, DType, FuncId)>),
     out: &mut Vec<(FuncId, Context)>,
 ) -> Result<(), Error> {
     let sig = abi_signature(module);
@@ -244,7 +330,7 @@ fn lower_function(
             let cid = module
                 .declare_function(&cname, Linkage::Local, &sig)
                 .map_err(|e| cl_err("declare", e))?;
-            lower_function(module, func, &callee.plan, cid, &cname, imports, out)?;
+            lower_function(module, func, &callee.plan, cid, &cname, libm, out)?;
             if part == "body" {
                 ids.0 = Some(cid);
             } else {
@@ -266,18 +352,36 @@ fn lower_function(
         .collect();
     let mut fctx = FunctionBuilderContext::new();
     let target = module.target_config();
+    let mut failed = None;
     {
+        let (names, imports) = libm;
         let mut import = |func: &mut ir::Function, which: Libm, dtype: DType| -> FuncRef {
-            let fid = imports
+            let found = imports
                 .iter()
                 .find(|(w, d, _)| *w == which && *d == dtype)
-                .map(|&(_, _, fid)| fid)
-                .unwrap_or(imports[0].2);
+                .map(|&(_, _, fid)| fid);
+            let fid = match found {
+                Some(fid) => fid,
+                None => match declare_libm(module, which, dtype, *names) {
+                    Ok(fid) => {
+                        imports.push((which, dtype, fid));
+                        fid
+                    }
+                    Err(e) => {
+                        // Reported below; the function is never defined.
+                        failed = Some(e);
+                        id
+                    }
+                },
+            };
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let b = Translator::new(f, plan, b, &mut import, loop_refs).translate_function()?;
         b.finalize(target);
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     out.push((id, ctx));
     Ok(())
@@ -286,7 +390,7 @@ fn lower_function(
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).
 pub fn clif_text(f: &Function) -> Result<String, Error> {
     let mut module = new_module(false)?;
-    let lowered = lower(&mut module, f, &[])?;
+    let lowered = lower(&mut module, f, &[], &JIT_ENTRY)?;
     // The entry, then the loop bodies and VJPs it calls.
     Ok(lowered
         .funcs
@@ -325,7 +429,7 @@ pub fn compile_keeping(
         id,
         mut funcs,
         plan,
-    } = match lower(&mut module, f, keep) {
+    } = match lower(&mut module, f, keep, &JIT_ENTRY) {
         Ok(l) => l,
         Err(e) => {
             // SAFETY: nothing compiled in this module is referenced anywhere.

@@ -18,6 +18,17 @@
 //! code runs and allocates outputs and scratch from the bound dims, so no
 //! out-of-bounds access is possible.
 //!
+//! # Object files
+//!
+//! [`compile_object`] runs the same lowering into a Cranelift object module
+//! instead of the JIT: each entry an exported symbol with the ABI above,
+//! loop bodies and VJPs local functions of the object, libm calls
+//! undefined symbols of the C library (`sin`, `expf`, ...; link with
+//! `-lm`), position-independent code for the host CPU. It returns each
+//! entry's buffer table ([`EntryLayout`]) so a caller (the C header of
+//! `egrad build`, [`crate::aot`]) can build the same table the JIT's host
+//! wrapper builds.
+//!
 //! # Fusion
 //!
 //! See [`lower`]: scalars are computed once outside loops; an array statement
@@ -55,8 +66,10 @@
 
 mod jit;
 mod lower;
+mod object;
 
 pub use jit::{clif_text, compile, compile_keeping, CompiledFunction, Prepared};
+pub use object::{compile_object, is_c_identifier, EntryLayout, ObjectCode, ObjectEntry};
 
 #[cfg(doc)]
 use crate::lang::ir::Function;

@@ -1,0 +1,898 @@
+//! Ahead-of-time export (`egrad build`): an object file with native entry
+//! points and a C header that declares them, documents every argument and
+//! the residual layout, and wraps each entry in a `static inline` function
+//! that builds the backend's buffer table and dims array (what
+//! [`CompiledFunction::prepare`](crate::backend::CompiledFunction::prepare)
+//! builds for the JIT).
+//!
+//! For a gradient (a `@grad` function, or a scalar function differentiated
+//! with respect to some parameters) the object holds three entries compiled
+//! from the optimized value-and-gradient program and its residual plan
+//! ([`split`]):
+//!
+//! * `F_value_and_grad`: inputs → value, gradients (exactly the program the
+//!   JIT runs, with the stored residuals kept in memory);
+//! * `F_forward`: inputs → value, and the stored residuals written into one
+//!   residual buffer at the plan's offsets (8-byte aligned, program order);
+//! * `F_pullback`: the inputs the pullback reads in place, the residual
+//!   buffer and the output cotangent `ct` → gradients. The optimized program
+//!   is seeded with cotangent 1 (and the optimizer may have folded that 1
+//!   away), so the pullback computes the gradients for cotangent 1 and
+//!   multiplies each by `ct` at the end: with `ct = 1` this is bit for bit
+//!   the gradients of `F_value_and_grad`; for another `ct` it is the same
+//!   linear map up to one rounding per element.
+//!
+//! For any other function the object holds one entry, `F`.
+
+use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
+use crate::error::{Error, Result};
+use crate::lang::ir::{Function, Param, Stmt, VarId, VarInfo};
+use crate::lang::program::Program;
+use crate::lang::span::Span;
+use crate::lang::types::{DType, Dim, Type};
+use crate::ops::Op;
+use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
+use crate::residuals::{Residual, ResidualKind};
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+/// The forward and pullback functions of a gradient, split from its
+/// optimized value-and-gradient program along its residual plan.
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// `(inputs) -> (value, stored residuals...)`.
+    pub forward: Function,
+    /// `(inputs read in place..., stored residuals..., ct) -> (gradients...)`.
+    pub pullback: Function,
+    /// Positions (in the inputs) of the parameters the pullback reads in
+    /// place: its first parameters.
+    pub inputs: Vec<usize>,
+    /// The stored residuals, in residual-buffer order (the forward's
+    /// outputs after the value, the pullback's parameters after the inputs).
+    pub stored: Vec<Residual>,
+}
+
+/// Split `g`'s optimized value-and-gradient program into forward and
+/// pullback along `g.residuals`.
+pub fn split(g: &GradProgram) -> Result<Split> {
+    let vg = g.value_and_grad_ir();
+    let defs = vg.definitions();
+    let internal = |m: String| Error::internal(format!("aot: {m}"));
+    let residuals = &g.residuals.residuals;
+    let stored: Vec<Residual> = residuals
+        .iter()
+        .filter(|r| r.kind == ResidualKind::Stored)
+        .cloned()
+        .collect();
+    let mut inputs = Vec::new();
+    for r in residuals.iter().filter(|r| r.kind == ResidualKind::Input) {
+        let pos = vg
+            .params
+            .iter()
+            .position(|p| p.var == r.var)
+            .ok_or_else(|| internal(format!("residual %{} is not an input", r.name)))?;
+        inputs.push(pos);
+    }
+    inputs.sort_unstable();
+    let value = *vg
+        .rets
+        .first()
+        .ok_or_else(|| internal("the value-and-gradient program returns nothing".into()))?;
+
+    // The statements `rets` need, stopping at `leaves`.
+    let needed = |rets: &[VarId], leaves: &HashSet<VarId>| -> Result<Vec<Stmt>> {
+        let mut keep = vec![false; vg.stmts.len()];
+        let mut seen = vec![false; vg.vars.len()];
+        let mut stack: Vec<VarId> = rets.to_vec();
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut seen[v.index()], true) || leaves.contains(&v) {
+                continue;
+            }
+            let i = defs[v.index()].ok_or_else(|| {
+                internal(format!(
+                    "%{} is neither computed nor passed in",
+                    vg.var_name(v)
+                ))
+            })?;
+            keep[i] = true;
+            stack.extend(vg.stmts[i].args.iter().copied());
+        }
+        Ok(vg
+            .stmts
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(s, _)| s.clone())
+            .collect())
+    };
+
+    // Forward: the value and the stored residuals, from the inputs.
+    let params: HashSet<VarId> = vg.params.iter().map(|p| p.var).collect();
+    let mut frets = vec![value];
+    frets.extend(stored.iter().map(|r| r.var));
+    let forward = Function {
+        name: format!("{}_forward", g.name),
+        stmts: needed(&frets, &params)?,
+        rets: frets,
+        ..vg.clone()
+    };
+
+    // Pullback: the gradients from the inputs it reads, the stored
+    // residuals and the cotangent (constants it recomputes).
+    let mut pparams: Vec<Param> = inputs.iter().map(|&i| vg.params[i].clone()).collect();
+    pparams.extend(stored.iter().map(|r| Param {
+        var: r.var,
+        span: Span::default(),
+    }));
+    let leaves: HashSet<VarId> = pparams.iter().map(|p| p.var).collect();
+    let grads: Vec<VarId> = vg.rets[1..].to_vec();
+    let mut pullback = Function {
+        name: format!("{}_pullback", g.name),
+        params: pparams,
+        stmts: needed(&grads, &leaves)?,
+        rets: Vec::new(),
+        ..vg.clone()
+    };
+    let dtype = vg.ty(value).dtype;
+    let mut names: HashSet<String> = vg.vars.iter().map(|v| v.name.clone()).collect();
+    let mut fresh = |f: &mut Function, hint: &str, ty: Type| -> VarId {
+        let mut name = hint.to_string();
+        let mut k = 1;
+        while names.contains(&name) {
+            name = format!("{hint}.{k}");
+            k += 1;
+        }
+        names.insert(name.clone());
+        f.vars.push(VarInfo { name, ty });
+        VarId((f.vars.len() - 1) as u32)
+    };
+    let ct = fresh(&mut pullback, "ct", Type::scalar(dtype));
+    pullback.params.push(Param {
+        var: ct,
+        span: Span::default(),
+    });
+    for (k, &gv) in grads.iter().enumerate() {
+        let ty = vg.ty(gv).clone();
+        if ty.dtype != dtype {
+            return Err(Error::Usage(format!(
+                "`{}`: the gradient for `{}` is {} but the value is {dtype}; the pullback's cotangent cannot scale both (export the function without mixing element types)",
+                g.name, g.wrt.get(k).map(String::as_str).unwrap_or("?"), ty.dtype
+            )));
+        }
+        let factor = if ty.is_scalar() {
+            ct
+        } else {
+            let b = fresh(&mut pullback, "ct.bcast", ty.clone());
+            pullback.stmts.push(Stmt {
+                var: b,
+                op: Op::Bcast,
+                args: [ct].into_iter().collect(),
+            });
+            b
+        };
+        let out = fresh(&mut pullback, "grad.ct", ty);
+        pullback.stmts.push(Stmt {
+            var: out,
+            op: Op::Mul,
+            args: [gv, factor].into_iter().collect(),
+        });
+        pullback.rets.push(out);
+    }
+    for f in [&forward, &pullback] {
+        f.validate()
+            .map_err(|e| internal(format!("split: invalid IR: {e}")))?;
+    }
+    Ok(Split {
+        forward,
+        pullback,
+        inputs,
+        stored,
+    })
+}
+
+/// What `egrad build` exports.
+#[derive(Clone, Debug, Default)]
+pub struct BuildOptions {
+    /// The function.
+    pub function: String,
+    /// Export the gradient (forward, pullback, value_and_grad) of a plain
+    /// scalar function; a `@grad` function always is. The parameters come
+    /// from [`Options::wrt`] (default all).
+    pub gradient: bool,
+    /// Optimizer options (the function in them is ignored).
+    pub options: Options,
+    /// The source file, for the header's first comment.
+    pub source: String,
+}
+
+/// An object file and its C header.
+#[derive(Clone, Debug)]
+pub struct Built {
+    pub object: Vec<u8>,
+    pub header: String,
+    /// The exported symbols (the raw entries).
+    pub symbols: Vec<String>,
+}
+
+/// Compile `opts.function` of `program` ahead of time.
+pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
+    let name = &opts.function;
+    if !backend::is_c_identifier(name) {
+        return Err(Error::Usage(format!(
+            "`{name}` is not a C identifier, so it cannot name the exported symbols"
+        )));
+    }
+    let gradient = opts.gradient || program.grad_spec(name).is_some();
+    let bopts = BackendOptions::default();
+    if gradient {
+        if program.grad_spec(name).is_none() {
+            // A clear error for a function that does not exist.
+            program.ir(name)?;
+        }
+        let g = optimize_gradient(program, &opts.options.clone().function(name.clone()))?;
+        let sp = split(&g)?;
+        let stored_vars = g.stored();
+        let syms = [
+            format!("{name}_value_and_grad_raw"),
+            format!("{name}_forward_raw"),
+            format!("{name}_pullback_raw"),
+        ];
+        let entries = [
+            ObjectEntry {
+                symbol: &syms[0],
+                func: g.value_and_grad_ir(),
+                keep: &stored_vars,
+            },
+            ObjectEntry {
+                symbol: &syms[1],
+                func: &sp.forward,
+                keep: &[],
+            },
+            ObjectEntry {
+                symbol: &syms[2],
+                func: &sp.pullback,
+                keep: &[],
+            },
+        ];
+        let code = backend::compile_object(&entries, &bopts)?;
+        let header = gradient_header(opts, &g, &sp, &code.layouts)?;
+        Ok(Built {
+            object: code.bytes,
+            header,
+            symbols: syms.to_vec(),
+        })
+    } else {
+        let f = program.ir(name)?.clone();
+        let f = optimize_ir(&f, &opts.options)?.after;
+        let sym = format!("{name}_raw");
+        let entries = [ObjectEntry {
+            symbol: &sym,
+            func: &f,
+            keep: &[],
+        }];
+        let code = backend::compile_object(&entries, &bopts)?;
+        let header = function_header(opts, &f, &code.layouts[0])?;
+        Ok(Built {
+            object: code.bytes,
+            header,
+            symbols: vec![sym],
+        })
+    }
+}
+
+const C_KEYWORDS: &[&str] = &[
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "NULL",
+];
+
+/// C names, unique within one header's wrappers (locals are `egrad_*`).
+#[derive(Default)]
+struct Namer {
+    used: HashSet<String>,
+}
+
+impl Namer {
+    fn name(&mut self, hint: &str) -> String {
+        let mut base: String = hint
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
+            base.insert(0, '_');
+        }
+        if C_KEYWORDS.contains(&base.as_str()) || base.starts_with("egrad_") {
+            base.push('_');
+        }
+        let mut name = base.clone();
+        let mut k = 2;
+        while !self.used.insert(name.clone()) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        name
+    }
+}
+
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}
+
+/// The size parameters of a header, with their C names.
+struct Sizes {
+    names: Vec<(String, String)>,
+}
+
+impl Sizes {
+    fn c(&self, p: &str) -> &str {
+        self.names
+            .iter()
+            .find(|(n, _)| n == p)
+            .map(|(_, c)| c.as_str())
+            .unwrap_or("0")
+    }
+
+    /// `int64_t N, int64_t M` (or nothing).
+    fn params(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .map(|(_, c)| format!("int64_t {c}"))
+            .collect()
+    }
+
+    /// `N, M`.
+    fn args(&self) -> String {
+        self.names
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// A dimension as a signed C expression.
+    fn dim(&self, d: &Dim) -> String {
+        match d {
+            Dim::Lit(k) => format!("INT64_C({k})"),
+            Dim::Param(p) => self.c(p).to_string(),
+            Dim::Sub(p, k) => format!("({} - INT64_C({k}))", self.c(p)),
+        }
+    }
+
+    /// The element count of `ty` as a `size_t` expression.
+    fn count(&self, ty: &Type) -> String {
+        if ty.is_scalar() {
+            return "(size_t)1".into();
+        }
+        ty.shape
+            .iter()
+            .map(|d| format!("(size_t){}", self.dim(d)))
+            .collect::<Vec<_>>()
+            .join(" * ")
+    }
+
+    /// The bytes of `ty`.
+    fn bytes(&self, ty: &Type) -> String {
+        format!("{} * {}", self.count(ty), ty.dtype.bytes())
+    }
+
+    /// The C parameter list: the sizes, then `params` (`void` if empty).
+    fn signature(&self, params: &[String]) -> String {
+        let mut all = self.params();
+        all.extend(params.iter().cloned());
+        if all.is_empty() {
+            "void".into()
+        } else {
+            all.join(", ")
+        }
+    }
+}
+
+/// The size conditions of `f` (and its loops) as C expressions: what
+/// [`bind_args`](crate::lang::interp::bind_args) checks about the sizes.
+fn size_conditions(f: &Function, sizes: &Sizes, out: &mut Vec<String>) {
+    for l in &f.loops {
+        size_conditions(&l.body, sizes, out);
+        if let Some(v) = &l.vjp {
+            size_conditions(v, sizes, out);
+        }
+    }
+    let mut push = |c: String| {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    };
+    for v in &f.vars {
+        for d in &v.ty.shape {
+            if let Dim::Sub(p, k) = d {
+                push(format!("{} >= INT64_C({k})", sizes.c(p)));
+            }
+        }
+    }
+    for s in &f.stmts {
+        let (Some(a), Some(k)) = (s.args.first(), s.op.payload()) else {
+            continue;
+        };
+        let (rows, taken) = match s.op {
+            Op::Slice(_) => (&f.ty(*a).shape, f.ty(s.var).shape.first()),
+            Op::Index(_) => (&f.ty(*a).shape, Some(&Dim::Lit(1))),
+            Op::Pad(_) => (&f.ty(s.var).shape, f.ty(*a).shape.first()),
+            Op::Unindex(_) => (&f.ty(s.var).shape, Some(&Dim::Lit(1))),
+            _ => continue,
+        };
+        match (rows.first(), taken) {
+            (Some(h), Some(t)) => push(format!(
+                "{} >= {} + INT64_C({k})",
+                sizes.dim(h),
+                sizes.dim(t)
+            )),
+            _ => push("0".into()),
+        }
+    }
+}
+
+/// One argument of a wrapper.
+struct CArg {
+    /// The C declaration (`const double *x`).
+    decl: String,
+    /// Its documentation line.
+    doc: String,
+}
+
+fn input_arg(name: &str, ty: &Type, what: &str) -> CArg {
+    let t = c_type(ty.dtype);
+    if ty.is_scalar() {
+        CArg {
+            decl: format!("{t} {name}"),
+            doc: format!("{name}: {ty}, {what}, by value"),
+        }
+    } else {
+        CArg {
+            decl: format!("const {t} *{name}"),
+            doc: format!("{name}: {ty}, {what}, dense row-major"),
+        }
+    }
+}
+
+fn output_arg(name: &str, ty: &Type, what: &str) -> CArg {
+    let t = c_type(ty.dtype);
+    let how = if ty.is_scalar() {
+        "one element written"
+    } else {
+        "dense row-major, written"
+    };
+    CArg {
+        decl: format!("{t} *{name}"),
+        doc: format!("{name}: {ty}, {what}, {how}"),
+    }
+}
+
+/// A buffer-table slot for an input: its pointer expression, and a local
+/// copy for a scalar passed by value.
+fn input_slot(name: &str, ty: &Type, locals: &mut Vec<String>) -> String {
+    if ty.is_scalar() {
+        let local = format!("egrad_in_{name}");
+        locals.push(format!("{} {local} = {name};", c_type(ty.dtype)));
+        format!("(void *)&{local}")
+    } else {
+        format!("(void *){name}")
+    }
+}
+
+/// Emit the scratch-size function and the wrapper of one entry.
+#[allow(clippy::too_many_arguments)]
+fn emit_entry(
+    h: &mut String,
+    public: &str,
+    check: &str,
+    summary: &str,
+    sizes: &Sizes,
+    args: &[CArg],
+    locals: &[String],
+    slots: &[String],
+    layout: &EntryLayout,
+) -> Result<()> {
+    let raw = format!("{public}_raw");
+    if slots.len() != layout.n_inputs + layout.n_outputs {
+        return Err(Error::internal(format!(
+            "aot: `{public}` passes {} buffers but its code reads {} inputs and {} outputs",
+            slots.len(),
+            layout.n_inputs,
+            layout.n_outputs
+        )));
+    }
+    let nbufs = slots.len() + layout.scratch.len();
+    let _ = writeln!(h, "/* ---- {public}: {summary} ---- */\n");
+    let _ = writeln!(
+        h,
+        "/* The native entry (backend ABI): bufs[0..{}] the arguments, bufs[{}..{}] the results,\n * bufs[{}..{nbufs}] scratch buffers; dims the size parameters in order. */",
+        layout.n_inputs,
+        layout.n_inputs,
+        slots.len(),
+        slots.len()
+    );
+    let _ = writeln!(h, "void {raw}(void *const *bufs, const int64_t *dims);\n");
+    let _ = writeln!(
+        h,
+        "/* Bytes of scratch memory `{public}` needs at these sizes ({} buffer(s), each 16-byte aligned\n * within the block). */",
+        layout.scratch.len()
+    );
+    let _ = writeln!(
+        h,
+        "static inline size_t {public}_scratch_bytes({}) {{",
+        sizes.signature(&[])
+    );
+    let mut sum = vec!["(size_t)0".to_string()];
+    for ty in &layout.scratch {
+        sum.push(format!("EGRAD_ROUND16({})", sizes.bytes(ty)));
+    }
+    for (_, c) in &sizes.names {
+        let _ = writeln!(h, "    (void){c};");
+    }
+    let _ = writeln!(h, "    return {};\n}}\n", sum.join("\n        + "));
+
+    let _ = writeln!(h, "/* {public}: {summary}");
+    for a in args {
+        let _ = writeln!(h, " *   {}", a.doc);
+    }
+    let _ = writeln!(
+        h,
+        " *   scratch: {public}_scratch_bytes({}) bytes, 16-byte aligned (malloc's are); NULL if that is 0",
+        sizes.args()
+    );
+    let _ = writeln!(
+        h,
+        " * Returns 0, or -1 without running anything when the sizes are out of range\n * ({check}). */"
+    );
+    let mut params: Vec<String> = args.iter().map(|a| a.decl.clone()).collect();
+    params.push("void *scratch".into());
+    let _ = writeln!(
+        h,
+        "static inline int {public}({}) {{",
+        sizes.signature(&params)
+    );
+    let _ = writeln!(h, "    if ({check}({}) != 0) return -1;", sizes.args());
+    let dims: Vec<&str> = sizes.names.iter().map(|(_, c)| c.as_str()).collect();
+    let _ = writeln!(
+        h,
+        "    int64_t egrad_dims[{}] = {{{}}};",
+        dims.len().max(1),
+        if dims.is_empty() {
+            "0".to_string()
+        } else {
+            dims.join(", ")
+        }
+    );
+    for l in locals {
+        let _ = writeln!(h, "    {l}");
+    }
+    let _ = writeln!(h, "    void *egrad_bufs[{}];", nbufs.max(1));
+    for (k, s) in slots.iter().enumerate() {
+        let _ = writeln!(h, "    egrad_bufs[{k}] = {s};");
+    }
+    if layout.scratch.is_empty() {
+        let _ = writeln!(h, "    (void)scratch;");
+    } else {
+        let _ = writeln!(h, "    char *egrad_s = (char *)scratch;");
+        let _ = writeln!(h, "    size_t egrad_off = 0;");
+        for (k, ty) in layout.scratch.iter().enumerate() {
+            let _ = writeln!(
+                h,
+                "    egrad_bufs[{}] = egrad_s + egrad_off; /* {ty} */",
+                slots.len() + k
+            );
+            if k + 1 < layout.scratch.len() {
+                let _ = writeln!(h, "    egrad_off += EGRAD_ROUND16({});", sizes.bytes(ty));
+            }
+        }
+    }
+    let _ = writeln!(h, "    {raw}(egrad_bufs, egrad_dims);");
+    let _ = writeln!(h, "    return 0;\n}}\n");
+    Ok(())
+}
+
+fn header_start(opts: &BuildOptions, what: &str) -> String {
+    let guard: String = format!("EGRAD_{}_H", opts.function.to_ascii_uppercase());
+    format!(
+        "/* Generated by `egrad build` from {} (function `{}`): {what}.\n * Do not edit. Link the object file with the C math library: cc main.c OBJECT.o -lm */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n#ifndef EGRAD_ROUND16\n#define EGRAD_ROUND16(n) (((n) + (size_t)15) & ~(size_t)15)\n#endif\n\n",
+        opts.source, opts.function
+    )
+}
+
+const HEADER_END: &str = "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+
+/// Emit `PREFIX_check_sizes`.
+fn emit_check(h: &mut String, prefix: &str, sizes: &Sizes, funcs: &[&Function]) {
+    let mut conds: Vec<String> = sizes
+        .names
+        .iter()
+        .map(|(_, c)| format!("{c} >= 0"))
+        .collect();
+    for f in funcs {
+        size_conditions(f, sizes, &mut conds);
+    }
+    let _ = writeln!(
+        h,
+        "/* 0 when the size parameters are valid (every length non-negative, every row a slice or\n * index reads in range), else -1. Every wrapper checks it first. The arrays passed must have\n * the documented shapes at these sizes: the native code trusts them. */"
+    );
+    let _ = writeln!(
+        h,
+        "static inline int {prefix}check_sizes({}) {{",
+        sizes.signature(&[])
+    );
+    for (_, c) in &sizes.names {
+        let _ = writeln!(h, "    (void){c};");
+    }
+    for c in conds {
+        let _ = writeln!(h, "    if (!({c})) return -1;");
+    }
+    let _ = writeln!(h, "    return 0;\n}}\n");
+}
+
+fn sizes_of(f: &Function, namer: &mut Namer) -> Sizes {
+    Sizes {
+        names: f
+            .size_params
+            .iter()
+            .map(|p| (p.clone(), namer.name(p)))
+            .collect(),
+    }
+}
+
+fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> Result<String> {
+    let prefix = format!("{}_", opts.function);
+    let mut h = header_start(opts, "one entry point");
+    let mut namer = Namer::default();
+    let sizes = sizes_of(f, &mut namer);
+    emit_check(&mut h, &prefix, &sizes, &[f]);
+    let mut args = Vec::new();
+    let mut locals = Vec::new();
+    let mut slots = Vec::new();
+    for p in &f.params {
+        let (n, ty) = (f.var_name(p.var), f.ty(p.var));
+        let c = namer.name(n);
+        args.push(input_arg(&c, ty, "argument"));
+        slots.push(input_slot(&c, ty, &mut locals));
+    }
+    for (k, r) in f.rets.iter().enumerate() {
+        let c = namer.name(&format!("out{k}"));
+        args.push(output_arg(&c, f.ty(*r), &format!("result {k}")));
+        slots.push(format!("(void *){c}"));
+    }
+    namer.name("scratch");
+    emit_entry(
+        &mut h,
+        &opts.function,
+        &format!("{prefix}check_sizes"),
+        "the function",
+        &sizes,
+        &args,
+        &locals,
+        &slots,
+        layout,
+    )?;
+    h.push_str(HEADER_END);
+    Ok(h)
+}
+
+fn gradient_header(
+    opts: &BuildOptions,
+    g: &GradProgram,
+    sp: &Split,
+    layouts: &[EntryLayout],
+) -> Result<String> {
+    let vg = g.value_and_grad_ir();
+    let name = &opts.function;
+    let prefix = format!("{name}_");
+    let mut h = header_start(
+        opts,
+        &format!(
+            "value_and_grad, forward and pullback of `{}` with respect to {}",
+            g.primal.name,
+            g.wrt
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    let mut namer = Namer::default();
+    let sizes = sizes_of(vg, &mut namer);
+    let inputs: Vec<(String, Type)> = vg
+        .params
+        .iter()
+        .map(|p| (namer.name(vg.var_name(p.var)), vg.ty(p.var).clone()))
+        .collect();
+    let value_ty = vg.ty(vg.rets[0]).clone();
+    let value = namer.name("value");
+    let grads: Vec<(String, Type)> = g
+        .wrt
+        .iter()
+        .zip(&vg.rets[1..])
+        .map(|(w, r)| (namer.name(&format!("grad_{w}")), vg.ty(*r).clone()))
+        .collect();
+    let residuals = namer.name("residuals");
+    let ct = namer.name("ct");
+    namer.name("scratch");
+
+    emit_check(&mut h, &prefix, &sizes, &[vg, &sp.forward, &sp.pullback]);
+
+    // The residual layout.
+    let _ = writeln!(
+        h,
+        "/* Residual layout: the values the pullback reads (the plan the JIT compiles; --lambda,\n * --dim and the optimizer decide what is stored and what is recomputed).\n * The residual buffer holds the stored ones, each at an 8-byte aligned offset, in order;\n * it must be 8-byte aligned ({prefix}residual_bytes bytes)."
+    );
+    let mut offset = vec!["(size_t)0".to_string()];
+    let mut offsets = Vec::new();
+    let mut res_namer = Namer::default();
+    for r in &g.residuals.residuals {
+        match r.kind {
+            ResidualKind::Input => {
+                let _ = writeln!(
+                    h,
+                    " *   %{}: {}  input `{}`, read in place: pass it to {prefix}pullback",
+                    r.name, r.ty, r.name
+                );
+            }
+            ResidualKind::Constant => {
+                let _ = writeln!(
+                    h,
+                    " *   %{}: {}  constant, recomputed by the pullback, not stored",
+                    r.name, r.ty
+                );
+            }
+            ResidualKind::Stored => {
+                let c = res_namer.name(&r.name);
+                let _ = writeln!(
+                    h,
+                    " *   %{}: {}  stored: {c} at {prefix}residual_offset_{c}(), {} bytes",
+                    r.name,
+                    r.ty,
+                    sizes.bytes(&r.ty)
+                );
+                offsets.push((c, r.ty.clone(), offset.join(" + ")));
+                offset.push(format!("EGRAD_ROUND8({})", sizes.bytes(&r.ty)));
+            }
+        }
+    }
+    let _ = writeln!(h, " */");
+    let _ = writeln!(
+        h,
+        "#ifndef EGRAD_ROUND8\n#define EGRAD_ROUND8(n) (((n) + (size_t)7) & ~(size_t)7)\n#endif\n"
+    );
+    let voids: String = sizes
+        .names
+        .iter()
+        .map(|(_, c)| format!("    (void){c};\n"))
+        .collect();
+    let _ = writeln!(
+        h,
+        "/* Bytes of the residual buffer {prefix}forward writes and {prefix}pullback reads. */\nstatic inline size_t {prefix}residual_bytes({}) {{\n{voids}    return {};\n}}\n",
+        sizes.signature(&[]),
+        offset.join("\n        + ")
+    );
+    for (c, ty, off) in &offsets {
+        let _ = writeln!(
+            h,
+            "/* Offset of residual {c} ({ty}) in the residual buffer. */\nstatic inline size_t {prefix}residual_offset_{c}({}) {{\n{voids}    return {off};\n}}\n",
+            sizes.signature(&[])
+        );
+    }
+    let res_slot = |c: &str| {
+        format!(
+            "(void *)((char *){residuals} + {prefix}residual_offset_{c}({}))",
+            sizes.args()
+        )
+    };
+
+    // value_and_grad
+    let mut args = Vec::new();
+    let mut locals = Vec::new();
+    let mut slots = Vec::new();
+    for (c, ty) in &inputs {
+        args.push(input_arg(c, ty, "argument"));
+        slots.push(input_slot(c, ty, &mut locals));
+    }
+    args.push(output_arg(&value, &value_ty, "the value"));
+    slots.push(format!("(void *){value}"));
+    for ((c, ty), w) in grads.iter().zip(&g.wrt) {
+        args.push(output_arg(c, ty, &format!("the gradient for `{w}`")));
+        slots.push(format!("(void *){c}"));
+    }
+    emit_entry(
+        &mut h,
+        &format!("{prefix}value_and_grad"),
+        &format!("{prefix}check_sizes"),
+        "the value and the gradients",
+        &sizes,
+        &args,
+        &locals,
+        &slots,
+        &layouts[0],
+    )?;
+
+    // forward
+    let mut args = Vec::new();
+    let mut locals = Vec::new();
+    let mut slots = Vec::new();
+    for (c, ty) in &inputs {
+        args.push(input_arg(c, ty, "argument"));
+        slots.push(input_slot(c, ty, &mut locals));
+    }
+    args.push(output_arg(&value, &value_ty, "the value"));
+    slots.push(format!("(void *){value}"));
+    args.push(CArg {
+        decl: format!("void *{residuals}"),
+        doc: format!(
+            "{residuals}: the residual buffer, {prefix}residual_bytes({}) bytes, 8-byte aligned, written",
+            sizes.args()
+        ),
+    });
+    for (c, _, _) in &offsets {
+        slots.push(res_slot(c));
+    }
+    if offsets.is_empty() {
+        locals.push(format!("(void){residuals};"));
+    }
+    emit_entry(
+        &mut h,
+        &format!("{prefix}forward"),
+        &format!("{prefix}check_sizes"),
+        "the value, and the residuals the pullback needs",
+        &sizes,
+        &args,
+        &locals,
+        &slots,
+        &layouts[1],
+    )?;
+
+    // pullback
+    let mut args = Vec::new();
+    let mut locals = Vec::new();
+    let mut slots = Vec::new();
+    for &i in &sp.inputs {
+        let (c, ty) = &inputs[i];
+        args.push(input_arg(
+            c,
+            ty,
+            "argument (the same as given to the forward)",
+        ));
+        slots.push(input_slot(c, ty, &mut locals));
+    }
+    args.push(CArg {
+        decl: format!("const void *{residuals}"),
+        doc: format!("{residuals}: the residual buffer {prefix}forward wrote, read"),
+    });
+    for (c, _, _) in &offsets {
+        slots.push(res_slot(c));
+    }
+    if offsets.is_empty() {
+        locals.push(format!("(void){residuals};"));
+    }
+    args.push(input_arg(&ct, &value_ty, "the cotangent of the value"));
+    slots.push(input_slot(&ct, &value_ty, &mut locals));
+    for ((c, ty), w) in grads.iter().zip(&g.wrt) {
+        args.push(output_arg(
+            c,
+            ty,
+            &format!("ct times the gradient for `{w}`"),
+        ));
+        slots.push(format!("(void *){c}"));
+    }
+    emit_entry(
+        &mut h,
+        &format!("{prefix}pullback"),
+        &format!("{prefix}check_sizes"),
+        "the gradients times the cotangent ct, from the residuals (ct = 1: the gradients of value_and_grad, bit for bit)",
+        &sizes,
+        &args,
+        &locals,
+        &slots,
+        &layouts[2],
+    )?;
+    h.push_str(HEADER_END);
+    Ok(h)
+}

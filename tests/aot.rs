@@ -1,0 +1,286 @@
+//! Ahead-of-time export: `egrad build` writes an object file and a C header;
+//! a C program linked against it with `cc ... -lm` computes what the JIT
+//! computes, bit for bit (the same lowering, the same libm).
+
+use egrad::backend::{self, BackendOptions};
+use egrad::lang::types::DType;
+use egrad::lang::value::Value;
+use egrad::{optimize_gradient, Arg, Options, Program};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("egrad-aot-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn egrad(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .output()
+        .expect("run egrad")
+}
+
+/// `egrad build`, then compile `main_c` against the object and run it;
+/// its stdout parsed as numbers, one per line.
+fn build_and_run(tag: &str, file: &str, function: &str, main_c: &str) -> Vec<f64> {
+    let dir = temp_dir(tag);
+    let obj = dir.join("out.o");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let out = egrad(&[
+        "build",
+        src.to_str().unwrap(),
+        "--fn",
+        function,
+        "-o",
+        obj.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "egrad build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("out.h").exists(), "no header next to the object");
+    std::fs::write(dir.join("main.c"), main_c).unwrap();
+    let exe = dir.join("main");
+    let cc = Command::new("cc")
+        .current_dir(&dir)
+        .args([
+            "-std=c99", "-Wall", "-Werror", "-O1", "main.c", "out.o", "-lm", "-o",
+        ])
+        .arg(&exe)
+        .output()
+        .expect("run cc (a C compiler is needed for this test)");
+    assert!(
+        cc.status.success(),
+        "cc failed:\n{}\nheader:\n{}",
+        String::from_utf8_lossy(&cc.stderr),
+        std::fs::read_to_string(dir.join("out.h")).unwrap_or_default()
+    );
+    let run = Command::new(&exe).output().expect("run the C program");
+    assert!(
+        run.status.success(),
+        "the C program failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = String::from_utf8(run.stdout).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    text.lines()
+        .map(|l| {
+            l.trim()
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("not a number: {l:?}"))
+        })
+        .collect()
+}
+
+fn assert_bits(what: &str, c: &[f64], jit: &[f64]) {
+    assert_eq!(c.len(), jit.len(), "{what}: {c:?} vs {jit:?}");
+    for (i, (a, b)) in c.iter().zip(jit).enumerate() {
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "{what}[{i}]: C gives {a:e}, the JIT {b:e}"
+        );
+    }
+}
+
+/// The JIT's value and gradients, and (with `ct`) the JIT's forward value
+/// and pullback at `ct` of the split program, through the library (the
+/// options `egrad build` uses by default).
+fn jit(file: &str, function: &str, args: &[Value], ct: Option<f64>) -> (Vec<f64>, Vec<f64>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let program = Program::from_file(&path).unwrap();
+    let g = optimize_gradient(&program, &Options::default().function(function)).unwrap();
+    let compiled = g.compile().unwrap();
+    let wrapped: Vec<Arg<'_>> = args.iter().map(|v| Arg::Value(v.clone())).collect();
+    let (value, grads) = compiled.value_and_grad(&wrapped).unwrap();
+    let mut vg = vec![value.data[0]];
+    for gr in &grads {
+        vg.extend(&gr.data);
+    }
+    let Some(ct) = ct else {
+        return (vg, Vec::new());
+    };
+    // Forward then pullback at `ct`, split along the residual plan.
+    let sp = egrad::aot::split(&g).unwrap();
+    let opts = BackendOptions::default();
+    let fwd = backend::compile(&sp.forward, &opts).unwrap();
+    let refs: Vec<&Value> = args.iter().collect();
+    let fout = fwd.call(&refs).unwrap();
+    let mut pargs: Vec<Value> = sp.inputs.iter().map(|&i| args[i].clone()).collect();
+    pargs.extend(fout[1..].iter().cloned());
+    pargs.push(Value::scalar(value.dtype, ct));
+    let pb = backend::compile(&sp.pullback, &opts).unwrap();
+    let prefs: Vec<&Value> = pargs.iter().collect();
+    let pout = pb.call(&prefs).unwrap();
+    let mut fp = vec![fout[0].data[0]];
+    for gr in &pout {
+        fp.extend(&gr.data);
+    }
+    (vg, fp)
+}
+
+const ROSENBROCK_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    enum { N = 5 };
+    const double x[N] = {-1.2, 1.0, 0.5, -0.3, 2.0};
+    double value, grad[N];
+    void *scratch = malloc(rosenbrock_grad_value_and_grad_scratch_bytes(N) + 1);
+    if (rosenbrock_grad_value_and_grad(N, x, &value, grad, scratch) != 0) return 1;
+    printf("%.17g\n", value);
+    for (int i = 0; i < N; i++) printf("%.17g\n", grad[i]);
+    free(scratch);
+
+    /* forward, then the pullback at ct = 1 and ct = 0.5 */
+    void *res = malloc(rosenbrock_grad_residual_bytes(N) + 1);
+    void *fs = malloc(rosenbrock_grad_forward_scratch_bytes(N) + 1);
+    void *ps = malloc(rosenbrock_grad_pullback_scratch_bytes(N) + 1);
+    double v2, g2[N];
+    if (rosenbrock_grad_forward(N, x, &v2, res, fs) != 0) return 1;
+    printf("%.17g\n", v2);
+    if (rosenbrock_grad_pullback(N, x, res, 1.0, g2, ps) != 0) return 1;
+    for (int i = 0; i < N; i++) printf("%.17g\n", g2[i]);
+    printf("%.17g\n", v2);
+    if (rosenbrock_grad_pullback(N, x, res, 0.5, g2, ps) != 0) return 1;
+    for (int i = 0; i < N; i++) printf("%.17g\n", g2[i]);
+    /* sizes out of range: nothing runs */
+    if (rosenbrock_grad_value_and_grad(0, x, &value, grad, scratch) != -1) return 2;
+    free(res); free(fs); free(ps);
+    return 0;
+}
+"#;
+
+#[test]
+fn rosenbrock_links_and_matches_the_jit() {
+    let c = build_and_run(
+        "rosenbrock",
+        "examples/suite/rosenbrock.eg",
+        "rosenbrock_grad",
+        ROSENBROCK_MAIN,
+    );
+    let x = Value::f64(&[-1.2, 1.0, 0.5, -0.3, 2.0]);
+    let file = "examples/suite/rosenbrock.eg";
+    // (The split pullback is not run through the library here: its stored
+    // residual is an `f64[N-1]` parameter, which argument binding refuses.)
+    let (vg, _) = jit(file, "rosenbrock_grad", std::slice::from_ref(&x), None);
+    assert_eq!(c.len(), 3 * 6);
+    assert_bits("value_and_grad", &c[0..6], &vg);
+    // Forward then pullback at ct = 1: the same value and gradients.
+    assert_bits("forward + pullback(1)", &c[6..12], &vg);
+    // The pullback at 0.5 scales the gradients (exactly: a power of two).
+    let half: Vec<f64> = std::iter::once(vg[0])
+        .chain(vg[1..].iter().map(|g| 0.5 * g))
+        .collect();
+    assert_bits("forward + pullback(0.5)", &c[12..18], &half);
+}
+
+const EULER_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    double k = 0.7, c = 0.3;
+    double value, gk, gc;
+    void *scratch = malloc(euler_ode_grad_value_and_grad_scratch_bytes() + 1);
+    if (euler_ode_grad_value_and_grad(k, c, &value, &gk, &gc, scratch) != 0) return 1;
+    printf("%.17g\n%.17g\n%.17g\n", value, gk, gc);
+    void *res = malloc(euler_ode_grad_residual_bytes() + 1);
+    void *fs = malloc(euler_ode_grad_forward_scratch_bytes() + 1);
+    void *ps = malloc(euler_ode_grad_pullback_scratch_bytes() + 1);
+    double v2, gk2, gc2;
+    if (euler_ode_grad_forward(k, c, &v2, res, fs) != 0) return 1;
+    if (euler_ode_grad_pullback(c, res, 1.0, &gk2, &gc2, ps) != 0) return 1;
+    printf("%.17g\n%.17g\n%.17g\n", v2, gk2, gc2);
+    free(scratch); free(res); free(fs); free(ps);
+    return 0;
+}
+"#;
+
+#[test]
+fn euler_ode_with_a_loop_links_and_matches_the_jit() {
+    let file = "examples/suite/euler_ode.eg";
+    let args = [
+        Value::scalar(DType::F64, 0.7),
+        Value::scalar(DType::F64, 0.3),
+    ];
+    let (vg, fp) = jit(file, "euler_ode_grad", &args, Some(1.0));
+    // The pullback reads `c` in place, not `k` (what the C call assumes).
+    let c = build_and_run("euler", file, "euler_ode_grad", EULER_MAIN);
+    assert_eq!(c.len(), 6);
+    assert_bits("value_and_grad", &c[0..3], &vg);
+    assert_bits("forward + pullback(1)", &c[3..6], &fp);
+    assert_bits(
+        "forward + pullback(1) against value_and_grad",
+        &c[3..6],
+        &vg,
+    );
+}
+
+#[test]
+fn build_errors_are_clear() {
+    let dir = temp_dir("errors");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/suite/rosenbrock.eg");
+    let src = src.to_str().unwrap();
+    let obj = dir.join("out.o");
+    let obj = obj.to_str().unwrap();
+    let fails = |args: &[&str], needle: &str| {
+        let out = egrad(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    };
+    fails(&["build", src, "--fn", "nope", "-o", obj], "nope");
+    fails(
+        &[
+            "build",
+            src,
+            "--fn",
+            "rosenbrock",
+            "-o",
+            "/nonexistent/dir/out.o",
+        ],
+        "/nonexistent/dir/out.o",
+    );
+    fails(
+        &[
+            "build",
+            src,
+            "--fn",
+            "rosenbrock_grad",
+            "--wrt",
+            "x",
+            "-o",
+            obj,
+        ],
+        "@grad",
+    );
+    fails(
+        &["build", src, "--fn", "rosenbrock", "--wrt", "y", "-o", obj],
+        "no parameter `y`",
+    );
+    // A plain function: one entry, `rosenbrock`.
+    let out = egrad(&["build", src, "--fn", "rosenbrock", "-o", obj]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let h = std::fs::read_to_string(dir.join("out.h")).unwrap();
+    assert!(
+        h.contains(
+            "static inline int rosenbrock(int64_t N, const double *x, double *out0, void *scratch)"
+        ),
+        "{h}"
+    );
+    assert!(h.contains("void rosenbrock_raw(void *const *bufs, const int64_t *dims);"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
