@@ -319,6 +319,7 @@ fn c_type(d: DType) -> &'static str {
     match d {
         DType::F32 => "float",
         DType::F64 => "double",
+        DType::I64 => "int64_t",
     }
 }
 
@@ -359,6 +360,11 @@ impl Sizes {
             Dim::Lit(k) => format!("INT64_C({k})"),
             Dim::Param(p) => self.c(p).to_string(),
             Dim::Sub(p, k) => format!("({} - INT64_C({k}))", self.c(p)),
+            Dim::Rows(p, k) => format!(
+                "(({} + INT64_C({})) / INT64_C({k}) + INT64_C(1))",
+                self.c(p),
+                k.saturating_sub(1)
+            ),
         }
     }
 

@@ -410,7 +410,7 @@ fn build_args(
             if v.dtype != ty.dtype {
                 let fix = match v.dtype {
                     DType::F64 => "add --f32",
-                    DType::F32 => "drop --f32",
+                    DType::F32 | DType::I64 => "drop --f32",
                 };
                 return Err(Error::Usage(format!(
                     "--suite gives {} arguments, but `{name}` of `{}` is {ty}: {fix}",
@@ -582,13 +582,23 @@ fn random_args(
     let mut out = Vec::new();
     for (i, p) in f.params.iter().enumerate() {
         let (name, ty) = (f.var_name(p.var), f.ty(p.var));
+        if ty.dtype == DType::I64 {
+            // A run-time count: its --dim value, not a random number.
+            let n = *dims.get(name).ok_or_else(|| {
+                Error::Usage(format!(
+                    "random inputs: give the run-time count `{name}` with --arg {name}=N or --dim {name}=N"
+                ))
+            })?;
+            out.push(Value::scalar(DType::I64, n as f64));
+            continue;
+        }
         let mut shape = Vec::new();
         for d in &ty.shape {
             shape.push(match d {
                 Dim::Lit(k) => *k as usize,
-                Dim::Sub(n, _) => {
+                Dim::Sub(n, _) | Dim::Rows(n, _) => {
                     return Err(Error::Usage(format!(
-                        "random inputs: `{name}` has a computed size ({n}-...), which parameters cannot have"
+                        "random inputs: `{name}` has a computed size (from {n}), which parameters cannot have"
                     )))
                 }
                 Dim::Param(n) => *dims.get(n).ok_or_else(|| {

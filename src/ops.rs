@@ -47,6 +47,7 @@ impl Lit {
         match self.dtype {
             DType::F32 => format!("{:?}", self.value() as f32),
             DType::F64 => format!("{:?}", self.value()),
+            DType::I64 => format!("{}", self.value() as i64),
         }
     }
 
@@ -163,10 +164,11 @@ pub enum Op {
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
     Loop(u32),
-    /// `looptape L k`: loop `L` run while keeping every `k`-th state. Row `j`
-    /// of the result is the state after `j·k` steps (`j = 0 .. ⌈count/k⌉-1`);
-    /// the last row is the final state. Annotated with its type
-    /// `T[⌈count/k⌉ + 1, state...]`.
+    /// `looptape L k`: loop `L` run while keeping every `k`-th state. Row 0
+    /// of the result is the final state, row `1 + j` the state after `j·k`
+    /// steps (`j = 0 .. ⌈count/k⌉-1`). Annotated with its type
+    /// `T[⌈count/k⌉ + 1, state...]` (`T[ceil(n/k)+1, ...]` for a run-time
+    /// count `n`).
     LoopTape(u32, u32),
     /// `loopvjp L k m`: the cotangent of loop `L`'s initial state, given its
     /// `looptape L k` and the cotangent of the final state. The states
@@ -403,7 +405,8 @@ macro_rules! elem {
             }
             match dtype {
                 DType::F32 => go::<f32>(xs).to_f64(),
-                DType::F64 => go::<f64>(xs).to_f64(),
+                // No op takes an `i64` operand (the type rules refuse it).
+                DType::F64 | DType::I64 => go::<f64>(xs).to_f64(),
             }
         }
     };

@@ -145,7 +145,7 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
                 .map(|d| match d {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(_) => n,
-                    Dim::Sub(..) => panic!("parameters have plain sizes"),
+                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
                 })
                 .collect();
             let len = shape.iter().product();

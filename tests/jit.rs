@@ -227,7 +227,9 @@ fn args_for(f: &Function, n: usize, m: usize, rng: &mut Lcg) -> Vec<Value> {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(p) if p == "N" => n,
                     Dim::Param(_) => m,
-                    Dim::Sub(..) => panic!("{}: parameters have plain sizes", f.name),
+                    Dim::Sub(..) | Dim::Rows(..) => {
+                        panic!("{}: parameters have plain sizes", f.name)
+                    }
                 })
                 .collect();
             let len = shape.iter().product();

@@ -74,7 +74,7 @@ fn a_long_iterate_is_a_loop_and_a_short_one_is_unrolled() {
     let long = p.ir("long").unwrap();
     assert_eq!(loops_in(long), 1, "{long}");
     // Steps whose state still held constants are unrolled ahead of it.
-    assert_eq!(long.loops[0].count, 998, "{long}");
+    assert_eq!(long.loops[0].static_count(), Some(998), "{long}");
     assert!(long.stmts.len() < 60, "{long}");
     let short = p.ir("short").unwrap();
     assert_eq!(loops_in(short), 0, "{short}");
@@ -120,6 +120,11 @@ fn central(f: &Function, args: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for i in 0..args.len() {
         let mut g = args[i].clone();
+        if g.dtype == egrad::lang::types::DType::I64 {
+            // A count: no derivative.
+            out.push(g);
+            continue;
+        }
         for j in 0..g.data.len() {
             let h = 1e-6 * (1.0 + args[i].data[j].abs());
             let mut up = args.to_vec();
@@ -276,4 +281,126 @@ fn the_gradient_keeps_loops_and_their_tapes() {
         .collect();
     assert_eq!(tapes.len(), 1, "{vg}");
     assert!(tapes[0] >= 16, "{vg}");
+}
+
+/// A run-time count: `n: i64` is an argument, and the loop reads it when it
+/// runs. One compiled gradient serves every `n`.
+const RUNTIME: &str = r#"
+fn relax[N](n: i64, x: f64[N], a: f64) -> f64 {
+  let (s, t) = iterate(n, (x, a), (s, t) =>
+    (s * 0.99 + 0.01 * tanh(t * s), t + 0.001 * +/s))
+  t + +/(s .* s)
+}
+@grad(x, a)
+fn drelax[N](n: i64, x: f64[N], a: f64) -> (f64[N], f64) = relax(n, x, a)
+// A caller passing a static count, and one passing its own run-time count.
+fn fixed[N](x: f64[N], a: f64) -> f64 = relax(300, x, a)
+fn passed[N](m: i64, x: f64[N], a: f64) -> f64 = relax(m, x, a) + 1.0
+"#;
+
+#[test]
+fn a_run_time_count_is_one_loop_for_every_count() {
+    let p = Program::parse(RUNTIME).unwrap_or_else(|e| panic!("{e}"));
+    let f = p.ir("relax").unwrap();
+    assert_eq!(loops_in(f), 1, "{f}");
+    assert_eq!(
+        f.loops[0].count,
+        egrad::lang::types::Dim::Param("n".into()),
+        "{f}"
+    );
+    assert_eq!(
+        p.ir("fixed").unwrap().loops[0].count,
+        egrad::lang::types::Dim::Lit(300)
+    );
+    let x = Value::f64(&[0.3, -0.2, 0.5]);
+    let a = scalar(0.7);
+    let count = |n: u64| Value::scalar(egrad::lang::types::DType::I64, n as f64);
+    for lambda in [0.25, 1e9] {
+        let g =
+            optimize_gradient(&p, &Options::default().function("drelax").lambda(lambda)).unwrap();
+        let vg = g.value_and_grad_ir();
+        let native = compile(vg, &BackendOptions::default()).unwrap();
+        for n in [0u64, 1, 2, 7, 64, 333] {
+            let nv = count(n);
+            let args = [&nv, &x, &a];
+            let got = run(vg, &args).unwrap();
+            let jit = native.call(&args).unwrap();
+            for (j, i) in jit.iter().zip(&got) {
+                assert_eq!(
+                    j.data, i.data,
+                    "n = {n} at λ = {lambda}: JIT vs interpreter"
+                );
+            }
+            // Against central differences of the primal at the same n.
+            let want = central(f, &[nv.clone(), x.clone(), a.clone()]);
+            for (gi, wi) in got[1..].iter().zip(&want[1..]) {
+                for (u, w) in gi.data.iter().zip(&wi.data) {
+                    assert!(
+                        (u - w).abs() <= 1e-6 * (1.0 + w.abs()),
+                        "n = {n} at λ = {lambda}: {u} vs finite differences {w}"
+                    );
+                }
+            }
+        }
+    }
+    // Forward mode with respect to `x` and `a` agrees with reverse mode.
+    let r = egrad::differentiate::reverse::reverse(f, &[1, 2]).unwrap();
+    let j = egrad::differentiate::forward::jvp(f, &[1, 2], "j").unwrap();
+    let (dx, da) = (Value::f64(&[0.5, 0.1, -0.4]), scalar(-0.3));
+    for n in [0u64, 3, 50] {
+        let nv = count(n);
+        let grad = run(&r.gradient("g"), &[&nv, &x, &a]).unwrap();
+        let tangent = run(&j, &[&nv, &x, &a, &dx, &da]).unwrap()[0].as_scalar();
+        let dot = grad[0]
+            .data
+            .iter()
+            .zip(&dx.data)
+            .map(|(p, q)| p * q)
+            .sum::<f64>()
+            + grad[1].as_scalar() * da.as_scalar();
+        assert!(
+            (tangent - dot).abs() <= 1e-12 * (1.0 + dot.abs()),
+            "n = {n}: {tangent} vs {dot}"
+        );
+    }
+    // The same numbers through a caller that passes its own count.
+    let passed = p.ir("passed").unwrap();
+    let relax = p.ir("relax").unwrap();
+    for n in [0u64, 5, 40] {
+        let nv = count(n);
+        let want = run(relax, &[&nv, &x, &a]).unwrap()[0].as_scalar() + 1.0;
+        let got = run(passed, &[&nv, &x, &a]).unwrap()[0].as_scalar();
+        assert_eq!(got, want);
+    }
+    // A negative or fractional count is refused before anything runs.
+    for bad in [-1.0, 2.5] {
+        let nv = Value::scalar(egrad::lang::types::DType::I64, bad);
+        let e = run(relax, &[&nv, &x, &a]).unwrap_err();
+        assert!(e.message.contains("non-negative integer"), "{e}");
+    }
+}
+
+#[test]
+fn run_time_counts_have_clear_limits() {
+    for (src, want) in [
+        (
+            "fn f(n: i64, x: f64) -> f64 = x * n",
+            "a run-time i64 can only be a loop count",
+        ),
+        (
+            "fn f(n: i64, x: f64) -> f64 = iterate(n, x, s => s * 0.5)\n@grad(n, x)\nfn df(n: i64, x: f64) -> (f64, f64) = f(n, x)",
+            "cannot differentiate the i64 `n`",
+        ),
+        (
+            "fn f(n: i64, x: f64) -> f64 = iterate_until(n, x, s => s > 1.0, s => s * 2.0)",
+            "the bound of `iterate_until` must be known at compile time",
+        ),
+        (
+            "fn f[N](n: i64, x: f64[N], y: f64[3]) -> f64 { let (a, b) = iterate(n, (x, y), (a, b) => (a, b)); +/a }",
+            "a loop with a run-time count cannot carry this state",
+        ),
+    ] {
+        let e = Program::parse(src).unwrap_err().to_string();
+        assert!(e.contains(want), "{src}\n{e}");
+    }
 }

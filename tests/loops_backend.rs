@@ -15,6 +15,7 @@ fn dname(d: DType) -> &'static str {
     match d {
         DType::F32 => "f32",
         DType::F64 => "f64",
+        DType::I64 => "i64",
     }
 }
 
@@ -173,6 +174,34 @@ fn vector_state_tapes_and_vjps() {
                     let a = Value::scalar(dtype, -0.4);
                     let what = format!("vector {} x{count} k={k} N={n}", dname(dtype));
                     same(&native, &f, &[&x, &c, &a], &what);
+                }
+            }
+        }
+    }
+}
+
+/// The same program with a run-time count `n` (an `i64` argument): one
+/// compiled function serves every count; the tape has `ceil(n/k)+1` rows.
+#[test]
+fn run_time_counts() {
+    let text = VECTOR
+        .replace("fn vec[N](%x:", "fn vec[N, n](%n: i64, %x:")
+        .replace("loop 0 x{C}", "loop 0 xn")
+        .replace("{R}", "ceil(n/{K})+1")
+        .replace("fn vec.body[N](", "fn vec.body[N, n](")
+        .replace("fn vec.vjp[N](", "fn vec.vjp[N, n](");
+    for dtype in DTYPES {
+        for k in [1u64, 2, 3, 8] {
+            let f = program(&text, &[("T", dname(dtype).into()), ("K", k.to_string())]);
+            let native = compile(&f, &OPTS).unwrap_or_else(|e| panic!("compile: {e}"));
+            for count in [0u64, 1, 2, 5, 7, 33] {
+                for n in [1usize, 3] {
+                    let steps = Value::scalar(DType::I64, count as f64);
+                    let x = sample(dtype, &[n], 0);
+                    let c = sample(dtype, &[n], 1);
+                    let a = Value::scalar(dtype, -0.4);
+                    let what = format!("vector {} xn={count} k={k} N={n}", dname(dtype));
+                    same(&native, &f, &[&steps, &x, &c, &a], &what);
                 }
             }
         }

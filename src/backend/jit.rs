@@ -119,15 +119,15 @@ impl Libm {
             (Log1p, F32) => "log1pf",
             (Expm1, F32) => "expm1f",
             (Pow, F32) => "powf",
-            (Sin, F64) => "sin",
-            (Cos, F64) => "cos",
-            (Exp, F64) => "exp",
-            (Log, F64) => "log",
-            (Tanh, F64) => "tanh",
-            (Tan, F64) => "tan",
-            (Log1p, F64) => "log1p",
-            (Expm1, F64) => "expm1",
-            (Pow, F64) => "pow",
+            (Sin, F64 | I64) => "sin",
+            (Cos, F64 | I64) => "cos",
+            (Exp, F64 | I64) => "exp",
+            (Log, F64 | I64) => "log",
+            (Tanh, F64 | I64) => "tanh",
+            (Tan, F64 | I64) => "tan",
+            (Log1p, F64 | I64) => "log1p",
+            (Expm1, F64 | I64) => "expm1",
+            (Pow, F64 | I64) => "pow",
         }
     }
 
@@ -140,19 +140,19 @@ impl Libm {
             (Exp, F32) => ("egrad_exp_f32", egrad_exp_f32 as *const u8),
             (Log, F32) => ("egrad_log_f32", egrad_log_f32 as *const u8),
             (Tanh, F32) => ("egrad_tanh_f32", egrad_tanh_f32 as *const u8),
-            (Sin, F64) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
-            (Cos, F64) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
-            (Exp, F64) => ("egrad_exp_f64", egrad_exp_f64 as *const u8),
-            (Log, F64) => ("egrad_log_f64", egrad_log_f64 as *const u8),
-            (Tanh, F64) => ("egrad_tanh_f64", egrad_tanh_f64 as *const u8),
+            (Sin, F64 | I64) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
+            (Cos, F64 | I64) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
+            (Exp, F64 | I64) => ("egrad_exp_f64", egrad_exp_f64 as *const u8),
+            (Log, F64 | I64) => ("egrad_log_f64", egrad_log_f64 as *const u8),
+            (Tanh, F64 | I64) => ("egrad_tanh_f64", egrad_tanh_f64 as *const u8),
             (Tan, F32) => ("egrad_tan_f32", egrad_tan_f32 as *const u8),
             (Log1p, F32) => ("egrad_log1p_f32", egrad_log1p_f32 as *const u8),
             (Expm1, F32) => ("egrad_expm1_f32", egrad_expm1_f32 as *const u8),
             (Pow, F32) => ("egrad_pow_f32", egrad_pow_f32 as *const u8),
-            (Tan, F64) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
-            (Log1p, F64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
-            (Expm1, F64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
-            (Pow, F64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
+            (Tan, F64 | I64) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
+            (Log1p, F64 | I64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
+            (Expm1, F64 | I64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
+            (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
         }
     }
 }
@@ -279,7 +279,7 @@ fn declare_libm<M: Module>(
 ) -> Result<FuncId, Error> {
     let t = match dtype {
         DType::F32 => types::F32,
-        DType::F64 => types::F64,
+        DType::F64 | DType::I64 => types::F64,
     };
     let mut s = module.make_signature();
     for _ in 0..which.arity() {
@@ -476,14 +476,16 @@ impl NativeBuf {
     fn from_value(v: &Value) -> NativeBuf {
         match v.dtype {
             DType::F32 => NativeBuf::F32(v.data.iter().map(|&x| x as f32).collect()),
-            DType::F64 => NativeBuf::F64(v.data.clone()),
+            // An `i64` argument only gives a size (read from `dims`); its
+            // buffer is never read.
+            DType::F64 | DType::I64 => NativeBuf::F64(v.data.clone()),
         }
     }
 
     fn zeros(dtype: DType, n: usize) -> NativeBuf {
         match dtype {
             DType::F32 => NativeBuf::F32(vec![0.0; n]),
-            DType::F64 => NativeBuf::F64(vec![0.0; n]),
+            DType::F64 | DType::I64 => NativeBuf::F64(vec![0.0; n]),
         }
     }
 

@@ -324,7 +324,9 @@ impl Plan {
                 .get(l)
                 .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
             let state = lp.state().clone();
-            let count = lp.count;
+            // A run-time count is planned for as if it were large: every
+            // buffer a long loop needs.
+            let count = lp.static_count().unwrap_or(u64::MAX);
             let buffered = |a: VarId| matches!(read[a.index()], Read::Buf(_));
             let arg = |i: usize| {
                 s.args.get(i).copied().ok_or_else(|| {
@@ -432,14 +434,15 @@ impl Plan {
 fn cl_type(d: DType) -> ir::Type {
     match d {
         DType::F32 => types::F32,
-        DType::F64 => types::F64,
+        // An `i64` parameter's buffer is never read (it gives a size).
+        DType::F64 | DType::I64 => types::F64,
     }
 }
 
 fn log2_bytes(d: DType) -> i64 {
     match d {
         DType::F32 => 2,
-        DType::F64 => 3,
+        DType::F64 | DType::I64 => 3,
     }
 }
 
@@ -835,8 +838,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             .get(l)
             .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
         let lb = self.loop_bufs(stmt.var)?;
-        let count = lp.count;
+        // The count: known (`Some`) or read from `dims` at run time.
+        let fixed = lp.static_count();
         let state = lp.state().clone();
+        let n = self.translate_len(Type::array(state.dtype, vec![lp.count.clone()]))?;
         let width = self.translate_len(state.clone())?;
         let h = self.buf(home)?;
         let arg = |i: usize| {
@@ -851,41 +856,56 @@ impl<'a, 'b> Translator<'a, 'b> {
         // (the home stands in, never read or written through it).
         let opt = |t: &Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
         let rowbytes = self.b.ins().ishl_imm_u(width, log2_bytes(state.dtype));
+        // With a run-time count, what a count of 0 does runs only then.
+        let when_zero = |t: &mut Self, f: &mut dyn FnMut(&mut Self) -> Result<(), Error>| {
+            if fixed.is_some() {
+                return Ok(());
+            }
+            let z = t.b.ins().icmp_imm_s(IntCC::Equal, n, 0);
+            let trips = t.b.ins().uextend(types::I64, z);
+            t.translate_loop(trips, &mut |t, _| f(t))
+        };
         match stmt.op {
             Op::Loop(_) => {
                 let x = arg(0)?;
-                if count == 0 {
+                if fixed == Some(0) {
                     return self.translate_fill(x, h, width);
                 }
                 let other = opt(self, lb.other)?;
                 let body = self.call_site(l, false)?;
-                let (cur, nxt) = self.translate_ping_pong(x, count, h, other, width)?;
-                let n = self.translate_count(count);
+                let (cur, nxt) = self.translate_ping_pong(x, n, h, other, width)?;
                 self.translate_loop(n, &mut |t, _| {
                     let c = t.b.use_var(cur);
                     let o = t.b.use_var(nxt);
                     t.translate_call(body, &[c], o)?;
                     t.translate_swap(cur, nxt, h, other);
                     Ok(())
-                })
+                })?;
+                when_zero(self, &mut |t| t.translate_fill(x, h, width))
             }
             Op::LoopTape(_, k) => {
-                // Row 0 is the initial state; the step ending a segment (or
-                // the loop) writes the next row, the others alternate
-                // between `a` and `b`.
-                self.translate_fill(arg(0)?, h, width)?;
-                if count == 0 {
-                    return Ok(());
+                // Row 0 is the final state, row 1 + j the state after j·k
+                // steps. The initial state goes to row 1; the step ending a
+                // segment writes the next checkpoint row, the last step row
+                // 0, the others alternate between `a` and `b`.
+                let x = arg(0)?;
+                if fixed == Some(0) {
+                    return self.translate_fill(x, h, width);
                 }
+                when_zero(self, &mut |t| t.translate_fill(x, h, width))?;
+                let row1 = self.b.ins().iadd(h, rowbytes);
                 let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
                 let body = self.call_site(l, false)?;
                 let k = i64::from(k.max(1));
-                let cur = self.translate_var(h);
+                // Only when there are steps: the tape then has row 1.
+                let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, n, 0);
+                let trips = self.b.ins().uextend(types::I64, nz);
+                self.translate_loop(trips, &mut |t, _| t.translate_fill(x, row1, width))?;
+                let cur = self.translate_var(row1);
                 let zero = self.b.ins().iconst(types::I64, 0);
                 let step = self.translate_var(zero);
-                let row1 = self.b.ins().iadd(h, rowbytes);
-                let row = self.translate_var(row1);
-                let n = self.translate_count(count);
+                let row2 = self.b.ins().iadd(row1, rowbytes);
+                let row = self.translate_var(row2);
                 self.translate_loop(n, &mut |t, i| {
                     let c = t.b.use_var(cur);
                     let sp = t.b.use_var(step);
@@ -893,18 +913,18 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let seg_end = t.b.ins().icmp_imm_s(IntCC::Equal, s1, k);
                     let i1 = t.b.ins().iadd_imm_s(i, 1);
                     let all_end = t.b.ins().icmp(IntCC::Equal, i1, n);
-                    let last = t.b.ins().bor(seg_end, all_end);
                     let on_a = t.b.ins().icmp(IntCC::Equal, c, a);
                     let between = t.b.ins().select(on_a, b, a);
                     let r = t.b.use_var(row);
-                    let o = t.b.ins().select(last, r, between);
+                    let o = t.b.ins().select(seg_end, r, between);
+                    let o = t.b.ins().select(all_end, h, o);
                     t.translate_call(body, &[c], o)?;
                     t.b.def_var(cur, o);
                     let zero = t.b.ins().iconst(types::I64, 0);
-                    let sp = t.b.ins().select(last, zero, s1);
+                    let sp = t.b.ins().select(seg_end, zero, s1);
                     t.b.def_var(step, sp);
                     let next_row = t.b.ins().iadd(r, rowbytes);
-                    let r = t.b.ins().select(last, next_row, r);
+                    let r = t.b.ins().select(seg_end, next_row, r);
                     t.b.def_var(row, r);
                     Ok(())
                 })
@@ -923,23 +943,26 @@ impl<'a, 'b> Translator<'a, 'b> {
                         p
                     }
                 };
-                if count == 0 {
+                if fixed == Some(0) {
                     return self.translate_fill(g, h, width);
                 }
                 let other = opt(self, lb.other)?;
                 let vjp = self.call_site(l, true)?;
                 let k = u64::from(k.max(1));
-                // Some segment has states after its checkpoint to recompute.
-                let body = if count.min(k) >= 2 {
+                // Some segment may have states after its checkpoint to
+                // recompute.
+                let body = if fixed.unwrap_or(u64::MAX).min(k) >= 2 {
                     Some(self.call_site(l, false)?)
                 } else {
                     None
                 };
-                let (gcur, gnxt) = self.translate_ping_pong(g, count, h, other, width)?;
+                let (gcur, gnxt) = self.translate_ping_pong(g, n, h, other, width)?;
                 let seg = opt(self, lb.seg)?;
                 let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
-                let segments = count.div_ceil(k);
-                let n_seg = self.translate_count(segments);
+                // ⌈n/k⌉ segments; checkpoint j in row 1 + j.
+                let up = self.b.ins().iadd_imm_s(n, k as i64 - 1);
+                let n_seg = self.b.ins().udiv_imm_s(up, k as i64);
+                let ckpt0 = self.b.ins().iadd(tape, rowbytes);
                 // The VJP at the state in `st`: the cotangent moves on.
                 let vjp_step = move |t: &mut Self, st: ir::Value| -> Result<(), Error> {
                     let gc = t.b.use_var(gcur);
@@ -949,25 +972,25 @@ impl<'a, 'b> Translator<'a, 'b> {
                     Ok(())
                 };
                 self.translate_loop(n_seg, &mut |t, jj| {
-                    // Segment j = segments-1-jj: states j*k .. j*k+n-1, with
-                    // n = min(k, count - j*k).
-                    let last = t.translate_count(segments - 1);
+                    // Segment j = segments-1-jj: states j*k .. j*k+len-1,
+                    // with len = min(k, count - j*k).
+                    let last = t.b.ins().iadd_imm_s(n_seg, -1);
                     let j = t.b.ins().isub(last, jj);
                     let start = t.b.ins().imul_imm_s(j, k as i64);
-                    let total = t.translate_count(count);
-                    let rest = t.b.ins().isub(total, start);
+                    let rest = t.b.ins().isub(n, start);
                     let kv = t.translate_count(k);
                     let short = t.b.ins().icmp(IntCC::UnsignedLessThan, rest, kv);
-                    let n = t.b.ins().select(short, rest, kv);
-                    let n1 = t.b.ins().iadd_imm_s(n, -1);
+                    let len = t.b.ins().select(short, rest, kv);
+                    let len1 = t.b.ins().iadd_imm_s(len, -1);
                     let off = t.b.ins().imul(j, rowbytes);
-                    let ckpt = t.b.ins().iadd(tape, off);
+                    let ckpt = t.b.ins().iadd(ckpt0, off);
                     if m == 0 {
-                        // States 1 .. n-1 into rows 0 .. n-2 of `seg`, then
-                        // the VJP backwards over them and the checkpoint.
+                        // States 1 .. len-1 into rows 0 .. len-2 of `seg`,
+                        // then the VJP backwards over them and the
+                        // checkpoint.
                         if let Some(body) = body {
                             let prev = t.translate_var(ckpt);
-                            t.translate_loop(n1, &mut |t, r| {
+                            t.translate_loop(len1, &mut |t, r| {
                                 let p = t.b.use_var(prev);
                                 let ro = t.b.ins().imul(r, rowbytes);
                                 let o = t.b.ins().iadd(seg, ro);
@@ -976,8 +999,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 Ok(())
                             })?;
                         }
-                        t.translate_loop(n, &mut |t, rr| {
-                            let r = t.b.ins().isub(n1, rr);
+                        t.translate_loop(len, &mut |t, rr| {
+                            let r = t.b.ins().isub(len1, rr);
                             let r1 = t.b.ins().iadd_imm_s(r, -1);
                             let ro = t.b.ins().imul(r1, rowbytes);
                             let in_seg = t.b.ins().iadd(seg, ro);
@@ -988,8 +1011,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                     } else {
                         // Each state recomputed from the checkpoint when the
                         // VJP needs it, alternating between `a` and `b`.
-                        t.translate_loop(n, &mut |t, rr| {
-                            let r = t.b.ins().isub(n1, rr);
+                        t.translate_loop(len, &mut |t, rr| {
+                            let r = t.b.ins().isub(len1, rr);
                             let cur = t.translate_var(ckpt);
                             if let Some(body) = body {
                                 let nxt = t.translate_var(a);
@@ -1005,7 +1028,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                             vjp_step(t, st)
                         })
                     }
-                })
+                })?;
+                when_zero(self, &mut |t| t.translate_fill(g, h, width))
             }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not a loop op",
@@ -1014,24 +1038,23 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// Start `count >= 1` steps alternating between buffers `h` and `other`
-    /// so that the last step writes `h`: returns the variables holding the
-    /// buffer the next step reads and the one it writes. An operand in a
-    /// buffer is read there by the first step; any other is first written
-    /// to the buffer the first step does not write.
+    /// Start `n >= 1` steps alternating between buffers `h` and `other`
+    /// so that the last step writes `h` (the parity of the run-time count
+    /// `n` picks the first): returns the variables holding the buffer the
+    /// next step reads and the one it writes. An operand in a buffer is
+    /// read there by the first step; any other is first written to the
+    /// buffer the first step does not write.
     fn translate_ping_pong(
         &mut self,
         x: VarId,
-        count: u64,
+        n: ir::Value,
         h: ir::Value,
         other: ir::Value,
         width: ir::Value,
     ) -> Result<(cranelift_frontend::Variable, cranelift_frontend::Variable), Error> {
-        let (first, spare) = if count % 2 == 1 {
-            (h, other)
-        } else {
-            (other, h)
-        };
+        let odd = self.b.ins().band_imm_s(n, 1);
+        let first = self.b.ins().select(odd, h, other);
+        let spare = self.b.ins().select(odd, other, h);
         let src = match self.read(x)? {
             Read::Buf(k) => self.buf(k)?,
             _ => {
@@ -1351,7 +1374,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn translate_const(&mut self, dtype: DType, x: f64) -> ir::Value {
         match dtype {
             DType::F32 => self.b.ins().f32const(x as f32),
-            DType::F64 => self.b.ins().f64const(x),
+            DType::F64 | DType::I64 => self.b.ins().f64const(x),
         }
     }
 
@@ -1445,7 +1468,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                         .ok_or_else(|| Error::internal("backend: array length overflows"))?;
                     lit = k;
                 }
-                Dim::Param(p) | Dim::Sub(p, _) => {
+                Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => {
                     let idx = self
                         .f
                         .size_params
@@ -1460,6 +1483,14 @@ impl<'a, 'b> Translator<'a, 'b> {
                         let k = i64::try_from(*k)
                             .map_err(|_| Error::internal("backend: size overflows"))?;
                         dv = self.b.ins().iadd_imm_s(dv, -k);
+                    }
+                    if let Dim::Rows(_, k) = d {
+                        // ⌈p/k⌉ + 1 = (p + k - 1) / k + 1.
+                        let k = i64::try_from((*k).max(1))
+                            .map_err(|_| Error::internal("backend: size overflows"))?;
+                        let up = self.b.ins().iadd_imm_s(dv, k - 1);
+                        let q = self.b.ins().udiv_imm_s(up, k);
+                        dv = self.b.ins().iadd_imm_s(q, 1);
                     }
                     len = Some(match len {
                         Some(l) => self.b.ins().imul(l, dv),

@@ -146,7 +146,7 @@ fn tangent_loop(
         .map_err(IrError::from)?;
     let body = bb.finish(vec![out]);
     let id = b.add_loop(Loop {
-        count: lp.count,
+        count: lp.count.clone(),
         body,
         vjp: None,
     });

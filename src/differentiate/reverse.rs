@@ -2,7 +2,7 @@
 
 use super::template::Template;
 use crate::lang::ir::{Builder, Function, IrError, VarId};
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::Type;
 use crate::ops::Op;
 use indexmap::IndexMap;
 
@@ -215,7 +215,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     })
 }
 
-/// `looptape L 1` of `x` and its last row (the loop's result), giving loop
+/// `looptape L 1` of `x` and its row 0 (the loop's result), giving loop
 /// `l` its VJP if it has none yet.
 fn taped_loop(
     b: &mut Builder,
@@ -231,7 +231,7 @@ fn taped_loop(
     let lp = &b.function().loops[l];
     let rows = lp.tape_rows(1);
     let st = lp.state().clone();
-    let mut shape = vec![Dim::Lit(rows)];
+    let mut shape = vec![rows];
     shape.extend(st.shape.iter().cloned());
     let tape_ty = Type::array(st.dtype, shape);
     let t = b
@@ -243,7 +243,7 @@ fn taped_loop(
         )
         .map_err(IrError::from)?;
     let y = b
-        .push(name, Op::Index(rows - 1), &[t], None)
+        .push(name, Op::Index(0), &[t], None)
         .map_err(IrError::from)?;
     Ok((t, y))
 }

@@ -160,7 +160,7 @@ impl CostModel {
             .loops
             .iter()
             .map(|l| LoopPrice {
-                count: l.count as f64,
+                count: inner.elements(&Type::array(l.state().dtype, vec![l.count.clone()])),
                 body: function_cost(&l.body, &inner).flops(),
                 vjp: l
                     .vjp

@@ -102,6 +102,17 @@ fn fold(op: Op, xs: &[f64]) -> f64 {
     op.eval(&refs, DType::F64, &[]).as_scalar()
 }
 
+/// A run-time `i64` used where only a loop count (or a call's `i64`
+/// argument) can go.
+fn count_only(at: Span, value: Span, what: &str) -> Diagnostic {
+    Diagnostic::new(
+        at,
+        format!("a run-time i64 can only be a loop count (`iterate(n, ...)`) or an `i64` argument for now, not an operand of `{what}`"),
+    )
+    .with_label(value, "this is a run-time i64")
+    .with_note("declare it `static` to compute with it at compile time")
+}
+
 /// The leaves of a (possibly nested) tuple value, left to right.
 fn flatten_leaves(v: &Val, out: &mut Vec<Val>) {
     match v {
@@ -219,6 +230,9 @@ enum Val {
     Mask(VarId),
     /// The index of the enclosing `tabulate` plus a static offset.
     Idx(i64),
+    /// A run-time `i64` parameter: the size parameter of that name (a loop
+    /// count), and the parameter's variable.
+    Count(String, VarId),
     Tuple(Vec<Val>),
     /// An error was already reported.
     Err,
@@ -391,7 +405,9 @@ fn resolve_type_with(
         }
         TypeExpr::Named { dtype, dims, .. } => {
             let mut ok = true;
-            let d = match DType::from_name(&dtype.name).or_else(|| dtypes.get(&dtype.name).copied())
+            let d = match DType::from_name(&dtype.name)
+                .filter(|d| *d != DType::I64)
+                .or_else(|| dtypes.get(&dtype.name).copied())
             {
                 Some(d) => Some(d),
                 None if matches!(dtype.name.as_str(), "i64" | "bool") => {
@@ -400,10 +416,11 @@ fn resolve_type_with(
                             dtype.span,
                             format!("`{}` values can only be static for now", dtype.name),
                         )
-                        .with_note(format!(
-                            "write `static name: {}` for a value fixed where the function is called; run-time integers and booleans are not supported yet",
-                            dtype.name
-                        )),
+                        .with_note(if dtype.name == "i64" {
+                            "write `static name: i64` for a value fixed where the function is called; a run-time `i64` can only be a scalar parameter (a loop count)".to_string()
+                        } else {
+                            "write `static name: bool` for a value fixed where the function is called; run-time booleans are only comparisons' results".to_string()
+                        }),
                     );
                     None
                 }
@@ -524,11 +541,26 @@ fn signature_with(
                 .with_label(first, "first declared here"),
             );
         }
+        let runtime_int = matches!(&p.ty, TypeExpr::Named { dtype, dims, .. } if dtype.name == "i64" && dims.is_empty());
         if p.is_static {
             if let Some(k) = static_kind(&p.ty, errs) {
                 params.push((p.name.name.clone(), Type::scalar(DType::F64), p.span));
                 statics.push(Some(k));
             }
+        } else if runtime_int {
+            // A run-time integer: the size parameter of its name (a loop
+            // count), bound from the argument's value.
+            if all_sizes.iter().any(|s| s.name == p.name.name) {
+                errs.push(Diagnostic::new(
+                    p.name.span,
+                    format!(
+                        "the `i64` parameter `{}` has the name of a size parameter",
+                        p.name.name
+                    ),
+                ));
+            }
+            params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
+            statics.push(None);
         } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
             if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
                 errs.push(
@@ -636,6 +668,15 @@ fn signature_with(
                         arg.span,
                         format!("`@grad` names `{}` twice", arg.name),
                     ));
+                }
+                Some(i) if params.get(i).is_some_and(|p| p.1.dtype == DType::I64) => {
+                    ok = false;
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!("`@{attr}` cannot differentiate the i64 `{}`: an integer has no derivative", arg.name),
+                        ),
+                    );
                 }
                 Some(i) if f.params[i].is_static => {
                     ok = false;
@@ -769,7 +810,17 @@ fn signature_with(
         return None;
     }
     Some(Sig {
-        size_params: f.size_params.iter().map(|s| s.name.clone()).collect(),
+        size_params: f
+            .size_params
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(
+                params
+                    .iter()
+                    .filter(|p| p.1.dtype == DType::I64)
+                    .map(|p| p.0.clone()),
+            )
+            .collect(),
         params,
         statics,
         ret,
@@ -1140,6 +1191,7 @@ impl<'a> FnCx<'a> {
             Val::Int(_) => "a static i64".into(),
             Val::Bool(_) => "a static bool".into(),
             Val::Idx(_) => "the index of `tabulate`".into(),
+            Val::Count(..) => "a run-time i64".into(),
             Val::Mask(x) => {
                 let t = self.ty(*x);
                 if t.is_scalar() {
@@ -1190,7 +1242,11 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let v = self.b.param(name, ty.clone(), *span);
-            self.env.push((name.clone(), Val::Var(v)));
+            if ty.dtype == DType::I64 {
+                self.env.push((name.clone(), Val::Count(name.clone(), v)));
+            } else {
+                self.env.push((name.clone(), Val::Var(v)));
+            }
         }
         // IR parameter index of each source parameter (statics have none).
         let ir_index: Vec<Option<usize>> = {
@@ -1942,6 +1998,12 @@ impl<'a> FnCx<'a> {
                 }
             };
         }
+        for (v, span) in [(&l, lspan), (&r, rspan)] {
+            if matches!(v, Val::Count(..)) {
+                self.error(count_only(op_span, span, op_text));
+                return Val::Err;
+            }
+        }
         let cmp = op.is_comparison();
         // Static integers stay integers (counts, indices, sizes); a division
         // is an integer division only between two static integers.
@@ -2419,6 +2481,38 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, pspan) = &sig.params[k];
+            if pty.dtype == DType::I64 {
+                // A run-time integer binds the callee's size parameter of
+                // its name: to the caller's one, or to a static value.
+                let d = match v {
+                    Val::Count(size, _) => Some(Dim::Param(size.clone())),
+                    Val::Err => {
+                        ok = false;
+                        continue;
+                    }
+                    other => other
+                        .as_static_int()
+                        .and_then(|i| u64::try_from(i).ok())
+                        .map(Dim::Lit),
+                };
+                match d {
+                    Some(d) => {
+                        subst.insert(pname.clone(), d);
+                    }
+                    None => {
+                        ok = false;
+                        let t = self.describe(v);
+                        self.error(
+                            Diagnostic::new(
+                                args[k].span,
+                                format!("argument `{pname}` of `{name}` must be a non-negative i64 (a count), but it is {t}"),
+                            )
+                            .with_label(*pspan, format!("`{pname}` is declared here as i64")),
+                        );
+                    }
+                }
+                continue;
+            }
             let x = match v {
                 Val::Var(x) => *x,
                 Val::Err => {
@@ -2445,7 +2539,7 @@ impl<'a> FnCx<'a> {
                 let mut trial = subst.clone();
                 for (pd, ad) in pty.shape.iter().zip(&at.shape) {
                     match pd {
-                        Dim::Lit(_) | Dim::Sub(..) => fits &= pd == ad,
+                        Dim::Lit(_) | Dim::Sub(..) | Dim::Rows(..) => fits &= pd == ad,
                         Dim::Param(p) => match trial.get(p) {
                             Some(bound) => fits &= bound == ad,
                             None => {
@@ -2482,6 +2576,16 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, _) = &sig.params[k];
+            if pty.dtype == DType::I64 {
+                // Never read by the callee's statements (it gives a size).
+                arg_vars.push(match v {
+                    Val::Count(_, x) => *x,
+                    _ => self
+                        .b
+                        .constant(DType::F64, v.as_static_int().unwrap_or(0) as f64),
+                });
+                continue;
+            }
             match v {
                 Val::Var(x) => arg_vars.push(*x),
                 Val::Const(_) | Val::Int(_) => {
@@ -2648,18 +2752,48 @@ impl<'a> FnCx<'a> {
         let n = self.lower(count, &[]);
         let n = match n {
             Val::Err => return Val::Err,
+            // A run-time count: the whole `iterate` is one loop.
+            Val::Count(size, _) if !until => {
+                let state = self.lower(init, hints);
+                if matches!(state, Val::Err) {
+                    return Val::Err;
+                }
+                return match self.counted_loop(
+                    Dim::Param(size),
+                    &state,
+                    param,
+                    body,
+                    init.span,
+                    hints,
+                ) {
+                    Some(v) => v,
+                    None => {
+                        self.error(
+                            Diagnostic::new(init.span, format!("a loop with a run-time count cannot carry this state ({})", self.describe(&state)))
+                                .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars; with a `static` count the `iterate` could be unrolled instead"),
+                        );
+                        Val::Err
+                    }
+                };
+            }
             other if other.as_static_int().is_some() => other.as_static_int().unwrap_or(0),
             other => {
                 let name = what;
-                let dynamic = matches!(other, Val::Var(_) | Val::Mask(_));
+                let dynamic = matches!(other, Val::Var(_) | Val::Mask(_) | Val::Count(..));
                 let what = match &count.kind {
                     ExprKind::Name(n) => format!("`{n}`"),
                     _ => "the count".to_string(),
                 };
                 let mut d = Diagnostic::new(
                     count.span,
-                    if dynamic {
-                        format!("the count of `{name}` must be known at compile time, but {what} is a run-time value ({})", self.describe(&other))
+                    if matches!(other, Val::Count(..)) {
+                        format!("the bound of `{name}` must be known at compile time, but {what} is a run-time i64")
+                    } else if dynamic {
+                        format!(
+                            "the count of `{name}` must be known at compile time{}, but {what} is a run-time value ({})",
+                            if until { "" } else { " or be a run-time `i64` parameter" },
+                            self.describe(&other)
+                        )
                     } else {
                         format!(
                             "the count of `{name}` must be an integer, but {what} is {}",
@@ -2667,9 +2801,11 @@ impl<'a> FnCx<'a> {
                         )
                     },
                 );
-                if dynamic {
+                if matches!(other, Val::Count(..)) {
+                    d = d.with_note("`iterate_until` is unrolled; declare the bound `static` (a run-time count works with `iterate`)");
+                } else if dynamic {
                     d = d.with_note(format!(
-                        "declare {what} as a `static` parameter (`static n: i64`) so that the loop can be unrolled; loops with run-time counts are not supported yet"
+                        "a count is a static integer (`static n: i64`, unrolled when short) or a run-time `i64` parameter (`n: i64`, a loop); {what} is neither"
                     ));
                 }
                 self.error(d);
@@ -2691,8 +2827,8 @@ impl<'a> FnCx<'a> {
             }
             if !loop_tried && (step >= PEEL_STEPS || !has_constant_leaf(&state)) {
                 loop_tried = true;
-                if let Some(v) = self.counted_loop(n - step, &state, param, body, init.span, hints)
-                {
+                let rest = Dim::Lit((n - step) as u64);
+                if let Some(v) = self.counted_loop(rest, &state, param, body, init.span, hints) {
                     return v;
                 }
             }
@@ -2786,7 +2922,7 @@ impl<'a> FnCx<'a> {
     /// `T[K, shape]`. None: unroll instead (nothing was emitted).
     fn counted_loop(
         &mut self,
-        n: i64,
+        count: Dim,
         state: &Val,
         param: &Pattern,
         body: &Expr,
@@ -2878,7 +3014,10 @@ impl<'a> FnCx<'a> {
                 Val::Const(_) => true,
                 _ => false,
             })
-            && (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS;
+            && match count {
+                Dim::Lit(n) => (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS,
+                _ => true,
+            };
         // Values from outside the step that it reads: carried in the state.
         let mut captures: Vec<VarId> = Vec::new();
         let is_outer = |v: VarId| v.index() < var_mark;
@@ -3012,7 +3151,7 @@ impl<'a> FnCx<'a> {
             });
         }
         let id = self.b.add_loop(Loop {
-            count: n as u64,
+            count,
             body: body_fn,
             vjp: None,
         });
@@ -3152,8 +3291,11 @@ impl<'a> FnCx<'a> {
         }
         let sizes = self.b.function().size_params.clone();
         for l in &callee.loops {
+            let Some(count) = subst_dim(&l.count, subst) else {
+                return self.bug(format!("inlining `{}`: a loop count", callee.name));
+            };
             self.b.add_loop(Loop {
-                count: l.count,
+                count,
                 body: subst_function(&l.body, subst, &sizes),
                 vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
             });
@@ -3251,6 +3393,12 @@ fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
         Dim::Param(p) => Some(subst.get(p).cloned().unwrap_or_else(|| d.clone())),
         Dim::Sub(p, k) => match subst.get(p) {
             Some(b) => b.minus(*k),
+            None => Some(d.clone()),
+        },
+        Dim::Rows(p, k) => match subst.get(p) {
+            Some(Dim::Lit(n)) => Some(Dim::Lit(n.div_ceil((*k).max(1)) + 1)),
+            Some(Dim::Param(q)) => Some(Dim::Rows(q.clone(), *k)),
+            Some(_) => None,
             None => Some(d.clone()),
         },
     }

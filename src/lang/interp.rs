@@ -3,7 +3,7 @@
 //! rewrite rules are checked against.
 
 use super::ir::{Function, Loop};
-use super::types::{Dim, Type};
+use super::types::{DType, Dim, Type};
 use super::value::Value;
 use crate::ops::Op;
 use indexmap::IndexMap;
@@ -45,6 +45,29 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
     for (i, (p, a)) in f.params.iter().zip(args).enumerate() {
         let name = f.var_name(p.var);
         let ty = f.ty(p.var);
+        if ty.dtype == DType::I64 {
+            // A run-time integer: the size parameter of its name.
+            let x = match (a.shape.is_empty(), a.data.first()) {
+                (true, Some(&x)) => x,
+                _ => {
+                    return Err(ArgError {
+                        param: Some(i),
+                        message: format!("argument `{name}` must be an i64 scalar"),
+                    })
+                }
+            };
+            if !(x >= 0.0 && x.fract() == 0.0 && x <= (1u64 << 53) as f64) {
+                return Err(ArgError {
+                    param: Some(i),
+                    message: format!("argument `{name}` must be a non-negative integer, got {x}"),
+                });
+            }
+            if f.size_params.iter().any(|p| p == name) {
+                dims.insert(name.to_string(), x as u64);
+                bound_by.insert(name.to_string(), i);
+            }
+            continue;
+        }
         if a.dtype != ty.dtype {
             return Err(ArgError {
                 param: Some(i),
@@ -63,6 +86,12 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
         }
         for (d, &n) in ty.shape.iter().zip(&a.shape) {
             match d {
+                Dim::Rows(..) => {
+                    return Err(ArgError {
+                        param: Some(i),
+                        message: format!("parameter `{name}` has a computed size ({ty}); parameters need plain sizes"),
+                    });
+                }
                 Dim::Lit(k) if *k != n as u64 => {
                     return Err(ArgError {
                         param: Some(i),
@@ -189,7 +218,9 @@ pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
         .map(|d| match d {
             Dim::Lit(k) => *k as usize,
             Dim::Param(p) => dims.get(p).copied().unwrap_or(0) as usize,
-            Dim::Sub(p, k) => dims.get(p).copied().unwrap_or(0).saturating_sub(*k) as usize,
+            Dim::Sub(..) | Dim::Rows(..) => {
+                d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize
+            }
         })
         .collect()
 }
@@ -244,19 +275,22 @@ fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Value {
 /// `loop`, `looptape` and `loopvjp` (see [`Op::Loop`]).
 fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims) -> Value {
     let step = |s: Value| apply(&lp.body, vec![s], dims);
+    let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
     match op {
-        Op::Loop(_) => (0..lp.count).fold(args[0].clone(), |s, _| step(s)),
+        Op::Loop(_) => (0..count).fold(args[0].clone(), |s, _| step(s)),
         Op::LoopTape(_, k) => {
+            // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
-            let mut data = Vec::new();
+            let mut rows = Vec::new();
             let mut s = args[0].clone();
-            for t in 0..lp.count {
+            for t in 0..count {
                 if t % k == 0 {
-                    data.extend_from_slice(&s.data);
+                    rows.extend_from_slice(&s.data);
                 }
                 s = step(s);
             }
-            data.extend_from_slice(&s.data);
+            let mut data = s.data.clone();
+            data.extend(rows);
             Value {
                 dtype: s.dtype,
                 shape: out_shape.to_vec(),
@@ -270,15 +304,15 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
             let (tape, mut g) = (args[0], args[1].clone());
             let width = g.data.len();
             let k = u64::from(k);
-            let segments = lp.count.div_ceil(k);
+            let segments = count.div_ceil(k);
             for j in (0..segments).rev() {
-                let from = (j * width as u64) as usize;
+                let from = ((j + 1) * width as u64) as usize;
                 let mut states = vec![Value {
                     dtype: g.dtype,
                     shape: g.shape.clone(),
                     data: tape.data[from..from + width].to_vec(),
                 }];
-                let end = ((j + 1) * k).min(lp.count);
+                let end = ((j + 1) * k).min(count);
                 for _ in j * k + 1..end {
                     let next = step(states[states.len() - 1].clone());
                     states.push(next);
@@ -314,8 +348,8 @@ mod tests {
             states.push(s);
         }
         assert_eq!(out[0].data, s.to_vec());
-        let rows: Vec<f64> = [0, 2, 4, 6, 7].iter().flat_map(|&i| states[i]).collect();
-        // Rows: states 0, 2, 4, 6 and the final state 7.
+        let rows: Vec<f64> = [7, 0, 2, 4, 6].iter().flat_map(|&i| states[i]).collect();
+        // Rows: the final state 7, then states 0, 2, 4, 6.
         assert_eq!(out[1].shape, vec![5, 2]);
         assert_eq!(out[1].data, rows);
         // The seed is x itself: g_i = x_i * prod_t 0.5 cos(0.5 s_t,i).

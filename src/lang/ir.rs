@@ -74,7 +74,9 @@ pub struct Function {
 /// result, and its derivative one cotangent in and one out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loop {
-    pub count: u64,
+    /// The number of steps: a literal, or a size parameter of the function
+    /// (a run-time count, given by an `i64` argument).
+    pub count: Dim,
     /// `(state) -> next state`, over the enclosing function's size
     /// parameters.
     pub body: Function,
@@ -90,10 +92,22 @@ impl Loop {
         self.body.ty(self.body.params[0].var)
     }
 
-    /// Rows of a `looptape` keeping every `k`-th state: `⌈count/k⌉`
-    /// checkpoints and the final state.
-    pub fn tape_rows(&self, k: u64) -> u64 {
-        self.count.div_ceil(k.max(1)) + 1
+    /// Rows of a `looptape` keeping every `k`-th state: the final state
+    /// and `⌈count/k⌉` checkpoints.
+    pub fn tape_rows(&self, k: u64) -> Dim {
+        let k = k.max(1);
+        match &self.count {
+            Dim::Lit(n) => Dim::Lit(n.div_ceil(k) + 1),
+            Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => Dim::Rows(p.clone(), k),
+        }
+    }
+
+    /// The count as a number, when it is a literal.
+    pub fn static_count(&self) -> Option<u64> {
+        match self.count {
+            Dim::Lit(n) => Some(n),
+            _ => None,
+        }
     }
 
     fn validate(&self, outer: &Function) -> Result<(), IrError> {
@@ -113,6 +127,14 @@ impl Loop {
         }
         if b.size_params != outer.size_params {
             return bad("a body has its function's size parameters");
+        }
+        match &self.count {
+            Dim::Lit(_) => {}
+            Dim::Param(p) if outer.size_params.contains(p) => {}
+            other => return Err(IrError(format!(
+                "{}: loop body `{}`: a count must be a literal or a size parameter, not {other}",
+                outer.name, b.name
+            ))),
         }
         if let Some(v) = &self.vjp {
             v.validate()?;
@@ -290,7 +312,7 @@ impl Function {
         }
         if let Some((tape, k)) = rows {
             let want = lp.tape_rows(u64::from(k));
-            if tape.shape.first() != Some(&Dim::Lit(want)) {
+            if tape.shape.first() != Some(&want) {
                 return Err(IrError(format!(
                     "{}: a tape of loop {l} keeping every {k}-th state has {want} rows, not {tape}",
                     at()
@@ -782,14 +804,16 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
     Ok(out)
 }
 
-/// `K xN` of a `loop K xN {` block: the count, if `K` is the next loop.
-fn parse_loop_header(head: &str, next: usize) -> Result<u64, String> {
+/// `K xN` of a `loop K xN {` block: the count (a literal or a size
+/// parameter), if `K` is the next loop.
+fn parse_loop_header(head: &str, next: usize) -> Result<Dim, String> {
     let mut words = head.split_whitespace();
     let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
-    let n: Option<u64> = words
+    let n: Option<Dim> = words
         .next()
         .and_then(|w| w.strip_prefix('x'))
-        .and_then(|w| w.parse().ok());
+        .and_then(|w| Type::parse(&format!("f64[{w}]")))
+        .and_then(|t| t.shape.into_iter().next());
     match (k, n, words.next()) {
         (Some(k), Some(n), None) if k == next => Ok(n),
         (Some(k), Some(_), None) => Err(format!("expected loop {next}, found loop {k}")),
@@ -878,7 +902,7 @@ pub(crate) mod tests {
     fn loops_print_and_parse_back() {
         let fs = parse_functions(HALVING).unwrap();
         assert_eq!(fs[0].loops.len(), 1);
-        assert_eq!(fs[0].loops[0].count, 7);
+        assert_eq!(fs[0].loops[0].count, Dim::Lit(7));
         assert!(fs[0].loops[0].vjp.is_some());
         assert_eq!(fs[0].to_string(), HALVING);
     }

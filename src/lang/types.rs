@@ -7,6 +7,9 @@ use std::fmt;
 pub enum DType {
     F32,
     F64,
+    /// A run-time integer. Only a scalar parameter has this type: it gives
+    /// the value of the size parameter of the same name (a loop count).
+    I64,
 }
 
 impl DType {
@@ -14,6 +17,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::I64 => "i64",
         }
     }
 
@@ -21,6 +25,7 @@ impl DType {
         match s {
             "f32" => Some(DType::F32),
             "f64" => Some(DType::F64),
+            "i64" => Some(DType::I64),
             _ => None,
         }
     }
@@ -29,7 +34,7 @@ impl DType {
     pub fn bytes(self) -> usize {
         match self {
             DType::F32 => 4,
-            DType::F64 => 8,
+            DType::F64 | DType::I64 => 8,
         }
     }
 
@@ -37,7 +42,9 @@ impl DType {
     pub fn round(self, x: f64) -> f64 {
         match self {
             DType::F32 => x as f32 as f64,
-            DType::F64 => x,
+            // Kept as given: a fractional count is refused where it is
+            // bound (`interp::bind_args`), not silently truncated.
+            DType::F64 | DType::I64 => x,
         }
     }
 }
@@ -57,6 +64,9 @@ pub enum Dim {
     /// A size parameter less a constant (`N-1`, the length of `x[1:]`);
     /// arguments are checked to make it non-negative before anything runs.
     Sub(String, u64),
+    /// `⌈p/k⌉ + 1`: the rows of a loop's tape keeping every `k`-th of its
+    /// `p` states, and its final state.
+    Rows(String, u64),
 }
 
 impl Dim {
@@ -66,6 +76,7 @@ impl Dim {
             Dim::Lit(k) => Some(*k),
             Dim::Param(p) => dims(p),
             Dim::Sub(p, k) => dims(p)?.checked_sub(*k),
+            Dim::Rows(p, k) => dims(p)?.div_ceil((*k).max(1)).checked_add(1),
         }
     }
 
@@ -73,7 +84,7 @@ impl Dim {
     pub fn param(&self) -> Option<&str> {
         match self {
             Dim::Lit(_) => None,
-            Dim::Param(p) | Dim::Sub(p, _) => Some(p),
+            Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => Some(p),
         }
     }
 
@@ -86,8 +97,16 @@ impl Dim {
             Dim::Lit(n) => n.checked_sub(k).map(Dim::Lit),
             Dim::Param(p) => Some(Dim::Sub(p.clone(), k)),
             Dim::Sub(p, j) => j.checked_add(k).map(|t| Dim::Sub(p.clone(), t)),
+            Dim::Rows(..) => None,
         }
     }
+}
+
+fn is_name(s: &str) -> bool {
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
 impl fmt::Display for Dim {
@@ -96,6 +115,7 @@ impl fmt::Display for Dim {
             Dim::Lit(n) => write!(f, "{n}"),
             Dim::Param(p) => f.write_str(p),
             Dim::Sub(p, k) => write!(f, "{p}-{k}"),
+            Dim::Rows(p, k) => write!(f, "ceil({p}/{k})+1"),
         }
     }
 }
@@ -163,6 +183,13 @@ impl Type {
                 }
                 if part.chars().all(|c| c.is_ascii_digit()) {
                     shape.push(Dim::Lit(part.parse().ok()?));
+                } else if let Some(rows) = part.strip_prefix("ceil(") {
+                    let (inner, one) = rows.split_once(")+")?;
+                    let (name, k) = inner.split_once('/')?;
+                    if one.trim() != "1" || !is_name(name.trim()) {
+                        return None;
+                    }
+                    shape.push(Dim::Rows(name.trim().to_string(), k.trim().parse().ok()?));
                 } else if let Some((name, k)) = part.split_once('-') {
                     let name = name.trim();
                     let ok = name
@@ -216,7 +243,15 @@ mod tests {
 
     #[test]
     fn type_text_round_trips() {
-        for s in ["f32", "f64[N]", "f32[N, 3]", "f64[3]", "f64[N-1, 2]"] {
+        for s in [
+            "f32",
+            "f64[N]",
+            "f32[N, 3]",
+            "f64[3]",
+            "f64[N-1, 2]",
+            "f64[ceil(n/4)+1, 2]",
+            "i64",
+        ] {
             let t = Type::parse(s).unwrap();
             assert_eq!(t.to_string(), s);
         }

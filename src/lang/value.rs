@@ -90,6 +90,7 @@ pub fn format_elem(dtype: DType, x: f64) -> String {
             |v| format!("{:e}", v as f32),
         ),
         DType::F64 => fmt_float(x, |v| format!("{v}"), |v| format!("{v:e}")),
+        DType::I64 => format!("{}", x as i64),
     };
     s
 }

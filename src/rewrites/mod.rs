@@ -6,7 +6,7 @@ pub mod lang;
 pub mod rules;
 
 use crate::lang::ir::{Function, VarId};
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::Type;
 use crate::ops::Op;
 use egg::{Id, Runner, StopReason};
 use indexmap::IndexMap;
@@ -191,10 +191,10 @@ pub fn checkpoint_intervals(n: u64) -> Vec<u64> {
 }
 
 /// Loop checkpointing as choices. AD tapes every state of a loop
-/// (`looptape L 1`, whose last row is the loop's result) and walks the
+/// (`looptape L 1`, whose row 0 is the loop's result) and walks the
 /// tape back (`loopvjp L 1 0`). For each interval `k` of
 /// [`checkpoint_intervals`] this adds a tape keeping every `k`-th state,
-/// its last row as another way to get the result, and its `loopvjp` in
+/// its row 0 (the final state) as another way to get the result, and its `loopvjp` in
 /// both modes (segment buffer, or recompute per state) as another way to
 /// get the cotangent, reading the tape through `(bwd ...)` (stored, or
 /// recomputed in the pullback). The result can also come from the plain
@@ -221,11 +221,10 @@ fn checkpoint_choices(
             continue;
         };
         let x = class[def.args[0].index()];
-        // The primal's result: the tape's last row.
-        let rows1 = lp.tape_rows(1);
+        // The primal's result: the tape's row 0.
         let result = f.stmts[..split]
             .iter()
-            .find(|r| r.op == Op::Index(rows1 - 1) && r.args[0] == tape)
+            .find(|r| r.op == Op::Index(0) && r.args[0] == tape)
             .map(|r| class[r.var.index()]);
         let ct = class[s.var.index()];
         let gc = class[g.index()];
@@ -234,9 +233,13 @@ fn checkpoint_choices(
             eg.union(y, plain);
         }
         let st = lp.state();
-        for k in checkpoint_intervals(lp.count) {
+        // A run-time count: intervals for a count of a thousand.
+        let n = lp
+            .static_count()
+            .unwrap_or(crate::extract::cost::DEFAULT_DIM);
+        for k in checkpoint_intervals(n) {
             let rows = lp.tape_rows(k);
-            let mut shape = vec![Dim::Lit(rows)];
+            let mut shape = vec![rows];
             shape.extend(st.shape.iter().cloned());
             let ty = eg.add(Node::Ty(Type::array(st.dtype, shape)));
             let tk = eg.add(Node::Op(
@@ -247,7 +250,7 @@ fn checkpoint_choices(
                 .entry(tk)
                 .or_insert_with(|| format!("{}.every{k}", f.var_name(tape)));
             if let Some(y) = result {
-                let last = eg.add(Node::Op(Op::Index(rows - 1), SmallVec::from_slice(&[tk])));
+                let last = eg.add(Node::Op(Op::Index(0), SmallVec::from_slice(&[tk])));
                 eg.union(y, last);
             }
             let read = eg.add(Node::Bwd([tk]));

@@ -28,7 +28,8 @@ pub fn all_example_files() -> Vec<PathBuf> {
 }
 
 /// Deterministic arguments for `f`, every size parameter `n`; parameter `k`
-/// gets a different smooth sequence in (-0.9, 0.9).
+/// gets a different smooth sequence in (-0.9, 0.9); a run-time `i64` (a
+/// loop count) is `n`.
 #[allow(dead_code)]
 pub fn sample_args(f: &egrad::lang::ir::Function, n: usize) -> Vec<egrad::lang::value::Value> {
     use egrad::lang::types::Dim;
@@ -37,13 +38,16 @@ pub fn sample_args(f: &egrad::lang::ir::Function, n: usize) -> Vec<egrad::lang::
         .enumerate()
         .map(|(k, prm)| {
             let t = f.ty(prm.var);
+            if t.dtype == egrad::lang::types::DType::I64 {
+                return egrad::lang::value::Value::scalar(t.dtype, n as f64);
+            }
             let shape: Vec<usize> = t
                 .shape
                 .iter()
                 .map(|d| match d {
                     Dim::Lit(m) => *m as usize,
                     Dim::Param(_) => n,
-                    Dim::Sub(..) => panic!("parameters have plain sizes"),
+                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
                 })
                 .collect();
             let len: usize = shape.iter().product();
