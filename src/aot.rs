@@ -476,6 +476,30 @@ fn output_arg(name: &str, ty: &Type, what: &str) -> CArg {
     }
 }
 
+/// An input's C argument (none for a run-time count, which is its size
+/// argument `size`) and buffer-table slot.
+fn push_input(
+    name: &str,
+    ty: &Type,
+    what: &str,
+    size: Option<&str>,
+    args: &mut Vec<CArg>,
+    slots: &mut Vec<String>,
+    locals: &mut Vec<String>,
+) {
+    match size {
+        Some(size) => {
+            let local = format!("egrad_in_{name}");
+            locals.push(format!("int64_t {local} = {size};"));
+            slots.push(format!("(void *)&{local}"));
+        }
+        None => {
+            args.push(input_arg(name, ty, what));
+            slots.push(input_slot(name, ty, locals));
+        }
+    }
+}
+
 /// A buffer-table slot for an input: its pointer expression, and a local
 /// copy for a scalar passed by value.
 fn input_slot(name: &str, ty: &Type, locals: &mut Vec<String>) -> String {
@@ -660,8 +684,16 @@ fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> R
     for p in &f.params {
         let (n, ty) = (f.var_name(p.var), f.ty(p.var));
         let c = namer.name(n);
-        args.push(input_arg(&c, ty, "argument"));
-        slots.push(input_slot(&c, ty, &mut locals));
+        let size = (ty.dtype == DType::I64).then(|| sizes.c(n).to_string());
+        push_input(
+            &c,
+            ty,
+            "argument",
+            size.as_deref(),
+            &mut args,
+            &mut slots,
+            &mut locals,
+        );
     }
     for (k, r) in f.rets.iter().enumerate() {
         let c = namer.name(&format!("out{k}"));
@@ -711,6 +743,14 @@ fn gradient_header(
         .params
         .iter()
         .map(|p| (namer.name(vg.var_name(p.var)), vg.ty(p.var).clone()))
+        .collect();
+    // A run-time count is given once, as its size argument.
+    let counts: Vec<Option<String>> = vg
+        .params
+        .iter()
+        .map(|p| {
+            (vg.ty(p.var).dtype == DType::I64).then(|| sizes.c(vg.var_name(p.var)).to_string())
+        })
         .collect();
     let value_ty = vg.ty(vg.rets[0]).clone();
     let value = namer.name("value");
@@ -798,9 +838,16 @@ fn gradient_header(
     let mut args = Vec::new();
     let mut locals = Vec::new();
     let mut slots = Vec::new();
-    for (c, ty) in &inputs {
-        args.push(input_arg(c, ty, "argument"));
-        slots.push(input_slot(c, ty, &mut locals));
+    for ((c, ty), size) in inputs.iter().zip(&counts) {
+        push_input(
+            c,
+            ty,
+            "argument",
+            size.as_deref(),
+            &mut args,
+            &mut slots,
+            &mut locals,
+        );
     }
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
@@ -824,9 +871,16 @@ fn gradient_header(
     let mut args = Vec::new();
     let mut locals = Vec::new();
     let mut slots = Vec::new();
-    for (c, ty) in &inputs {
-        args.push(input_arg(c, ty, "argument"));
-        slots.push(input_slot(c, ty, &mut locals));
+    for ((c, ty), size) in inputs.iter().zip(&counts) {
+        push_input(
+            c,
+            ty,
+            "argument",
+            size.as_deref(),
+            &mut args,
+            &mut slots,
+            &mut locals,
+        );
     }
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
@@ -861,12 +915,15 @@ fn gradient_header(
     let mut slots = Vec::new();
     for &i in &sp.inputs {
         let (c, ty) = &inputs[i];
-        args.push(input_arg(
+        push_input(
             c,
             ty,
             "argument (the same as given to the forward)",
-        ));
-        slots.push(input_slot(c, ty, &mut locals));
+            counts[i].as_deref(),
+            &mut args,
+            &mut slots,
+            &mut locals,
+        );
     }
     args.push(CArg {
         decl: format!("const void *{residuals}"),

@@ -224,6 +224,52 @@ fn euler_ode_with_a_loop_links_and_matches_the_jit() {
     );
 }
 
+const DECAY_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    enum { N = 3 };
+    const double x[N] = {0.3, -0.2, 0.5};
+    double a = 0.7, value, gx[N], ga;
+    /* One object serves every count: the count is the size argument `n`. */
+    const int64_t counts[3] = {0, 7, 250};
+    for (int c = 0; c < 3; c++) {
+        int64_t n = counts[c];
+        void *scratch = malloc(ddecay_value_and_grad_scratch_bytes(N, n) + 1);
+        if (ddecay_value_and_grad(N, n, x, a, &value, gx, &ga, scratch) != 0) return 1;
+        printf("%.17g\n", value);
+        for (int i = 0; i < N; i++) printf("%.17g\n", gx[i]);
+        printf("%.17g\n", ga);
+        free(scratch);
+    }
+    return 0;
+}
+"#;
+
+/// A run-time loop count (`n: i64`): the header takes it once, as the size
+/// `n`, and the same object gives the JIT's numbers at every count.
+#[test]
+fn a_run_time_count_links_and_matches_the_jit() {
+    let file = "examples/decay.eg";
+    let c = build_and_run("decay", file, "ddecay", DECAY_MAIN);
+    assert_eq!(c.len(), 15);
+    for (k, n) in [0u64, 7, 250].into_iter().enumerate() {
+        let args = [
+            Value::scalar(DType::I64, n as f64),
+            Value::f64(&[0.3, -0.2, 0.5]),
+            Value::scalar(DType::F64, 0.7),
+        ];
+        let (vg, _) = jit(file, "ddecay", &args, None);
+        assert_bits(
+            &format!("value_and_grad at n = {n}"),
+            &c[5 * k..5 * k + 5],
+            &vg,
+        );
+    }
+}
+
 #[test]
 fn build_errors_are_clear() {
     let dir = temp_dir("errors");

@@ -139,6 +139,10 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
         .iter()
         .map(|p| {
             let t = f.ty(p.var);
+            if t.dtype == DType::I64 {
+                // A run-time loop count.
+                return Value::scalar(t.dtype, 25.0);
+            }
             let shape: Vec<usize> = t
                 .shape
                 .iter()

@@ -131,10 +131,12 @@ impl Loop {
         match &self.count {
             Dim::Lit(_) => {}
             Dim::Param(p) if outer.size_params.contains(p) => {}
-            other => return Err(IrError(format!(
+            other => {
+                return Err(IrError(format!(
                 "{}: loop body `{}`: a count must be a literal or a size parameter, not {other}",
                 outer.name, b.name
-            ))),
+            )))
+            }
         }
         if let Some(v) = &self.vjp {
             v.validate()?;
@@ -326,7 +328,7 @@ impl Function {
     /// check f32 programs' derivatives against finite differences in f64.
     pub fn with_dtype(&self, dtype: DType) -> Function {
         let mut f = self.clone();
-        for v in &mut f.vars {
+        for v in f.vars.iter_mut().filter(|v| v.ty.dtype != DType::I64) {
             v.ty.dtype = dtype;
         }
         for s in &mut f.stmts {
