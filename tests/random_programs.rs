@@ -2248,7 +2248,7 @@ fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(name) if name == "N" => n,
                     Dim::Param(_) => m,
-                    Dim::Sub(..) => panic!("parameters have plain sizes"),
+                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
                 })
                 .collect();
             let len: usize = shape.iter().product();
