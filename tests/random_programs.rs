@@ -8,8 +8,9 @@
 //! `exp` of bounded values, `pow(1 + x*x, 1.5)`, `sqrt`/`log` behind an `if`
 //! whose untaken branch is NaN); `max`/`min`/`abs`; the reductions; `let`
 //! and blocks; dynamic `if` with comparisons and `&&`/`||`/`!`; `iterate`
-//! (with tuple states, and static counts passed to templates) and
-//! `iterate_until`; static `i64`, `f64` and `bool` parameters; `tabulate`
+//! (with tuple states, and static counts passed to templates),
+//! `iterate_until`, and long `iterate`s that egrad runs as real loops (see
+//! below); static `i64`, `f64` and `bool` parameters; `tabulate`
 //! with `x[i]`, `x[i + 1]` (over `N`, `N-1`, `N-2`, `M`, 2), rows of
 //! matrices, columns `X[i, k]` and `A[i + 1, k]` (static `k`),
 //! matrix-vector products and `max/`/`min/` of rows; static indices;
@@ -22,8 +23,35 @@
 //! of a random subset of its parameters in a random order, often
 //! `vg = @value_and_grad(...)` and `jv = @jvp(...)`, and, when the loss has
 //! a scalar parameter `s`, `d1 = @grad(s) loss`, `d2 = @grad(s) d1` and
-//! often `hv = @jvp(s) d1`. For every program:
+//! often `hv = @jvp(s) d1`.
 //!
+//! About a fifth of the programs (`EGRAD_RANDOM_LOOPS`) have loops: long
+//! `iterate`s, which egrad lowers to an IR loop (`loop`) instead of
+//! unrolling them, as the value of a `let` of the loss, inside its
+//! expressions and in helpers. Their states are a scalar, a tuple of
+//! scalars, a vector (summed where a scalar is wanted) or a tuple of
+//! vectors; each component relaxes towards a generated value
+//! (`q + h * (f - q)`, `q - h * (q - f)`) or drifts by at most count × h
+//! (`q + h * tanh(f)`), so that nothing blows up or vanishes however long
+//! the loop. A step reads from outside only what a loop can carry with its
+//! state (values of the state's type, and scalars next to a vector state:
+//! parameters, lets, the state of an enclosing loop), and sometimes runs a
+//! loop itself. The count is chosen once the program has been lowered with
+//! a long count and the step weighed: count × statements of the step just
+//! past `UNROLL_STMTS` (count × h is 0.5, 1 or 2), so a loop costs little to
+//! run (a program whose loops nest and would execute more than
+//! `NESTED_COST` statements per evaluation is generated again without
+//! nesting). A helper with a loop is not called inside `tabulate` or a
+//! loop's step, and no derivative helper differentiates it (the loss's
+//! gradient would then be a second derivative through a loop). Without
+//! loops a seed gives the program it gave before loops were generated.
+//!
+//! For every program:
+//!
+//! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
+//!    of the count written, less the up to 3 steps of a constant state
+//!    peeled off); the programs whose loss runs a loop are counted (at
+//!    least 10% of them must, in a release run);
 //! 1. every function's unoptimized IR gives the same bits in the JIT and the
 //!    interpreter (NaN equals NaN), the e-graph-optimized IR agrees with it
 //!    within 1e-9 relative (how many are not bit-identical is printed), and
@@ -36,17 +64,26 @@
 //!    `dloss`; `jv` equals finite differences along random tangents and the
 //!    gradient along them;
 //! 3. `d2` equals central finite differences of `d1`, and `hv` is `d2 * ds`.
+//!    Differentiating a gradient through a loop is not supported yet:
+//!    where egrad says so, the program has no `d2` and `hv` (counted and
+//!    printed as skipped second derivatives) and `d1` is still checked
+//!    against finite differences.
 //!
 //! Inputs are drawn away from the kinks of the loss (comparisons, `max`,
 //! `min`, `abs`, ties of `max/` and `min/`), found by evaluating every
-//! statement of the loss's IR; where no such inputs are found (a structural
-//! tie) or where finite differences with steps h and h/10 disagree by more
-//! than 1e-3 relative, the finite-difference check is skipped and counted
-//! (skips must stay under 20%).
+//! statement of the loss's IR and of each step of its loops (where a
+//! margin counts 100 times more: a state crossing a comparison comes as
+//! close to it as one step moves it); where no such inputs are found (a
+//! structural tie) or where finite differences with steps h and h/10
+//! disagree by more than 1e-3 relative, the finite-difference check is
+//! skipped and counted (skips must stay under 20%). Finite differences of
+//! a loss with loops are evaluated by the JIT, which step 1 found
+//! bit-identical to the interpreter.
 //!
 //! Environment: `EGRAD_RANDOM_SEED` (base seed), `EGRAD_RANDOM_PROGRAMS`
 //! (count), `EGRAD_RANDOM_PROGRAM_SEED` (only the program of that seed, as
 //! printed on a failure), `EGRAD_RANDOM_DEPTH` (bigger expressions),
+//! `EGRAD_RANDOM_LOOPS` (the share of programs with loops, 0 to 1; 0.2),
 //! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
 //! (print why a program's finite differences were skipped).
@@ -78,6 +115,7 @@
 //! is now applied only to element-wise ops and scalar cotangents.
 
 use egrad::backend::{self, BackendOptions};
+use egrad::lang::check::UNROLL_STMTS;
 use egrad::lang::interp::run;
 use egrad::lang::ir::Function;
 use egrad::lang::types::Dim;
@@ -331,6 +369,9 @@ struct Helper {
     /// Generic over the element type (`fn h[T, N](v: T[N], a: T) -> T`):
     /// some argument must be typed (not only numbers).
     generic: bool,
+    /// Runs a loop (a long `iterate`): not called inside `tabulate` or a
+    /// loop's step, and never differentiated by a derivative helper.
+    has_loop: bool,
 }
 
 /// The length of a `tabulate`.
@@ -367,6 +408,21 @@ struct Gen<'r> {
     /// Inside the text of a `tabulate` body (also where values are
     /// hoisted out of it): no `tabulate` may be written here.
     no_tabulate: bool,
+    /// Long `iterate`s (real loops) `gen` may still write at random (0 in
+    /// programs without loops, which then draw exactly what they drew
+    /// before loops were generated).
+    long_left: u32,
+    /// Loops that may still be written inside a loop's step.
+    nest_left: u32,
+    /// How many loop steps are being generated (1: a loop's step, 2: the
+    /// step of a loop inside it).
+    in_long: u32,
+    /// Inside a short `iterate`'s or an `iterate_until`'s step: no long
+    /// `iterate` here (a count of 0 would drop it, and the count multiplies
+    /// its cost).
+    no_long: u32,
+    /// A long `iterate`, or a call of a helper that has one, was written.
+    made_loop: bool,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -385,6 +441,11 @@ impl<'r> Gen<'r> {
             fresh: 0,
             static_count: None,
             no_tabulate: false,
+            long_left: 0,
+            nest_left: 0,
+            in_long: 0,
+            no_long: 0,
+            made_loop: false,
         }
     }
 
@@ -848,7 +909,19 @@ impl<'r> Gen<'r> {
                 37..=46 => self.if_expr(ty, d),
                 47..=51 => Some(self.block(ty, d)),
                 52..=63 => self.call(ty, d),
-                64..=69 => self.iterate(ty, d),
+                64..=69 => {
+                    // `long_left` first: without loops nothing more is drawn.
+                    if self.long_left > 0
+                        && self.in_long == 0
+                        && self.long_ok()
+                        && self.rng.chance(0.3)
+                    {
+                        self.long_left -= 1;
+                        self.long_iterate(ty, d)
+                    } else {
+                        self.iterate(ty, d)
+                    }
+                }
                 70..=73 => self.safe_branch(ty, d),
                 _ => match ty {
                     Ty::S => self.scalar_special(d),
@@ -1188,8 +1261,11 @@ impl<'r> Gen<'r> {
     fn call_where(&mut self, want: Option<Ty>, deriv: bool, d: u32) -> Option<(Ex, Ty)> {
         let avail = self.avail();
         let mut options = Vec::new();
+        // A helper that runs a loop is not called inside `tabulate` (not
+        // supported) or a loop's step (the loops' costs would multiply).
+        let loop_ok = self.tab.is_none() && !self.no_tabulate && self.in_long == 0;
         for (hi, h) in self.helpers.iter().enumerate() {
-            if h.rets.len() != 1 {
+            if h.rets.len() != 1 || (h.has_loop && !loop_ok) {
                 continue;
             }
             for mn in ALL_DIMS {
@@ -1234,6 +1310,7 @@ impl<'r> Gen<'r> {
         }
         let (hi, tys, ty) = self.rng.pick(&options);
         let h = self.helpers[hi].clone();
+        self.made_loop |= h.has_loop;
         let mut args = Vec::new();
         let mut parts = Vec::new();
         let mut k = 0;
@@ -1318,7 +1395,9 @@ impl<'r> Gen<'r> {
         // Inside `tabulate` the state may depend on the index after a step.
         qe.tab |= self.tab.is_some();
         self.push_var(&q, &qe, ty);
+        self.no_long += 1;
         let mut step = self.gen(ty, d);
+        self.no_long -= 1;
         if !self.env[mark].used {
             let op = self.rng.pick(&["+", "-", "*"]);
             let b = if op == "*" {
@@ -1343,7 +1422,9 @@ impl<'r> Gen<'r> {
             } else {
                 Ty::S
             };
+            self.no_long += 1;
             let c = self.cond(shape, 1);
+            self.no_long -= 1;
             self.env.truncate(mark);
             let mut e = Ex::of(
                 format!(
@@ -1367,6 +1448,299 @@ impl<'r> Gen<'r> {
         );
         e.k = false;
         Some(e)
+    }
+
+    /// Whether a long `iterate` (a loop) may be written here: not in
+    /// `tabulate` (it would be unrolled), not in a short `iterate`'s step,
+    /// at most one loop inside another.
+    fn long_ok(&self) -> bool {
+        self.tab.is_none() && !self.no_tabulate && self.no_long == 0 && self.in_long <= 1
+    }
+
+    /// Enter a loop's step whose state has type `leaf`: only the names a
+    /// loop can carry along its state stay in scope (of the state's type,
+    /// and scalars next to a vector state), as they are and unused. Returns
+    /// the whole environment and the indices kept, for `leave_step`.
+    fn enter_step(&mut self, leaf: Ty) -> (Vec<Var>, Vec<usize>) {
+        let mut keep: Vec<usize> = self
+            .visible()
+            .into_iter()
+            .filter(|&i| {
+                let t = self.env[i].ty;
+                t == leaf || (t == Ty::S && matches!(leaf, Ty::V(_)))
+            })
+            .collect();
+        keep.sort_unstable();
+        let saved = std::mem::take(&mut self.env);
+        self.env = keep
+            .iter()
+            .map(|&i| Var {
+                used: false,
+                ..saved[i].clone()
+            })
+            .collect();
+        (saved, keep)
+    }
+
+    /// Back from a loop's step: the names it read are used. Returns their
+    /// types (what the loop reads from outside).
+    fn leave_step(&mut self, mut saved: Vec<Var>, keep: Vec<usize>) -> Vec<Ty> {
+        let mut read = Vec::new();
+        for (j, &i) in keep.iter().enumerate() {
+            if self.env[j].used {
+                saved[i].used = true;
+                read.push(saved[i].ty);
+            }
+        }
+        self.env = saved;
+        read
+    }
+
+    /// An expression of type `ty` (not a matrix) with a long `iterate` in it.
+    fn with_loop(&mut self, ty: Ty, d: u32) -> Ex {
+        let Some(l) = self.long_iterate(ty, d) else {
+            return self.gen(ty, d);
+        };
+        if self.rng.chance(0.5) {
+            return self.bounded(l);
+        }
+        let o = self.gen(ty, d.saturating_sub(1));
+        let (op, b) = match self.rng.below(3) {
+            0 => ("+", l.b + o.b),
+            1 => ("-", l.b + o.b),
+            _ => ("*", l.b * o.b),
+        };
+        let (a, c) = if self.rng.chance(0.5) {
+            (&l, &o)
+        } else {
+            (&o, &l)
+        };
+        let e = Ex::of(
+            format!("({} {op} {})", a.s, c.s),
+            b,
+            l.var || o.var,
+            &[a, c],
+        );
+        self.bounded(e)
+    }
+
+    /// A long `iterate` of type `ty` (not a matrix), which egrad lowers to
+    /// a loop: a scalar state, a tuple of scalars, a vector state (summed
+    /// for a scalar), or a tuple of vectors; sometimes with a loop inside
+    /// its step.
+    fn long_iterate(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        if !self.long_ok() {
+            return None;
+        }
+        let vectors: Vec<Ty> = self
+            .avail()
+            .into_iter()
+            .filter(|t| matches!(t, Ty::V(_)))
+            .collect();
+        let (leaf, comps, sum) = match ty {
+            Ty::S => match self.rng.below(3) {
+                0 if !vectors.is_empty() => {
+                    let v = self.rng.pick(&vectors);
+                    (v, if self.rng.chance(0.2) { 2 } else { 1 }, true)
+                }
+                1 => (Ty::S, self.rng.range(2, 4), false),
+                _ => (Ty::S, 1, false),
+            },
+            Ty::V(_) => (ty, if self.rng.chance(0.25) { 2 } else { 1 }, false),
+            Ty::Mt(..) => return None,
+        };
+        self.made_loop = true;
+        let (text, bounds, vars) = self.loop_of(leaf, comps, d);
+        let len = leaf.len_max();
+        if comps == 1 {
+            let e = if sum {
+                Ex::leaf(format!("(+/{text})"), len * bounds[0], false)
+            } else {
+                Ex::leaf(text, bounds[0], vars[0])
+            };
+            return Some(e.not_ts());
+        }
+        // A tuple state: one component, or two combined.
+        let names: Vec<String> = (0..comps).map(|_| self.fresh("t")).collect();
+        let (i, j) = (self.rng.below(comps), self.rng.below(comps));
+        let (mut combo, mut b, var) = match self.rng.below(3) {
+            _ if i == j => (names[i].clone(), bounds[i], vars[i]),
+            0 => (
+                format!("({} + {})", names[i], names[j]),
+                bounds[i] + bounds[j],
+                vars[i] || vars[j],
+            ),
+            1 => (
+                format!("({} - {})", names[i], names[j]),
+                bounds[i] + bounds[j],
+                vars[i] || vars[j],
+            ),
+            _ => (
+                format!("({} * {})", names[i], names[j]),
+                bounds[i] * bounds[j],
+                false,
+            ),
+        };
+        if sum {
+            combo = format!("(+/{combo})");
+            b *= len;
+        }
+        let text = format!("({{ let ({}) = {text}; {combo} }})", names.join(", "));
+        Some(Ex::leaf(text, b, var && !sum).not_ts())
+    }
+
+    /// `iterate(#C#, init, q => step)` with `comps` state components of
+    /// type `leaf` (a tuple if more than one): the text, each component's
+    /// bound and `var`. The count and the step size are placeholders that
+    /// `calibrate` fills in. Each component relaxes towards a generated
+    /// value (`q + h * (f - q)` or `q - h * (q - f)`, bounded by the larger
+    /// of the initial value and `f`) or drifts (`q + h * tanh(f)`, by at
+    /// most count × h in all), so nothing blows up or vanishes. Where `f`
+    /// is `q` a relaxing state stays exactly `q` (with `(1 - h) * q + h * f`
+    /// rounding would break ties the step keeps, such as `q != v` with `q`
+    /// starting at `v`, at some inputs and not at others).
+    fn loop_of(&mut self, leaf: Ty, comps: usize, d: u32) -> (String, Vec<f64>, Vec<bool>) {
+        let hc = self.rng.pick(&[0.5, 1.0, 2.0]);
+        let nest = self.in_long == 0 && self.nest_left > 0;
+        // count × step statements aimed at: above what egrad unrolls, and
+        // lower with a loop in a loop (the costs multiply).
+        let factor = if nest || self.in_long > 0 {
+            self.rng.uniform(1.02, 1.1)
+        } else {
+            self.rng.uniform(1.2, 2.0)
+        };
+        let id = LONGS.with(|l| {
+            let mut l = l.borrow_mut();
+            l.push(LongIt {
+                hc,
+                target: factor * UNROLL_STMTS as f64,
+            });
+            l.len() - 1
+        });
+        // The initial state, from anything in scope, not known at compile
+        // time (a constant state would be unrolled step by step).
+        let mut inits = Vec::new();
+        for _ in 0..comps {
+            let mut e = self.gen(leaf, d);
+            if e.k {
+                let s = self.dynamic_scalar();
+                e = Ex::of(format!("({} + {})", e.s, s.s), e.b + s.b, e.var, &[&e, &s]);
+            }
+            inits.push(e);
+        }
+        let forms: Vec<usize> = (0..comps).map(|_| self.rng.below(3)).collect();
+        let bounds: Vec<f64> = inits
+            .iter()
+            .zip(&forms)
+            .map(|(e, &f)| if f == 2 { e.b + hc } else { e.b.max(1.0) })
+            .collect();
+        let names: Vec<String> = (0..comps).map(|_| self.fresh("q")).collect();
+        let (saved, keep) = self.enter_step(leaf);
+        for (k, name) in names.iter().enumerate() {
+            let q = Ex::leaf(name.clone(), bounds[k], inits[k].var);
+            self.push_var(name, &q, leaf);
+        }
+        self.in_long += 1;
+        if nest {
+            self.nest_left -= 1;
+        }
+        let mut steps = Vec::new();
+        let mut vars = Vec::new();
+        for (k, q) in names.iter().enumerate() {
+            // Heavier steps where a loop is nested: fewer steps for the same
+            // number of statements, which is what makes a loop.
+            let dd = if self.in_long > 1 || nest {
+                self.rng.range(2, 4)
+            } else {
+                self.rng.range(1, 3)
+            } as u32;
+            let inner = if nest && k == 0 {
+                self.long_iterate(leaf, dd)
+            } else {
+                None
+            };
+            // Where loops nest, the mean of a few terms: a loop inside a
+            // loop runs count × count steps, and the counts that make loops
+            // are smaller for heavier steps.
+            let terms = if self.in_long > 1 {
+                self.rng.range(3, 5)
+            } else if nest {
+                self.rng.range(2, 4)
+            } else {
+                1
+            };
+            let mut parts: Vec<Ex> = inner.into_iter().collect();
+            while parts.len() < terms {
+                let e = self.gen(leaf, dd);
+                parts.push(e);
+            }
+            let mut f = if parts.len() == 1 {
+                parts.pop().unwrap()
+            } else {
+                let texts: Vec<&str> = parts.iter().map(|e| e.s.as_str()).collect();
+                let b = parts.iter().map(|e| e.b).sum::<f64>() / parts.len() as f64;
+                let var = parts.iter().any(|e| e.var);
+                let refs: Vec<&Ex> = parts.iter().collect();
+                Ex::of(
+                    format!("(({}) / {})", texts.join(" + "), parts.len()),
+                    b,
+                    var,
+                    &refs,
+                )
+            };
+            let text = match forms[k] {
+                0 => {
+                    f = self.fit(f, bounds[k]);
+                    format!("({q} + #H{id}# * ({} - {q}))", f.s)
+                }
+                1 => {
+                    f = self.fit(f, bounds[k]);
+                    format!("({q} - #H{id}# * ({q} - {}))", f.s)
+                }
+                _ => format!("({q} + #H{id}# * tanh({}))", f.s),
+            };
+            vars.push(inits[k].var && f.var);
+            steps.push(text);
+        }
+        self.in_long -= 1;
+        let read = self.leave_step(saved, keep);
+        let text = if comps == 1 {
+            format!(
+                "iterate(#C{id}#, {}, {} => {})",
+                inits[0].s, names[0], steps[0]
+            )
+        } else {
+            let inits: Vec<&str> = inits.iter().map(|e| e.s.as_str()).collect();
+            format!(
+                "iterate(#C{id}#, ({}), ({}) => ({}))",
+                inits.join(", "),
+                names.join(", "),
+                steps.join(", ")
+            )
+        };
+        tag("long iterate (a loop)", &text);
+        tag(
+            match (leaf, comps) {
+                (Ty::S, 1) => "loop: scalar state",
+                (Ty::S, _) => "loop: tuple of scalars",
+                (_, 1) => "loop: vector state",
+                _ => "loop: tuple of vectors",
+            },
+            &text,
+        );
+        if !read.is_empty() {
+            tag("loop: reads values from outside", &text);
+        }
+        if leaf != Ty::S && read.contains(&Ty::S) {
+            tag("loop: scalar read by a vector state", &text);
+        }
+        if self.in_long > 0 {
+            tag("loop: inside a loop's step", &text);
+        }
+        if self.m_name == "K" {
+            tag("loop: in a helper", &text);
+        }
+        (text, bounds, vars)
     }
 
     fn scalar_special(&mut self, d: u32) -> Option<Ex> {
@@ -1673,8 +2047,10 @@ impl<'r> Gen<'r> {
                 qv.b = v.b.max(1.0);
                 self.push_var(&p, &pa, Ty::S);
                 self.push_var(&q, &qv, ty);
+                self.no_long += 1;
                 let sa = self.gen(Ty::S, d);
                 let sv = self.gen(ty, d);
+                self.no_long -= 1;
                 self.env.truncate(mark);
                 let sa = self.fit(sa, pa.b);
                 let sv = self.fit(sv, qv.b);
@@ -1742,6 +2118,185 @@ impl<'r> Gen<'r> {
     }
 }
 
+// ---------------------------------------------------------------- loops
+
+/// A long `iterate` the generator wrote. Its count (`#C{id}#`) and step
+/// size (`#H{id}#`) are placeholders until
+/// `calibrate` has lowered the program and seen how many statements the
+/// step is: the count is then chosen so that unrolling would just pass
+/// `UNROLL_STMTS` (a loop that costs little to run and to differentiate),
+/// and h so that count × h is `hc`.
+#[derive(Clone, Copy, Debug)]
+struct LongIt {
+    hc: f64,
+    /// count × statements of the step aimed at.
+    target: f64,
+}
+
+thread_local! {
+    /// The long iterates of the program being generated (on this thread),
+    /// by id.
+    static LONGS: std::cell::RefCell<Vec<LongIt>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `text` with the placeholders of the long iterates filled in with
+/// `counts` (by id).
+fn fill(text: &str, counts: &[u64]) -> String {
+    if !text.contains("#C") {
+        return text.to_string();
+    }
+    let longs = LONGS.with(|l| l.borrow().clone());
+    let mut out = text.to_string();
+    for (id, (l, &c)) in longs.iter().zip(counts).enumerate() {
+        let h = format!("{:.3e}", l.hc / c as f64);
+        out = out
+            .replace(&format!("#C{id}#"), &c.to_string())
+            .replace(&format!("#H{id}#"), &h);
+    }
+    out
+}
+
+/// Every loop of `f` and of its loops' bodies with a literal count (the
+/// generator writes no run-time counts): (count, statements of the step as
+/// egrad weighs them).
+fn loops_of(f: &Function, out: &mut Vec<(u64, usize)>) {
+    for l in &f.loops {
+        if let Dim::Lit(count) = l.count {
+            out.push((count, step_weight(&l.body)));
+        }
+        loops_of(&l.body, out);
+    }
+}
+
+/// How many statements egrad counts for one step of a loop with this
+/// body (what decides between a loop and unrolling): the body without
+/// unpacking and packing its state (the rows `index i` of the parameter,
+/// `index 0` of a scalar's row, `unindex` and the `add`s that pack), plus
+/// the bodies of the loops it runs. Where a step's own statement looks like
+/// packing this is less than egrad counts: the count is then higher than
+/// needed, never too low.
+fn step_weight(body: &Function) -> usize {
+    let s = body.params[0].var;
+    let rows: Vec<_> = body
+        .stmts
+        .iter()
+        .filter(|st| matches!(st.op, Op::Index(_)) && st.args[0] == s)
+        .map(|st| st.var)
+        .collect();
+    let scalars = body
+        .stmts
+        .iter()
+        .filter(|st| st.op == Op::Index(0) && rows.contains(&st.args[0]))
+        .count();
+    let unindex = body
+        .stmts
+        .iter()
+        .filter(|st| matches!(st.op, Op::Unindex(_)))
+        .count();
+    let overhead = if rows.is_empty() {
+        0
+    } else {
+        rows.len() + scalars + 2 * unindex.saturating_sub(1) + 1
+    };
+    let nested: usize = body.loops.iter().map(|l| l.body.stmts.len()).sum();
+    body.stmts.len().saturating_sub(overhead) + nested
+}
+
+/// Statements one run of the loop `l` executes (its loops' included).
+fn loop_cost(l: &egrad::lang::ir::Loop) -> u64 {
+    let inner: u64 = l.body.loops.iter().map(loop_cost).sum();
+    let count = l.count.extent(&|_| None).unwrap_or(0);
+    count * (l.body.stmts.len() as u64 + inner)
+}
+
+/// Loop counts (by id) for the long iterates of `src` (a program with
+/// placeholders): lowered once with long counts to weigh each step, then
+/// count ≈ target / weight, lowered again (and raised where egrad unrolled
+/// it) until each is a loop. Returns the counts, those the check must
+/// find as loops (every long iterate lowered in the first pass, and every
+/// one written in `loss_text`) and the statements the loss's loops execute
+/// in one evaluation.
+fn calibrate(src: &str, loss_text: &str) -> (Vec<u64>, Vec<u64>, u64) {
+    let longs = LONGS.with(|l| l.borrow().clone());
+    let mut counts: Vec<u64> = (0..longs.len() as u64).map(|i| 3000 + 8 * i).collect();
+    let present: Vec<usize> = (0..longs.len())
+        .filter(|i| src.contains(&format!("#C{i}#")))
+        .collect();
+    if present.is_empty() {
+        return (counts, Vec::new(), 0);
+    }
+    // The id a loop of `count` stands for (peeled steps make it up to 3
+    // less than the count written).
+    let owner = |counts: &[u64], count: u64| {
+        present
+            .iter()
+            .copied()
+            .find(|&i| counts[i] >= count && counts[i] - count <= 3)
+    };
+    let lowered = |counts: &[u64]| -> Option<(Vec<(u64, usize)>, u64)> {
+        let p = Program::parse(&fill(src, counts)).ok()?;
+        let mut loops = Vec::new();
+        for name in p.function_names() {
+            if let Ok(f) = p.ir(name) {
+                loops_of(f, &mut loops);
+            }
+        }
+        let cost = p
+            .ir("loss")
+            .map_or(0, |f| f.loops.iter().map(loop_cost).sum());
+        Some((loops, cost))
+    };
+    // Counts apart by at least 4, so that each loop has one owner.
+    let separate = |counts: &[u64], i: usize, mut c: u64| {
+        while present.iter().any(|&j| j != i && counts[j].abs_diff(c) < 4) {
+            c += 4;
+        }
+        c
+    };
+    let in_loss = |i: usize| loss_text.contains(&format!("#C{i}#"));
+    let Some((loops, _)) = lowered(&counts) else {
+        let expected = present.iter().map(|&i| counts[i]).collect();
+        return (counts, expected, 0);
+    };
+    let mut weight: Vec<Option<usize>> = vec![None; longs.len()];
+    for (c, w) in loops {
+        if let Some(i) = owner(&counts, c) {
+            weight[i] = Some(weight[i].map_or(w, |x| x.min(w)));
+        }
+    }
+    for &i in &present {
+        if let Some(w) = weight[i] {
+            let c = (longs[i].target / w.max(1) as f64).ceil() as u64 + 3;
+            counts[i] = separate(&counts, i, c);
+        }
+    }
+    let mut cost = 0;
+    for _ in 0..8 {
+        let Some((loops, c)) = lowered(&counts) else {
+            break;
+        };
+        cost = c;
+        let found: Vec<usize> = loops.iter().filter_map(|l| owner(&counts, l.0)).collect();
+        let missing: Vec<usize> = present
+            .iter()
+            .copied()
+            .filter(|&i| weight[i].is_some() && !found.contains(&i))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        for i in missing {
+            counts[i] = separate(&counts, i, counts[i] * 5 / 4 + 1);
+        }
+    }
+    let expected = present
+        .iter()
+        .filter(|&&i| weight[i].is_some() || in_loss(i))
+        .map(|&i| counts[i])
+        .collect();
+    (counts, expected, cost)
+}
+
 // ---------------------------------------------------------------- programs
 
 /// A generated program and what to check.
@@ -1762,18 +2317,58 @@ struct Generated {
     jv: Option<Vec<usize>>,
     /// Constructs (see `tag`) the program has.
     tags: Vec<&'static str>,
+    /// `d2` (and `hv` if chosen) were left out: egrad does not
+    /// differentiate a gradient through a loop yet.
+    second_dropped: bool,
+    /// `hv` was chosen but left out with `d2`.
+    hv_dropped: bool,
+    /// Counts of the long iterates that must be loops in the IR (up to 3
+    /// steps less: steps of a constant state are peeled).
+    loop_counts: Vec<u64>,
+    /// Statements the loss's loops execute in one evaluation.
+    loop_cost: u64,
 }
 
+/// The share of programs with long iterates (loops), 0.2 unless
+/// `EGRAD_RANDOM_LOOPS` (a number from 0 to 1) says otherwise.
+fn loop_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_LOOPS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.2)
+}
+
+/// The most statements a loss's loops may execute in one evaluation when a
+/// loop is nested in another (the interpreter runs some 10⁷ a second, and
+/// checking a program evaluates the loss and its derivatives some 100
+/// times): more, and the program is generated again without nesting.
+const NESTED_COST: u64 = 50_000;
+
 fn generate(seed: u64) -> Generated {
+    let gp = generate_with(seed, true);
+    if gp.loop_cost > NESTED_COST && gp.tags.contains(&"loop: inside a loop's step") {
+        return generate_with(seed, false);
+    }
+    gp
+}
+
+fn generate_with(seed: u64, nest: bool) -> Generated {
     TAGS.with(|t| t.borrow_mut().clear());
+    LONGS.with(|l| l.borrow_mut().clear());
     let mut rng = Rng(seed);
+    // Whether and where loops go is drawn from a stream of its own: a
+    // program without loops is the program its seed gave before loops
+    // were generated.
+    let mut loop_rng = Rng(mix(seed ^ 0x100B_5EED));
+    let loopy = loop_rng.chance(loop_share());
     let n = rng.range(2, 6);
     let m = rng.range(1, 4);
     let mut items: Vec<String> = Vec::new();
     let mut helpers: Vec<Helper> = Vec::new();
     let nh = rng.range(1, 5);
     for k in 0..nh {
-        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers) {
+        let with_loop = loopy && loop_rng.chance(0.25);
+        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers, with_loop) {
             items.push(text);
             helpers.push(h);
         }
@@ -1825,8 +2420,30 @@ fn generate(seed: u64) -> Generated {
     let mut body = String::new();
     let nlets = g.rng.range(1, 5);
     let mut lets: Vec<String> = Vec::new();
-    for _ in 0..nlets {
+    // A loop as one of the lets (most loop programs), more at random, and
+    // sometimes one inside a loop's step.
+    let loop_let = (loopy && loop_rng.chance(0.85)).then(|| loop_rng.below(nlets));
+    if loopy {
+        g.long_left = loop_rng.below(2) as u32;
+        g.nest_left = u32::from(loop_rng.chance(0.3) && nest);
+    }
+    for li in 0..nlets {
         let avail = g.avail();
+        if loop_let == Some(li) {
+            let tys: Vec<Ty> = avail
+                .iter()
+                .copied()
+                .filter(|t| !matches!(t, Ty::Mt(..)))
+                .collect();
+            let ty = g.rng.pick(&tys);
+            let depth = g.rng.range(1, max_depth()) as u32;
+            let e = g.with_loop(ty, depth);
+            let name = g.fresh("a");
+            let _ = writeln!(body, "  let {name} = {}", e.s);
+            g.push_var(&name, &e, ty);
+            lets.push(name);
+            continue;
+        }
         let r = g.rng.below(10);
         if r < 2 {
             // A tuple-returning helper.
@@ -1917,6 +2534,8 @@ fn generate(seed: u64) -> Generated {
     }
     let _ = writeln!(body, "  {result}");
     items.push(format!("fn loss{sizes}({sig}) -> f64 {{\n{body}}}"));
+    // Loop counts for the steps as written (helpers and the loss).
+    let (counts, loop_counts, loop_cost) = calibrate(&items.join("\n\n"), &body);
 
     // The gradient of a random subset, in a random order.
     let mut wrt: Vec<usize> = (0..params.len()).collect();
@@ -1938,18 +2557,34 @@ fn generate(seed: u64) -> Generated {
     ));
     let scalar = params.iter().position(|(nm, _)| nm == "s");
     let mut hv = false;
+    let mut second: Vec<String> = Vec::new();
     if scalar.is_some() {
         items.push(format!(
             "@grad(s)\nfn d1{sizes}({sig}) -> f64 = loss({args})"
         ));
-        items.push(format!("@grad(s)\nfn d2{sizes}({sig}) -> f64 = d1({args})"));
+        second.push(format!("@grad(s)\nfn d2{sizes}({sig}) -> f64 = d1({args})"));
         // A Hessian-vector product: forward over reverse.
         if g.rng.chance(0.5) {
             hv = true;
-            items.push(format!(
+            second.push(format!(
                 "@jvp(s)\nfn hv{sizes}({sig}, ds: f64) -> f64 = d1({args})"
             ));
         }
+    }
+    // Second derivatives through a loop are not supported yet: where egrad
+    // says so, the program has no `d2` and `hv` (and the check counts it).
+    let mut second_dropped = false;
+    if !loop_counts.is_empty() && !second.is_empty() {
+        let with = [items.as_slice(), second.as_slice()].concat().join("\n\n");
+        if let Err(e) = Program::parse(&fill(&with, &counts)) {
+            second_dropped = e.to_string().contains("through a loop");
+        }
+    }
+    let hv_dropped = hv && second_dropped;
+    if second_dropped {
+        hv = false;
+    } else {
+        items.extend(second);
     }
     // The value and the gradient from one sweep.
     let vg = g.rng.chance(0.5);
@@ -1981,11 +2616,11 @@ fn generate(seed: u64) -> Generated {
         ));
     }
     rng.shuffle(&mut items);
-    let source = items.join("\n\n") + "\n";
+    let source = fill(&(items.join("\n\n") + "\n"), &counts);
     let mut tags: Vec<&'static str> = TAGS.with(|t| {
         t.borrow()
             .iter()
-            .filter(|(_, text)| source.contains(text.as_str()))
+            .filter(|(_, text)| source.contains(fill(text, &counts).as_str()))
             .map(|(name, _)| *name)
             .collect()
     });
@@ -1994,6 +2629,10 @@ fn generate(seed: u64) -> Generated {
     Generated {
         source,
         tags,
+        second_dropped,
+        hv_dropped,
+        loop_counts,
+        loop_cost,
         hv,
         vg,
         jv,
@@ -2005,7 +2644,12 @@ fn generate(seed: u64) -> Generated {
 }
 
 /// One helper function: its text and how to call it.
-fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, Helper)> {
+fn gen_helper(
+    rng: &mut Rng,
+    k: usize,
+    earlier: &[Helper],
+    with_loop: bool,
+) -> Option<(String, Helper)> {
     let name = format!("h{k}");
     let kind = rng.below(12);
     let mut g = Gen::new(rng, 1, "K");
@@ -2019,7 +2663,11 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
             arr(&mut g, "v", Ty::V(D::N));
             arr(&mut g, "a", Ty::S);
             let rt = if kind == 0 { Ty::S } else { Ty::V(D::N) };
-            let e = g.gen(rt, depth);
+            let e = if with_loop {
+                g.with_loop(rt, depth)
+            } else {
+                g.gen(rt, depth)
+            };
             (
                 format!(
                     "fn {name}[N](v: f64[N], a: f64) -> {} = {}",
@@ -2036,7 +2684,11 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
         3 => {
             arr(&mut g, "a", Ty::S);
             arr(&mut g, "c", Ty::S);
-            let e = g.gen(Ty::S, depth);
+            let e = if with_loop {
+                g.with_loop(Ty::S, depth)
+            } else {
+                g.gen(Ty::S, depth)
+            };
             (
                 format!("fn {name}(a: f64, c: f64) -> f64 = {}", e.s),
                 vec![HParam::Dyn(Ty::S), HParam::Dyn(Ty::S)],
@@ -2149,7 +2801,8 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
             let srcs: Vec<&Helper> = earlier
                 .iter()
                 .filter(|h| {
-                    h.rets == vec![Ty::S]
+                    !h.has_loop
+                        && h.rets == vec![Ty::S]
                         && h.params.len() == 2
                         && matches!(h.params[1], HParam::Dyn(Ty::S))
                         && matches!(h.params[0], HParam::Dyn(Ty::S | Ty::V(D::N)))
@@ -2206,6 +2859,7 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
     };
     let needs_var = text.contains("max/") || text.contains("min/");
     let uses_n1 = kind == 4;
+    let has_loop = g.made_loop;
     // Generic over the element type: `f64` becomes `T` (the f32 copy of the
     // program then specializes it to f32).
     let generic = kind <= 5 && rng.chance(0.3);
@@ -2229,6 +2883,7 @@ fn gen_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> Option<(String, He
             needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
             uses_n1,
             generic,
+            has_loop,
         },
     ))
 }
@@ -2285,23 +2940,82 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 }
 
 /// How close `args` are to a kink of `f` (comparisons, `max`, `min`,
-/// `abs`, ties of `max/` and `min/`), relative to the values compared;
-/// `+inf` if there are none.
+/// `abs`, ties of `max/` and `min/`, also in each step of its loops),
+/// relative to the values compared; `+inf` if there are none.
 fn kink_margin(f: &Function, args: &[Value]) -> f64 {
     kink(f, args).0
 }
 
 /// The margin of `kink_margin` and the statement that has it.
 fn kink(f: &Function, args: &[Value]) -> (f64, String) {
+    // The sizes, for the loops' bodies.
+    let mut sizes: Vec<(String, usize)> = Vec::new();
+    for (p, a) in f.params.iter().zip(args) {
+        for (d, &len) in f.ty(p.var).shape.iter().zip(&a.shape) {
+            if let Dim::Param(name) = d {
+                sizes.push((name.clone(), len));
+            }
+        }
+    }
+    let (margin, at, _) = kink_in(f, &all_values(f), args, &sizes, false);
+    (margin, at)
+}
+
+/// The extent of `d` at the sizes `sizes` (0 if unbound).
+fn extent(d: &Dim, sizes: &[(String, usize)]) -> u64 {
+    let size = |n: &str| sizes.iter().find(|(m, _)| m == n).map(|x| x.1 as u64);
+    d.extent(&size).unwrap_or(0)
+}
+
+/// `f` at the sizes `sizes`: every size in its types (and its loops')
+/// made a literal, so that `run` can call a loop's body on its own (its
+/// state may have a size such as `N-1`, and sizes come from its caller).
+fn at_sizes(f: &Function, sizes: &[(String, usize)]) -> Function {
+    let mut g = f.clone();
+    for v in &mut g.vars {
+        for d in &mut v.ty.shape {
+            *d = Dim::Lit(extent(d, sizes));
+        }
+    }
+    for l in &mut g.loops {
+        l.count = Dim::Lit(extent(&l.count, sizes));
+        l.body = at_sizes(&l.body, sizes);
+        l.vjp = l.vjp.as_ref().map(|v| at_sizes(v, sizes));
+    }
+    g.size_params.clear();
+    g
+}
+
+/// `f` returning the value of every statement, then its results.
+fn all_values(f: &Function) -> Function {
     let mut g = f.clone();
     g.rets = f.stmts.iter().map(|s| s.var).collect();
-    if g.rets.is_empty() {
-        return (f64::INFINITY, String::new());
-    }
+    g.rets.extend(f.rets.iter().copied());
+    g
+}
+
+/// Inside a loop a margin counts this many times more: a state that crosses
+/// a comparison along its steps comes as close to it as one step moves it
+/// (~1e-3), and the finite differences (h = 1e-6) only need it much
+/// further than h. Exact ties broken by rounding are still caught.
+const LOOP_MARGIN: f64 = 100.0;
+
+/// `kink` of `f` at `args` (`all` is `all_values(f)`), walking every step
+/// of every loop (inside a loop when `in_loop`); also `f`'s results.
+fn kink_in(
+    f: &Function,
+    all: &Function,
+    args: &[Value],
+    sizes: &[(String, usize)],
+    in_loop: bool,
+) -> (f64, String, Option<Vec<Value>>) {
     let refs: Vec<&Value> = args.iter().collect();
-    let Ok(vals) = run(&g, &refs) else {
-        return (0.0, "the interpreter failed".into());
+    let mut vals = match run(all, &refs) {
+        Ok(vals) => vals,
+        Err(e) => return (0.0, format!("the interpreter failed: {e:?}"), None),
     };
+    let results = vals.split_off(f.stmts.len());
+    let scale = if in_loop { LOOP_MARGIN } else { 1.0 };
     let mut value: Vec<Option<&Value>> = vec![None; f.vars.len()];
     for (p, a) in f.params.iter().zip(args) {
         value[p.var.index()] = Some(a);
@@ -2332,6 +3046,27 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
         if is_cmp || (args_mask && !matches!(s.op, Op::Select)) || sel_mask {
             mask[s.var.index()] = true;
         }
+        if let Op::Loop(l) = s.op {
+            // Each step, from the state the loop starts with.
+            let lp = &f.loops[l as usize];
+            let body = at_sizes(&lp.body, sizes);
+            let all = all_values(&body);
+            let Some(mut state) = value[s.args[0].index()].cloned() else {
+                continue;
+            };
+            for step in 0..extent(&lp.count, sizes) {
+                let (m, a, next) = kink_in(&body, &all, &[state], sizes, true);
+                if m < margin {
+                    margin = m;
+                    at = format!("step {step} of loop {l}: {a}");
+                }
+                match next {
+                    Some(mut next) => state = next.swap_remove(0),
+                    None => break,
+                }
+            }
+            continue;
+        }
         if args_mask || s.args.iter().any(|a| mask[a.index()]) {
             continue;
         }
@@ -2343,14 +3078,14 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Max | Op::Min => {
                 for (a, b) in arg(0).iter().zip(arg(1)) {
                     if a != b {
-                        margin = margin.min(rel(*a, *b));
+                        margin = margin.min(scale * rel(*a, *b));
                     }
                 }
             }
             Op::Abs => {
                 for a in arg(0) {
                     if *a != 0.0 {
-                        margin = margin.min(a.abs());
+                        margin = margin.min(scale * a.abs());
                     }
                 }
             }
@@ -2367,7 +3102,7 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
                         } else {
                             (r[0], r[1])
                         };
-                        margin = margin.min(rel(a, b));
+                        margin = margin.min(scale * rel(a, b));
                     }
                 }
             }
@@ -2380,7 +3115,7 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
                     } else {
                         (xs[0], xs[1])
                     };
-                    margin = margin.min(rel(a, b));
+                    margin = margin.min(scale * rel(a, b));
                 }
             }
             _ => {}
@@ -2394,15 +3129,31 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
             );
         }
     }
-    (margin, at)
+    (margin, at, Some(results))
 }
 
-/// Central differences of output 0 of `f` in element `k` of argument `i`.
-fn central(f: &Function, args: &[Value], i: usize, k: usize, h: f64) -> f64 {
-    let eval = |a: &[Value]| {
-        let refs: Vec<&Value> = a.iter().collect();
-        run(f, &refs).unwrap()[0].as_scalar()
-    };
+/// How finite differences evaluate a function (output 0, a scalar): by
+/// the interpreter, or (the loss of a program with loops, which the
+/// interpreter runs step by step) by the JIT, which step 1 found
+/// bit-identical to it.
+enum Eval<'f> {
+    Interp(&'f Function),
+    Jit(Box<backend::CompiledFunction>),
+}
+
+impl Eval<'_> {
+    fn at(&self, args: &[Value]) -> f64 {
+        let refs: Vec<&Value> = args.iter().collect();
+        match self {
+            Eval::Interp(f) => run(f, &refs).unwrap()[0].as_scalar(),
+            Eval::Jit(native) => native.call(&refs).unwrap()[0].as_scalar(),
+        }
+    }
+}
+
+/// Central differences of `f` in element `k` of argument `i`.
+fn central(f: &Eval, args: &[Value], i: usize, k: usize, h: f64) -> f64 {
+    let eval = |a: &[Value]| f.at(a);
     let x = args[i].data[k];
     let mut plus = args.to_vec();
     plus[i].data[k] = x + h;
@@ -2428,6 +3179,20 @@ struct Stats {
     hvp_checks: usize,
     f32_functions: usize,
     opt_not_bitwise: usize,
+    /// Programs whose loss runs a loop (`loop` statements in its IR).
+    loop_programs: usize,
+    /// `loop` statements in the losses' IR (loop bodies included).
+    loops: usize,
+    /// Programs whose loss runs a loop inside a loop's body.
+    nested_loop_programs: usize,
+    /// Programs with a loop in a helper's own IR.
+    helper_loop_programs: usize,
+    /// Second derivatives (`d2`) and Hessian-vector products (`hv`) left
+    /// out because they would differentiate a gradient through a loop.
+    skip_d2_loop: usize,
+    skip_hv_loop: usize,
+    /// `d1` against finite differences in those programs.
+    d1_loop_checks: usize,
 }
 
 impl Stats {
@@ -2447,6 +3212,13 @@ impl Stats {
         self.hvp_checks += o.hvp_checks;
         self.f32_functions += o.f32_functions;
         self.opt_not_bitwise += o.opt_not_bitwise;
+        self.loop_programs += o.loop_programs;
+        self.loops += o.loops;
+        self.nested_loop_programs += o.nested_loop_programs;
+        self.helper_loop_programs += o.helper_loop_programs;
+        self.skip_d2_loop += o.skip_d2_loop;
+        self.skip_hv_loop += o.skip_hv_loop;
+        self.d1_loop_checks += o.d1_loop_checks;
     }
 }
 
@@ -2456,7 +3228,7 @@ struct Failure(String);
 /// FD vs AD for element k of argument i: Ok(true) if compared, Ok(false) if
 /// skipped (the two steps disagree: not smooth there).
 fn fd_compare(
-    primal: &Function,
+    primal: &Eval,
     args: &[Value],
     i: usize,
     k: usize,
@@ -2480,11 +3252,45 @@ fn fd_compare(
     }
 }
 
+/// `loop` statements of `f` and of its loops' bodies.
+fn loop_stmts(f: &Function) -> usize {
+    f.stmts
+        .iter()
+        .filter(|s| matches!(s.op, Op::Loop(_)))
+        .count()
+        + f.loops.iter().map(|l| loop_stmts(&l.body)).sum::<usize>()
+}
+
 fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Failure> {
     let p = Program::parse(&gp.source)
         .map_err(|e| Failure(format!("the program does not check:\n{e}")))?;
     let mut rng = Rng(mix(seed ^ 0xA5A5));
     let loss = p.ir("loss").map_err(|e| Failure(e.to_string()))?;
+    // 0. The long iterates are loops, not unrolled steps.
+    let mut loops = Vec::new();
+    for name in p.function_names() {
+        if let Ok(f) = p.ir(name) {
+            loops_of(f, &mut loops);
+            if name.starts_with('h') && loop_stmts(f) > 0 {
+                stats.helper_loop_programs = 1;
+            }
+        }
+    }
+    for &c in &gp.loop_counts {
+        if !loops.iter().any(|&(k, _)| k <= c && c - k <= 3) {
+            return Err(Failure(format!(
+                "`iterate({c}, ...)` is not a loop in the IR (unrolled); loops: {loops:?}"
+            )));
+        }
+    }
+    let in_loss = loop_stmts(loss);
+    if in_loss > 0 {
+        stats.loop_programs = 1;
+        stats.loops = in_loss;
+        if loss.loops.iter().any(|l| loop_stmts(&l.body) > 0) {
+            stats.nested_loop_programs = 1;
+        }
+    }
     // Inputs of the loss away from its kinks.
     let delta = 1e-3;
     let mut args = inputs(loss, gp.n, gp.m, &mut rng);
@@ -2638,6 +3444,13 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     if !lv.is_finite() {
         return Err(ctx(format!("the loss is not finite: {lv}")));
     }
+    let loss_eval = if in_loss > 0 {
+        let native =
+            backend::compile(loss, &BackendOptions::default()).map_err(|e| ctx(e.to_string()))?;
+        Eval::Jit(Box::new(native))
+    } else {
+        Eval::Interp(loss)
+    };
     // 2. The gradient against finite differences of the loss.
     let dloss = p.ir("dloss").map_err(|e| Failure(e.to_string()))?;
     let grads = run(dloss, &refs).map_err(|e| ctx(format!("dloss: {e:?}")))?;
@@ -2657,7 +3470,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             )));
         }
         for k in 0..g.len() {
-            if fd_compare(loss, &args, i, k, g.data[k], "dloss").map_err(|f| ctx(f.0))? {
+            if fd_compare(&loss_eval, &args, i, k, g.data[k], "dloss").map_err(|f| ctx(f.0))? {
                 stats.grad_elems += 1;
             } else {
                 skipped = true;
@@ -2715,8 +3528,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
                         *x += sign * h * d;
                     }
                 }
-                let r: Vec<&Value> = a.iter().collect();
-                run(loss, &r).unwrap()[0].as_scalar()
+                loss_eval.at(&a)
             };
             (shifted(1.0) - shifted(-1.0)) / (2.0 * h)
         };
@@ -2754,11 +3566,19 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     // 3. The second derivative in s against finite differences of d1.
     if let Some(si) = gp.scalar {
         let d1 = p.ir("d1").map_err(|e| Failure(e.to_string()))?;
-        let d2 = p.ir("d2").map_err(|e| Failure(e.to_string()))?;
         let g1 = run(d1, &refs).map_err(|e| ctx(format!("d1: {e:?}")))?[0].as_scalar();
+        let mut ok = fd_compare(&loss_eval, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
+        if gp.second_dropped {
+            // Through a loop: d1 only (d2 and hv are not in the program).
+            stats.skip_d2_loop += 1;
+            stats.skip_hv_loop += usize::from(gp.hv_dropped);
+            stats.d1_loop_checks += usize::from(ok);
+            return Ok(());
+        }
+        let d2 = p.ir("d2").map_err(|e| Failure(e.to_string()))?;
         let g2 = run(d2, &refs).map_err(|e| ctx(format!("d2: {e:?}")))?[0].as_scalar();
-        let mut ok = fd_compare(loss, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
-        ok &= fd_compare(d1, &args, si, 0, g2, "d2 against d1").map_err(|f| ctx(f.0))?;
+        ok &= fd_compare(&Eval::Interp(d1), &args, si, 0, g2, "d2 against d1")
+            .map_err(|f| ctx(f.0))?;
         if ok {
             stats.d2_checks += 1;
         } else {
@@ -2834,11 +3654,13 @@ fn env_u64(name: &str) -> Option<u64> {
 fn random_programs_jit_optimizer_and_derivatives() {
     let start = std::time::Instant::now();
     let base = env_u64("EGRAD_RANDOM_SEED").unwrap_or(0x00E6_4AD5_EED0);
-    // 600 programs take about 15 to 20 s on two cores in release; a debug build
-    // is some 25 times slower and runs a sample.
+    // 600 programs take about 20 to 30 s on two cores in release (some 1.4
+    // times as long as without loops); a debug build is some 25 times slower
+    // and runs a sample.
     let default_count = if cfg!(debug_assertions) { 40 } else { 600 };
     let overridden = std::env::var("EGRAD_RANDOM_PROGRAMS").is_ok()
-        || std::env::var("EGRAD_RANDOM_PROGRAM_SEED").is_ok();
+        || std::env::var("EGRAD_RANDOM_PROGRAM_SEED").is_ok()
+        || std::env::var("EGRAD_RANDOM_LOOPS").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
     let seeds: Vec<u64> = match env_u64("EGRAD_RANDOM_PROGRAM_SEED") {
         Some(s) => vec![s],
@@ -2887,6 +3709,15 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "max/ or min/ of a row in tabulate",
         "X[i, k] in tabulate",
         "X[i + c, k] in tabulate",
+        "long iterate (a loop)",
+        "loop: scalar state",
+        "loop: tuple of scalars",
+        "loop: vector state",
+        "loop: tuple of vectors",
+        "loop: reads values from outside",
+        "loop: scalar read by a vector state",
+        "loop: inside a loop's step",
+        "loop: in a helper",
     ]
     .iter()
     .map(|f| (*f, 0))
@@ -2989,6 +3820,17 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "also: {} value-and-gradient checks, {} forward-mode checks ({} skipped, non-smooth), {} Hessian-vector products, {} functions of the f32 variants through JIT/interpreter; {} functions whose optimized result is not bit-identical (within tolerance)",
         stats.vg_checks, stats.jvp_checks, stats.skip_jvp, stats.hvp_checks, stats.f32_functions, stats.opt_not_bitwise
     );
+    println!(
+        "loops: {} of {} programs run loops in the loss ({} loops; {} with a loop inside a loop's step; {} with a loop in a helper's own IR); second derivatives left out (through a loop, not supported): {} `d2` and {} `hv` (`d1` still checked: {} against finite differences)",
+        stats.loop_programs,
+        stats.programs,
+        stats.loops,
+        stats.nested_loop_programs,
+        stats.helper_loop_programs,
+        stats.skip_d2_loop,
+        stats.skip_hv_loop,
+        stats.d1_loop_checks,
+    );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
     assert_eq!(stats.programs, seeds.len(), "every program must be checked");
@@ -2996,6 +3838,14 @@ fn random_programs_jit_optimizer_and_derivatives() {
         assert!(stats.programs >= 500, "only {} programs", stats.programs);
     }
     let ratio = |skipped: usize, of: usize| skipped as f64 / of.max(1) as f64;
+    if !overridden && !cfg!(debug_assertions) {
+        assert!(
+            ratio(stats.loop_programs, stats.programs) >= 0.1,
+            "only {} of {} programs have loops",
+            stats.loop_programs,
+            stats.programs
+        );
+    }
     assert!(
         ratio(skips, stats.programs) < 0.2,
         "{skips} of {} gradient checks skipped",
