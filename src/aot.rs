@@ -730,11 +730,7 @@ fn gradient_header(
         &format!(
             "value_and_grad, forward and pullback of `{}` with respect to {}",
             g.primal.name,
-            g.wrt
-                .iter()
-                .map(|w| format!("`{w}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.wrt_text()
         ),
     );
     let mut namer = Namer::default();
@@ -834,21 +830,25 @@ fn gradient_header(
         )
     };
 
+    // Every input, as value_and_grad and forward take them.
+    let all_inputs = || {
+        let (mut args, mut slots, mut locals) = (Vec::new(), Vec::new(), Vec::new());
+        for ((c, ty), size) in inputs.iter().zip(&counts) {
+            push_input(
+                c,
+                ty,
+                "argument",
+                size.as_deref(),
+                &mut args,
+                &mut slots,
+                &mut locals,
+            );
+        }
+        (args, locals, slots)
+    };
+
     // value_and_grad
-    let mut args = Vec::new();
-    let mut locals = Vec::new();
-    let mut slots = Vec::new();
-    for ((c, ty), size) in inputs.iter().zip(&counts) {
-        push_input(
-            c,
-            ty,
-            "argument",
-            size.as_deref(),
-            &mut args,
-            &mut slots,
-            &mut locals,
-        );
-    }
+    let (mut args, locals, mut slots) = all_inputs();
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
     for ((c, ty), w) in grads.iter().zip(&g.wrt) {
@@ -868,20 +868,7 @@ fn gradient_header(
     )?;
 
     // forward
-    let mut args = Vec::new();
-    let mut locals = Vec::new();
-    let mut slots = Vec::new();
-    for ((c, ty), size) in inputs.iter().zip(&counts) {
-        push_input(
-            c,
-            ty,
-            "argument",
-            size.as_deref(),
-            &mut args,
-            &mut slots,
-            &mut locals,
-        );
-    }
+    let (mut args, mut locals, mut slots) = all_inputs();
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
     args.push(CArg {

@@ -746,6 +746,18 @@ impl Op {
         matches!(self, Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..))
     }
 
+    /// The same op referring to loop `f(L)` instead of `L` (when loops are
+    /// renumbered: a callee's joining its caller's, a step's moving into a
+    /// body); other ops are unchanged.
+    pub fn map_loop(self, f: impl Fn(u32) -> u32) -> Op {
+        match self {
+            Op::Loop(l) => Op::Loop(f(l)),
+            Op::LoopTape(l, k) => Op::LoopTape(f(l), k),
+            Op::LoopVjp(l, k, m) => Op::LoopVjp(f(l), k, m),
+            other => other,
+        }
+    }
+
     /// The loop an op refers to.
     pub fn loop_id(&self) -> Option<usize> {
         match self {

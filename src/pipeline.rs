@@ -352,6 +352,15 @@ impl GradProgram {
     }
 
     /// `(inputs) -> (value, gradients...)`, optimized.
+    /// The differentiated parameters, quoted: "`x`, `y`".
+    pub fn wrt_text(&self) -> String {
+        self.wrt
+            .iter()
+            .map(|w| format!("`{w}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn value_and_grad_ir(&self) -> &Function {
         &self.optimized.after
     }
@@ -413,11 +422,7 @@ impl fmt::Display for Report<'_> {
             f,
             "gradient of `{}` with respect to {}",
             g.primal.name,
-            g.wrt
-                .iter()
-                .map(|w| format!("`{w}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.wrt_text()
         )?;
         let sizes: Vec<String> = g.sizes().iter().map(|(p, n)| format!("{p}={n}")).collect();
         writeln!(f, "ops before: {}", counts(&o.before))?;

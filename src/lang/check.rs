@@ -3097,12 +3097,7 @@ impl<'a> FnCx<'a> {
             }
             for (st, name, ty) in &step_stmts {
                 let args: Vec<VarId> = st.args.iter().map(|a| map[a]).collect();
-                let op = match st.op {
-                    Op::Loop(l) => Op::Loop(l - lid as u32),
-                    Op::LoopTape(l, kk) => Op::LoopTape(l - lid as u32, kk),
-                    Op::LoopVjp(l, kk, m) => Op::LoopVjp(l - lid as u32, kk, m),
-                    other => other,
-                };
+                let op = st.op.map_loop(|l| l - lid as u32);
                 let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
                     ""
                 } else {
@@ -3300,12 +3295,7 @@ impl<'a> FnCx<'a> {
                 vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
             });
         }
-        let renumber = |op: Op| match op {
-            Op::Loop(l) => Op::Loop(l + offset),
-            Op::LoopTape(l, k) => Op::LoopTape(l + offset, k),
-            Op::LoopVjp(l, k, m) => Op::LoopVjp(l + offset, k, m),
-            other => other,
-        };
+        let renumber = |op: Op| op.map_loop(|l| l + offset);
         let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
         for (p, a) in callee.params.iter().zip(args) {
             if let Some(slot) = map.get_mut(p.var.index()) {

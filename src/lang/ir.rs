@@ -506,12 +506,7 @@ impl Builder {
                 .iter()
                 .map(|a| get(&map, *a))
                 .collect::<Result<_, _>>()?;
-            let op = match s.op {
-                Op::Loop(l) => Op::Loop(l + offset),
-                Op::LoopTape(l, k) => Op::LoopTape(l + offset, k),
-                Op::LoopVjp(l, k, m) => Op::LoopVjp(l + offset, k, m),
-                other => other,
-            };
+            let op = s.op.map_loop(|l| l + offset);
             let name = f.var_name(s.var);
             let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
                 ""
