@@ -39,6 +39,27 @@ pub enum Command {
     /// Compile ahead of time: an object file with native entry points (for
     /// a gradient: value_and_grad, forward, pullback) and a C header.
     Build(BuildArgs),
+    /// The compile-cache key of a function: each component, what is static
+    /// and what is dynamic, and for a gradient the residuals saved and why.
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    pub file: PathBuf,
+    /// A @grad function, or any function (with --wrt: its gradient).
+    #[arg(long = "fn")]
+    pub function: String,
+    /// Explain the gradient of a scalar function with respect to these
+    /// parameters (repeatable).
+    #[arg(long = "wrt")]
+    pub wrt: Vec<String>,
+    /// Also compute the key under this λ and name the components that
+    /// differ (what a recompile after changing λ would report).
+    #[arg(long, value_name = "LAMBDA")]
+    pub lambda_before: Option<f64>,
+    #[command(flatten)]
+    pub opt: OptArgs,
 }
 
 #[derive(Args, Debug)]
@@ -201,6 +222,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Explore(a) => explore(&a),
         Command::Bench(a) => bench(&a),
         Command::Build(a) => build(&a),
+        Command::Explain(a) => explain(&a),
     };
     match result {
         Ok(out) => {
@@ -649,6 +671,46 @@ fn grad(a: &GradArgs) -> Result<String> {
             out.push('\n');
         }
         out.push_str(&g.report().to_string());
+    }
+    Ok(out)
+}
+
+fn explain(a: &ExplainArgs) -> Result<String> {
+    let program = Program::from_file(&a.file)?;
+    let mut opts = options(&a.opt)?;
+    if !a.wrt.is_empty() {
+        if program.grad_spec(&a.function).is_some() {
+            return Err(Error::Usage(format!(
+                "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt",
+                a.function
+            )));
+        }
+        opts = opts.wrt(a.wrt.clone());
+    }
+    let mut out = crate::cache::explain(&program, &a.function, &opts)?;
+    if let Some(l) = a.lambda_before {
+        if !(l.is_finite() && l >= 0.0) {
+            return Err(Error::Usage(
+                "--lambda-before must be a non-negative number (flops per byte)".into(),
+            ));
+        }
+        let before = opts.clone().lambda(l);
+        let is_grad = program.grad_spec(&a.function).is_some() || !a.wrt.is_empty();
+        let key = |o: &Options| {
+            if is_grad {
+                crate::cache::CacheKey::gradient(&program, &o.clone().function(a.function.clone()))
+            } else {
+                crate::cache::CacheKey::function(&program, &a.function, o)
+            }
+        };
+        let changes = key(&opts)?.diff(&key(&before)?);
+        out.push_str("recompile against --lambda-before:\n");
+        if changes.is_empty() {
+            out.push_str("  same key: the cached program would be reused\n");
+        }
+        for c in changes {
+            out.push_str(&format!("  changed {c}\n"));
+        }
     }
     Ok(out)
 }

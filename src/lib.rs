@@ -9,6 +9,7 @@
 
 pub mod aot;
 pub mod backend;
+pub mod cache;
 pub mod cli;
 pub mod differentiate;
 pub mod error;
