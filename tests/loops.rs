@@ -392,6 +392,14 @@ fn run_time_counts_have_clear_limits() {
             "cannot differentiate the i64 `n`",
         ),
         (
+            "fn f(x: f64) -> f64 = iterate(3000, x, s => 0.5 * s + sin(x))\n@grad(x)\nfn df(x: f64) -> f64 = f(x)\n@grad(x)\nfn d2f(x: f64) -> f64 = df(x)",
+            "`d2f` cannot be differentiated: differentiating a gradient through a loop is not supported yet",
+        ),
+        (
+            "fn f(n: i64, x: f64) -> f64 = iterate(n, x, s => 0.5 * s + sin(x))\n@grad(x)\nfn df(n: i64, x: f64) -> f64 = f(n, x)\n@jvp(x)\nfn hv(n: i64, x: f64, dx: f64) -> f64 = df(n, x)",
+            "`hv` cannot be differentiated: forward mode through a loop's gradient is not supported yet",
+        ),
+        (
             "fn f(n: i64, x: f64) -> f64 = iterate_until(n, x, s => s > 1.0, s => s * 2.0)",
             "the bound of `iterate_until` must be known at compile time",
         ),

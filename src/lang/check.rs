@@ -23,7 +23,7 @@
 //! [`Val::Err`], which silences errors that would only be consequences.
 
 use super::ast::*;
-use super::ir::{Builder, Function, Loop, Stmt, VarId};
+use super::ir::{Builder, Function, IrError, Loop, Stmt, VarId};
 use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
 use super::types::{DType, Dim, Type};
@@ -1303,7 +1303,7 @@ impl<'a> FnCx<'a> {
             let rev = match reverse(&primal, &wrt_ir) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.bug(format!("differentiating `{fname}`: {e}"));
+                    self.ad_failure("differentiating", &fname, f.name.span, e);
                     return None;
                 }
             };
@@ -1402,12 +1402,26 @@ impl<'a> FnCx<'a> {
             return match forward(&ir, &pairs, &fname) {
                 Ok(ir) => Some(CheckedFn { ir, grad: None }),
                 Err(e) => {
-                    self.bug(format!("forward mode of `{fname}`: {e}"));
+                    self.ad_failure("forward mode of", &fname, f.name.span, e);
                     None
                 }
             };
         }
         Some(CheckedFn { ir, grad: None })
+    }
+
+    /// AD failed on `fname`: a limit users can meet (a derivative through a
+    /// loop's gradient) is their error, anything else a bug.
+    fn ad_failure(&mut self, what: &str, fname: &str, span: Span, e: IrError) {
+        if e.0.contains("not supported yet") {
+            let why = e.0.rsplit(": ").next().unwrap_or(&e.0).to_string();
+            self.error(
+                Diagnostic::new(span, format!("`{fname}` cannot be differentiated: {why}"))
+                    .with_note("a loop's gradient is made of `looptape`/`loopvjp`, which have no derivatives of their own yet; differentiate the primal once, or give the loop a `static` count small enough to unroll"),
+            );
+        } else {
+            self.bug(format!("{what} `{fname}`: {e}"));
+        }
     }
 
     /// A non-tuple value, or an error.
