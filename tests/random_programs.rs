@@ -46,12 +46,25 @@
 //! gradient would then be a second derivative through a loop). Without
 //! loops a seed gives the program it gave before loops were generated.
 //!
+//! A third of the loop programs have a run-time count: the loss's last
+//! parameter is `n: i64`, and most of its long `iterate`s that are not
+//! inside a loop and run none write `n` as their count (their step size h
+//! is made for a count drawn from 40 to 120, the largest the check runs,
+//! so count × h stays at most 0.5, 1 or 2); some helpers with a loop take
+//! `n: i64` first, and are called with `n` or with a literal count (0, 1, 3
+//! or that largest count). Derivatives never take `n`: `dloss`, `vg`,
+//! `jv`, `d1`, `d2` and `hv` pass it along, their `wrt` and the finite
+//! differences leave it alone.
+//!
 //! For every program:
 //!
 //! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
 //!    of the count written, less the up to 3 steps of a constant state
 //!    peeled off); the programs whose loss runs a loop are counted (at
-//!    least 10% of them must, in a release run);
+//!    least 10% of them must, in a release run); a loss whose text runs a
+//!    loop of its run-time count (its own, or a helper's it passes `n` to)
+//!    has a loop with a run-time count in its IR (these
+//!    programs are counted too);
 //! 1. every function's unoptimized IR gives the same bits in the JIT and the
 //!    interpreter (NaN equals NaN), the e-graph-optimized IR agrees with it
 //!    within 1e-9 relative (how many are not bit-identical is printed), and
@@ -68,6 +81,12 @@
 //!    where egrad says so, the program has no `d2` and `hv` (counted and
 //!    printed as skipped second derivatives) and `d1` is still checked
 //!    against finite differences.
+//!
+//! A program with a run-time count goes through checks 1 to 3 at the count
+//! its step sizes are made for, at 0 and at 1, each function compiled once
+//! and called at every count (every function's `i64` parameters get the
+//! count, also among extreme inputs); the derivative checks at 0 and 1 are
+//! counted apart (passed and skipped).
 //!
 //! Inputs are drawn away from the kinks of the loss (comparisons, `max`,
 //! `min`, `abs`, ties of `max/` and `min/`), found by evaluating every
@@ -118,7 +137,7 @@ use egrad::backend::{self, BackendOptions};
 use egrad::lang::check::UNROLL_STMTS;
 use egrad::lang::interp::run;
 use egrad::lang::ir::Function;
-use egrad::lang::types::Dim;
+use egrad::lang::types::{DType, Dim};
 use egrad::lang::value::Value;
 use egrad::ops::Op;
 use egrad::pipeline::{optimize_ir, Options};
@@ -350,6 +369,9 @@ enum HParam {
     StaticInt,
     StaticReal,
     StaticBool,
+    /// `n: i64`, a run-time loop count: passed `n` where the caller has
+    /// one, or a literal.
+    RunCount(u64),
 }
 
 /// A helper function the generator may call.
@@ -423,6 +445,12 @@ struct Gen<'r> {
     no_long: u32,
     /// A long `iterate`, or a call of a helper that has one, was written.
     made_loop: bool,
+    /// The function has a run-time count `n: i64`: long iterates may use
+    /// it as their count, with a step size for this count.
+    rt_count: Option<u64>,
+    /// The next helper call (not those in its arguments) is of a helper
+    /// that takes a run-time count.
+    only_rt: bool,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -446,6 +474,8 @@ impl<'r> Gen<'r> {
             in_long: 0,
             no_long: 0,
             made_loop: false,
+            rt_count: None,
+            only_rt: false,
         }
     }
 
@@ -1268,6 +1298,9 @@ impl<'r> Gen<'r> {
             if h.rets.len() != 1 || (h.has_loop && !loop_ok) {
                 continue;
             }
+            if self.only_rt && !h.params.iter().any(|p| matches!(p, HParam::RunCount(_))) {
+                continue;
+            }
             for mn in ALL_DIMS {
                 for mk in ALL_DIMS {
                     if h.uses_n1 && (mn != D::N || self.n_min < 2) {
@@ -1302,6 +1335,7 @@ impl<'r> Gen<'r> {
                 }
             }
         }
+        self.only_rt = false;
         if deriv && options.iter().any(|o| self.helpers[o.0].b.is_infinite()) {
             options.retain(|o| self.helpers[o.0].b.is_infinite());
         }
@@ -1341,6 +1375,19 @@ impl<'r> Gen<'r> {
                     });
                 }
                 HParam::StaticReal => args.push(fmt_lit(self.rng.pick(LITS))),
+                HParam::RunCount(most) => match self.rt_count {
+                    Some(_) if self.rng.chance(0.7) => args.push("n".into()),
+                    _ => {
+                        // A literal count, up to the count the helper's
+                        // step size is made for.
+                        let k = self.rng.pick(&[0, 1, 3, *most]);
+                        tag(
+                            "run-time count passed a literal",
+                            &format!("{}({k}, ", h.name),
+                        );
+                        args.push(k.to_string());
+                    }
+                },
                 HParam::StaticBool => args.push(
                     self.rng
                         .pick(&["true", "false", "1 < 2", "2.5 <= 1"])
@@ -1609,11 +1656,18 @@ impl<'r> Gen<'r> {
         } else {
             self.rng.uniform(1.2, 2.0)
         };
+        // A run-time count (`n`): only a loop that is not inside a loop and
+        // runs none itself (its cost is count × step for any count).
+        let runtime = match self.rt_count {
+            Some(c) if self.in_long == 0 && !nest && self.rng.chance(0.85) => Some(c),
+            _ => None,
+        };
         let id = LONGS.with(|l| {
             let mut l = l.borrow_mut();
             l.push(LongIt {
                 hc,
                 target: factor * UNROLL_STMTS as f64,
+                runtime,
             });
             l.len() - 1
         });
@@ -1643,6 +1697,9 @@ impl<'r> Gen<'r> {
         self.in_long += 1;
         if nest {
             self.nest_left -= 1;
+        }
+        if runtime.is_some() {
+            self.no_long += 1;
         }
         let mut steps = Vec::new();
         let mut vars = Vec::new();
@@ -1703,16 +1760,24 @@ impl<'r> Gen<'r> {
             steps.push(text);
         }
         self.in_long -= 1;
+        if runtime.is_some() {
+            self.no_long -= 1;
+        }
         let read = self.leave_step(saved, keep);
+        let count = if runtime.is_some() {
+            "n".to_string()
+        } else {
+            format!("#C{id}#")
+        };
         let text = if comps == 1 {
             format!(
-                "iterate(#C{id}#, {}, {} => {})",
+                "iterate({count}, {}, {} => {})",
                 inits[0].s, names[0], steps[0]
             )
         } else {
             let inits: Vec<&str> = inits.iter().map(|e| e.s.as_str()).collect();
             format!(
-                "iterate(#C{id}#, ({}), ({}) => ({}))",
+                "iterate({count}, ({}), ({}) => ({}))",
                 inits.join(", "),
                 names.join(", "),
                 steps.join(", ")
@@ -1739,6 +1804,9 @@ impl<'r> Gen<'r> {
         }
         if self.m_name == "K" {
             tag("loop: in a helper", &text);
+        }
+        if runtime.is_some() {
+            tag("loop: run-time count", &text);
         }
         (text, bounds, vars)
     }
@@ -2131,6 +2199,9 @@ struct LongIt {
     hc: f64,
     /// count × statements of the step aimed at.
     target: f64,
+    /// A run-time count (`n`): h is `hc` over this count (the largest the
+    /// check runs).
+    runtime: Option<u64>,
 }
 
 thread_local! {
@@ -2142,13 +2213,13 @@ thread_local! {
 /// `text` with the placeholders of the long iterates filled in with
 /// `counts` (by id).
 fn fill(text: &str, counts: &[u64]) -> String {
-    if !text.contains("#C") {
+    if !text.contains("#H") {
         return text.to_string();
     }
     let longs = LONGS.with(|l| l.borrow().clone());
     let mut out = text.to_string();
     for (id, (l, &c)) in longs.iter().zip(counts).enumerate() {
-        let h = format!("{:.3e}", l.hc / c as f64);
+        let h = format!("{:.3e}", l.hc / l.runtime.unwrap_or(c) as f64);
         out = out
             .replace(&format!("#C{id}#"), &c.to_string())
             .replace(&format!("#H{id}#"), &h);
@@ -2327,6 +2398,13 @@ struct Generated {
     loop_counts: Vec<u64>,
     /// Statements the loss's loops execute in one evaluation.
     loop_cost: u64,
+    /// The loss has a run-time count `n: i64` (its last parameter): the
+    /// counts to check it at (the first is the one its step sizes are made
+    /// for), else empty.
+    rt_counts: Vec<u64>,
+    /// The loss's own text runs a loop of count `n` (its own, or a
+    /// helper's it passes `n` to).
+    rt_in_loss: bool,
 }
 
 /// The share of programs with long iterates (loops), 0.2 unless
@@ -2343,6 +2421,9 @@ fn loop_share() -> f64 {
 /// checking a program evaluates the loss and its derivatives some 100
 /// times): more, and the program is generated again without nesting.
 const NESTED_COST: u64 = 50_000;
+
+/// The share of the loop programs with a run-time count.
+const RT_SHARE: f64 = 1.0 / 3.0;
 
 fn generate(seed: u64) -> Generated {
     let gp = generate_with(seed, true);
@@ -2361,14 +2442,27 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     // were generated.
     let mut loop_rng = Rng(mix(seed ^ 0x100B_5EED));
     let loopy = loop_rng.chance(loop_share());
+    // A third of the loop programs have a run-time count `n: i64` (the
+    // loss's last parameter): the step sizes are made for `rt`, and the
+    // check runs the program at counts `rt`, 0 and 1.
+    let mut rt_rng = Rng(mix(seed ^ 0x000C_00A7_C0DE));
+    let rt = (loopy && rt_rng.chance(RT_SHARE)).then(|| rt_rng.range(40, 121) as u64);
     let n = rng.range(2, 6);
     let m = rng.range(1, 4);
     let mut items: Vec<String> = Vec::new();
     let mut helpers: Vec<Helper> = Vec::new();
+    // Helpers that run a loop of count `n` (their own or a callee's).
+    let mut rt_helpers: Vec<String> = Vec::new();
     let nh = rng.range(1, 5);
     for k in 0..nh {
         let with_loop = loopy && loop_rng.chance(0.25);
-        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers, with_loop) {
+        // Some helpers take the run-time count (and then have a loop).
+        let rt_param = rt.filter(|_| rt_rng.chance(0.3));
+        let with_loop = with_loop || rt_param.is_some();
+        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers, with_loop, rt_param) {
+            if rt_param.is_some() && counts_with_n(&text, &rt_helpers) {
+                rt_helpers.push(h.name.clone());
+            }
             items.push(text);
             helpers.push(h);
         }
@@ -2401,6 +2495,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
 
     let mut g = Gen::new(&mut rng, 2, "M");
     g.lit = lit;
+    g.rt_count = rt;
     g.helpers = helpers.clone();
     for (name, ty) in &params {
         g.push_var(name, &Ex::leaf(name.clone(), 1.0, ty.is_array()), *ty);
@@ -2416,7 +2511,10 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         .iter()
         .map(|(nm, t)| format!("{nm}: {}", g.ty_text(*t)))
         .collect();
-    let sig = sig.join(", ");
+    let mut sig = sig.join(", ");
+    if rt.is_some() {
+        sig.push_str(", n: i64");
+    }
     let mut body = String::new();
     let nlets = g.rng.range(1, 5);
     let mut lets: Vec<String> = Vec::new();
@@ -2427,8 +2525,24 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         g.long_left = loop_rng.below(2) as u32;
         g.nest_left = u32::from(loop_rng.chance(0.3) && nest);
     }
+    // With a run-time count, most losses call a helper that takes one (if
+    // there is one) in a let.
+    let rt_call_let = (rt.is_some() && rt_rng.chance(0.7)).then(|| rt_rng.below(nlets));
     for li in 0..nlets {
         let avail = g.avail();
+        if rt_call_let == Some(li) && loop_let != Some(li) {
+            let depth = g.rng.range(1, max_depth()) as u32;
+            g.only_rt = true;
+            let call = g.call_any(false, depth);
+            g.only_rt = false;
+            if let Some((e, ty)) = call {
+                let name = g.fresh("a");
+                let _ = writeln!(body, "  let {name} = {}", e.s);
+                g.push_var(&name, &e, ty);
+                lets.push(name);
+                continue;
+            }
+        }
         if loop_let == Some(li) {
             let tys: Vec<Ty> = avail
                 .iter()
@@ -2542,7 +2656,10 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     g.rng.shuffle(&mut wrt);
     let keep = g.rng.range(1, params.len() + 1);
     wrt.truncate(keep);
-    let args: Vec<&str> = params.iter().map(|(nm, _)| nm.as_str()).collect();
+    let mut args: Vec<&str> = params.iter().map(|(nm, _)| nm.as_str()).collect();
+    if rt.is_some() {
+        args.push("n");
+    }
     let args = args.join(", ");
     let names: Vec<&str> = wrt.iter().map(|&i| params[i].0.as_str()).collect();
     let tys: Vec<String> = wrt.iter().map(|&i| g.ty_text(params[i].1)).collect();
@@ -2574,7 +2691,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     // Second derivatives through a loop are not supported yet: where egrad
     // says so, the program has no `d2` and `hv` (and the check counts it).
     let mut second_dropped = false;
-    if !loop_counts.is_empty() && !second.is_empty() {
+    if (!loop_counts.is_empty() || rt.is_some()) && !second.is_empty() {
         let with = [items.as_slice(), second.as_slice()].concat().join("\n\n");
         if let Err(e) = Program::parse(&fill(&with, &counts)) {
             second_dropped = e.to_string().contains("through a loop");
@@ -2627,6 +2744,8 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     tags.sort_unstable();
     tags.dedup();
     Generated {
+        rt_counts: rt.map_or(Vec::new(), |c| vec![c, 0, 1]),
+        rt_in_loss: rt.is_some() && counts_with_n(&body, &rt_helpers),
         source,
         tags,
         second_dropped,
@@ -2643,12 +2762,22 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     }
 }
 
+/// Whether `text` runs a loop of count `n`: its own `iterate(n, ...)`, or
+/// a call passing `n` to one of `rt_helpers`.
+fn counts_with_n(text: &str, rt_helpers: &[String]) -> bool {
+    text.contains("iterate(n, ")
+        || rt_helpers
+            .iter()
+            .any(|h| text.contains(&format!("{h}(n, ")))
+}
+
 /// One helper function: its text and how to call it.
 fn gen_helper(
     rng: &mut Rng,
     k: usize,
     earlier: &[Helper],
     with_loop: bool,
+    rt_param: Option<u64>,
 ) -> Option<(String, Helper)> {
     let name = format!("h{k}");
     let kind = rng.below(12);
@@ -2657,6 +2786,10 @@ fn gen_helper(
     g.fresh = 100 * k;
     let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
     let depth = g.rng.range(1, max_depth()) as u32;
+    // A helper with a loop sometimes takes a run-time count `n: i64` first.
+    // (a helper of the first four kinds).
+    let kind = if rt_param.is_some() { kind % 4 } else { kind };
+    g.rt_count = rt_param;
     let (text, params, rets, b, ts) = match kind {
         // (v: f64[N], a: f64) -> f64 | f64[N]
         0..=2 => {
@@ -2857,6 +2990,17 @@ fn gen_helper(
             (text, params, rets, f64::INFINITY, false)
         }
     };
+    let (text, params) = match rt_param {
+        Some(c) => {
+            let mut ps = vec![HParam::RunCount(c)];
+            ps.extend(params);
+            let open = text.find('(').unwrap();
+            let text = format!("{}(n: i64, {}", &text[..open], &text[open + 1..]);
+            tag("helper with a run-time count", "(n: i64, ");
+            (text, ps)
+        }
+        None => (text, params),
+    };
     let needs_var = text.contains("max/") || text.contains("min/");
     let uses_n1 = kind == 4;
     let has_loop = g.made_loop;
@@ -2896,6 +3040,10 @@ fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
         .iter()
         .map(|p| {
             let t = f.ty(p.var);
+            if t.dtype == DType::I64 {
+                // A run-time count: see `set_count`.
+                return Value::scalar(t.dtype, 0.0);
+            }
             let shape: Vec<usize> = t
                 .shape
                 .iter()
@@ -2951,6 +3099,10 @@ fn kink(f: &Function, args: &[Value]) -> (f64, String) {
     // The sizes, for the loops' bodies.
     let mut sizes: Vec<(String, usize)> = Vec::new();
     for (p, a) in f.params.iter().zip(args) {
+        if f.ty(p.var).dtype == DType::I64 {
+            // A run-time count: the size of its name.
+            sizes.push((f.var_name(p.var).to_string(), a.data[0] as usize));
+        }
         for (d, &len) in f.ty(p.var).shape.iter().zip(&a.shape) {
             if let Dim::Param(name) = d {
                 sizes.push((name.clone(), len));
@@ -3193,6 +3345,14 @@ struct Stats {
     skip_hv_loop: usize,
     /// `d1` against finite differences in those programs.
     d1_loop_checks: usize,
+    /// Programs whose loss runs a loop with a run-time count, those loops,
+    /// programs with one in a helper's own IR.
+    rt_programs: usize,
+    rt_loops: usize,
+    rt_helper_programs: usize,
+    /// Derivative checks at the other run-time counts (checked and skipped).
+    rt_checks: usize,
+    rt_skips: usize,
 }
 
 impl Stats {
@@ -3219,6 +3379,11 @@ impl Stats {
         self.skip_d2_loop += o.skip_d2_loop;
         self.skip_hv_loop += o.skip_hv_loop;
         self.d1_loop_checks += o.d1_loop_checks;
+        self.rt_programs += o.rt_programs;
+        self.rt_loops += o.rt_loops;
+        self.rt_helper_programs += o.rt_helper_programs;
+        self.rt_checks += o.rt_checks;
+        self.rt_skips += o.rt_skips;
     }
 }
 
@@ -3291,106 +3456,120 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             stats.nested_loop_programs = 1;
         }
     }
-    // Inputs of the loss away from its kinks.
-    let delta = 1e-3;
-    let mut args = inputs(loss, gp.n, gp.m, &mut rng);
-    let mut clear = false;
-    for attempt in 0..60 {
-        if kink_margin(loss, &args) >= delta {
-            clear = true;
-            if attempt > 0 {
-                stats.resampled += 1;
-            }
-            break;
+    // A run-time count: the loss's `n` gives a loop's count (where its own
+    // text uses `n`), and every check runs at each of the counts, through
+    // the same compiled code.
+    let rtc = !gp.rt_counts.is_empty();
+    let counts: Vec<u64> = if rtc { gp.rt_counts.clone() } else { vec![0] };
+    if rtc {
+        let rt = runtime_loops(loss);
+        if gp.rt_in_loss && rt == 0 {
+            return Err(Failure(format!(
+                "the loss uses its run-time count `n`, but its IR has no loop with a run-time count:\n{loss}"
+            )));
         }
-        args = inputs(loss, gp.n, gp.m, &mut rng);
+        if rt > 0 {
+            stats.rt_programs = 1;
+            stats.rt_loops = rt;
+        }
+        for name in p.function_names() {
+            if let Ok(f) = p.ir(name) {
+                if name.starts_with('h') && runtime_loops(f) > 0 {
+                    stats.rt_helper_programs = 1;
+                }
+            }
+        }
     }
-    let show = |args: &[Value]| -> String {
-        args.iter()
-            .map(|a| format!("{:?} {:?}", a.shape, a.data))
-            .collect::<Vec<_>>()
-            .join("\n  ")
-    };
+    // Inputs of the loss away from its kinks.
+    let (args, clear) = clear_inputs(loss, gp, counts[0], &mut rng, stats);
+    let show = show_args;
     // 1. JIT == interpreter (bits) on the unoptimized IR; optimized ~ unoptimized.
     for name in p.function_names() {
         let Ok(f) = p.ir(name) else { continue };
-        let fargs = if f.param_types() == loss.param_types() {
+        let mut fargs = if f.param_types() == loss.param_types() {
             args.clone()
         } else {
             inputs(f, gp.n, gp.m, &mut rng)
         };
-        let refs: Vec<&Value> = fargs.iter().collect();
-        let ctx = |m: String| Failure(format!("{name}: {m}\ninputs:\n  {}", show(&fargs)));
-        let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+        let compile_ctx = |m: String| Failure(format!("{name}: {m}"));
         let native = backend::compile(f, &BackendOptions { verify: true })
-            .map_err(|e| ctx(format!("compile: {e}")))?;
-        let got = native
-            .call(&refs)
-            .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            if !g.bits_eq(w) {
-                return Err(ctx(format!(
-                    "result {k}: JIT {:?} vs interpreter {:?} (unoptimized)\n{f}",
-                    g.data, w.data
-                )));
-            }
-        }
+            .map_err(|e| compile_ctx(format!("compile: {e}")))?;
         let opt = optimize_ir(f, &Options::default())
-            .map_err(|e| ctx(format!("optimize: {e}")))?
+            .map_err(|e| compile_ctx(format!("optimize: {e}")))?
             .after;
-        let got_opt = run(&opt, &refs).map_err(|e| ctx(format!("optimized: {e:?}")))?;
-        for (k, (g, w)) in got_opt.iter().zip(&want).enumerate() {
-            let ok =
-                g.shape == w.shape && g.data.iter().zip(&w.data).all(|(a, b)| close(*a, *b, 1e-9));
-            if !ok {
-                return Err(ctx(format!(
-                    "result {k}: optimized {:?} vs unoptimized {:?}\nunoptimized:\n{f}\noptimized:\n{opt}",
-                    g.data, w.data
-                )));
-            }
-        }
-        if got_opt.iter().zip(&want).any(|(g, w)| !g.bits_eq(w)) {
-            stats.opt_not_bitwise += 1;
-        }
         let native_opt = backend::compile(&opt, &BackendOptions { verify: true })
-            .map_err(|e| ctx(format!("compile optimized: {e}\n{opt}")))?;
-        let got = native_opt
-            .call(&refs)
-            .map_err(|e| ctx(format!("jit call optimized: {e:?}")))?;
-        for (k, (g, w)) in got.iter().zip(&got_opt).enumerate() {
-            if !g.bits_eq(w) {
-                return Err(ctx(format!(
-                    "result {k}: JIT {:?} vs interpreter {:?} (optimized)\n{opt}",
-                    g.data, w.data
-                )));
-            }
-        }
-        // Extreme inputs (signed zeros, huge, tiny, infinities, NaN): only
-        // the JIT against the interpreter, bit for bit, on both programs.
-        let wild: Vec<Value> = fargs
-            .iter()
-            .map(|a| {
-                let data = a.data.iter().map(|_| wild_value(&mut rng)).collect();
-                Value::array(a.dtype, a.shape.clone(), data)
-            })
-            .collect();
-        let wrefs: Vec<&Value> = wild.iter().collect();
-        for (which, f, native) in [
-            ("unoptimized", f, &native),
-            ("optimized", &opt, &native_opt),
-        ] {
-            let want = run(f, &wrefs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+            .map_err(|e| compile_ctx(format!("compile optimized: {e}\n{opt}")))?;
+        for &count in &counts {
+            set_count(f, &mut fargs, count);
+            let refs: Vec<&Value> = fargs.iter().collect();
+            let ctx = |m: String| Failure(format!("{name}: {m}\ninputs:\n  {}", show(&fargs)));
+            let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
             let got = native
-                .call(&wrefs)
+                .call(&refs)
                 .map_err(|e| ctx(format!("jit call: {e:?}")))?;
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
                 if !g.bits_eq(w) {
                     return Err(ctx(format!(
+                        "result {k}: JIT {:?} vs interpreter {:?} (unoptimized)\n{f}",
+                        g.data, w.data
+                    )));
+                }
+            }
+            let got_opt = run(&opt, &refs).map_err(|e| ctx(format!("optimized: {e:?}")))?;
+            for (k, (g, w)) in got_opt.iter().zip(&want).enumerate() {
+                let ok = g.shape == w.shape
+                    && g.data.iter().zip(&w.data).all(|(a, b)| close(*a, *b, 1e-9));
+                if !ok {
+                    return Err(ctx(format!(
+                    "result {k}: optimized {:?} vs unoptimized {:?}\nunoptimized:\n{f}\noptimized:\n{opt}",
+                    g.data, w.data
+                )));
+                }
+            }
+            if got_opt.iter().zip(&want).any(|(g, w)| !g.bits_eq(w)) {
+                stats.opt_not_bitwise += 1;
+            }
+            let got = native_opt
+                .call(&refs)
+                .map_err(|e| ctx(format!("jit call optimized: {e:?}")))?;
+            for (k, (g, w)) in got.iter().zip(&got_opt).enumerate() {
+                if !g.bits_eq(w) {
+                    return Err(ctx(format!(
+                        "result {k}: JIT {:?} vs interpreter {:?} (optimized)\n{opt}",
+                        g.data, w.data
+                    )));
+                }
+            }
+            // Extreme inputs (signed zeros, huge, tiny, infinities, NaN): only
+            // the JIT against the interpreter, bit for bit, on both programs.
+            let wild: Vec<Value> = fargs
+                .iter()
+                .map(|a| {
+                    if a.dtype == DType::I64 {
+                        return a.clone();
+                    }
+                    let data = a.data.iter().map(|_| wild_value(&mut rng)).collect();
+                    Value::array(a.dtype, a.shape.clone(), data)
+                })
+                .collect();
+            let wrefs: Vec<&Value> = wild.iter().collect();
+            for (which, f, native) in [
+                ("unoptimized", f, &native),
+                ("optimized", &opt, &native_opt),
+            ] {
+                let want = run(f, &wrefs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+                let got = native
+                    .call(&wrefs)
+                    .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    if !g.bits_eq(w) {
+                        return Err(ctx(format!(
                         "result {k}: JIT {:?} vs interpreter {:?} ({which}) on extreme inputs\n{}\n{f}",
                         g.data,
                         w.data,
                         show(&wild)
                     )));
+                    }
                 }
             }
         }
@@ -3403,34 +3582,147 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
         .map_err(|e| Failure(format!("the f32 variant does not check:\n{e}")))?;
     for name in p32.function_names() {
         let Ok(f) = p32.ir(name) else { continue };
-        let fargs = inputs(f, gp.n, gp.m, &mut rng);
-        let refs: Vec<&Value> = fargs.iter().collect();
-        let ctx = |m: String| {
-            Failure(format!(
-                "{name} (the program with f32 for f64): {m}\ninputs:\n  {}",
-                show(&fargs)
-            ))
-        };
+        let mut fargs = inputs(f, gp.n, gp.m, &mut rng);
+        let compile_ctx =
+            |m: String| Failure(format!("{name} (the program with f32 for f64): {m}"));
         let opt = optimize_ir(f, &Options::default())
-            .map_err(|e| ctx(format!("optimize: {e}")))?
+            .map_err(|e| compile_ctx(format!("optimize: {e}")))?
             .after;
-        for (which, f) in [("unoptimized", f), ("optimized", &opt)] {
-            let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
-            let got = backend::compile(f, &BackendOptions { verify: true })
-                .map_err(|e| ctx(format!("compile: {e}")))?
-                .call(&refs)
-                .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                if !g.bits_eq(w) {
-                    return Err(ctx(format!(
-                        "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
-                        g.data, w.data
-                    )));
+        let natives = [
+            backend::compile(f, &BackendOptions { verify: true })
+                .map_err(|e| compile_ctx(format!("compile: {e}")))?,
+            backend::compile(&opt, &BackendOptions { verify: true })
+                .map_err(|e| compile_ctx(format!("compile optimized: {e}")))?,
+        ];
+        for &count in &counts {
+            set_count(f, &mut fargs, count);
+            let refs: Vec<&Value> = fargs.iter().collect();
+            let ctx = |m: String| {
+                Failure(format!(
+                    "{name} (the program with f32 for f64): {m}\ninputs:\n  {}",
+                    show(&fargs)
+                ))
+            };
+            for ((which, f), native) in [("unoptimized", f), ("optimized", &opt)]
+                .into_iter()
+                .zip(&natives)
+            {
+                let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+                let got = native
+                    .call(&refs)
+                    .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    if !g.bits_eq(w) {
+                        return Err(ctx(format!(
+                            "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
+                            g.data, w.data
+                        )));
+                    }
                 }
             }
         }
         stats.f32_functions += 1;
     }
+    // The loss for finite differences: the JIT where it runs loops.
+    let loss_eval = if in_loss > 0 || rtc {
+        let native = backend::compile(loss, &BackendOptions::default())
+            .map_err(|e| Failure(e.to_string()))?;
+        Eval::Jit(Box::new(native))
+    } else {
+        Eval::Interp(loss)
+    };
+    // 2. and 3. at each count (the other counts' checks counted apart).
+    let mut extra = Stats::default();
+    for (ci, &count) in counts.iter().enumerate() {
+        let (args, clear) = if ci == 0 {
+            (args.clone(), clear)
+        } else {
+            clear_inputs(loss, gp, count, &mut rng, &mut extra)
+        };
+        let st = if ci == 0 { &mut *stats } else { &mut extra };
+        check_derivatives(gp, &p, loss, &loss_eval, args, clear, seed, &mut rng, st).map_err(
+            |f| {
+                if rtc {
+                    Failure(format!("at the run-time count n = {count}: {}", f.0))
+                } else {
+                    f
+                }
+            },
+        )?;
+    }
+    stats.rt_checks += extra.grad_checks
+        + extra.d2_checks
+        + extra.vg_checks
+        + extra.jvp_checks
+        + extra.hvp_checks
+        + extra.d1_loop_checks;
+    stats.rt_skips += extra.skip_kink + extra.skip_fd + extra.skip_d2 + extra.skip_jvp;
+    Ok(())
+}
+
+/// Inputs of `loss` at the run-time count `count` away from its kinks, and
+/// whether they are (else the last tried).
+fn clear_inputs(
+    loss: &Function,
+    gp: &Generated,
+    count: u64,
+    rng: &mut Rng,
+    stats: &mut Stats,
+) -> (Vec<Value>, bool) {
+    let delta = 1e-3;
+    let mut args = inputs(loss, gp.n, gp.m, rng);
+    set_count(loss, &mut args, count);
+    for attempt in 0..60 {
+        if kink_margin(loss, &args) >= delta {
+            if attempt > 0 {
+                stats.resampled += 1;
+            }
+            return (args, true);
+        }
+        args = inputs(loss, gp.n, gp.m, rng);
+        set_count(loss, &mut args, count);
+    }
+    (args, false)
+}
+
+fn show_args(args: &[Value]) -> String {
+    args.iter()
+        .map(|a| format!("{:?} {:?}", a.shape, a.data))
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+/// Give every `i64` parameter (a run-time count) of `f` the value `count`.
+fn set_count(f: &Function, args: &mut [Value], count: u64) {
+    for (p, a) in f.params.iter().zip(args.iter_mut()) {
+        if f.ty(p.var).dtype == DType::I64 {
+            *a = Value::scalar(DType::I64, count as f64);
+        }
+    }
+}
+
+/// Loops of `f` (and of its loops' bodies) with a run-time count.
+fn runtime_loops(f: &Function) -> usize {
+    f.loops
+        .iter()
+        .map(|l| usize::from(!matches!(l.count, Dim::Lit(_))) + runtime_loops(&l.body))
+        .sum()
+}
+
+/// Checks 2 and 3 (derivatives) of the loss at `args`.
+#[allow(clippy::too_many_arguments)]
+fn check_derivatives(
+    gp: &Generated,
+    p: &Program,
+    loss: &Function,
+    loss_eval: &Eval,
+    args: Vec<Value>,
+    clear: bool,
+    seed: u64,
+    rng: &mut Rng,
+    stats: &mut Stats,
+) -> Result<(), Failure> {
+    let show = show_args;
     if !clear {
         if std::env::var("EGRAD_RANDOM_VERBOSE").is_ok() {
             println!("SKIP {seed:#x}: at a kink: {:?}", kink(loss, &args));
@@ -3444,13 +3736,6 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     if !lv.is_finite() {
         return Err(ctx(format!("the loss is not finite: {lv}")));
     }
-    let loss_eval = if in_loss > 0 {
-        let native =
-            backend::compile(loss, &BackendOptions::default()).map_err(|e| ctx(e.to_string()))?;
-        Eval::Jit(Box::new(native))
-    } else {
-        Eval::Interp(loss)
-    };
     // 2. The gradient against finite differences of the loss.
     let dloss = p.ir("dloss").map_err(|e| Failure(e.to_string()))?;
     let grads = run(dloss, &refs).map_err(|e| ctx(format!("dloss: {e:?}")))?;
@@ -3470,7 +3755,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             )));
         }
         for k in 0..g.len() {
-            if fd_compare(&loss_eval, &args, i, k, g.data[k], "dloss").map_err(|f| ctx(f.0))? {
+            if fd_compare(loss_eval, &args, i, k, g.data[k], "dloss").map_err(|f| ctx(f.0))? {
                 stats.grad_elems += 1;
             } else {
                 skipped = true;
@@ -3567,7 +3852,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     if let Some(si) = gp.scalar {
         let d1 = p.ir("d1").map_err(|e| Failure(e.to_string()))?;
         let g1 = run(d1, &refs).map_err(|e| ctx(format!("d1: {e:?}")))?[0].as_scalar();
-        let mut ok = fd_compare(&loss_eval, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
+        let mut ok = fd_compare(loss_eval, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
         if gp.second_dropped {
             // Through a loop: d1 only (d2 and hv are not in the program).
             stats.skip_d2_loop += 1;
@@ -3718,6 +4003,9 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "loop: scalar read by a vector state",
         "loop: inside a loop's step",
         "loop: in a helper",
+        "loop: run-time count",
+        "helper with a run-time count",
+        "run-time count passed a literal",
     ]
     .iter()
     .map(|f| (*f, 0))
@@ -3830,6 +4118,14 @@ fn random_programs_jit_optimizer_and_derivatives() {
         stats.skip_d2_loop,
         stats.skip_hv_loop,
         stats.d1_loop_checks,
+    );
+    println!(
+        "run-time counts: {} programs run a loop with a run-time count `n` in the loss ({} such loops; {} with one in a helper's own IR), each checked at 3 counts through the same compiled code; at the other counts {} derivative checks passed, {} skipped",
+        stats.rt_programs,
+        stats.rt_loops,
+        stats.rt_helper_programs,
+        stats.rt_checks,
+        stats.rt_skips,
     );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
