@@ -639,18 +639,41 @@ fn random_args(
     Ok(out)
 }
 
+/// `opts` differentiating `--wrt` (or, with `grad`, every float parameter):
+/// refused for a `@grad` function, whose attribute says what to
+/// differentiate.
+fn with_wrt(
+    program: &Program,
+    function: &str,
+    wrt: &[String],
+    grad: bool,
+    opts: Options,
+) -> Result<Options> {
+    if wrt.is_empty() && !grad {
+        return Ok(opts);
+    }
+    if program.grad_spec(function).is_some() {
+        let flags = if grad { "--wrt/--grad" } else { "--wrt" };
+        return Err(Error::Usage(format!(
+            "`{function}` is a @grad function: its attribute says what to differentiate; drop {flags}"
+        )));
+    }
+    Ok(if wrt.is_empty() {
+        opts
+    } else {
+        opts.wrt(wrt.to_vec())
+    })
+}
+
 fn grad(a: &GradArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
-    let mut opts = options(&a.opt)?.function(a.function.clone());
-    if !a.wrt.is_empty() {
-        if program.grad_spec(&a.function).is_some() {
-            return Err(Error::Usage(format!(
-                "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt",
-                a.function
-            )));
-        }
-        opts = opts.wrt(a.wrt.clone());
-    }
+    let opts = with_wrt(
+        &program,
+        &a.function,
+        &a.wrt,
+        false,
+        options(&a.opt)?.function(a.function.clone()),
+    )?;
     let g = optimize_gradient(&program, &opts)?;
     let mut out = String::new();
     for stage in &a.dumps {
@@ -677,16 +700,7 @@ fn grad(a: &GradArgs) -> Result<String> {
 
 fn explain(a: &ExplainArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
-    let mut opts = options(&a.opt)?;
-    if !a.wrt.is_empty() {
-        if program.grad_spec(&a.function).is_some() {
-            return Err(Error::Usage(format!(
-                "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt",
-                a.function
-            )));
-        }
-        opts = opts.wrt(a.wrt.clone());
-    }
+    let opts = with_wrt(&program, &a.function, &a.wrt, false, options(&a.opt)?)?;
     let mut out = crate::cache::explain(&program, &a.function, &opts)?;
     if let Some(l) = a.lambda_before {
         if !(l.is_finite() && l >= 0.0) {
@@ -717,17 +731,7 @@ fn explain(a: &ExplainArgs) -> Result<String> {
 
 fn build(a: &BuildArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
-    let mut opts = options(&a.opt)?;
-    let is_grad = program.grad_spec(&a.function).is_some();
-    if is_grad && (a.grad || !a.wrt.is_empty()) {
-        return Err(Error::Usage(format!(
-            "`{}` is a @grad function: its attribute says what to differentiate; drop --wrt/--grad",
-            a.function
-        )));
-    }
-    if !a.wrt.is_empty() {
-        opts = opts.wrt(a.wrt.clone());
-    }
+    let opts = with_wrt(&program, &a.function, &a.wrt, a.grad, options(&a.opt)?)?;
     let header = match &a.header {
         Some(h) => h.clone(),
         None => a.output.with_extension("h"),

@@ -252,26 +252,10 @@ fn taped_loop(
 /// gradient of `h(s, g) = Σ s'(s) · g` with respect to `s`.
 pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
     let mut b = Builder::new(body.name.clone(), body.size_params.clone());
-    b.copy_loops(body);
     let st = body.ty(body.params[0].var).clone();
     let s = b.param("s", st.clone(), body.params[0].span);
     let g = b.param("g", st.clone(), Default::default());
-    let mut map: Vec<Option<VarId>> = vec![None; body.vars.len()];
-    map[body.params[0].var.index()] = Some(s);
-    for st in &body.stmts {
-        let args: Vec<VarId> = st
-            .args
-            .iter()
-            .map(|a| {
-                map[a.index()].ok_or_else(|| IrError("loop body: use before definition".into()))
-            })
-            .collect::<Result<_, _>>()?;
-        let v = b
-            .push(body.var_name(st.var), st.op, &args, Some(body.ty(st.var)))
-            .map_err(IrError::from)?;
-        map[st.var.index()] = Some(v);
-    }
-    let next = map[body.rets[0].index()].ok_or_else(|| IrError("loop body: no result".into()))?;
+    let next = b.inline(body, &[s])?[0];
     let mut h = b
         .push("", Op::Mul, &[next, g], None)
         .map_err(IrError::from)?;
