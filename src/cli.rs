@@ -42,6 +42,9 @@ pub enum Command {
     /// The compile-cache key of a function: each component, what is static
     /// and what is dynamic, and for a gradient the residuals saved and why.
     Explain(ExplainArgs),
+    /// Serve the GradBench tool protocol on stdin/stdout (JSON lines): the
+    /// modules under gradbench/ through egrad's own AD and compiler.
+    Gradbench,
 }
 
 #[derive(Args, Debug)]
@@ -223,6 +226,17 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Bench(a) => bench(&a),
         Command::Build(a) => build(&a),
         Command::Explain(a) => explain(&a),
+        Command::Gradbench => {
+            let stdin = std::io::stdin();
+            let stdout = std::io::stdout();
+            return match crate::gradbench::serve(stdin.lock(), stdout.lock()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("egrad gradbench: {e}");
+                    1
+                }
+            };
+        }
     };
     match result {
         Ok(out) => {

@@ -1,0 +1,447 @@
+//! The GradBench modules egrad ships: for each, its program (under
+//! `gradbench/` in the repository, compiled into the binary) and, per
+//! function, how an eval's JSON `input` becomes egrad arguments and how the
+//! results become the JSON `output`.
+//!
+//! The adapters only move data between layouts (JSON arrays to `f64`
+//! arrays and back, a flat matrix to rows) and build the problem constants
+//! that the eval defines by formula and the language cannot build yet (the
+//! grid of `llsq`); every number of an output, and every derivative, comes
+//! from egrad's own compilation of the module's program.
+
+use crate::lang::types::DType;
+use crate::lang::value::Value;
+use serde_json::{Number, Value as Json};
+
+/// How an evaluate calls into the module's program.
+#[derive(Debug)]
+pub struct Call {
+    /// The egrad function to run.
+    pub function: String,
+    /// Source appended to the module's program for this call: a wrapper
+    /// that fixes static values (compiled once per value).
+    pub wrapper: Option<String>,
+    pub args: Vec<Value>,
+}
+
+/// One function of a module, as GradBench names it.
+pub struct Function {
+    pub name: &'static str,
+    pub call: fn(&Json) -> Result<Call, String>,
+    pub output: fn(Vec<Value>) -> Result<Json, String>,
+}
+
+pub enum Kind {
+    /// Shipped: the program's source and the functions.
+    Shipped {
+        source: &'static str,
+        functions: &'static [Function],
+    },
+    /// Not shipped: what the language lacks to express it.
+    Missing(&'static str),
+}
+
+pub struct Module {
+    pub name: &'static str,
+    pub kind: Kind,
+}
+
+impl Module {
+    /// The program's source, or the reason the module is not shipped.
+    pub fn source(&self) -> Result<&'static str, String> {
+        match &self.kind {
+            Kind::Shipped { source, .. } => Ok(source),
+            Kind::Missing(why) => Err(format!(
+                "egrad does not implement the `{}` module yet: {why}",
+                self.name
+            )),
+        }
+    }
+
+    pub fn function(&self, name: &str) -> Result<&'static Function, String> {
+        self.source()?;
+        let Kind::Shipped { functions, .. } = &self.kind else {
+            return Err(format!("`{}` is not shipped", self.name));
+        };
+        functions.iter().find(|f| f.name == name).ok_or_else(|| {
+            let known: Vec<&str> = functions.iter().map(|f| f.name).collect();
+            format!(
+                "module `{}` has no function `{name}` (it has {})",
+                self.name,
+                known.join(", ")
+            )
+        })
+    }
+}
+
+/// Every module GradBench defines, shipped or not.
+pub static MODULES: &[Module] = &[
+    Module {
+        name: "llsq",
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/llsq.eg"),
+            functions: &[
+                Function {
+                    name: "primal",
+                    call: llsq_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "gradient",
+                    call: llsq_call::<true>,
+                    output: vector_output,
+                },
+            ],
+        },
+    },
+    Module {
+        name: "lse",
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/lse.eg"),
+            functions: &[
+                Function {
+                    name: "primal",
+                    call: lse_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "gradient",
+                    call: lse_call::<true>,
+                    output: vector_output,
+                },
+            ],
+        },
+    },
+    Module {
+        name: "kmeans",
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/kmeans.eg"),
+            functions: &[
+                Function {
+                    name: "cost",
+                    call: kmeans_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "dir",
+                    call: kmeans_call::<true>,
+                    output: matrix_output,
+                },
+            ],
+        },
+    },
+    Module {
+        name: "det",
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/det.eg"),
+            functions: &[
+                Function {
+                    name: "primal",
+                    call: det_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "gradient",
+                    call: det_call::<true>,
+                    output: vector_output,
+                },
+            ],
+        },
+    },
+    Module {
+        name: "gmm",
+        kind: Kind::Missing(
+            "building each component's lower-triangular Q from its packed vector `l` needs a loop over static column indices or run-time indices, and the per-component matrix products need `matmul` inside `tabulate`",
+        ),
+    },
+    Module {
+        name: "lstm",
+        kind: Kind::Missing(
+            "`scan` (a loop that reads one row of the character sequence per step) is not in the language yet",
+        ),
+    },
+    Module {
+        name: "ht",
+        kind: Kind::Missing(
+            "run-time integer indices (`correspondences`, `triangles`, bone `parents`) and integer inputs are not in the language yet",
+        ),
+    },
+    Module {
+        name: "ba",
+        kind: Kind::Missing(
+            "run-time integer indices (observation i uses camera i mod n and point i mod m) and a sparse Jacobian output are not in the language yet",
+        ),
+    },
+    Module {
+        name: "particle",
+        kind: Kind::Missing(
+            "nested differentiation through iterative optimizers needs derivatives of a loop's gradient, which egrad does not have yet",
+        ),
+    },
+    Module {
+        name: "saddle",
+        kind: Kind::Missing(
+            "nested differentiation through iterative optimizers needs derivatives of a loop's gradient, which egrad does not have yet",
+        ),
+    },
+];
+
+/// The module `name` (shipped or not), or an error naming the known ones.
+pub fn find(name: &str) -> Result<&'static Module, String> {
+    MODULES.iter().find(|m| m.name == name).ok_or_else(|| {
+        let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
+        format!(
+            "egrad does not know the module `{name}` (GradBench modules it knows: {})",
+            known.join(", ")
+        )
+    })
+}
+
+// ---------------------------------------------------------------- inputs
+
+fn field<'a>(input: &'a Json, name: &str) -> Result<&'a Json, String> {
+    input
+        .get(name)
+        .ok_or_else(|| format!("the input has no field `{name}`"))
+}
+
+fn number(v: &Json, what: &str) -> Result<f64, String> {
+    v.as_f64()
+        .ok_or_else(|| format!("`{what}` must be numbers, found {}", short(v)))
+}
+
+fn short(v: &Json) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        format!("{}...", &s[..s.floor_char_boundary(40)])
+    } else {
+        s
+    }
+}
+
+/// A field that is an array of numbers.
+fn vector(input: &Json, name: &str) -> Result<Vec<f64>, String> {
+    let v = field(input, name)?;
+    let xs = v
+        .as_array()
+        .ok_or_else(|| format!("`{name}` must be an array of numbers"))?;
+    xs.iter().map(|x| number(x, name)).collect()
+}
+
+/// A field that is an array of rows of equal length: (rows, columns, data).
+fn matrix(input: &Json, name: &str) -> Result<(usize, usize, Vec<f64>), String> {
+    let v = field(input, name)?;
+    let rows = v
+        .as_array()
+        .ok_or_else(|| format!("`{name}` must be an array of rows"))?;
+    let mut data = Vec::new();
+    let mut cols = None;
+    for (i, r) in rows.iter().enumerate() {
+        let r = r
+            .as_array()
+            .ok_or_else(|| format!("row {i} of `{name}` is not an array"))?;
+        if *cols.get_or_insert(r.len()) != r.len() {
+            return Err(format!(
+                "the rows of `{name}` differ in length ({} and {})",
+                cols.unwrap_or(0),
+                r.len()
+            ));
+        }
+        for x in r {
+            data.push(number(x, name)?);
+        }
+    }
+    Ok((rows.len(), cols.unwrap_or(0), data))
+}
+
+/// A field that is a non-negative integer.
+fn count(input: &Json, name: &str) -> Result<u64, String> {
+    let v = field(input, name)?;
+    v.as_u64()
+        .or_else(|| {
+            v.as_f64()
+                .filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 2f64.powi(53))
+                .map(|x| x as u64)
+        })
+        .ok_or_else(|| {
+            format!(
+                "`{name}` must be a non-negative integer, found {}",
+                short(v)
+            )
+        })
+}
+
+fn f64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
+    Value::array(DType::F64, shape, data)
+}
+
+fn call(function: &str, args: Vec<Value>) -> Call {
+    Call {
+        function: function.to_string(),
+        wrapper: None,
+        args,
+    }
+}
+
+// --------------------------------------------------------------- outputs
+
+fn json_number(x: f64) -> Result<Json, String> {
+    Number::from_f64(x)
+        .map(Json::Number)
+        .ok_or_else(|| format!("the result has a non-finite number ({x})"))
+}
+
+fn single(mut outs: Vec<Value>) -> Result<Value, String> {
+    if outs.len() != 1 {
+        return Err(format!(
+            "expected one result, the program gave {}",
+            outs.len()
+        ));
+    }
+    Ok(outs.remove(0))
+}
+
+fn scalar_output(outs: Vec<Value>) -> Result<Json, String> {
+    let v = single(outs)?;
+    if !v.is_scalar() {
+        return Err(format!("expected a scalar result, got shape {:?}", v.shape));
+    }
+    json_number(v.as_scalar())
+}
+
+/// Every element, flat (row-major).
+fn vector_output(outs: Vec<Value>) -> Result<Json, String> {
+    let v = single(outs)?;
+    v.data.iter().map(|&x| json_number(x)).collect()
+}
+
+/// A matrix as an array of rows.
+fn matrix_output(outs: Vec<Value>) -> Result<Json, String> {
+    let v = single(outs)?;
+    let [_, cols] = v.shape[..] else {
+        return Err(format!("expected a matrix result, got shape {:?}", v.shape));
+    };
+    if cols == 0 {
+        return Ok(Json::Array(vec![Json::Array(vec![]); v.shape[0]]));
+    }
+    v.data
+        .chunks(cols)
+        .map(|row| {
+            row.iter()
+                .map(|&x| json_number(x))
+                .collect::<Result<Json, String>>()
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- llsq
+
+/// `{x: m-vector, n}`: x, the grid t_i = -1 + 2i/(n-1) and the exponents
+/// 0 .. m-1 (problem constants the eval defines by formula).
+fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
+    let x = vector(input, "x")?;
+    let n = count(input, "n")?;
+    if n < 2 {
+        return Err(format!(
+            "`n` must be at least 2 (the grid has step 2/(n-1)), found {n}"
+        ));
+    }
+    let n = usize::try_from(n).map_err(|_| "`n` is too large".to_string())?;
+    let t: Vec<f64> = (0..n)
+        .map(|i| -1.0 + 2.0 * i as f64 / (n - 1) as f64)
+        .collect();
+    let e: Vec<f64> = (0..x.len()).map(|j| j as f64).collect();
+    let f = if GRAD { "gradient" } else { "primal" };
+    Ok(call(
+        f,
+        vec![Value::f64(&x), Value::f64(&t), Value::f64(&e)],
+    ))
+}
+
+// ----------------------------------------------------------------- lse
+
+fn lse_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
+    let x = vector(input, "x")?;
+    Ok(call(
+        if GRAD { "gradient" } else { "primal" },
+        vec![Value::f64(&x)],
+    ))
+}
+
+// -------------------------------------------------------------- kmeans
+
+fn kmeans_call<const DIR: bool>(input: &Json) -> Result<Call, String> {
+    let (n, d, points) = matrix(input, "points")?;
+    let (k, dc, centroids) = matrix(input, "centroids")?;
+    if k > 0 && n > 0 && d != dc {
+        return Err(format!(
+            "points have {d} coordinates but centroids have {dc}"
+        ));
+    }
+    Ok(call(
+        if DIR { "dir" } else { "cost" },
+        vec![f64s(vec![n, d], points), f64s(vec![k, dc], centroids)],
+    ))
+}
+
+// ----------------------------------------------------------------- det
+
+/// The largest matrix `gradbench/det.eg` has a function for.
+const DET_MAX: u64 = 12;
+
+fn det_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
+    let a = vector(input, "A")?;
+    let ell = count(input, "ell")?;
+    if !(1..=DET_MAX).contains(&ell) {
+        return Err(format!(
+            "`ell` must be between 1 and {DET_MAX} (det.eg defines those sizes), found {ell}"
+        ));
+    }
+    let l = ell as usize;
+    if a.len() != l * l {
+        return Err(format!(
+            "`A` has {} numbers, but ell = {ell} needs {}",
+            a.len(),
+            l * l
+        ));
+    }
+    let f = format!("{}_{ell}", if GRAD { "gradient" } else { "primal" });
+    Ok(call(&f, vec![f64s(vec![l, l], a)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::program::Program;
+
+    #[test]
+    fn every_shipped_program_compiles_and_has_its_functions() {
+        for m in MODULES {
+            let Kind::Shipped { source, functions } = &m.kind else {
+                continue;
+            };
+            Program::parse_named(m.name, source).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+            assert!(!functions.is_empty(), "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn missing_modules_name_what_is_missing() {
+        let e = find("lstm").unwrap().source().unwrap_err();
+        assert!(e.contains("scan"), "{e}");
+        let e = find("llsq").unwrap().function("hessian").err().unwrap();
+        assert!(e.contains("primal, gradient"), "{e}");
+    }
+
+    #[test]
+    fn inputs_are_checked() {
+        let bad = serde_json::json!({"x": [1.0], "n": 1});
+        assert!(llsq_call::<false>(&bad).unwrap_err().contains("at least 2"));
+        let bad = serde_json::json!({"A": [1.0, 2.0], "ell": 2});
+        assert!(det_call::<false>(&bad).unwrap_err().contains("needs 4"));
+        let bad = serde_json::json!({"points": [[1.0], [1.0, 2.0]], "centroids": [[1.0]]});
+        assert!(kmeans_call::<false>(&bad).unwrap_err().contains("differ"));
+        let bad = serde_json::json!({"x": [1.0, "a"]});
+        assert!(lse_call::<false>(&bad).unwrap_err().contains("numbers"));
+    }
+}
