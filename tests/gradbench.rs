@@ -192,6 +192,11 @@ fn kmeans_smallest_input_replays() {
     assert_eq!(replay("kmeans-small.jsonl", Rule::GradBench), 2);
 }
 
+#[test]
+fn ba_smallest_input_replays() {
+    assert_eq!(replay("ba-small.jsonl", Rule::GradBench), 2);
+}
+
 /// The checks above can fail: a 1% error, a zeroed gradient or a wrong
 /// shape is caught by the same comparison.
 #[test]

@@ -168,7 +168,7 @@ impl Tool {
             runs += 1;
             timings.push(timing("evaluate", d));
         }
-        let output = (spec.output)(prepared.into_outputs())?;
+        let output = (spec.output)(input, prepared.into_outputs())?;
         Ok((output, timings))
     }
 }

@@ -4,10 +4,12 @@
 //! results become the JSON `output`.
 //!
 //! The adapters only move data between layouts (JSON arrays to `f64`
-//! arrays and back, a flat matrix to rows) and build the problem constants
-//! that the eval defines by formula and the language cannot build yet (the
-//! grid of `llsq`); every number of an output, and every derivative, comes
-//! from egrad's own compilation of the module's program.
+//! arrays and back, a flat matrix to rows, `ba`'s cameras and points
+//! gathered by observation and its sparse Jacobian's index arrays) and
+//! build the problem constants that the eval defines by formula and the
+//! language cannot build yet (the grid of `llsq`); every number of an
+//! output, and every derivative, comes from egrad's own compilation of the
+//! module's program.
 
 use crate::lang::types::DType;
 use crate::lang::value::Value;
@@ -28,7 +30,8 @@ pub struct Call {
 pub struct Function {
     pub name: &'static str,
     pub call: fn(&Json) -> Result<Call, String>,
-    pub output: fn(Vec<Value>) -> Result<Json, String>,
+    /// The JSON output from the results (and the input, for sizes).
+    pub output: fn(&Json, Vec<Value>) -> Result<Json, String>,
 }
 
 pub enum Kind {
@@ -168,9 +171,21 @@ pub static MODULES: &[Module] = &[
     },
     Module {
         name: "ba",
-        kind: Kind::Missing(
-            "run-time integer indices (observation i uses camera i mod n and point i mod m) and a sparse Jacobian output are not in the language yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/ba.eg"),
+            functions: &[
+                Function {
+                    name: "objective",
+                    call: ba_call::<false>,
+                    output: ba_objective,
+                },
+                Function {
+                    name: "jacobian",
+                    call: ba_call::<true>,
+                    output: ba_jacobian,
+                },
+            ],
+        },
     },
     Module {
         name: "particle",
@@ -301,7 +316,7 @@ fn single(mut outs: Vec<Value>) -> Result<Value, String> {
     Ok(outs.remove(0))
 }
 
-fn scalar_output(outs: Vec<Value>) -> Result<Json, String> {
+fn scalar_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let v = single(outs)?;
     if !v.is_scalar() {
         return Err(format!("expected a scalar result, got shape {:?}", v.shape));
@@ -310,13 +325,13 @@ fn scalar_output(outs: Vec<Value>) -> Result<Json, String> {
 }
 
 /// Every element, flat (row-major).
-fn vector_output(outs: Vec<Value>) -> Result<Json, String> {
+fn vector_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let v = single(outs)?;
     v.data.iter().map(|&x| json_number(x)).collect()
 }
 
 /// A matrix as an array of rows.
-fn matrix_output(outs: Vec<Value>) -> Result<Json, String> {
+fn matrix_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let v = single(outs)?;
     let [_, cols] = v.shape[..] else {
         return Err(format!("expected a matrix result, got shape {:?}", v.shape));
@@ -407,6 +422,126 @@ fn det_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     }
     let f = format!("{}_{ell}", if GRAD { "gradient" } else { "primal" });
     Ok(call(&f, vec![f64s(vec![l, l], a)]))
+}
+
+// ------------------------------------------------------------------ ba
+
+/// The sizes `(n, m, p)` of a `ba` input.
+fn ba_sizes(input: &Json) -> Result<(usize, usize, usize), String> {
+    let size = |name| -> Result<usize, String> {
+        let k = count(input, name)?;
+        usize::try_from(k).map_err(|_| format!("`{name}` is too large"))
+    };
+    let (n, m, p) = (size("n")?, size("m")?, size("p")?);
+    if n == 0 || m == 0 || p == 0 {
+        return Err(format!(
+            "`n`, `m` and `p` must be positive, found {n}, {m}, {p}"
+        ));
+    }
+    Ok((n, m, p))
+}
+
+/// The whole problem, one row per observation: the n cameras and m points
+/// (copies of the input's), gathered by observation (camera i mod n, point
+/// i mod m), with p weights and features.
+fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
+    let (n, m, p) = ba_sizes(input)?;
+    let cam = vector(input, "cam")?;
+    let x = vector(input, "x")?;
+    let feat = vector(input, "feat")?;
+    let w = number(field(input, "w")?, "w")?;
+    if cam.len() != 11 || x.len() != 3 || feat.len() != 2 {
+        return Err(format!(
+            "`cam`, `x` and `feat` must have 11, 3 and 2 numbers, found {}, {} and {}",
+            cam.len(),
+            x.len(),
+            feat.len()
+        ));
+    }
+    let cams: Vec<&[f64]> = vec![&cam[..]; n];
+    let points: Vec<&[f64]> = vec![&x[..]; m];
+    let gather = |rows: &[&[f64]], k: usize| -> Vec<f64> {
+        (0..p).flat_map(|i| rows[i % k].iter().copied()).collect()
+    };
+    let feats: Vec<f64> = (0..p).flat_map(|_| feat.iter().copied()).collect();
+    Ok(call(
+        if JAC { "jacobian" } else { "objective" },
+        vec![
+            f64s(vec![p, 11], gather(&cams, n)),
+            f64s(vec![p, 3], gather(&points, m)),
+            f64s(vec![p], vec![w; p]),
+            f64s(vec![p, 2], feats),
+        ],
+    ))
+}
+
+/// One representative residual pair and weight error, with the count.
+fn ba_objective(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
+    let (_, _, p) = ba_sizes(input)?;
+    let [ex, ey, we] = &outs[..] else {
+        return Err(format!(
+            "expected three results, the program gave {}",
+            outs.len()
+        ));
+    };
+    let first = |v: &Value| json_number(v.data.first().copied().unwrap_or(f64::NAN));
+    Ok(serde_json::json!({
+        "reproj_error": {"elements": [first(ex)?, first(ey)?], "repeated": p},
+        "w_err": {"element": first(we)?, "repeated": p},
+    }))
+}
+
+/// The (3p) x (11n + 3m + p) Jacobian in compressed sparse rows: rows
+/// 2i and 2i+1 are observation i's reprojection error (its camera's 11
+/// columns, its point's 3, its weight), rows 2p + i its weight error.
+/// GradBench asks for the first 30 and the last entry of each array.
+fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
+    let (n, m, p) = ba_sizes(input)?;
+    let [cx, xx, wx, cy, xy, wy, ww] = &outs[..] else {
+        return Err(format!(
+            "expected seven results, the program gave {}",
+            outs.len()
+        ));
+    };
+    let lens = [11, 3, 1, 11, 3, 1, 1];
+    for (v, k) in outs.iter().zip(lens) {
+        if v.data.len() != k * p {
+            return Err(format!(
+                "a Jacobian part has {} numbers, expected {}",
+                v.data.len(),
+                k * p
+            ));
+        }
+    }
+    let mut rows = vec![0usize];
+    let mut cols = Vec::with_capacity(31 * p);
+    let mut vals = Vec::with_capacity(31 * p);
+    for i in 0..p {
+        for (c, x, w) in [(cx, xx, wx), (cy, xy, wy)] {
+            cols.extend((0..11).map(|k| 11 * (i % n) + k));
+            cols.extend((0..3).map(|k| 11 * n + 3 * (i % m) + k));
+            cols.push(11 * n + 3 * m + i);
+            vals.extend_from_slice(&c.data[11 * i..11 * i + 11]);
+            vals.extend_from_slice(&x.data[3 * i..3 * i + 3]);
+            vals.push(w.data[i]);
+            rows.push(cols.len());
+        }
+    }
+    for i in 0..p {
+        cols.push(11 * n + 3 * m + i);
+        vals.push(ww.data[i]);
+        rows.push(cols.len());
+    }
+    fn ends<T: Copy>(xs: &[T]) -> Vec<T> {
+        let mut v: Vec<T> = xs.iter().take(30).copied().collect();
+        v.extend(xs.last().copied());
+        v
+    }
+    let vals: Vec<Json> = ends(&vals)
+        .into_iter()
+        .map(json_number)
+        .collect::<Result<_, _>>()?;
+    Ok(serde_json::json!({ "rows": ends(&rows), "cols": ends(&cols), "vals": vals }))
 }
 
 #[cfg(test)]
