@@ -160,6 +160,9 @@ pub enum Op {
     MatMul,
     /// Matrix transpose `[M, N] -> [N, M]`.
     Transpose,
+    /// `reverse`: the rows of the leading axis in reverse order
+    /// (`T[L, s..] -> T[L, s..]`; element `i` of a vector is `x[L-1-i]`).
+    Reverse,
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -223,6 +226,7 @@ pub const ALL_OPS: &[Op] = &[
     Op::MinTail,
     Op::MatMul,
     Op::Transpose,
+    Op::Reverse,
 ];
 
 /// A type rule failed: the message names what was expected.
@@ -470,6 +474,7 @@ impl Op {
             Op::MinTail => "mintail",
             Op::MatMul => "matmul",
             Op::Transpose => "transpose",
+            Op::Reverse => "reverse",
             Op::Loop(_) => "loop",
             Op::LoopTape(..) => "looptape",
             Op::LoopVjp(..) => "loopvjp",
@@ -530,6 +535,7 @@ impl Op {
             | Op::MaxTail
             | Op::MinTail
             | Op::Transpose
+            | Op::Reverse
             | Op::Loop(_)
             | Op::LoopTape(..) => 1,
             Op::LoopVjp(..) => 2,
@@ -593,6 +599,7 @@ impl Op {
             | Op::MinTail
             | Op::MatMul
             | Op::Transpose
+            | Op::Reverse
             | Op::Loop(_)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,
@@ -644,6 +651,7 @@ impl Op {
             | Op::Spread
             | Op::MatMul
             | Op::Transpose
+            | Op::Reverse
             | Op::Loop(_)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -657,6 +665,7 @@ impl Op {
             Op::Zero | Op::Bcast | Op::Slice(_) | Op::Pad(_) | Op::Unindex(_) => true,
             Op::Repeat | Op::Spread => true,
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
+            Op::Reverse => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
             Op::Loop(_) | Op::LoopVjp(..) => false,
@@ -733,6 +742,7 @@ impl Op {
             | Op::MinTail
             | Op::MatMul
             | Op::Transpose
+            | Op::Reverse
             | Op::Loop(_)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,
@@ -930,6 +940,15 @@ impl Op {
                     a.dtype,
                     vec![a.shape[1].clone(), a.shape[0].clone()],
                 ))
+            }
+            Op::Reverse => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`reverse` needs an array (rank 1 or more), got {a}"
+                    )));
+                }
+                Ok(a.clone())
             }
             Op::Loop(_) => Ok(args[0].clone()),
             Op::LoopTape(_, k) => {
@@ -1149,6 +1168,21 @@ impl Op {
                     data,
                 }
             }
+            Op::Reverse => {
+                // Row r of the result is row L-1-r of the operand.
+                let a = args[0];
+                let row: usize = a.shape.get(1..).unwrap_or(&[]).iter().product();
+                let data = if row == 0 {
+                    Vec::new()
+                } else {
+                    a.data.chunks(row).rev().flatten().copied().collect()
+                };
+                Value {
+                    dtype,
+                    shape: a.shape.clone(),
+                    data,
+                }
+            }
         }
     }
 
@@ -1201,6 +1235,7 @@ impl Op {
             Op::MaxTail | Op::MinTail => &["(select (eq ?a (spread ?out)) (spread ?g) 0)"],
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
+            Op::Reverse => &["(reverse ?g)"],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
@@ -1253,7 +1288,8 @@ impl Op {
             | Op::SumLead
             | Op::Spread
             | Op::SumTail
-            | Op::Transpose => vec![format!("({self} ?t)")],
+            | Op::Transpose
+            | Op::Reverse => vec![format!("({self} ?t)")],
             // The tangents of every element equal to the extremum (the
             // transpose of the VJP, which gives each of them the cotangent).
             Op::MaxAll | Op::MinAll => vec!["(sum (select (eq ?a (bcast ?out)) ?t 0))".into()],
@@ -1285,7 +1321,8 @@ impl Op {
             | Op::MaxTail
             | Op::MinTail
             | Op::MatMul
-            | Op::Transpose => true,
+            | Op::Transpose
+            | Op::Reverse => true,
             // Linear in the cotangent.
             Op::LoopVjp(..) => i == 1,
             Op::Loop(_) | Op::LoopTape(..) => false,
@@ -1337,7 +1374,7 @@ impl Op {
             Op::Pow => 40.0,
             // Data movement, fused into the consumer's loop.
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
-            Op::Repeat | Op::Spread | Op::Transpose => 0.0,
+            Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse => 0.0,
             // Priced from the loop's body (see `extract::cost`).
             Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
             // Per operand element (see `extract::cost`).

@@ -83,6 +83,7 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::SumTail => ("fn f[N](%a: f64[N, 2]) -> f64 {\n  %0: f64[N] = sumtail %a\n  %1: f64[N] = mul %0 %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::MatMul => ("fn f[N](%a: f64[N, 3], %b: f64[3, 2]) -> f64 {\n  %0: f64[N, 2] = matmul %a %b\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::Transpose => ("fn f[N](%a: f64[N, 2], %b: f64[2, N]) -> f64 {\n  %0: f64[2, N] = transpose %a\n  %1: f64[2, N] = mul %0 %b\n  %2: f64[2, N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+        Op::Reverse => ("fn f[N](%a: f64[N, 2], %b: f64[N, 2]) -> f64 {\n  %0: f64[N, 2] = reverse %a\n  %1: f64[N, 2] = mul %0 %b\n  %2: f64[N, 2] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:

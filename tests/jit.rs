@@ -177,6 +177,21 @@ const CASES: &[&str] = &[
   %14: T = sum %12
   ret %12, %13, %6, %8, %9, %4, %14, %mx, %mn
 }",
+    // reverse: of a vector and of matrix rows (M = 0 included), inlined
+    // into consumers, of a computed value, twice, returned
+    "fn reversed[N, M](%a: T[N], %x: T[N, M]) -> (T[N], T[N, M], T, T[N, M], T[N]) {
+  %0: T[N] = reverse %a
+  %1: T[N, M] = reverse %x
+  %2: T[N] = sin %0
+  %3: T = sum %2
+  %4: T[N, M] = reverse %1
+  %5: T[N, M] = mul %4 %x
+  %6: T[N, M] = add %1 %5
+  %7: T[N] = exp %a
+  %8: T[N] = reverse %7
+  %9: T[N] = sub %8 %a
+  ret %0, %6, %3, %1, %9
+}",
     // literal dims mixed with parameters, and dead code
     "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {
   %0: T[3] = exp %a

@@ -104,7 +104,8 @@ fn access(op: Op) -> Access {
         | Op::Unindex(_)
         | Op::Repeat
         | Op::Spread
-        | Op::Transpose => Access::IndexMap,
+        | Op::Transpose
+        | Op::Reverse => Access::IndexMap,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
     }
@@ -1239,6 +1240,27 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let j = self.b.ins().iadd(cn, r);
                 self.translate_leaf(a, j)
             }
+            Op::Reverse => {
+                // Same shape [L, s..]: i = r * row + c reads (L-1-r) * row + c,
+                // that is n - row - r * row + c with n = L * row. Since
+                // i < n, r <= L-1: never outside the operand (and nothing is
+                // read when L or row is 0, as then there is no element i).
+                let n = self.translate_len(at.clone())?;
+                if at.rank() == 1 {
+                    // A vector: element i reads L-1-i.
+                    let last = self.b.ins().iadd_imm_s(n, -1);
+                    let j = self.b.ins().isub(last, i);
+                    return self.translate_leaf(a, j);
+                }
+                let row = self.translate_len(tail(&at))?;
+                let r = self.b.ins().udiv(i, row);
+                let rr = self.b.ins().imul(r, row);
+                let c = self.b.ins().isub(i, rr);
+                let top = self.b.ins().isub(n, row);
+                let base = self.b.ins().isub(top, rr);
+                let j = self.b.ins().iadd(base, c);
+                self.translate_leaf(a, j)
+            }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not an index map",
                 other.name()
@@ -1355,6 +1377,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Repeat
             | Op::Spread
             | Op::Transpose
+            | Op::Reverse
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail

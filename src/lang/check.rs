@@ -53,6 +53,11 @@ pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min
 /// The built-in matrix functions.
 pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose", Op::Transpose)];
 
+/// The built-in functions on the leading axis of an array of any rank:
+/// `reverse(x)` (the op [`Op::Reverse`]) and `concat(a, b)` (lowered to
+/// `pad`, `add` and `reverse`, see `FnCx::concat`).
+pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat"];
+
 /// Names with a meaning of their own (not functions one may define).
 pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate"];
 
@@ -91,6 +96,7 @@ fn is_reserved(name: &str) -> bool {
     builtin(name).is_some()
         || builtin2(name).is_some()
         || matrix_builtin(name).is_some()
+        || ARRAY_BUILTINS.contains(&name)
         || SPECIAL_FORMS.contains(&name)
 }
 
@@ -362,6 +368,24 @@ fn plural(n: usize, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+/// The length of `concat` of parts of lengths `a` and `b`, if it is a size
+/// a type can hold: `k + m` for integers; `k + (N-j)` (either order) is
+/// `N-(j-k)` when `j >= k` (`N` when they are equal). Anything else (`N +
+/// 1`, `N + M`) is not a size (None).
+fn concat_len(a: &Dim, b: &Dim) -> Option<Dim> {
+    let (k, d) = match (a, b) {
+        (Dim::Lit(k), d) | (d, Dim::Lit(k)) => (*k, d),
+        _ => return None,
+    };
+    match d {
+        Dim::Lit(m) => k.checked_add(*m).map(Dim::Lit),
+        _ if k == 0 => Some(d.clone()),
+        Dim::Sub(p, j) if *j == k => Some(Dim::Param(p.clone())),
+        Dim::Sub(p, j) if *j > k => Some(Dim::Sub(p.clone(), j - k)),
+        Dim::Param(_) | Dim::Sub(..) | Dim::Rows(..) => None,
     }
 }
 
@@ -1110,6 +1134,7 @@ impl<'a> FnCx<'a> {
                         Op::MinAll => "`min/`".to_string(),
                         Op::MatMul => "`matmul`".to_string(),
                         Op::Transpose => "`transpose`".to_string(),
+                        Op::Reverse => "`reverse`".to_string(),
                         Op::Slice(_) | Op::Index(_) => "indexing".to_string(),
                         Op::Repeat => "broadcasting a vector over rows".to_string(),
                         other => format!("the operation `{}`", other.name()),
@@ -2339,6 +2364,18 @@ impl<'a> FnCx<'a> {
             }
             return self.push(hint, op, &xs, None);
         }
+        if name == "reverse" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.reverse_rows(hint, xs[0]);
+        }
+        if name == "concat" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.concat(e, args, &xs, hint);
+        }
         let Some(&fi) = self.by_name.get(name) else {
             for a in args {
                 self.lower(a, &[]);
@@ -2654,6 +2691,166 @@ impl<'a> FnCx<'a> {
 
     /// A two-argument builtin (`pow`, `max`, `min`): element-wise with
     /// scalar broadcasting, like the arithmetic operators.
+    /// The arguments of `reverse` (one) or `concat` (two), each an array
+    /// of rank 1 or more; None after reporting an error.
+    fn array_args(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Option<Vec<VarId>> {
+        let want = if name == "concat" { 2 } else { 1 };
+        let vals: Vec<Val> = args
+            .iter()
+            .map(|a| {
+                let v = self.lower(a, &[]);
+                self.single(v, a.span)
+            })
+            .collect();
+        if args.len() != want {
+            self.error(Diagnostic::new(
+                e.span,
+                format!(
+                    "`{name}` takes {}, but {} given",
+                    plural(want, "argument"),
+                    if args.len() == 1 {
+                        "1 was".to_string()
+                    } else {
+                        format!("{} were", args.len())
+                    }
+                ),
+            ));
+            return None;
+        }
+        let mut xs = Vec::with_capacity(want);
+        let mut ok = true;
+        for (v, a) in vals.into_iter().zip(args) {
+            match v {
+                Val::Var(x) if !self.ty(x).is_scalar() => xs.push(x),
+                Val::Err => ok = false,
+                other => {
+                    let t = self.describe(&other);
+                    let t = match other {
+                        Val::Var(_) => format!("a scalar ({t})"),
+                        _ => t,
+                    };
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!(
+                            "`{name}` needs an array (a vector, a matrix, ...: rank 1 or more), but this is {t}"
+                        ),
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(xs)
+    }
+
+    /// `concat(a, b)`: the rows of `a`, then those of `b`. No op of its
+    /// own: with `a` of integer length `k`, `pad 0 a + pad k b` (each
+    /// placed in a zero array of the result's type); otherwise `b` has the
+    /// integer length and the parts are swapped between two reversals,
+    /// `reverse(concat(reverse(b), reverse(a)))`. Gradients follow from
+    /// those of `pad`, `add` and `reverse`.
+    fn concat(&mut self, e: &Expr, args: &[Expr], xs: &[VarId], hint: &str) -> Val {
+        let (a, b) = (xs[0], xs[1]);
+        if self.batched.contains(&a) || self.batched.contains(&b) {
+            let span = self.batch.as_ref().map_or(e.span, |(_, s)| *s);
+            self.error(
+                Diagnostic::new(
+                    span,
+                    "`concat` on a value that depends on the index of `tabulate` is not supported yet",
+                )
+                .with_label(e.span, "this `concat`"),
+            );
+            return Val::Err;
+        }
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta.dtype != tb.dtype || ta.rank() != tb.rank() || ta.shape[1..] != tb.shape[1..] {
+            let why = if ta.dtype != tb.dtype {
+                "of one element type"
+            } else if ta.rank() != tb.rank() {
+                "of one rank"
+            } else {
+                "whose rows have one shape (the same dimensions after the first)"
+            };
+            self.error(
+                Diagnostic::new(
+                    e.span,
+                    format!("`concat` joins arrays {why}, but got {ta} and {tb}"),
+                )
+                .with_label(args[0].span, format!("this has type {ta}"))
+                .with_label(args[1].span, format!("this has type {tb}")),
+            );
+            return Val::Err;
+        }
+        let (la, lb) = (&ta.shape[0], &tb.shape[0]);
+        let Some(len) = concat_len(la, lb) else {
+            let show = |d: &Dim| match d {
+                Dim::Sub(..) => format!("({d})"),
+                _ => d.to_string(),
+            };
+            self.error(
+                Diagnostic::new(
+                    e.span,
+                    format!(
+                        "`concat` of {ta} and {tb} would have {} + {} rows, and that size is not supported",
+                        show(la),
+                        show(lb)
+                    ),
+                )
+                .with_note(
+                    "sizes are `N`, an integer or `N-k`: one part must have an integer length that cancels the other's `-k` (an f64[1] and an f64[N-1] make an f64[N])",
+                ),
+            );
+            return Val::Err;
+        };
+        // Joining an empty part changes nothing.
+        if la == &Dim::Lit(0) {
+            return Val::Var(b);
+        }
+        if lb == &Dim::Lit(0) {
+            return Val::Var(a);
+        }
+        let mut shape = vec![len];
+        shape.extend(ta.shape[1..].iter().cloned());
+        let out = Type::array(ta.dtype, shape);
+        match la {
+            Dim::Lit(k) => self.join(hint, a, *k, b, &out),
+            _ => {
+                let Dim::Lit(k) = *lb else {
+                    return self.bug("concat: no part of integer length");
+                };
+                let (Val::Var(rb), Val::Var(ra)) =
+                    (self.reverse_rows("", b), self.reverse_rows("", a))
+                else {
+                    return Val::Err;
+                };
+                let Val::Var(j) = self.join("", rb, k, ra, &out) else {
+                    return Val::Err;
+                };
+                self.reverse_rows(hint, j)
+            }
+        }
+    }
+
+    /// `reverse x`; `x` itself when it has at most one row (a reversal
+    /// that moves nothing, as in `concat` of a single row).
+    fn reverse_rows(&mut self, hint: &str, x: VarId) -> Val {
+        let one_row = matches!(self.ty(x).shape.first(), Some(Dim::Lit(0 | 1)));
+        if one_row && !self.batched.contains(&x) {
+            return Val::Var(x);
+        }
+        self.push(hint, Op::Reverse, &[x], None)
+    }
+
+    /// `pad 0 a + pad k b` in the type `out`: `a` (of `k` rows) then `b`.
+    fn join(&mut self, hint: &str, a: VarId, k: u64, b: VarId, out: &Type) -> Val {
+        let (Val::Var(pa), Val::Var(pb)) = (
+            self.push("", Op::Pad(0), &[a], Some(out)),
+            self.push("", Op::Pad(k), &[b], Some(out)),
+        ) else {
+            return Val::Err;
+        };
+        self.push(hint, Op::Add, &[pa, pb], None)
+    }
+
     fn builtin2(
         &mut self,
         op: Op,
