@@ -298,7 +298,17 @@ pub fn check(module: &Module) -> Result<Checked, CheckError> {
             collect_calls(&f.body, &by_name, &mut calls[i]);
         }
     }
-    let order = callee_first_order(module, &calls, &defined, &mut errs);
+    // A function with static parameters (or generic over its element type)
+    // is lowered where it is called, so it need not come before its
+    // callers, and it may call itself with other static values (the
+    // recursion stops at a static `if`; `MAX_SPECIALIZATION_DEPTH` bounds
+    // it). Only the functions it reaches through such calls must come first.
+    let is_template: Vec<bool> = sigs
+        .iter()
+        .map(|s| s.as_ref().is_some_and(Sig::is_template))
+        .collect();
+    let order_calls = through_templates(&calls, &is_template);
+    let order = callee_first_order(module, &order_calls, &defined, &mut errs);
 
     // Pass 3: bodies.
     let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
@@ -910,6 +920,39 @@ fn collect_calls(e: &Expr, by_name: &HashMap<String, usize>, out: &mut Vec<(usiz
     }
 }
 
+/// The call graph with every call to a template (a function lowered at its
+/// call sites) replaced by calls to the non-template functions the template
+/// reaches through templates: what must be lowered before each function.
+fn through_templates(
+    calls: &[Vec<(usize, Span)>],
+    is_template: &[bool],
+) -> Vec<Vec<(usize, Span)>> {
+    (0..calls.len())
+        .map(|i| {
+            let mut out: Vec<(usize, Span)> = Vec::new();
+            let mut seen = HashSet::new();
+            let mut stack: Vec<(usize, Span)> = calls[i].clone();
+            stack.reverse();
+            while let Some((c, span)) = stack.pop() {
+                if !seen.insert(c) {
+                    continue;
+                }
+                if is_template.get(c).copied().unwrap_or(false) {
+                    // Keep the span of the call in `i` for diagnostics.
+                    stack.extend(calls[c].iter().rev().map(|&(cc, _)| (cc, span)));
+                } else {
+                    out.push((c, span));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// How deep specializations may nest (a function with static parameters
+/// calling itself, directly or not, counts one level per call).
+pub const MAX_SPECIALIZATION_DEPTH: usize = 64;
+
 /// Kahn's algorithm; reports each function that lies on a cycle.
 fn callee_first_order(
     module: &Module,
@@ -1008,7 +1051,7 @@ fn callee_first_order(
         };
         errs.push(
             Diagnostic::new(span, msg)
-                .with_note("calls are inlined, so recursion (direct or indirect) is not supported"),
+                .with_note("calls are inlined: only a function with static parameters may call itself, with other static values, until a static `if` stops it"),
         );
     }
     order
@@ -1026,6 +1069,9 @@ struct FnCx<'a> {
     errs: Vec<Diagnostic>,
     internal: Option<String>,
     too_large: bool,
+    /// How many specializations (calls of functions with static or
+    /// element-type parameters) enclose this body.
+    depth: usize,
     hint_uses: HashMap<String, usize>,
     /// Inside `tabulate[L](i => ...)`: L and the construct's span.
     batch: Option<(Dim, Span)>,
@@ -1074,6 +1120,7 @@ impl<'a> FnCx<'a> {
             errs: Vec::new(),
             internal: None,
             too_large: false,
+            depth: 0,
             hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
             batch: None,
             batched: HashSet::new(),
@@ -2670,8 +2717,34 @@ impl<'a> FnCx<'a> {
         if generic || sig.is_template() {
             // Specialize: lower the callee's body with these static values
             // and element types.
+            if self.depth >= MAX_SPECIALIZATION_DEPTH {
+                let shown: Vec<String> = statics
+                    .iter()
+                    .map(|(k, v)| {
+                        let shown = match v {
+                            Val::Int(i) => i.to_string(),
+                            Val::Const(c) => c.to_string(),
+                            Val::Bool(b) => b.to_string(),
+                            other => self.describe(other),
+                        };
+                        format!("{} = {shown}", sig.params[*k].0)
+                    })
+                    .collect();
+                self.error(
+                    Diagnostic::new(
+                        e.span,
+                        format!(
+                            "`{name}` is specialized {MAX_SPECIALIZATION_DEPTH} calls deep (here with {})",
+                            if shown.is_empty() { "no static values".to_string() } else { shown.join(", ") }
+                        ),
+                    )
+                    .with_note("a function that calls itself must change a static value on each call and stop at a static `if`"),
+                );
+                return Val::Err;
+            }
             let lowered = self.lowered;
             let mut cx = FnCx::new(sigs, lowered, self.by_name, self.module, fi, sig);
+            cx.depth = self.depth + 1;
             let spec = cx.lower_fn(decl, sig, &statics);
             self.errs.append(&mut cx.errs);
             if let Some(m) = cx.internal.take() {
