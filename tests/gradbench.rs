@@ -192,6 +192,19 @@ fn kmeans_smallest_input_replays() {
     assert_eq!(replay("kmeans-small.jsonl", Rule::GradBench), 2);
 }
 
+/// The RK4 program's true derivative (the jax reference in float64), held
+/// to a strict relative rule: GradBench's own ode check is weak.
+#[test]
+fn ode_small_rk4_replays_strictly() {
+    assert_eq!(replay("ode-small-rk4.jsonl", STRICT), 30);
+}
+
+/// d = 2 and d = 10 (45 packed entries below the diagonal of each Q).
+#[test]
+fn gmm_small_inputs_replay() {
+    assert_eq!(replay("gmm-small.jsonl", Rule::GradBench), 4);
+}
+
 #[test]
 fn ba_smallest_input_replays() {
     assert_eq!(replay("ba-small.jsonl", Rule::GradBench), 2);

@@ -88,14 +88,14 @@ fn close(got: &[f64], want: &[f64], tol: f64) {
 fn recursion_through_static_values_computes_and_differentiates() {
     let p = program();
     let x = Value::f64(&[0.5, -1.25, 2.0]);
-    let y = call(&p, "p5", &[x.clone()])[0].as_scalar();
+    let y = call(&p, "p5", std::slice::from_ref(&x))[0].as_scalar();
     let want: f64 = x
         .data
         .iter()
         .map(|v| (1..=5).map(|k| v.powi(k)).sum::<f64>())
         .sum();
     assert!((y - want).abs() < 1e-12, "{y} vs {want}");
-    let g = call(&p, "dp5", &[x.clone()]);
+    let g = call(&p, "dp5", std::slice::from_ref(&x));
     close(&g[0].data, &fd(&p, "p5", &[x]), 1e-7);
 
     let s = call(
@@ -112,7 +112,7 @@ fn recursion_through_static_values_computes_and_differentiates() {
     );
 
     let x = Value::scalar(egrad::lang::types::DType::F64, 0.7);
-    let g = call(&p, "dalternate", &[x.clone()]);
+    let g = call(&p, "dalternate", std::slice::from_ref(&x));
     close(&g[0].data, &fd(&p, "alternate", &[x]), 1e-7);
 
     let m = Value::array(
@@ -121,10 +121,10 @@ fn recursion_through_static_values_computes_and_differentiates() {
         vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
     );
     assert_eq!(
-        call(&p, "w3", &[m.clone()])[0].as_scalar(),
+        call(&p, "w3", std::slice::from_ref(&m))[0].as_scalar(),
         3.0 + 14.0 + 33.0
     );
-    let g = call(&p, "dw3", &[m.clone()]);
+    let g = call(&p, "dw3", std::slice::from_ref(&m));
     assert_eq!(g[0].data, vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0]);
     close(&g[0].data, &fd(&p, "w3", &[m]), 1e-7);
 }

@@ -152,10 +152,40 @@ pub static MODULES: &[Module] = &[
         },
     },
     Module {
+        name: "ode",
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/ode.eg"),
+            functions: &[
+                Function {
+                    name: "primal",
+                    call: ode_call::<false>,
+                    output: vector_output,
+                },
+                Function {
+                    name: "gradient",
+                    call: ode_call::<true>,
+                    output: vector_output,
+                },
+            ],
+        },
+    },
+    Module {
         name: "gmm",
-        kind: Kind::Missing(
-            "building each component's lower-triangular Q from its packed vector `l` needs a loop over static column indices or run-time indices, and the per-component matrix products need `matmul` inside `tabulate`",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/gmm.eg"),
+            functions: &[
+                Function {
+                    name: "objective",
+                    call: gmm_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "jacobian",
+                    call: gmm_call::<true>,
+                    output: gmm_jacobian,
+                },
+            ],
+        },
     },
     Module {
         name: "lstm",
@@ -332,7 +362,11 @@ fn vector_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
 
 /// A matrix as an array of rows.
 fn matrix_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
-    let v = single(outs)?;
+    rows(&single(outs)?)
+}
+
+/// A matrix as an array of rows.
+fn rows(v: &Value) -> Result<Json, String> {
     let [_, cols] = v.shape[..] else {
         return Err(format!("expected a matrix result, got shape {:?}", v.shape));
     };
@@ -422,6 +456,100 @@ fn det_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     }
     let f = format!("{}_{ell}", if GRAD { "gradient" } else { "primal" });
     Ok(call(&f, vec![f64s(vec![l, l], a)]))
+}
+
+// ----------------------------------------------------------------- ode
+
+/// `{x: n-vector, s}`: x, with the static step count `s` fixed by a wrapper.
+fn ode_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
+    let x = vector(input, "x")?;
+    let s = count(input, "s")?;
+    if s == 0 {
+        return Err("`s` must be at least 1 (the step is 2/s)".to_string());
+    }
+    let f = if GRAD { "gradient" } else { "primal" };
+    let name = format!("gradbench_{f}_s{s}");
+    Ok(Call {
+        wrapper: Some(format!("fn {name}[N](x: f64[N]) -> f64[N] = {f}({s}, x)")),
+        function: name,
+        args: vec![Value::f64(&x)],
+    })
+}
+
+// ----------------------------------------------------------------- gmm
+
+/// `{d, k, n, x, m, gamma, alpha, mu, q, l}`: the arrays, with the static
+/// `d` and `m` fixed by a wrapper.
+fn gmm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
+    let d = count(input, "d")?;
+    let k = count(input, "k")?;
+    let n = count(input, "n")?;
+    let m = count(input, "m")?;
+    if d == 0 || d > 128 {
+        return Err(format!(
+            "`d` must be between 1 and 128 (gmm.eg's static ranges), found {d}"
+        ));
+    }
+    let gamma = number(field(input, "gamma")?, "gamma")?;
+    let alpha = vector(input, "alpha")?;
+    let (xn, xd, x) = matrix(input, "x")?;
+    let (muk, mud, mu) = matrix(input, "mu")?;
+    let (qk, qd, q) = matrix(input, "q")?;
+    let (lk, _, l) = matrix(input, "l")?;
+    let (d, k, n) = (d as usize, k as usize, n as usize);
+    let lw = d * (d - 1) / 2;
+    let shapes = [
+        ("x", (xn, xd), (n, d)),
+        ("mu", (muk, mud), (k, d)),
+        ("q", (qk, qd), (k, d)),
+        ("l", (lk, l.len().checked_div(lk).unwrap_or(0)), (k, lw)),
+        ("alpha", (alpha.len(), 1), (k, 1)),
+    ];
+    for (name, got, want) in shapes {
+        if got != want {
+            return Err(format!(
+                "`{name}` has shape {}x{}, but d = {d}, k = {k}, n = {n} need {}x{}",
+                got.0, got.1, want.0, want.1
+            ));
+        }
+    }
+    let f = if JAC { "jacobian" } else { "objective" };
+    let name = format!("gradbench_{f}_d{d}_m{m}");
+    let ret = if JAC {
+        "(f64[K], f64[K, D], f64[K, D], f64[K, L])"
+    } else {
+        "f64"
+    };
+    Ok(Call {
+        wrapper: Some(format!(
+            "fn {name}[N, D, K, L](x: f64[N, D], gamma: f64, alpha: f64[K], mu: f64[K, D], q: f64[K, D], l: f64[K, L]) -> {ret} = {f}({d}, {m}, x, gamma, alpha, mu, q, l)"
+        )),
+        function: name,
+        args: vec![
+            f64s(vec![n, d], x),
+            Value::scalar(DType::F64, gamma),
+            Value::f64(&alpha),
+            f64s(vec![k, d], mu),
+            f64s(vec![k, d], q),
+            f64s(vec![k, lw], l),
+        ],
+    })
+}
+
+/// The gradient with respect to each independent variable, by name.
+fn gmm_jacobian(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
+    let [alpha, mu, q, l] = &outs[..] else {
+        return Err(format!(
+            "expected four results, the program gave {}",
+            outs.len()
+        ));
+    };
+    let alpha: Json = alpha
+        .data
+        .iter()
+        .map(|&x| json_number(x))
+        .collect::<Result<_, _>>()?;
+    Ok(serde_json::json!({ "alpha": alpha, "mu": rows(mu)?, "q": rows(q)?, "l": rows(l)? }))
 }
 
 // ------------------------------------------------------------------ ba
