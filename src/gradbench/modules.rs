@@ -385,8 +385,9 @@ fn rows(v: &Value) -> Result<Json, String> {
 
 // ---------------------------------------------------------------- llsq
 
-/// `{x: m-vector, n}`: x, the grid t_i = -1 + 2i/(n-1) and the exponents
-/// 0 .. m-1 (problem constants the eval defines by formula).
+/// `{x: m-vector, n}`: x and the grid t_i = -1 + 2i/(n-1) (a problem
+/// constant the eval defines by formula), with the static `m` fixed by a
+/// wrapper.
 fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     let x = vector(input, "x")?;
     let n = count(input, "n")?;
@@ -399,12 +400,22 @@ fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     let t: Vec<f64> = (0..n)
         .map(|i| -1.0 + 2.0 * i as f64 / (n - 1) as f64)
         .collect();
-    let e: Vec<f64> = (0..x.len()).map(|j| j as f64).collect();
+    let m = x.len();
+    if m == 0 || m > 2048 {
+        return Err(format!(
+            "`x` must have 1 to 2048 coefficients (llsq.eg's static split), found {m}"
+        ));
+    }
     let f = if GRAD { "gradient" } else { "primal" };
-    Ok(call(
-        f,
-        vec![Value::f64(&x), Value::f64(&t), Value::f64(&e)],
-    ))
+    let name = format!("gradbench_{f}_m{m}");
+    let ret = if GRAD { "f64[M]" } else { "f64" };
+    Ok(Call {
+        wrapper: Some(format!(
+            "fn {name}[N, M](x: f64[M], t: f64[N]) -> {ret} = {f}({m}, x, t)"
+        )),
+        function: name,
+        args: vec![Value::f64(&x), Value::f64(&t)],
+    })
 }
 
 // ----------------------------------------------------------------- lse
