@@ -166,19 +166,23 @@ pub enum Op {
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
-    Loop(u32),
+    ///
+    /// The flag marks a *scan* loop (`scan L`): it has a second operand, a
+    /// sequence whose row `t` the body reads at step `t` (its second
+    /// parameter); the count is the sequence's length.
+    Loop(u32, bool),
     /// `looptape L k`: loop `L` run while keeping every `k`-th state. Row 0
     /// of the result is the final state, row `1 + j` the state after `j·k`
     /// steps (`j = 0 .. ⌈count/k⌉-1`). Annotated with its type
     /// `T[⌈count/k⌉ + 1, state...]` (`T[ceil(n/k)+1, ...]` for a run-time
     /// count `n`).
-    LoopTape(u32, u32),
+    LoopTape(u32, u32, bool),
     /// `loopvjp L k m`: the cotangent of loop `L`'s initial state, given its
     /// `looptape L k` and the cotangent of the final state. The states
     /// between checkpoints are recomputed: with `m = 0` each segment once,
     /// into a buffer of `k - 1` states; with `m = 1` each state from its
     /// segment's checkpoint (no buffer, `k(k-1)/2` steps per segment).
-    LoopVjp(u32, u32, u32),
+    LoopVjp(u32, u32, u32, bool),
 }
 
 /// Every op, for tables and tests (constants excluded; ops with a row
@@ -475,9 +479,12 @@ impl Op {
             Op::MatMul => "matmul",
             Op::Transpose => "transpose",
             Op::Reverse => "reverse",
-            Op::Loop(_) => "loop",
-            Op::LoopTape(..) => "looptape",
-            Op::LoopVjp(..) => "loopvjp",
+            Op::Loop(_, false) => "loop",
+            Op::LoopTape(_, _, false) => "looptape",
+            Op::LoopVjp(_, _, _, false) => "loopvjp",
+            Op::Loop(_, true) => "scan",
+            Op::LoopTape(_, _, true) => "scantape",
+            Op::LoopVjp(_, _, _, true) => "scanvjp",
         }
     }
 
@@ -536,9 +543,10 @@ impl Op {
             | Op::MinTail
             | Op::Transpose
             | Op::Reverse
-            | Op::Loop(_)
-            | Op::LoopTape(..) => 1,
-            Op::LoopVjp(..) => 2,
+            | Op::Loop(_, false)
+            | Op::LoopTape(_, _, false) => 1,
+            Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,
+            Op::LoopVjp(_, _, _, true) => 3,
             Op::Add
             | Op::Sub
             | Op::Mul
@@ -600,7 +608,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
-            | Op::Loop(_)
+            | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,
         }
@@ -652,7 +660,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
-            | Op::Loop(_)
+            | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
         }
@@ -668,7 +676,7 @@ impl Op {
             Op::Reverse => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
-            Op::Loop(_) | Op::LoopVjp(..) => false,
+            Op::Loop(..) | Op::LoopVjp(..) => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -743,7 +751,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
-            | Op::Loop(_)
+            | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,
         }
@@ -753,7 +761,7 @@ impl Op {
     /// of the enclosing function (so it has no stand-alone evaluator, VJP
     /// template or per-element cost)?
     pub fn is_loop(&self) -> bool {
-        matches!(self, Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..))
+        matches!(self, Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..))
     }
 
     /// The same op referring to loop `f(L)` instead of `L` (when loops are
@@ -761,9 +769,9 @@ impl Op {
     /// body); other ops are unchanged.
     pub fn map_loop(self, f: impl Fn(u32) -> u32) -> Op {
         match self {
-            Op::Loop(l) => Op::Loop(f(l)),
-            Op::LoopTape(l, k) => Op::LoopTape(f(l), k),
-            Op::LoopVjp(l, k, m) => Op::LoopVjp(f(l), k, m),
+            Op::Loop(l, q) => Op::Loop(f(l), q),
+            Op::LoopTape(l, k, q) => Op::LoopTape(f(l), k, q),
+            Op::LoopVjp(l, k, m, q) => Op::LoopVjp(f(l), k, m, q),
             other => other,
         }
     }
@@ -771,7 +779,7 @@ impl Op {
     /// The loop an op refers to.
     pub fn loop_id(&self) -> Option<usize> {
         match self {
-            Op::Loop(l) | Op::LoopTape(l, _) | Op::LoopVjp(l, _, _) => Some(*l as usize),
+            Op::Loop(l, _) | Op::LoopTape(l, ..) | Op::LoopVjp(l, ..) => Some(*l as usize),
             _ => None,
         }
     }
@@ -950,8 +958,8 @@ impl Op {
                 }
                 Ok(a.clone())
             }
-            Op::Loop(_) => Ok(args[0].clone()),
-            Op::LoopTape(_, k) => {
+            Op::Loop(..) => Ok(args[0].clone()),
+            Op::LoopTape(_, k, _) => {
                 let t = need_annot()?;
                 if *k == 0
                     || t.dtype != args[0].dtype
@@ -965,7 +973,7 @@ impl Op {
                 }
                 Ok(t)
             }
-            Op::LoopVjp(_, k, m) => {
+            Op::LoopVjp(_, k, m, _) => {
                 let (tape, ct) = (args[0], args[1]);
                 if *k == 0
                     || *m > 1
@@ -996,7 +1004,7 @@ impl Op {
             // Their meaning is a loop body of the enclosing function: the
             // interpreter runs them (`lang::interp`), and constant folding
             // skips them (`Op::is_loop`).
-            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => {
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => {
                 unreachable!("`{self}` is evaluated with its loop body, not by Op::eval")
             }
             Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
@@ -1237,7 +1245,7 @@ impl Op {
             Op::Transpose => &["(transpose ?g)"],
             Op::Reverse => &["(reverse ?g)"],
             // Differentiated by the loop pass (`differentiate::loops`).
-            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
         fixed.iter().map(|t| t.to_string()).collect()
     }
@@ -1298,7 +1306,7 @@ impl Op {
             }
             Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
             // Differentiated by the loop pass (`differentiate::loops`).
-            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
         }
     }
 
@@ -1325,7 +1333,7 @@ impl Op {
             | Op::Reverse => true,
             // Linear in the cotangent.
             Op::LoopVjp(..) => i == 1,
-            Op::Loop(_) | Op::LoopTape(..) => false,
+            Op::Loop(..) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -1376,7 +1384,7 @@ impl Op {
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
             Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse => 0.0,
             // Priced from the loop's body (see `extract::cost`).
-            Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
             // Per operand element (see `extract::cost`).
             Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).
@@ -1392,9 +1400,9 @@ impl fmt::Display for Op {
             Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => {
                 write!(f, "{} {k}", self.name())
             }
-            Op::Loop(l) => write!(f, "loop {l}"),
-            Op::LoopTape(l, k) => write!(f, "looptape {l} {k}"),
-            Op::LoopVjp(l, k, m) => write!(f, "loopvjp {l} {k} {m}"),
+            Op::Loop(l, _) => write!(f, "{} {l}", self.name()),
+            Op::LoopTape(l, k, _) => write!(f, "{} {l} {k}", self.name()),
+            Op::LoopVjp(l, k, m, _) => write!(f, "{} {l} {k} {m}", self.name()),
             other => f.write_str(other.name()),
         }
     }

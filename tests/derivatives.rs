@@ -88,7 +88,7 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
-        Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
+        Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
     }
 }
 
@@ -169,7 +169,7 @@ proptest! {
     ) {
         let mut ops: Vec<Op> = ALL_OPS.to_vec();
         ops.push(Op::Const(egrad::ops::Lit::new(DType::F64, 3.0)));
-        ops.push(Op::Loop(0));
+        ops.push(Op::Loop(0, false));
         for op in ops {
             let (text, lo, hi) = row(op);
             let f = &parse_functions(text).unwrap()[0];

@@ -60,7 +60,7 @@ fn program() -> Program {
 fn loops_in(f: &Function) -> usize {
     f.stmts
         .iter()
-        .filter(|s| matches!(s.op, Op::Loop(_)))
+        .filter(|s| matches!(s.op, Op::Loop(..)))
         .count()
 }
 
@@ -201,7 +201,7 @@ fn every_checkpoint_choice_gives_the_same_euler_ode_gradient() {
         .unwrap();
         let vg = g.value_and_grad_ir();
         tapes.extend(vg.stmts.iter().filter_map(|s| match s.op {
-            Op::LoopTape(_, k) => Some(k),
+            Op::LoopTape(_, k, _) => Some(k),
             _ => None,
         }));
         let got = compile(vg, &BackendOptions::default())
@@ -275,7 +275,7 @@ fn the_gradient_keeps_loops_and_their_tapes() {
         .stmts
         .iter()
         .filter_map(|s| match s.op {
-            Op::LoopTape(_, k) => Some(k),
+            Op::LoopTape(_, k, _) => Some(k),
             _ => None,
         })
         .collect();

@@ -3198,7 +3198,7 @@ fn kink_in(
         if is_cmp || (args_mask && !matches!(s.op, Op::Select)) || sel_mask {
             mask[s.var.index()] = true;
         }
-        if let Op::Loop(l) = s.op {
+        if let Op::Loop(l, _) = s.op {
             // Each step, from the state the loop starts with.
             let lp = &f.loops[l as usize];
             let body = at_sizes(&lp.body, sizes);
@@ -3421,7 +3421,7 @@ fn fd_compare(
 fn loop_stmts(f: &Function) -> usize {
     f.stmts
         .iter()
-        .filter(|s| matches!(s.op, Op::Loop(_)))
+        .filter(|s| matches!(s.op, Op::Loop(..)))
         .count()
         + f.loops.iter().map(|l| loop_stmts(&l.body)).sum::<usize>()
 }

@@ -107,7 +107,7 @@ fn access(op: Op) -> Access {
         | Op::Transpose
         | Op::Reverse => Access::IndexMap,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
-        Op::Loop(_) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
+        Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
     }
 }
 
@@ -183,6 +183,8 @@ struct LoopBufs {
     seg: Option<usize>,
     /// `loopvjp` of a tape that is not in a buffer: its copy.
     tape: Option<usize>,
+    /// A scan's sequence that is not in a buffer: its copy.
+    seq: Option<usize>,
 }
 
 /// Append a scratch buffer of type `ty`; its buffer number.
@@ -335,6 +337,15 @@ impl Plan {
                 })
             };
             let mut lb = LoopBufs::default();
+            if lp.is_scan() {
+                let xs = *s
+                    .args
+                    .last()
+                    .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
+                if !buffered(xs) {
+                    lb.seq = Some(push_scratch(&mut scratch, first, f.ty(xs).clone()));
+                }
+            }
             if f.ty(s.var).is_scalar() {
                 lb.out = Some(match ret_pos[v].first() {
                     Some(&o) => o,
@@ -347,13 +358,13 @@ impl Plan {
             // step does not write.
             let ping_pong = |x: VarId| count >= 2 || (count == 1 && !buffered(x));
             let (body, vjp) = match s.op {
-                Op::Loop(_) => {
+                Op::Loop(..) => {
                     if ping_pong(arg(0)?) {
                         lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
                     }
                     (count >= 1, false)
                 }
-                Op::LoopTape(_, k) => {
+                Op::LoopTape(_, k, _) => {
                     let seg = count.min(u64::from(k.max(1)));
                     if seg >= 2 {
                         lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
@@ -363,7 +374,7 @@ impl Plan {
                     }
                     (count >= 1, false)
                 }
-                Op::LoopVjp(_, k, m) => {
+                Op::LoopVjp(_, k, m, _) => {
                     let (t, g) = (arg(0)?, arg(1)?);
                     if !buffered(t) {
                         lb.tape = Some(push_scratch(&mut scratch, first, f.ty(t).clone()));
@@ -857,6 +868,43 @@ impl<'a, 'b> Translator<'a, 'b> {
         // (the home stands in, never read or written through it).
         let opt = |t: &Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
         let rowbytes = self.b.ins().ishl_imm_u(width, log2_bytes(state.dtype));
+        // A scan's sequence: its base and the bytes of one row; step `t`
+        // passes row `t` to the body (and the VJP at state `t` gets it too).
+        let seq = match lp.row() {
+            Some(row) => {
+                let xs = *stmt
+                    .args
+                    .last()
+                    .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
+                let base = match self.read(xs)? {
+                    Read::Buf(kb) => self.buf(kb)?,
+                    _ => {
+                        let kb = lb.seq.ok_or_else(|| {
+                            Error::internal("backend: a sequence without a buffer")
+                        })?;
+                        let p = self.buf(kb)?;
+                        let len = self.translate_len(f.ty(xs).clone())?;
+                        self.translate_fill(xs, p, len)?;
+                        p
+                    }
+                };
+                let w = self.translate_len(row.clone())?;
+                Some((base, self.b.ins().ishl_imm_u(w, log2_bytes(row.dtype))))
+            }
+            None => None,
+        };
+        let scan = seq.is_some();
+        // The inputs of a body call at step `t`: the state, and in a scan
+        // row `t` of the sequence.
+        let ins = move |t: &mut Self, st: ir::Value, step: ir::Value| -> Vec<ir::Value> {
+            match seq {
+                Some((base, rb)) => {
+                    let off = t.b.ins().imul(step, rb);
+                    vec![st, t.b.ins().iadd(base, off)]
+                }
+                None => vec![st],
+            }
+        };
         // With a run-time count, what a count of 0 does runs only then.
         let when_zero = |t: &mut Self, f: &mut dyn FnMut(&mut Self) -> Result<(), Error>| {
             if fixed.is_some() {
@@ -867,7 +915,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             t.translate_loop(trips, &mut |t, _| f(t))
         };
         match stmt.op {
-            Op::Loop(_) => {
+            Op::Loop(..) => {
                 let x = arg(0)?;
                 if fixed == Some(0) {
                     return self.translate_fill(x, h, width);
@@ -875,16 +923,17 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let other = opt(self, lb.other)?;
                 let body = self.call_site(l, false)?;
                 let (cur, nxt) = self.translate_ping_pong(x, n, h, other, width)?;
-                self.translate_loop(n, &mut |t, _| {
+                self.translate_loop(n, &mut |t, i| {
                     let c = t.b.use_var(cur);
                     let o = t.b.use_var(nxt);
-                    t.translate_call(body, &[c], o)?;
+                    let args = ins(t, c, i);
+                    t.translate_call(body, &args, o)?;
                     t.translate_swap(cur, nxt, h, other);
                     Ok(())
                 })?;
                 when_zero(self, &mut |t| t.translate_fill(x, h, width))
             }
-            Op::LoopTape(_, k) => {
+            Op::LoopTape(_, k, _) => {
                 // Row 0 is the final state, row 1 + j the state after j·k
                 // steps. The initial state goes to row 1; the step ending a
                 // segment writes the next checkpoint row, the last step row
@@ -919,7 +968,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let r = t.b.use_var(row);
                     let o = t.b.ins().select(seg_end, r, between);
                     let o = t.b.ins().select(all_end, h, o);
-                    t.translate_call(body, &[c], o)?;
+                    let args = ins(t, c, i);
+                    t.translate_call(body, &args, o)?;
                     t.b.def_var(cur, o);
                     let zero = t.b.ins().iconst(types::I64, 0);
                     let sp = t.b.ins().select(seg_end, zero, s1);
@@ -930,7 +980,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     Ok(())
                 })
             }
-            Op::LoopVjp(_, k, m) => {
+            Op::LoopVjp(_, k, m, _) => {
                 let (tv, g) = (arg(0)?, arg(1)?);
                 let tape = match self.read(tv)? {
                     Read::Buf(kb) => self.buf(kb)?,
@@ -964,14 +1014,18 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let up = self.b.ins().iadd_imm_s(n, k as i64 - 1);
                 let n_seg = self.b.ins().udiv_imm_s(up, k as i64);
                 let ckpt0 = self.b.ins().iadd(tape, rowbytes);
-                // The VJP at the state in `st`: the cotangent moves on.
-                let vjp_step = move |t: &mut Self, st: ir::Value| -> Result<(), Error> {
-                    let gc = t.b.use_var(gcur);
-                    let go = t.b.use_var(gnxt);
-                    t.translate_call(vjp, &[st, gc], go)?;
-                    t.translate_swap(gcur, gnxt, h, other);
-                    Ok(())
-                };
+                // The VJP at state `step`, held in `st`: the cotangent
+                // moves on.
+                let vjp_step =
+                    move |t: &mut Self, st: ir::Value, step: ir::Value| -> Result<(), Error> {
+                        let gc = t.b.use_var(gcur);
+                        let go = t.b.use_var(gnxt);
+                        let mut args = ins(t, st, step);
+                        args.push(gc);
+                        t.translate_call(vjp, &args, go)?;
+                        t.translate_swap(gcur, gnxt, h, other);
+                        Ok(())
+                    };
                 self.translate_loop(n_seg, &mut |t, jj| {
                     // Segment j = segments-1-jj: states j*k .. j*k+len-1,
                     // with len = min(k, count - j*k).
@@ -995,7 +1049,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 let p = t.b.use_var(prev);
                                 let ro = t.b.ins().imul(r, rowbytes);
                                 let o = t.b.ins().iadd(seg, ro);
-                                t.translate_call(body, &[p], o)?;
+                                let sr = t.step_at(scan, start, r);
+                                let args = ins(t, p, sr);
+                                t.translate_call(body, &args, o)?;
                                 t.b.def_var(prev, o);
                                 Ok(())
                             })?;
@@ -1007,7 +1063,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let in_seg = t.b.ins().iadd(seg, ro);
                             let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
                             let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
-                            vjp_step(t, st)
+                            let sr = t.step_at(scan, start, r);
+                            vjp_step(t, st, sr)
                         })
                     } else {
                         // Each state recomputed from the checkpoint when the
@@ -1017,16 +1074,19 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let cur = t.translate_var(ckpt);
                             if let Some(body) = body {
                                 let nxt = t.translate_var(a);
-                                t.translate_loop(r, &mut |t, _| {
+                                t.translate_loop(r, &mut |t, q| {
                                     let c = t.b.use_var(cur);
                                     let o = t.b.use_var(nxt);
-                                    t.translate_call(body, &[c], o)?;
+                                    let sq = t.step_at(scan, start, q);
+                                    let args = ins(t, c, sq);
+                                    t.translate_call(body, &args, o)?;
                                     t.translate_swap(cur, nxt, a, b);
                                     Ok(())
                                 })?;
                             }
                             let st = t.b.use_var(cur);
-                            vjp_step(t, st)
+                            let sr = t.step_at(scan, start, r);
+                            vjp_step(t, st, sr)
                         })
                     }
                 })?;
@@ -1036,6 +1096,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                 "backend: `{}` is not a loop op",
                 other.name()
             ))),
+        }
+    }
+
+    /// The step number `start + r` a scan's body call reads its row at
+    /// (not computed for other loops, which do not use it).
+    fn step_at(&mut self, scan: bool, start: ir::Value, r: ir::Value) -> ir::Value {
+        if scan {
+            self.b.ins().iadd(start, r)
+        } else {
+            r
         }
     }
 
@@ -1383,7 +1453,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::MaxTail
             | Op::MinTail
             | Op::MatMul
-            | Op::Loop(_)
+            | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => {
                 return Err(Error::internal(format!(

@@ -49,8 +49,14 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .iter()
             .map(|a| m(&map, *a))
             .collect::<Result<_, _>>()?;
-        if let (Op::Loop(l), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
-            let (y, dy) = tangent_loop(&mut b, f, l as usize, args[0], t, f.var_name(s.var))?;
+        if let (Op::Loop(l, scan), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
+            if scan && tan[s.args[1].index()].is_some() {
+                return Err(IrError(format!(
+                    "`{}`: forward mode with respect to the sequence a `scan` reads is not supported yet",
+                    f.name
+                )));
+            }
+            let (y, dy) = tangent_loop(&mut b, f, l as usize, &args, t, f.var_name(s.var))?;
             map[s.var.index()] = Some(y);
             tan[s.var.index()] = Some(dy);
             continue;
@@ -121,10 +127,11 @@ fn tangent_loop(
     b: &mut Builder,
     f: &Function,
     l: usize,
-    x: VarId,
+    args: &[VarId],
     dx: VarId,
     name: &str,
 ) -> Result<(VarId, VarId), IrError> {
+    let x = args[0];
     let lp = &f.loops[l];
     let st = lp.state().clone();
     let mut shape = vec![Dim::Lit(2)];
@@ -139,8 +146,14 @@ fn tangent_loop(
     let ds = bb
         .push("ds", Op::Index(1), &[p], None)
         .map_err(IrError::from)?;
-    let next = bb.inline(&lp.body, &[s])?[0];
-    let dnext = bb.inline(&body_jvp, &[s, ds])?[0];
+    // A scan's body also reads a row of the sequence (not differentiated).
+    let row = lp
+        .row()
+        .map(|r| bb.param("x", r.clone(), Default::default()));
+    let ins: Vec<VarId> = std::iter::once(s).chain(row).collect();
+    let next = bb.inline(&lp.body, &ins)?[0];
+    let jvp_ins: Vec<VarId> = ins.iter().copied().chain(std::iter::once(ds)).collect();
+    let dnext = bb.inline(&body_jvp, &jvp_ins)?[0];
     let out = bb
         .pack_rows(&[next, dnext], &packed)
         .map_err(IrError::from)?;
@@ -151,8 +164,9 @@ fn tangent_loop(
         vjp: None,
     });
     let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
+    let loop_ins: Vec<VarId> = std::iter::once(p0).chain(args.get(1).copied()).collect();
     let pn = b
-        .push("", Op::Loop(id), &[p0], None)
+        .push("", Op::Loop(id, row.is_some()), &loop_ins, None)
         .map_err(IrError::from)?;
     let y = b
         .push(name, Op::Index(0), &[pn], None)

@@ -85,9 +85,15 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     let m = |map: &[Option<VarId>], v: VarId| map[v.index()].expect("defined before use");
     for s in &f.stmts {
         let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
-        if let Op::Loop(l) = s.op {
+        if let Op::Loop(l, scan) = s.op {
             if active[s.var.index()] {
-                let (t, y) = taped_loop(&mut b, f, l as usize, args[0], f.var_name(s.var))?;
+                if scan && active[s.args[1].index()] {
+                    return Err(IrError(format!(
+                        "`{}`: differentiating with respect to the sequence a `scan` reads is not supported yet",
+                        f.name
+                    )));
+                }
+                let (t, y) = taped_loop(&mut b, f, l as usize, &args, f.var_name(s.var))?;
                 tapes.insert(s.var, t);
                 map[s.var.index()] = Some(y);
                 continue;
@@ -121,10 +127,14 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
     let mut masked = vec![false; f.vars.len()];
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
-        if let (Op::Loop(l), Some(&tape)) = (s.op, tapes.get(&s.var)) {
+        if let (Op::Loop(l, scan), Some(&tape)) = (s.op, tapes.get(&s.var)) {
             let a = s.args[0];
+            let mut ins = vec![tape, g];
+            if scan {
+                ins.push(m(&map, s.args[1]));
+            }
             let contrib = b
-                .push("", Op::LoopVjp(l, 1, 0), &[tape, g], None)
+                .push("", Op::LoopVjp(l, 1, 0, scan), &ins, None)
                 .map_err(IrError::from)?;
             let total = match ct.get(&a) {
                 Some(&prev) => b
@@ -221,7 +231,7 @@ fn taped_loop(
     b: &mut Builder,
     f: &Function,
     l: usize,
-    x: VarId,
+    args: &[VarId],
     name: &str,
 ) -> Result<(VarId, VarId), IrError> {
     if b.function().loops[l].vjp.is_none() {
@@ -229,6 +239,7 @@ fn taped_loop(
         b.loop_mut(l).vjp = Some(vjp);
     }
     let lp = &b.function().loops[l];
+    let scan = lp.is_scan();
     let rows = lp.tape_rows(1);
     let st = lp.state().clone();
     let mut shape = vec![rows];
@@ -237,8 +248,8 @@ fn taped_loop(
     let t = b
         .push(
             &format!("{name}.tape"),
-            Op::LoopTape(l as u32, 1),
-            &[x],
+            Op::LoopTape(l as u32, 1, scan),
+            args,
             Some(&tape_ty),
         )
         .map_err(IrError::from)?;
@@ -249,13 +260,18 @@ fn taped_loop(
 }
 
 /// The VJP of a loop body `s -> s'`: `(s, g) -> gᵀ ∂s'/∂s`, as the
-/// gradient of `h(s, g) = Σ s'(s) · g` with respect to `s`.
+/// gradient of `h(s, g) = Σ s'(s) · g` with respect to `s`. A scan's body
+/// `(s, x) -> s'` gives `(s, x, g) -> gᵀ ∂s'/∂s` (the row `x` is not
+/// differentiated).
 pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
     let mut b = Builder::new(body.name.clone(), body.size_params.clone());
     let st = body.ty(body.params[0].var).clone();
-    let s = b.param("s", st.clone(), body.params[0].span);
+    let mut ins = vec![b.param("s", st.clone(), body.params[0].span)];
+    if let Some(p) = body.params.get(1) {
+        ins.push(b.param("x", body.ty(p.var).clone(), p.span));
+    }
     let g = b.param("g", st.clone(), Default::default());
-    let next = b.inline(body, &[s])?[0];
+    let next = b.inline(body, &ins)?[0];
     let mut h = b
         .push("", Op::Mul, &[next, g], None)
         .map_err(IrError::from)?;

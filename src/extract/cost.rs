@@ -267,8 +267,8 @@ impl CostModel {
         };
         let n = l.count;
         let flops = match op {
-            Op::Loop(_) => n * l.body,
-            Op::LoopTape(_, k) => {
+            Op::Loop(..) => n * l.body,
+            Op::LoopTape(_, k, _) => {
                 let rows = (n as u64).div_ceil(u64::from(k).max(1)) as f64 + 1.0;
                 let in_pullback = ch
                     .first()
@@ -280,7 +280,7 @@ impl CostModel {
                 };
                 n * l.body + memory
             }
-            Op::LoopVjp(_, k, m) => {
+            Op::LoopVjp(_, k, m, _) => {
                 let again = recomputed_steps(n as u64, u64::from(k), m) as f64;
                 let buffer = if m == 0 {
                     f64::from(k.saturating_sub(1)) * l.state_bytes

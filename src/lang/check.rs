@@ -59,7 +59,7 @@ pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose
 pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat"];
 
 /// Names with a meaning of their own (not functions one may define).
-pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate"];
+pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan"];
 
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
@@ -1487,9 +1487,14 @@ impl<'a> FnCx<'a> {
     fn ad_failure(&mut self, what: &str, fname: &str, span: Span, e: IrError) {
         if e.0.contains("not supported yet") {
             let why = e.0.rsplit(": ").next().unwrap_or(&e.0).to_string();
+            let note = if why.contains("sequence") {
+                "the sequence of a `scan` is read, not differentiated; with an integer length and a state that a loop cannot carry, the `scan` is unrolled and differentiated like any expression"
+            } else {
+                "a loop's gradient is made of `looptape`/`loopvjp`, which have no derivatives of their own yet; differentiate the primal once, or give the loop a `static` count small enough to unroll"
+            };
             self.error(
                 Diagnostic::new(span, format!("`{fname}` cannot be differentiated: {why}"))
-                    .with_note("a loop's gradient is made of `looptape`/`loopvjp`, which have no derivatives of their own yet; differentiate the primal once, or give the loop a `static` count small enough to unroll"),
+                    .with_note(note),
             );
         } else {
             self.bug(format!("{what} `{fname}`: {e}"));
@@ -2386,6 +2391,9 @@ impl<'a> FnCx<'a> {
         if name == "iterate_until" {
             return self.iterate_impl(e, args, hints, true);
         }
+        if name == "scan" {
+            return self.scan(e, args, hints);
+        }
         if let Some(op) = matrix_builtin(name) {
             let mut xs = Vec::new();
             for a in args {
@@ -2977,6 +2985,151 @@ impl<'a> FnCx<'a> {
         self.iterate_impl(e, args, hints, false)
     }
 
+    /// `scan(xs, init, (s, x) => step)`: the step applied to the state and
+    /// each row `x` of `xs` in turn, from row 0; the final state. A loop
+    /// whose body reads row `t` at step `t` (`scan L`), or, when the state
+    /// cannot be carried by a loop and `xs` has an integer length, unrolled
+    /// with static rows.
+    fn scan(&mut self, e: &Expr, args: &[Expr], hints: &[&str]) -> Val {
+        let shape = "a sequence, an initial state and a step function `(s, x) => ...`";
+        if args.len() != 3 {
+            for a in args {
+                self.lower(a, &[]);
+            }
+            self.error(Diagnostic::new(
+                e.span,
+                format!(
+                    "`scan` takes 3 arguments ({shape}), but {} given",
+                    args.len()
+                ),
+            ));
+            return Val::Err;
+        }
+        let (seq, init, step) = (&args[0], &args[1], &args[2]);
+        let lambda = match &step.kind {
+            ExprKind::Lambda {
+                param: Pattern::Tuple(ids, _),
+                body,
+            } if ids.len() == 2 => Some((ids[0].clone(), ids[1].clone(), body)),
+            _ => None,
+        };
+        let Some((sname, xname, body)) = lambda else {
+            if !matches!(step.kind, ExprKind::Lambda { .. }) {
+                self.lower(step, &[]);
+            }
+            self.error(
+                Diagnostic::new(step.span, "the step function of `scan` takes the state and a row of the sequence: `(s, x) => ...`")
+                    .with_note("a tuple state is bound as one value: take it apart in the step with `let (a, b) = s`"),
+            );
+            return Val::Err;
+        };
+        let xs_val = self.lower(seq, &[]);
+        let xs = match xs_val {
+            Val::Err => return Val::Err,
+            Val::Var(v) if self.ty(v).rank() >= 1 && !self.batched.contains(&v) => v,
+            Val::Var(v) if self.batched.contains(&v) => {
+                self.error(Diagnostic::new(
+                    seq.span,
+                    "`scan` over a value that depends on the index of `tabulate` is not supported",
+                ));
+                return Val::Err;
+            }
+            other => {
+                self.error(Diagnostic::new(
+                    seq.span,
+                    format!(
+                        "`scan` reads the rows of an array, but this is {}",
+                        self.describe(&other)
+                    ),
+                ));
+                return Val::Err;
+            }
+        };
+        let xs_ty = self.ty(xs);
+        let count = xs_ty.shape[0].clone();
+        if !matches!(count, Dim::Lit(_) | Dim::Param(_)) {
+            self.error(Diagnostic::new(
+                seq.span,
+                format!("`scan` over a sequence of length {count} is not supported yet; its length must be a size parameter or an integer"),
+            ));
+            return Val::Err;
+        }
+        let state = self.lower(init, hints);
+        if matches!(state, Val::Err) {
+            return Val::Err;
+        }
+        // A number in the initial state takes the sequence's element type
+        // (a loop cannot wait for the first step to type it).
+        let mut leaves = Vec::new();
+        flatten_leaves(&state, &mut leaves);
+        let dtype = xs_ty.dtype;
+        let typed: Vec<Val> = leaves
+            .into_iter()
+            .map(|l| match l {
+                Val::Const(x) => Val::Var(self.b.constant(dtype, x)),
+                other => other,
+            })
+            .collect();
+        let state = rebuild_leaves(&state, &mut typed.into_iter());
+        let param = Pattern::Name(sname);
+        if self.batch.is_none() {
+            if let Some(v) = self.counted_loop_seq(
+                count.clone(),
+                &state,
+                &param,
+                body,
+                init.span,
+                hints,
+                Some((xs, &xname)),
+            ) {
+                return v;
+            }
+        }
+        let Dim::Lit(n) = count else {
+            self.error(
+                Diagnostic::new(init.span, format!("a `scan` over a sequence of run-time length cannot carry this state ({})", self.describe(&state)))
+                    .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars"),
+            );
+            return Val::Err;
+        };
+        // Unrolled: row t is `xs[t]`.
+        let mut state = state;
+        for t in 0..n {
+            if matches!(state, Val::Err) {
+                return Val::Err;
+            }
+            if self.b.function().stmts.len() > MAX_STMTS {
+                if !self.too_large {
+                    self.too_large = true;
+                    let fname = self.b.function().name.clone();
+                    self.error(Diagnostic::new(
+                        seq.span,
+                        format!("`{fname}` is too large after unrolling `scan` (more than {MAX_STMTS} operations)"),
+                    ).with_note("a `scan` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)"));
+                }
+                return Val::Err;
+            }
+            let row = self.push_plain("", Op::Index(t), &[xs], None);
+            let mark = self.env.len();
+            if !self.bind_pattern(&param, state.clone(), init.span) {
+                self.env.truncate(mark);
+                return Val::Err;
+            }
+            self.env.push((xname.name.clone(), row));
+            let next = self.lower(body, hints);
+            self.env.truncate(mark);
+            if let Some(why) = self.state_change(&state, &next) {
+                self.error(Diagnostic::new(
+                    body.span,
+                    format!("the step of `scan` must keep the state's type, but {why}"),
+                ));
+                return Val::Err;
+            }
+            state = next;
+        }
+        state
+    }
+
     /// `iterate(n, init, s => step)` (`until` false), or
     /// `iterate_until(n, init, s => done, s => step)`: at most `n` steps,
     /// none once `done` holds. A static count is unrolled; a run-time `done`
@@ -3213,6 +3366,23 @@ impl<'a> FnCx<'a> {
         init_span: Span,
         hints: &[&str],
     ) -> Option<Val> {
+        self.counted_loop_seq(count, state, param, body, init_span, hints, None)
+    }
+
+    /// [`Self::counted_loop`], and for a `scan` the sequence and the name
+    /// its step binds to the current row (the loop body's second
+    /// parameter; the loop always runs, whatever its count).
+    #[allow(clippy::too_many_arguments)]
+    fn counted_loop_seq(
+        &mut self,
+        count: Dim,
+        state: &Val,
+        param: &Pattern,
+        body: &Expr,
+        init_span: Span,
+        hints: &[&str],
+        seq: Option<(VarId, &Ident)>,
+    ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
         // The row type: the dynamic leaves' array type (or scalar type).
@@ -3261,8 +3431,17 @@ impl<'a> FnCx<'a> {
             .collect();
         let mut it = holders.iter().map(|h| Val::Var(*h));
         let symbolic = rebuild_leaves(state, &mut it);
+        // A scan's row: a placeholder too, the body's second parameter.
+        let row = seq.map(|(xs, name)| {
+            let t = self.ty(xs);
+            let row_ty = Type::array(t.dtype, t.shape[1..].to_vec());
+            (self.b.fresh("", row_ty.clone()), row_ty, name)
+        });
         let env_mark = self.env.len();
         let bound = self.bind_pattern(param, symbolic.clone(), init_span);
+        if let Some((h, _, name)) = &row {
+            self.env.push((name.name.clone(), Val::Var(*h)));
+        }
         let next = if bound {
             self.lower(body, hints)
         } else {
@@ -3299,7 +3478,9 @@ impl<'a> FnCx<'a> {
                 _ => false,
             })
             && match count {
-                Dim::Lit(n) => (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS,
+                Dim::Lit(n) => {
+                    seq.is_some() || (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS
+                }
                 _ => true,
             };
         // Values from outside the step that it reads: carried in the state.
@@ -3350,6 +3531,9 @@ impl<'a> FnCx<'a> {
         }
         let s = bb.param("s", packed_ty.clone(), init_span);
         let mut map: HashMap<VarId, VarId> = HashMap::new();
+        if let Some((h, row_ty, name)) = &row {
+            map.insert(*h, bb.param(&name.name, row_ty.clone(), name.span));
+        }
         // Row `i` of the state, and the value it carries (a scalar is
         // carried as a broadcast row).
         let unpack = |bb: &mut Builder, i: usize, ty: &Type| -> Result<(VarId, VarId), String> {
@@ -3439,7 +3623,10 @@ impl<'a> FnCx<'a> {
             Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
         };
         let hint = hints.first().copied().unwrap_or("");
-        let Val::Var(last) = self.push_plain(hint, Op::Loop(id), &[packed], None) else {
+        let ins: Vec<VarId> = std::iter::once(packed)
+            .chain(seq.map(|(xs, _)| xs))
+            .collect();
+        let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
             return Some(Val::Err);
         };
         let mut finals = Vec::new();

@@ -272,13 +272,30 @@ fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Value {
         .expect("validated IR: a loop body has one result")
 }
 
-/// `loop`, `looptape` and `loopvjp` (see [`Op::Loop`]).
+/// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
 fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims) -> Value {
-    let step = |s: Value| apply(&lp.body, vec![s], dims);
+    // A scan's step `t` also reads row `t` of its sequence (the last operand).
+    let seq = lp.is_scan().then(|| args[args.len() - 1]);
+    let row = |t: u64| -> Vec<Value> {
+        let Some(xs) = seq else { return Vec::new() };
+        let shape = xs.shape.get(1..).unwrap_or(&[]).to_vec();
+        let w: usize = shape.iter().product();
+        let t = t as usize;
+        vec![Value {
+            dtype: xs.dtype,
+            shape,
+            data: xs.data[t * w..(t + 1) * w].to_vec(),
+        }]
+    };
+    let step_at = |s: Value, t: u64| {
+        let mut a = vec![s];
+        a.extend(row(t));
+        apply(&lp.body, a, dims)
+    };
     let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
     match op {
-        Op::Loop(_) => (0..count).fold(args[0].clone(), |s, _| step(s)),
-        Op::LoopTape(_, k) => {
+        Op::Loop(..) => (0..count).fold(args[0].clone(), step_at),
+        Op::LoopTape(_, k, _) => {
             // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
             let mut rows = Vec::new();
@@ -287,7 +304,7 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                 if t % k == 0 {
                     rows.extend_from_slice(&s.data);
                 }
-                s = step(s);
+                s = step_at(s, t);
             }
             let mut data = s.data.clone();
             data.extend(rows);
@@ -297,7 +314,7 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                 data,
             }
         }
-        Op::LoopVjp(_, k, _) => {
+        Op::LoopVjp(_, k, ..) => {
             // Both modes compute the same states; the interpreter recomputes
             // each segment once.
             let vjp = lp.vjp.as_ref().expect("validated IR: loopvjp has a VJP");
@@ -313,12 +330,16 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                     data: tape.data[from..from + width].to_vec(),
                 }];
                 let end = ((j + 1) * k).min(count);
-                for _ in j * k + 1..end {
-                    let next = step(states[states.len() - 1].clone());
+                for t in j * k..end - 1 {
+                    let next = step_at(states[states.len() - 1].clone(), t);
                     states.push(next);
                 }
-                for s in states.into_iter().rev() {
-                    g = apply(vjp, vec![s, g], dims);
+                // State `j*k + i` goes with row `j*k + i`.
+                for (i, s) in states.into_iter().enumerate().rev() {
+                    let mut a = vec![s];
+                    a.extend(row(j * k + i as u64));
+                    a.push(g);
+                    g = apply(vjp, a, dims);
                 }
             }
             g

@@ -92,6 +92,26 @@ impl Loop {
         self.body.ty(self.body.params[0].var)
     }
 
+    /// For a scan loop, the type of the row of the sequence the body reads
+    /// (its second parameter): the sequence is `T[count, row...]`.
+    pub fn row(&self) -> Option<&Type> {
+        self.body.params.get(1).map(|p| self.body.ty(p.var))
+    }
+
+    /// Whether the body reads a sequence (`scan`, `scantape`, `scanvjp`).
+    pub fn is_scan(&self) -> bool {
+        self.body.params.len() == 2
+    }
+
+    /// The type of the sequence a scan loop reads.
+    pub fn sequence(&self) -> Option<Type> {
+        self.row().map(|r| {
+            let mut shape = vec![self.count.clone()];
+            shape.extend(r.shape.iter().cloned());
+            Type::array(r.dtype, shape)
+        })
+    }
+
     /// Rows of a `looptape` keeping every `k`-th state: the final state
     /// and `⌈count/k⌉` checkpoints.
     pub fn tape_rows(&self, k: u64) -> Dim {
@@ -119,8 +139,10 @@ impl Loop {
             )))
         };
         b.validate()?;
-        if b.params.len() != 1 || b.rets.len() != 1 {
-            return bad("a body takes one state and returns one");
+        if !(1..=2).contains(&b.params.len()) || b.rets.len() != 1 {
+            return bad(
+                "a body takes one state (and, in a scan, a row of its sequence) and returns one",
+            );
         }
         if b.ty(b.rets[0]) != self.state() {
             return bad("the next state must have the state's type");
@@ -141,12 +163,12 @@ impl Loop {
         if let Some(v) = &self.vjp {
             v.validate()?;
             let st = self.state();
-            if v.params.len() != 2
-                || v.rets.len() != 1
-                || v.param_types() != [st.clone(), st.clone()]
-                || v.ty(v.rets[0]) != st
-            {
-                return bad("its VJP must map (state, cotangent) to a cotangent");
+            let want: Vec<Type> = match self.row() {
+                Some(r) => vec![st.clone(), r.clone(), st.clone()],
+                None => vec![st.clone(), st.clone()],
+            };
+            if v.rets.len() != 1 || v.param_types() != want || v.ty(v.rets[0]) != st {
+                return bad("its VJP must map (state, [row,] cotangent) to a cotangent");
             }
         }
         Ok(())
@@ -295,17 +317,39 @@ impl Function {
             .get(l)
             .ok_or_else(|| IrError(format!("{}: there is no loop {l}", at())))?;
         let st = lp.state();
-        let (state_arg, rows) = match s.op {
-            Op::Loop(_) => (self.ty(s.args[0]), None),
-            Op::LoopTape(_, k) => (self.ty(s.args[0]), Some((self.ty(s.var), k))),
-            Op::LoopVjp(_, k, _) => {
+        let (state_arg, rows, scan) = match s.op {
+            Op::Loop(_, q) => (self.ty(s.args[0]), None, q),
+            Op::LoopTape(_, k, q) => (self.ty(s.args[0]), Some((self.ty(s.var), k)), q),
+            Op::LoopVjp(_, k, _, q) => {
                 if lp.vjp.is_none() {
                     return Err(IrError(format!("{}: loop {l} has no VJP", at())));
                 }
-                (self.ty(s.args[1]), Some((self.ty(s.args[0]), k)))
+                (self.ty(s.args[1]), Some((self.ty(s.args[0]), k)), q)
             }
             _ => return Ok(()),
         };
+        if scan != lp.is_scan() {
+            return Err(IrError(format!(
+                "{}: `{}` of loop {l}, which {} a sequence",
+                at(),
+                s.op.name(),
+                if lp.is_scan() {
+                    "reads"
+                } else {
+                    "does not read"
+                }
+            )));
+        }
+        if let (true, Some(want)) = (scan, lp.sequence()) {
+            let got = s.args.last().map(|a| self.ty(*a));
+            if got != Some(&want) {
+                return Err(IrError(format!(
+                    "{}: loop {l} reads a sequence {want}, not {}",
+                    at(),
+                    got.map_or("nothing".to_string(), |t| t.to_string())
+                )));
+            }
+        }
         if state_arg != st {
             return Err(IrError(format!(
                 "{}: loop {l} has state {st}, not {state_arg}",
@@ -746,9 +790,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
                 Op::Const(Lit::new(ty.dtype, x))
             } else if let Some(want) = match opname {
-                "loop" => Some(1),
-                "looptape" => Some(2),
-                "loopvjp" => Some(3),
+                "loop" | "scan" => Some(1),
+                "looptape" | "scantape" => Some(2),
+                "loopvjp" | "scanvjp" => Some(3),
                 _ => None,
             } {
                 let mut ns = [0u32; 3];
@@ -758,10 +802,11 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                         err(&format!("`{opname}` needs {want} number(s), got `{w}`"))
                     })?;
                 }
-                match opname {
-                    "loop" => Op::Loop(ns[0]),
-                    "looptape" => Op::LoopTape(ns[0], ns[1]),
-                    _ => Op::LoopVjp(ns[0], ns[1], ns[2]),
+                let scan = opname.starts_with("scan");
+                match want {
+                    1 => Op::Loop(ns[0], scan),
+                    2 => Op::LoopTape(ns[0], ns[1], scan),
+                    _ => Op::LoopVjp(ns[0], ns[1], ns[2], scan),
                 }
             } else {
                 let op =

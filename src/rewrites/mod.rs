@@ -208,14 +208,33 @@ fn checkpoint_choices(
 ) {
     let defs = f.definitions();
     for s in &f.stmts[split..] {
-        let Op::LoopVjp(l, 1, 0) = s.op else { continue };
+        let Op::LoopVjp(l, 1, 0, scan) = s.op else {
+            continue;
+        };
         let (tape, g) = (s.args[0], s.args[1]);
+        // A scan's sequence: as the primal reads it, and as the pullback does.
+        let seq_fwd: Vec<Id> = Vec::new();
+        let seq_bwd: Vec<Id> = s
+            .args
+            .get(2)
+            .map(|a| class[a.index()])
+            .into_iter()
+            .collect();
         let Some(d) = defs[tape.index()] else {
             continue;
         };
         let def = &f.stmts[d];
-        let (Op::LoopTape(tl, 1), true) = (def.op, d < split) else {
+        let (Op::LoopTape(tl, 1, _), true) = (def.op, d < split) else {
             continue;
+        };
+        let seq_fwd: Vec<Id> = if scan {
+            def.args
+                .get(1)
+                .map(|a| class[a.index()])
+                .into_iter()
+                .collect()
+        } else {
+            seq_fwd
         };
         let Some(lp) = f.loops.get(l as usize).filter(|_| tl == l) else {
             continue;
@@ -229,7 +248,9 @@ fn checkpoint_choices(
         let ct = class[s.var.index()];
         let gc = class[g.index()];
         if let Some(y) = result {
-            let plain = eg.add(Node::Op(Op::Loop(l), SmallVec::from_slice(&[x])));
+            let kids: SmallVec<[Id; 2]> =
+                std::iter::once(x).chain(seq_fwd.iter().copied()).collect();
+            let plain = eg.add(Node::Op(Op::Loop(l, scan), kids));
             eg.union(y, plain);
         }
         let st = lp.state();
@@ -242,10 +263,11 @@ fn checkpoint_choices(
             let mut shape = vec![rows];
             shape.extend(st.shape.iter().cloned());
             let ty = eg.add(Node::Ty(Type::array(st.dtype, shape)));
-            let tk = eg.add(Node::Op(
-                Op::LoopTape(l, k as u32),
-                SmallVec::from_slice(&[x, ty]),
-            ));
+            let kids: SmallVec<[Id; 2]> = std::iter::once(x)
+                .chain(seq_fwd.iter().copied())
+                .chain(std::iter::once(ty))
+                .collect();
+            let tk = eg.add(Node::Op(Op::LoopTape(l, k as u32, scan), kids));
             names
                 .entry(tk)
                 .or_insert_with(|| format!("{}.every{k}", f.var_name(tape)));
@@ -257,10 +279,11 @@ fn checkpoint_choices(
             let stash = eg.add(Node::Stash([tk]));
             eg.union(read, stash);
             for m in 0..2 {
-                let vjp = eg.add(Node::Op(
-                    Op::LoopVjp(l, k as u32, m),
-                    SmallVec::from_slice(&[read, gc]),
-                ));
+                let kids: SmallVec<[Id; 2]> = [read, gc]
+                    .into_iter()
+                    .chain(seq_bwd.iter().copied())
+                    .collect();
+                let vjp = eg.add(Node::Op(Op::LoopVjp(l, k as u32, m, scan), kids));
                 eg.union(ct, vjp);
             }
         }
