@@ -205,6 +205,12 @@ fn gmm_small_inputs_replay() {
     assert_eq!(replay("gmm-small.jsonl", Rule::GradBench), 4);
 }
 
+/// Two layers, 1024 characters: a `scan` over the sequence.
+#[test]
+fn lstm_smallest_input_replays() {
+    assert_eq!(replay("lstm-small.jsonl", Rule::GradBench), 2);
+}
+
 #[test]
 fn ba_smallest_input_replays() {
     assert_eq!(replay("ba-small.jsonl", Rule::GradBench), 2);
@@ -254,9 +260,15 @@ fn bad_messages_get_errors_and_the_tool_keeps_serving() {
     let mut tool = Tool::start();
     let r = tool.send_line("this is not json");
     assert_eq!(r["success"], json!(false), "{r}");
-    let r = tool.ask(&json!({"id": 1, "kind": "define", "module": "lstm"}));
+    let r = tool.ask(&json!({"id": 1, "kind": "define", "module": "ht"}));
     assert_eq!(r["success"], json!(false));
-    assert!(r["error"].as_str().unwrap().contains("scan"), "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("run-time integer indices"),
+        "{r}"
+    );
     let r = tool.ask(&json!({"id": 2, "kind": "evaluate", "module": "det", "function": "primal", "input": {"A": [1.0, 2.0, 3.0], "ell": 2}}));
     assert_eq!(r["success"], json!(false));
     assert!(r["error"].as_str().unwrap().contains("needs 4"), "{r}");

@@ -189,9 +189,21 @@ pub static MODULES: &[Module] = &[
     },
     Module {
         name: "lstm",
-        kind: Kind::Missing(
-            "`scan` (a loop that reads one row of the character sequence per step) is not in the language yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/lstm.eg"),
+            functions: &[
+                Function {
+                    name: "objective",
+                    call: lstm_call::<false>,
+                    output: scalar_output,
+                },
+                Function {
+                    name: "jacobian",
+                    call: lstm_call::<true>,
+                    output: flat_output,
+                },
+            ],
+        },
     },
     Module {
         name: "ht",
@@ -358,6 +370,14 @@ fn scalar_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
 fn vector_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let v = single(outs)?;
     v.data.iter().map(|&x| json_number(x)).collect()
+}
+
+/// Every element of every result, flat, one after the other.
+fn flat_output(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
+    outs.iter()
+        .flat_map(|v| v.data.iter())
+        .map(|&x| json_number(x))
+        .collect()
 }
 
 /// A matrix as an array of rows.
@@ -563,6 +583,45 @@ fn gmm_jacobian(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
     Ok(serde_json::json!({ "alpha": alpha, "mu": rows(mu)?, "q": rows(q)?, "l": rows(l)? }))
 }
 
+// ---------------------------------------------------------------- lstm
+
+/// The most layers `gradbench/lstm.eg` has a function for.
+const LSTM_MAX_LAYERS: usize = 6;
+
+/// `{main_params: 2l x 4b, extra_params: 3 x b, state: 2l x b, sequence:
+/// c x b}`: `main_params` goes as `f64[8l, b]` (the same numbers, each row
+/// split in four), for `objective_<l>` or `jacobian_<l>`.
+fn lstm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
+    let (mr, mc, main) = matrix(input, "main_params")?;
+    let (er, ec, extra) = matrix(input, "extra_params")?;
+    let (sr, sc, state) = matrix(input, "state")?;
+    let (c, b, seq) = matrix(input, "sequence")?;
+    let l = mr / 2;
+    if mr % 2 != 0 || !(1..=LSTM_MAX_LAYERS).contains(&l) {
+        return Err(format!(
+            "`main_params` must have 2l rows for l = 1 .. {LSTM_MAX_LAYERS} layers (lstm.eg's functions), found {mr}"
+        ));
+    }
+    if mc != 4 * b || er != 3 || ec != b || sr != 2 * l || sc != b || c == 0 {
+        return Err(format!(
+            "with b = {b} bits and l = {l} layers the shapes must be main_params {}x{}, extra_params 3x{b}, state {}x{b} and a non-empty sequence; found {mr}x{mc}, {er}x{ec}, {sr}x{sc} and {c} rows",
+            2 * l,
+            4 * b,
+            2 * l
+        ));
+    }
+    let f = format!("{}_{l}", if JAC { "jacobian" } else { "objective" });
+    Ok(call(
+        &f,
+        vec![
+            f64s(vec![8 * l, b], main),
+            f64s(vec![3, b], extra),
+            f64s(vec![2 * l, b], state),
+            f64s(vec![c, b], seq),
+        ],
+    ))
+}
+
 // ------------------------------------------------------------------ ba
 
 /// The sizes `(n, m, p)` of a `ba` input.
@@ -701,8 +760,8 @@ mod tests {
 
     #[test]
     fn missing_modules_name_what_is_missing() {
-        let e = find("lstm").unwrap().source().unwrap_err();
-        assert!(e.contains("scan"), "{e}");
+        let e = find("ht").unwrap().source().unwrap_err();
+        assert!(e.contains("run-time integer indices"), "{e}");
         let e = find("llsq").unwrap().function("hessian").err().unwrap();
         assert!(e.contains("primal, gradient"), "{e}");
     }
