@@ -5,11 +5,13 @@
 //!
 //! The adapters only move data between layouts (JSON arrays to `f64`
 //! arrays and back, a flat matrix to rows, `ba`'s cameras and points
-//! gathered by observation and its sparse Jacobian's index arrays) and
-//! build the problem constants that the eval defines by formula and the
-//! language cannot build yet (the grid of `llsq`); every number of an
-//! output, and every derivative, comes from egrad's own compilation of the
-//! module's program.
+//! gathered by observation and its sparse Jacobian's index arrays, `ht`'s
+//! integer correspondences as one-hot selection matrices), build the
+//! problem constants that the eval defines by formula and the language
+//! cannot build yet (the grid of `llsq`), and assemble Jacobians column by
+//! column from several forward-mode runs of one compiled function (`ht`);
+//! every number of an output, and every derivative, comes from egrad's own
+//! compilation of the module's program.
 
 use crate::lang::types::DType;
 use crate::lang::value::Value;
@@ -24,6 +26,10 @@ pub struct Call {
     /// that fixes static values (compiled once per value).
     pub wrapper: Option<String>,
     pub args: Vec<Value>,
+    /// Further argument sets: one evaluation runs the function on `args`
+    /// and then on each of these (the columns of a Jacobian from forward
+    /// mode); the outputs are concatenated in that order.
+    pub more: Vec<Vec<Value>>,
 }
 
 /// One function of a module, as GradBench names it.
@@ -207,9 +213,21 @@ pub static MODULES: &[Module] = &[
     },
     Module {
         name: "ht",
-        kind: Kind::Missing(
-            "run-time integer indices (`correspondences`, `triangles`, bone `parents`) and integer inputs are not in the language yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/ht.eg"),
+            functions: &[
+                Function {
+                    name: "objective",
+                    call: ht_call::<false>,
+                    output: flat_output,
+                },
+                Function {
+                    name: "jacobian",
+                    call: ht_call::<true>,
+                    output: ht_jacobian,
+                },
+            ],
+        },
     },
     Module {
         name: "ba",
@@ -337,6 +355,7 @@ fn call(function: &str, args: Vec<Value>) -> Call {
         function: function.to_string(),
         wrapper: None,
         args,
+        more: Vec::new(),
     }
 }
 
@@ -435,6 +454,7 @@ fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
         )),
         function: name,
         args: vec![Value::f64(&x), Value::f64(&t)],
+        more: Vec::new(),
     })
 }
 
@@ -504,6 +524,7 @@ fn ode_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
         wrapper: Some(format!("fn {name}[N](x: f64[N]) -> f64[N] = {f}({s}, x)")),
         function: name,
         args: vec![Value::f64(&x)],
+        more: Vec::new(),
     })
 }
 
@@ -564,6 +585,7 @@ fn gmm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
             f64s(vec![k, d], q),
             f64s(vec![k, lw], l),
         ],
+        more: Vec::new(),
     })
 }
 
@@ -620,6 +642,211 @@ fn lstm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
             f64s(vec![c, b], seq),
         ],
     ))
+}
+
+// ------------------------------------------------------------------ ht
+
+/// The bone hierarchy `gradbench/ht.eg` implements: ADBench's hand (the
+/// wrist, four bones for each finger chained from it, the forearm).
+const HAND_PARENTS: [i64; 22] = [
+    -1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0,
+];
+
+/// A field that is an array of non-negative integers below `limit`.
+fn indices(input: &Json, name: &str, limit: usize) -> Result<Vec<usize>, String> {
+    let v = field(input, name)?;
+    let xs = v
+        .as_array()
+        .ok_or_else(|| format!("`{name}` must be an array of integers"))?;
+    xs.iter()
+        .map(|x| {
+            x.as_u64()
+                .and_then(|k| usize::try_from(k).ok())
+                .filter(|&k| k < limit)
+                .ok_or_else(|| format!("`{name}` holds {}, not an index below {limit}", short(x)))
+        })
+        .collect()
+}
+
+/// A field that is an array of `n` x `n` matrices, flat.
+fn matrices(input: &Json, name: &str, n: usize) -> Result<(usize, Vec<f64>), String> {
+    let v = field(input, name)?;
+    let ms = v
+        .as_array()
+        .ok_or_else(|| format!("`{name}` must be an array of matrices"))?;
+    let mut data = Vec::with_capacity(ms.len() * n * n);
+    for (k, m) in ms.iter().enumerate() {
+        let (r, c, d) = matrix(&serde_json::json!({ "m": m }), "m")
+            .map_err(|e| format!("matrix {k} of `{name}`: {e}"))?;
+        if (r, c) != (n, n) {
+            return Err(format!("matrix {k} of `{name}` is {r}x{c}, not {n}x{n}"));
+        }
+        data.extend(d);
+    }
+    Ok((ms.len(), data))
+}
+
+/// One-hot rows: row i picks column `picks[i]` of `width`.
+fn one_hot(picks: &[usize], width: usize) -> Value {
+    let mut data = vec![0.0; picks.len() * width];
+    for (i, &k) in picks.iter().enumerate() {
+        data[i * width + k] = 1.0;
+    }
+    f64s(vec![picks.len(), width], data)
+}
+
+/// `{theta, data: {model, correspondences, points}, us}`: the model's
+/// arrays, the correspondences as one-hot selection matrices (of vertices,
+/// or of each triangle's three corners when `us` is not empty).
+fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
+    let theta = vector(input, "theta")?;
+    if theta.len() != 26 {
+        return Err(format!(
+            "`theta` must have 26 numbers, found {}",
+            theta.len()
+        ));
+    }
+    let data = field(input, "data")?;
+    let model = field(data, "model")?;
+    let parents: Vec<i64> = field(model, "parents")?
+        .as_array()
+        .ok_or("`parents` must be an array of integers")?
+        .iter()
+        .map(|p| p.as_i64().ok_or("`parents` must be integers"))
+        .collect::<Result<_, _>>()?;
+    if parents != HAND_PARENTS {
+        return Err(format!(
+            "ht.eg implements ADBench's hand, whose bones have parents {HAND_PARENTS:?}; this model has {parents:?}"
+        ));
+    }
+    let (nrel, rel) = matrices(model, "base_relatives", 4)?;
+    let (ninv, inv) = matrices(model, "inverse_base_absolutes", 4)?;
+    let (v, pw, pos) = matrix(model, "base_positions")?;
+    let (wv, wb, wts) = matrix(model, "weights")?;
+    if nrel != 22 || ninv != 22 || pw != 4 || wv != v || wb != 22 {
+        return Err(format!(
+            "the hand model needs 22 base relatives and inverse base absolutes, V x 4 base positions and V x 22 weights; found {nrel}, {ninv}, {v}x{pw} and {wv}x{wb}"
+        ));
+    }
+    let mirror = match field(model, "is_mirrored")? {
+        Json::Bool(true) => -1.0,
+        Json::Bool(false) => 1.0,
+        other => {
+            return Err(format!(
+                "`is_mirrored` must be a boolean, found {}",
+                short(other)
+            ))
+        }
+    };
+    let (c, pc, points) = matrix(data, "points")?;
+    if pc != 3 && c > 0 {
+        return Err(format!("`points` must be c x 3, found {c}x{pc}"));
+    }
+    let (uc, uw, us) = matrix(input, "us")?;
+    let complicated = uc > 0;
+    let model_args = vec![
+        f64s(vec![22, 4, 4], rel),
+        f64s(vec![22, 4, 4], inv),
+        f64s(vec![v, 4], pos),
+        f64s(vec![v, 22], wts),
+        Value::scalar(DType::F64, mirror),
+        f64s(vec![c, 3], points),
+    ];
+    let mut args = vec![Value::f64(&theta)];
+    let f = if complicated {
+        let tris = matrix(model, "triangles")?;
+        let (nt, tw, tri) = tris;
+        if tw != 3 {
+            return Err(format!("`triangles` must be T x 3, found {nt}x{tw}"));
+        }
+        let corr = indices(data, "correspondences", nt)?;
+        if uc != c || uw != 2 || corr.len() != c {
+            return Err(format!(
+                "with {c} points, `us` must be {c}x2 and there must be {c} correspondences; found {uc}x{uw} and {}",
+                corr.len()
+            ));
+        }
+        let corner = |k: usize| -> Result<Value, String> {
+            let picks: Vec<usize> = corr
+                .iter()
+                .map(|&t| {
+                    let x = tri[3 * t + k];
+                    (x.fract() == 0.0 && x >= 0.0 && (x as usize) < v)
+                        .then_some(x as usize)
+                        .ok_or_else(|| {
+                            format!("triangle {t} has a corner {x}, not a vertex index below {v}")
+                        })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(one_hot(&picks, v))
+        };
+        args.push(f64s(vec![c, 2], us));
+        args.extend(model_args);
+        args.extend([corner(0)?, corner(1)?, corner(2)?]);
+        "complicated"
+    } else {
+        let corr = indices(data, "correspondences", v)?;
+        if corr.len() != c {
+            return Err(format!("{c} points but {} correspondences", corr.len()));
+        }
+        args.extend(model_args);
+        args.push(one_hot(&corr, v));
+        "simple"
+    };
+    if !JAC {
+        return Ok(call(&format!("objective_{f}"), args));
+    }
+    // One forward-mode run per column: the unit directions of theta, and
+    // in the complicated variant first the all-u0 and all-u1 directions.
+    let unit = |j: usize| {
+        let mut e = vec![0.0; 26];
+        if j < 26 {
+            e[j] = 1.0;
+        }
+        Value::f64(&e)
+    };
+    let mut sets = Vec::new();
+    if complicated {
+        for k in 0..2 {
+            let du: Vec<f64> = (0..2 * c)
+                .map(|i| f64::from(u8::from(i % 2 == k)))
+                .collect();
+            let mut a = args.clone();
+            a.push(unit(26));
+            a.push(f64s(vec![c, 2], du));
+            sets.push(a);
+        }
+    }
+    for j in 0..26 {
+        let mut a = args.clone();
+        a.push(unit(j));
+        if complicated {
+            a.push(f64s(vec![c, 2], vec![0.0; 2 * c]));
+        }
+        sets.push(a);
+    }
+    let first = sets.remove(0);
+    Ok(Call {
+        function: format!("tangent_{f}"),
+        wrapper: None,
+        args: first,
+        more: sets,
+    })
+}
+
+/// The 3c x (26 or 28) Jacobian, rows of residuals, from its columns.
+fn ht_jacobian(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
+    let rows = outs.first().map_or(0, |v| v.data.len());
+    if outs.iter().any(|v| v.data.len() != rows) {
+        return Err("the Jacobian's columns differ in length".to_string());
+    }
+    (0..rows)
+        .map(|r| {
+            outs.iter()
+                .map(|col| json_number(col.data[r]))
+                .collect::<Result<Json, String>>()
+        })
+        .collect()
 }
 
 // ------------------------------------------------------------------ ba
@@ -760,8 +987,8 @@ mod tests {
 
     #[test]
     fn missing_modules_name_what_is_missing() {
-        let e = find("ht").unwrap().source().unwrap_err();
-        assert!(e.contains("run-time integer indices"), "{e}");
+        let e = find("particle").unwrap().source().unwrap_err();
+        assert!(e.contains("loop's gradient"), "{e}");
         let e = find("llsq").unwrap().function("hessian").err().unwrap();
         assert!(e.contains("primal, gradient"), "{e}");
     }
