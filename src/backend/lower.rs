@@ -789,18 +789,42 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let m = self.translate_len(dim(&at, 0))?;
                 let kk = self.translate_len(dim(&at, 1))?;
                 let n = self.translate_len(dim(&bt, 1))?;
+                // An operand that is an inlined `transpose c` is read from
+                // `c` at the swapped index (no division per element); the
+                // same elements in the same order, so the same result.
+                let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
                 self.translate_loop(m, &mut |t, i| {
                     t.translate_loop(n, &mut |t, j| {
                         let acc = t.b.declare_var(cl_type(dtype));
                         let zero = t.translate_const(dtype, 0.0);
                         t.b.def_var(acc, zero);
                         t.translate_loop(kk, &mut |t, l| {
-                            let ik = t.b.ins().imul(i, kk);
-                            let ia = t.b.ins().iadd(ik, l);
-                            let ln = t.b.ins().imul(l, n);
-                            let ib = t.b.ins().iadd(ln, j);
-                            let x = t.translate_elem(a, ia)?;
-                            let y = t.translate_elem(b, ib)?;
+                            let x = match a_t {
+                                // a[i, l] = c[l, i], c: [K, M].
+                                Some(c) => {
+                                    let lm = t.b.ins().imul(l, m);
+                                    let ic = t.b.ins().iadd(lm, i);
+                                    t.translate_elem(c, ic)?
+                                }
+                                None => {
+                                    let ik = t.b.ins().imul(i, kk);
+                                    let ia = t.b.ins().iadd(ik, l);
+                                    t.translate_elem(a, ia)?
+                                }
+                            };
+                            let y = match b_t {
+                                // b[l, j] = c[j, l], c: [N, K].
+                                Some(c) => {
+                                    let jk = t.b.ins().imul(j, kk);
+                                    let ic = t.b.ins().iadd(jk, l);
+                                    t.translate_elem(c, ic)?
+                                }
+                                None => {
+                                    let ln = t.b.ins().imul(l, n);
+                                    let ib = t.b.ins().iadd(ln, j);
+                                    t.translate_elem(b, ib)?
+                                }
+                            };
                             let p = t.b.ins().fmul(x, y);
                             let sofar = t.b.use_var(acc);
                             let next = t.b.ins().fadd(sofar, p);
@@ -1097,6 +1121,17 @@ impl<'a, 'b> Translator<'a, 'b> {
                 other.name()
             ))),
         }
+    }
+
+    /// `c` when `v` is `transpose c` computed in its consumer (inlined):
+    /// a consumer that walks `v` by rows and columns reads `c` directly.
+    fn inlined_transpose(&self, v: VarId) -> Option<VarId> {
+        if !matches!(self.read(v), Ok(Read::Inline)) {
+            return None;
+        }
+        let s = self.defs.get(v.index()).copied().flatten()?;
+        let st = &self.f.stmts[s];
+        (st.op == Op::Transpose).then(|| st.args[0])
     }
 
     /// The step number `start + r` a scan's body call reads its row at

@@ -78,12 +78,29 @@ impl Tool {
         match obj.get("kind").and_then(Json::as_str) {
             Some("start") => json!({ "id": id, "tool": "egrad" }),
             Some("define") => self.define(id, obj),
-            Some("evaluate") => match self.evaluate(obj) {
-                Ok((output, timings)) => {
-                    json!({ "id": id, "success": true, "output": output, "timings": timings })
+            Some("evaluate") => {
+                // A bug must not take the tool down with it: report it and
+                // keep serving (the panic message also goes to stderr).
+                let run =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.evaluate(obj)));
+                match run {
+                    Ok(Ok((output, timings))) => {
+                        json!({ "id": id, "success": true, "output": output, "timings": timings })
+                    }
+                    Ok(Err(e)) => error_response(id, e),
+                    Err(p) => {
+                        let what = p
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic".to_string());
+                        error_response(
+                            id,
+                            format!("internal error in egrad (please report): {what}"),
+                        )
+                    }
                 }
-                Err(e) => error_response(id, e),
-            },
+            }
             _ => json!({ "id": id }),
         }
     }
