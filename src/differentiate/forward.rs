@@ -4,6 +4,7 @@ use super::template::Template;
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
 use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
+use std::collections::HashMap;
 
 /// Push the tangents of `f`'s results forward from the tangents of some of
 /// its parameters. `tangents` pairs a differentiated parameter with the
@@ -43,31 +44,152 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         let tv = m(&map, f.params[t].var)?;
         tan[f.params[p].var.index()] = Some(tv);
     }
+    // The tangent loop of each loop (numbered in `b`), made when needed.
+    let mut tangent_loops: HashMap<usize, u32> = HashMap::new();
+    let mut tangent_id = |b: &mut Builder, l: usize| -> Result<u32, IrError> {
+        if let Some(&id) = tangent_loops.get(&l) {
+            return Ok(id);
+        }
+        let id = b.add_loop(tangent_loop_def(f, l)?);
+        tangent_loops.insert(l, id);
+        Ok(id)
+    };
+    // A tape's tangent: the tape of `[state, tangent]` rows (not the
+    // tape's own type, so it is kept apart from `tan`).
+    let mut tape_tan: HashMap<VarId, VarId> = HashMap::new();
+    let defs = f.definitions();
     for s in &f.stmts {
         let args: Vec<VarId> = s
             .args
             .iter()
             .map(|a| m(&map, *a))
             .collect::<Result<_, _>>()?;
-        if let (Op::Loop(l, scan), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
-            if scan && tan[s.args[1].index()].is_some() {
-                return Err(IrError(format!(
-                    "`{}`: forward mode with respect to the sequence a `scan` reads is not supported yet",
-                    f.name
-                )));
-            }
-            let (y, dy) = tangent_loop(&mut b, f, l as usize, &args, t, f.var_name(s.var))?;
+        let seq_tangent = s.op.is_loop()
+            && f.loops[s.op.loop_id().unwrap_or(0)].is_scan()
+            && s.args.last().is_some_and(|a| tan[a.index()].is_some());
+        if seq_tangent {
+            return Err(IrError(format!(
+                "`{}`: forward mode with respect to the sequence a `scan` reads is not supported yet",
+                f.name
+            )));
+        }
+        if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
+            let id = tangent_id(&mut b, l as usize)?;
+            let (y, dy) = tangent_loop(&mut b, f, l as usize, id, &args, t, f.var_name(s.var))?;
             map[s.var.index()] = Some(y);
             tan[s.var.index()] = Some(dy);
             continue;
         }
-        if matches!(s.op, Op::LoopTape(..) | Op::LoopVjp(..))
-            && s.args.iter().any(|a| tan[a.index()].is_some())
-        {
-            return Err(IrError(format!(
-                "`{}`: forward mode through a loop's gradient is not supported yet",
-                f.name
-            )));
+        // Forward mode through a loop's gradient: the tape of states and
+        // tangents, the cotangent and its tangent walked back together.
+        let packed_tape =
+            |b: &mut Builder,
+             map: &[Option<VarId>],
+             tangent_id: &mut dyn FnMut(&mut Builder, usize) -> Result<u32, IrError>,
+             tape: VarId,
+             dx: Option<VarId>|
+             -> Result<VarId, IrError> {
+                let d = defs[tape.index()]
+                    .ok_or_else(|| IrError("forward mode: a tape without its `looptape`".into()))?;
+                let def = &f.stmts[d];
+                let Op::LoopTape(l, k, scan) = def.op else {
+                    return Err(IrError(
+                        "forward mode: a `loopvjp` of something other than a tape".into(),
+                    ));
+                };
+                let lp = &f.loops[l as usize];
+                let packed = packed_state(lp);
+                let x = m(map, def.args[0])?;
+                let dx = match dx {
+                    Some(t) => t,
+                    None => b
+                        .push("", Op::Zero, &[], Some(lp.state()))
+                        .map_err(IrError::from)?,
+                };
+                let id = tangent_id(b, l as usize)?;
+                let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
+                let mut shape = vec![lp.tape_rows(u64::from(k))];
+                shape.extend(packed.shape.iter().cloned());
+                let ty = Type::array(packed.dtype, shape);
+                let mut ins = vec![p0];
+                if scan {
+                    ins.push(m(map, def.args[1])?);
+                }
+                b.push("", Op::LoopTape(id, k, scan), &ins, Some(&ty))
+                    .map_err(IrError::from)
+            };
+        match s.op {
+            Op::LoopTape(..) if tan[s.args[0].index()].is_some() => {
+                let nv = b
+                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
+                    .map_err(IrError::from)?;
+                map[s.var.index()] = Some(nv);
+                let t = packed_tape(&mut b, &map, &mut tangent_id, s.var, tan[s.args[0].index()])?;
+                tape_tan.insert(s.var, t);
+                continue;
+            }
+            Op::Index(k) if tape_tan.contains_key(&s.args[0]) => {
+                let nv = b
+                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
+                    .map_err(IrError::from)?;
+                map[s.var.index()] = Some(nv);
+                let row = b
+                    .push("", Op::Index(k), &[tape_tan[&s.args[0]]], None)
+                    .map_err(IrError::from)?;
+                let dt = b
+                    .push("", Op::Index(1), &[row], None)
+                    .map_err(IrError::from)?;
+                tan[s.var.index()] = Some(dt);
+                continue;
+            }
+            Op::LoopVjp(l, k, mode, scan)
+                if tape_tan.contains_key(&s.args[0]) || tan[s.args[1].index()].is_some() =>
+            {
+                let nv = b
+                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
+                    .map_err(IrError::from)?;
+                map[s.var.index()] = Some(nv);
+                let lp = &f.loops[l as usize];
+                if lp.vjp.is_none() {
+                    return Err(IrError(format!("`{}`: loop {l} has no VJP", f.name)));
+                }
+                let tape = match tape_tan.get(&s.args[0]) {
+                    Some(&t) => t,
+                    None => packed_tape(&mut b, &map, &mut tangent_id, s.args[0], None)?,
+                };
+                let dg = match tan[s.args[1].index()] {
+                    Some(t) => t,
+                    None => b
+                        .push("", Op::Zero, &[], Some(lp.state()))
+                        .map_err(IrError::from)?,
+                };
+                let packed = packed_state(lp);
+                let q0 = b
+                    .pack_rows(&[args[1], dg], &packed)
+                    .map_err(IrError::from)?;
+                let id = tangent_id(&mut b, l as usize)?;
+                let mut ins = vec![tape, q0];
+                if scan {
+                    ins.push(args[2]);
+                }
+                let r = b
+                    .push("", Op::LoopVjp(id, k, mode, scan), &ins, None)
+                    .map_err(IrError::from)?;
+                let dt = b
+                    .push("", Op::Index(1), &[r], None)
+                    .map_err(IrError::from)?;
+                tan[s.var.index()] = Some(dt);
+                continue;
+            }
+            Op::LoopTape(..) | Op::LoopVjp(..)
+                if s.args.iter().any(|a| tan[a.index()].is_some()) =>
+            {
+                return Err(IrError(format!(
+                    "`{}`: forward mode through this use of a loop's gradient is not supported yet",
+                    f.name
+                )));
+            }
+            _ => {}
         }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
@@ -120,36 +242,36 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
     Ok(out)
 }
 
-/// A loop and its tangent as one loop over `[state, tangent]`: the new
-/// body runs the old body on the state and its JVP on both. Returns the
-/// result and its tangent.
-fn tangent_loop(
-    b: &mut Builder,
-    f: &Function,
-    l: usize,
-    args: &[VarId],
-    dx: VarId,
-    name: &str,
-) -> Result<(VarId, VarId), IrError> {
-    let x = args[0];
-    let lp = &f.loops[l];
+/// `[2, state...]`: a loop's state and its tangent as the rows of one array.
+fn packed_state(lp: &Loop) -> Type {
     let st = lp.state().clone();
     let mut shape = vec![Dim::Lit(2)];
     shape.extend(st.shape.iter().cloned());
-    let packed = Type::array(st.dtype, shape);
+    Type::array(st.dtype, shape)
+}
+
+/// The loop over `[state, tangent]` that carries loop `l`'s tangent: its
+/// body runs the old body on the state and its JVP on both. When the loop
+/// has a VJP, the new loop's "VJP" is the tangent of that VJP, mapping
+/// `([s, ds], [g, dg])` to `[g', dg']`: `loopvjp` of the new loop walks a
+/// tape of `[state, tangent]` back, carrying a cotangent and its tangent
+/// (forward mode through a loop's gradient).
+fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, IrError> {
+    let lp = &f.loops[l];
+    let packed = packed_state(lp);
     let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
     let mut bb = Builder::new(format!("{}.tangent", lp.body.name), f.size_params.clone());
     let p = bb.param("p", packed.clone(), Default::default());
+    // A scan's body also reads a row of the sequence (not differentiated).
+    let row = lp
+        .row()
+        .map(|r| bb.param("x", r.clone(), Default::default()));
     let s = bb
         .push("s", Op::Index(0), &[p], None)
         .map_err(IrError::from)?;
     let ds = bb
         .push("ds", Op::Index(1), &[p], None)
         .map_err(IrError::from)?;
-    // A scan's body also reads a row of the sequence (not differentiated).
-    let row = lp
-        .row()
-        .map(|r| bb.param("x", r.clone(), Default::default()));
     let ins: Vec<VarId> = std::iter::once(s).chain(row).collect();
     let next = bb.inline(&lp.body, &ins)?[0];
     let jvp_ins: Vec<VarId> = ins.iter().copied().chain(std::iter::once(ds)).collect();
@@ -158,15 +280,58 @@ fn tangent_loop(
         .pack_rows(&[next, dnext], &packed)
         .map_err(IrError::from)?;
     let body = bb.finish(vec![out]);
-    let id = b.add_loop(Loop {
+    let vjp = match &lp.vjp {
+        None => None,
+        Some(v) => {
+            // v: (s, [x,] g) -> g'; its tangent in s and g.
+            let last = v.params.len() - 1;
+            let dv = jvp(v, &[0, last], &format!("{}.jvp", v.name))?;
+            let mut vb = Builder::new(format!("{}.tangent", v.name), f.size_params.clone());
+            let p = vb.param("p", packed.clone(), Default::default());
+            let row = lp
+                .row()
+                .map(|r| vb.param("x", r.clone(), Default::default()));
+            let q = vb.param("q", packed.clone(), Default::default());
+            let mut pick = |v: VarId, i: u64| vb.push("", Op::Index(i), &[v], None);
+            let (s, ds) = (pick(p, 0)?, pick(p, 1)?);
+            let (g, dg) = (pick(q, 0)?, pick(q, 1)?);
+            let ins: Vec<VarId> = std::iter::once(s)
+                .chain(row)
+                .chain(std::iter::once(g))
+                .collect();
+            let g2 = vb.inline(v, &ins)?[0];
+            let dins: Vec<VarId> = ins.iter().copied().chain([ds, dg]).collect();
+            let dg2 = vb.inline(&dv, &dins)?[0];
+            let out = vb.pack_rows(&[g2, dg2], &packed).map_err(IrError::from)?;
+            Some(vb.finish(vec![out]))
+        }
+    };
+    Ok(Loop {
         count: lp.count.clone(),
         body,
-        vjp: None,
-    });
+        vjp,
+    })
+}
+
+/// A loop and its tangent as one loop over `[state, tangent]` (see
+/// [`tangent_loop_def`], numbered `id` in `b`). Returns the result and its
+/// tangent.
+fn tangent_loop(
+    b: &mut Builder,
+    f: &Function,
+    l: usize,
+    id: u32,
+    args: &[VarId],
+    dx: VarId,
+    name: &str,
+) -> Result<(VarId, VarId), IrError> {
+    let x = args[0];
+    let lp = &f.loops[l];
+    let packed = packed_state(lp);
     let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
     let loop_ins: Vec<VarId> = std::iter::once(p0).chain(args.get(1).copied()).collect();
     let pn = b
-        .push("", Op::Loop(id, row.is_some()), &loop_ins, None)
+        .push("", Op::Loop(id, lp.is_scan()), &loop_ins, None)
         .map_err(IrError::from)?;
     let y = b
         .push(name, Op::Index(0), &[pn], None)
@@ -201,6 +366,42 @@ pub fn jvp(f: &Function, wrt: &[usize], name: &str) -> Result<Function, IrError>
         pairs.push((i, g.params.len() - 1));
     }
     forward(&g, &pairs, name)
+}
+
+/// The gradient of a scalar function with respect to some of its scalar
+/// parameters, by forward mode: one tangent pass per parameter, each with
+/// tangent 1. For a few scalar parameters it costs about what reverse mode
+/// does, and it goes where reverse mode does not yet: through a loop's
+/// gradient (a second derivative through a loop).
+pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Function, IrError> {
+    let mut b = Builder::new(name, f.size_params.clone());
+    let params: Vec<VarId> = f
+        .params
+        .iter()
+        .map(|p| b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span))
+        .collect();
+    let mut outs = Vec::new();
+    for &i in wrt {
+        let p = f
+            .params
+            .get(i)
+            .ok_or_else(|| IrError(format!("`{}`: no parameter {i}", f.name)))?;
+        let ty = f.ty(p.var);
+        if !ty.is_scalar() {
+            return Err(IrError(format!(
+                "`{}`: forward mode gives a gradient only for scalar parameters, not %{}: {ty}",
+                f.name,
+                f.var_name(p.var)
+            )));
+        }
+        let tangent = jvp(f, &[i], &format!("{}.d{}", f.name, f.var_name(p.var)))?;
+        let one = b.constant(ty.dtype, 1.0);
+        let args: Vec<VarId> = params.iter().copied().chain(std::iter::once(one)).collect();
+        outs.push(b.inline(&tangent, &args)?[0]);
+    }
+    let g = super::reverse::prune_dead(&b.finish(outs));
+    g.validate()?;
+    Ok(g)
 }
 
 #[cfg(test)]

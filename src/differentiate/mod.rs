@@ -17,5 +17,5 @@ pub mod forward;
 pub mod reverse;
 pub mod template;
 
-pub use forward::{forward, jvp};
+pub use forward::{forward, forward_gradient, jvp};
 pub use reverse::{reverse, Reverse};

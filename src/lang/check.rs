@@ -1375,6 +1375,20 @@ impl<'a> FnCx<'a> {
             let rev = match reverse(&primal, &wrt_ir) {
                 Ok(r) => r,
                 Err(e) => {
+                    // Through a loop's gradient reverse mode stops; for
+                    // scalar parameters forward mode gives the gradient.
+                    let scalars = wrt_ir
+                        .iter()
+                        .all(|&i| primal.ty(primal.params[i].var).is_scalar());
+                    if e.0.contains("a gradient through a loop") && scalars && !sig.value_too {
+                        match crate::differentiate::forward_gradient(&primal, &wrt_ir, &fname) {
+                            Ok(ir) => return Some(CheckedFn { ir, grad: None }),
+                            Err(e2) => {
+                                self.ad_failure("differentiating", &fname, f.name.span, e2);
+                                return None;
+                            }
+                        }
+                    }
                     self.ad_failure("differentiating", &fname, f.name.span, e);
                     return None;
                 }
@@ -1490,7 +1504,7 @@ impl<'a> FnCx<'a> {
             let note = if why.contains("sequence") {
                 "the sequence of a `scan` is read, not differentiated; with an integer length and a state that a loop cannot carry, the `scan` is unrolled and differentiated like any expression"
             } else {
-                "a loop's gradient is made of `looptape`/`loopvjp`, which have no derivatives of their own yet; differentiate the primal once, or give the loop a `static` count small enough to unroll"
+                "reverse mode does not go through a loop's gradient (`looptape`/`loopvjp`) yet: use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the loop a `static` count small enough to unroll"
             };
             self.error(
                 Diagnostic::new(span, format!("`{fname}` cannot be differentiated: {why}"))
