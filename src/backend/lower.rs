@@ -231,10 +231,20 @@ impl Plan {
 
         // Does some consumer need the whole array (not element by element)?
         let mut needs_buffer = vec![false; nv];
+        // `matmul` reads each element of an operand once per row or column
+        // of the other: a computed operand is materialised, not recomputed
+        // that often (an index map such as `transpose` of a buffer costs
+        // no flops and stays in place).
+        let mut matmul_operand = vec![false; nv];
         for s in &f.stmts {
             if access(s.op) == Access::IndexMap {
                 for a in &s.args {
                     needs_buffer[a.index()] = true;
+                }
+            }
+            if s.op == Op::MatMul {
+                for a in &s.args {
+                    matmul_operand[a.index()] = true;
                 }
             }
         }
@@ -295,6 +305,7 @@ impl Plan {
                 read[v] = Read::Dead;
             } else if needs_buffer[v]
                 || access(s.op) == Access::Nest
+                || (matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && (kept[v] || !cheap))
             {
                 let k = n_inputs + n_outputs + scratch.len();
