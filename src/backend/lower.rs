@@ -810,32 +810,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                         let zero = t.translate_const(dtype, 0.0);
                         t.b.def_var(acc, zero);
                         t.translate_loop(kk, &mut |t, l| {
-                            let x = match a_t {
-                                // a[i, l] = c[l, i], c: [K, M].
-                                Some(c) => {
-                                    let lm = t.b.ins().imul(l, m);
-                                    let ic = t.b.ins().iadd(lm, i);
-                                    t.translate_elem(c, ic)?
-                                }
-                                None => {
-                                    let ik = t.b.ins().imul(i, kk);
-                                    let ia = t.b.ins().iadd(ik, l);
-                                    t.translate_elem(a, ia)?
-                                }
-                            };
-                            let y = match b_t {
-                                // b[l, j] = c[j, l], c: [N, K].
-                                Some(c) => {
-                                    let jk = t.b.ins().imul(j, kk);
-                                    let ic = t.b.ins().iadd(jk, l);
-                                    t.translate_elem(c, ic)?
-                                }
-                                None => {
-                                    let ln = t.b.ins().imul(l, n);
-                                    let ib = t.b.ins().iadd(ln, j);
-                                    t.translate_elem(b, ib)?
-                                }
-                            };
+                            let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
+                            let y = t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?;
                             let p = t.b.ins().fmul(x, y);
                             let sofar = t.b.use_var(acc);
                             let next = t.b.ins().fadd(sofar, p);
@@ -911,18 +887,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .args
                     .last()
                     .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
-                let base = match self.read(xs)? {
-                    Read::Buf(kb) => self.buf(kb)?,
-                    _ => {
-                        let kb = lb.seq.ok_or_else(|| {
-                            Error::internal("backend: a sequence without a buffer")
-                        })?;
-                        let p = self.buf(kb)?;
-                        let len = self.translate_len(f.ty(xs).clone())?;
-                        self.translate_fill(xs, p, len)?;
-                        p
-                    }
-                };
+                let base = self.translate_in_buffer(xs, lb.seq)?;
                 let w = self.translate_len(row.clone())?;
                 Some((base, self.b.ins().ishl_imm_u(w, log2_bytes(row.dtype))))
             }
@@ -1017,18 +982,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             Op::LoopVjp(_, k, m, _) => {
                 let (tv, g) = (arg(0)?, arg(1)?);
-                let tape = match self.read(tv)? {
-                    Read::Buf(kb) => self.buf(kb)?,
-                    _ => {
-                        let kb = lb
-                            .tape
-                            .ok_or_else(|| Error::internal("backend: a tape without a buffer"))?;
-                        let p = self.buf(kb)?;
-                        let len = self.translate_len(f.ty(tv).clone())?;
-                        self.translate_fill(tv, p, len)?;
-                        p
-                    }
-                };
+                let tape = self.translate_in_buffer(tv, lb.tape)?;
                 if fixed == Some(0) {
                     return self.translate_fill(g, h, width);
                 }
@@ -1132,6 +1086,42 @@ impl<'a, 'b> Translator<'a, 'b> {
                 other.name()
             ))),
         }
+    }
+
+    /// Element `(r, c)` of the matrix `v` of `dims = (rows, columns)`, or,
+    /// when `v` is an inlined `transpose src`, element `(c, r)` of `src`.
+    fn translate_matrix_elem(
+        &mut self,
+        v: VarId,
+        src: Option<VarId>,
+        (r, c): (ir::Value, ir::Value),
+        (rows, cols): (ir::Value, ir::Value),
+    ) -> Result<ir::Value, Error> {
+        let (from, major, minor, stride) = match src {
+            Some(s) => (s, c, r, rows),
+            None => (v, r, c, cols),
+        };
+        let at = self.b.ins().imul(major, stride);
+        let at = self.b.ins().iadd(at, minor);
+        self.translate_elem(from, at)
+    }
+
+    /// The buffer holding the whole of `v`: its own, or `copy` (a scratch
+    /// buffer the plan set aside) filled with it now.
+    fn translate_in_buffer(&mut self, v: VarId, copy: Option<usize>) -> Result<ir::Value, Error> {
+        if let Read::Buf(kb) = self.read(v)? {
+            return self.buf(kb);
+        }
+        let kb = copy.ok_or_else(|| {
+            Error::internal(format!(
+                "backend: %{} is read whole but has no buffer",
+                self.f.var_name(v)
+            ))
+        })?;
+        let p = self.buf(kb)?;
+        let len = self.translate_len(self.f.ty(v).clone())?;
+        self.translate_fill(v, p, len)?;
+        Ok(p)
     }
 
     /// `c` when `v` is `transpose c` computed in its consumer (inlined):

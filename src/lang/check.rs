@@ -373,6 +373,19 @@ pub fn check(module: &Module) -> Result<Checked, CheckError> {
     Ok(out)
 }
 
+/// "`f` takes 2 arguments, but 1 was given".
+fn arity_message(name: &str, want: usize, got: usize) -> String {
+    format!(
+        "`{name}` takes {}, but {} given",
+        plural(want, "argument"),
+        if got == 1 {
+            "1 was".to_string()
+        } else {
+            format!("{got} were")
+        }
+    )
+}
+
 fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
@@ -2362,15 +2375,7 @@ impl<'a> FnCx<'a> {
             if args.len() != want {
                 self.error(Diagnostic::new(
                     e.span,
-                    format!(
-                        "`{name}` takes {}, but {} given",
-                        plural(want, "argument"),
-                        if args.len() == 1 {
-                            "1 was".to_string()
-                        } else {
-                            format!("{} were", args.len())
-                        }
-                    ),
+                    arity_message(name, want, args.len()),
                 ));
                 return Val::Err;
             }
@@ -2532,19 +2537,8 @@ impl<'a> FnCx<'a> {
         };
         if args.len() != sig.params.len() {
             self.error(
-                Diagnostic::new(
-                    e.span,
-                    format!(
-                        "`{name}` takes {}, but {} given",
-                        plural(sig.params.len(), "argument"),
-                        if args.len() == 1 {
-                            "1 was".to_string()
-                        } else {
-                            format!("{} were", args.len())
-                        }
-                    ),
-                )
-                .with_label(decl.name.span, format!("`{name}` is declared here")),
+                Diagnostic::new(e.span, arity_message(name, sig.params.len(), args.len()))
+                    .with_label(decl.name.span, format!("`{name}` is declared here")),
             );
             return Val::Err;
         }
@@ -2800,15 +2794,7 @@ impl<'a> FnCx<'a> {
         if args.len() != want {
             self.error(Diagnostic::new(
                 e.span,
-                format!(
-                    "`{name}` takes {}, but {} given",
-                    plural(want, "argument"),
-                    if args.len() == 1 {
-                        "1 was".to_string()
-                    } else {
-                        format!("{} were", args.len())
-                    }
-                ),
+                arity_message(name, want, args.len()),
             ));
             return None;
         }
