@@ -250,13 +250,13 @@ pub static MODULES: &[Module] = &[
     Module {
         name: "particle",
         kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs derivatives of a loop's gradient, which egrad does not have yet",
+            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
         ),
     },
     Module {
         name: "saddle",
         kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs derivatives of a loop's gradient, which egrad does not have yet",
+            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
         ),
     },
 ];
