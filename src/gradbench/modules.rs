@@ -359,6 +359,17 @@ fn call(function: &str, args: Vec<Value>) -> Call {
     }
 }
 
+/// A call of `name`, a wrapper function (its source `wrapper`) that fixes
+/// a module function's static values.
+fn wrapped(name: String, wrapper: String, args: Vec<Value>) -> Call {
+    Call {
+        function: name,
+        wrapper: Some(wrapper),
+        args,
+        more: Vec::new(),
+    }
+}
+
 // --------------------------------------------------------------- outputs
 
 fn json_number(x: f64) -> Result<Json, String> {
@@ -448,14 +459,8 @@ fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     let f = if GRAD { "gradient" } else { "primal" };
     let name = format!("gradbench_{f}_m{m}");
     let ret = if GRAD { "f64[M]" } else { "f64" };
-    Ok(Call {
-        wrapper: Some(format!(
-            "fn {name}[N, M](x: f64[M], t: f64[N]) -> {ret} = {f}({m}, x, t)"
-        )),
-        function: name,
-        args: vec![Value::f64(&x), Value::f64(&t)],
-        more: Vec::new(),
-    })
+    let wrapper = format!("fn {name}[N, M](x: f64[M], t: f64[N]) -> {ret} = {f}({m}, x, t)");
+    Ok(wrapped(name, wrapper, vec![Value::f64(&x), Value::f64(&t)]))
 }
 
 // ----------------------------------------------------------------- lse
@@ -520,12 +525,8 @@ fn ode_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
     }
     let f = if GRAD { "gradient" } else { "primal" };
     let name = format!("gradbench_{f}_s{s}");
-    Ok(Call {
-        wrapper: Some(format!("fn {name}[N](x: f64[N]) -> f64[N] = {f}({s}, x)")),
-        function: name,
-        args: vec![Value::f64(&x)],
-        more: Vec::new(),
-    })
+    let wrapper = format!("fn {name}[N](x: f64[N]) -> f64[N] = {f}({s}, x)");
+    Ok(wrapped(name, wrapper, vec![Value::f64(&x)]))
 }
 
 // ----------------------------------------------------------------- gmm
@@ -572,21 +573,18 @@ fn gmm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     } else {
         "f64"
     };
-    Ok(Call {
-        wrapper: Some(format!(
-            "fn {name}[N, D, K, L](x: f64[N, D], gamma: f64, alpha: f64[K], mu: f64[K, D], q: f64[K, D], l: f64[K, L]) -> {ret} = {f}({d}, {m}, x, gamma, alpha, mu, q, l)"
-        )),
-        function: name,
-        args: vec![
-            f64s(vec![n, d], x),
-            Value::scalar(DType::F64, gamma),
-            Value::f64(&alpha),
-            f64s(vec![k, d], mu),
-            f64s(vec![k, d], q),
-            f64s(vec![k, lw], l),
-        ],
-        more: Vec::new(),
-    })
+    let wrapper = format!(
+        "fn {name}[N, D, K, L](x: f64[N, D], gamma: f64, alpha: f64[K], mu: f64[K, D], q: f64[K, D], l: f64[K, L]) -> {ret} = {f}({d}, {m}, x, gamma, alpha, mu, q, l)"
+    );
+    let args = vec![
+        f64s(vec![n, d], x),
+        Value::scalar(DType::F64, gamma),
+        Value::f64(&alpha),
+        f64s(vec![k, d], mu),
+        f64s(vec![k, d], q),
+        f64s(vec![k, lw], l),
+    ];
+    Ok(wrapped(name, wrapper, args))
 }
 
 /// The gradient with respect to each independent variable, by name.

@@ -2981,6 +2981,26 @@ impl<'a> FnCx<'a> {
 
     /// `iterate(n, init, s => step)`: `n` applications of `step` starting
     /// from `init`. A static `n` is unrolled here (partial evaluation).
+    /// Whether unrolling `what` made the function too large: then reported
+    /// once (at `span`, with `note`) and the caller stops.
+    fn unrolled_too_large(&mut self, span: Span, what: &str, note: &str) -> bool {
+        if self.b.function().stmts.len() <= MAX_STMTS {
+            return false;
+        }
+        if !self.too_large {
+            self.too_large = true;
+            let fname = self.b.function().name.clone();
+            self.error(
+                Diagnostic::new(
+                    span,
+                    format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
+                )
+                .with_note(note),
+            );
+        }
+        true
+    }
+
     fn iterate(&mut self, e: &Expr, args: &[Expr], hints: &[&str]) -> Val {
         self.iterate_impl(e, args, hints, false)
     }
@@ -3098,15 +3118,7 @@ impl<'a> FnCx<'a> {
             if matches!(state, Val::Err) {
                 return Val::Err;
             }
-            if self.b.function().stmts.len() > MAX_STMTS {
-                if !self.too_large {
-                    self.too_large = true;
-                    let fname = self.b.function().name.clone();
-                    self.error(Diagnostic::new(
-                        seq.span,
-                        format!("`{fname}` is too large after unrolling `scan` (more than {MAX_STMTS} operations)"),
-                    ).with_note("a `scan` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)"));
-                }
+            if self.unrolled_too_large(seq.span, "scan", "a `scan` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)") {
                 return Val::Err;
             }
             let row = self.push_plain("", Op::Index(t), &[xs], None);
@@ -3269,19 +3281,12 @@ impl<'a> FnCx<'a> {
                     return v;
                 }
             }
-            if self.b.function().stmts.len() > MAX_STMTS {
-                if !self.too_large {
-                    self.too_large = true;
-                    let fname = self.b.function().name.clone();
-                    self.error(Diagnostic::new(
-                        count.span,
-                        format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
-                    ).with_note(if until {
-                        "`iterate_until` is always unrolled; lower its bound".to_string()
-                    } else {
-                        "a long `iterate` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)".to_string()
-                    }));
-                }
+            let note = if until {
+                "`iterate_until` is always unrolled; lower its bound"
+            } else {
+                "a long `iterate` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)"
+            };
+            if self.unrolled_too_large(count.span, what, note) {
                 return Val::Err;
             }
             let mut stop = None;
