@@ -20,7 +20,10 @@ fn seed(c: &mut Criterion) {
     let y = Value::scalar(DType::F32, 0.5);
     let args = [&w, &x, &y];
     let opts = Options::default().dim("N", N as u64);
-    let bo = BackendOptions { verify: false };
+    let bo = BackendOptions {
+        verify: false,
+        ..BackendOptions::default()
+    };
 
     let primal = backend::compile(program.ir("loss").expect("loss"), &bo).expect("primal");
     let grad = optimize_gradient(&program, &opts.clone().function("dloss_dw")).expect("gradient");

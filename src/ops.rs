@@ -420,7 +420,44 @@ macro_rules! elem {
     };
 }
 
+/// How many interleaved partial results a reduction over a row keeps
+/// (`sum`, `maxall`, `minall`, and each row of `sumtail`, `maxtail`,
+/// `mintail`): see [`fold_row`].
+pub const FOLD_LANES: usize = 8;
+
+/// A reduction of one row in egrad's fixed order, shared by the reference
+/// evaluator, constant folding and native code (which runs it as four
+/// `f64x2` or two `f32x4` accumulators), so all three agree bit for bit.
+///
+/// Element `i` of the first `8 * floor(n / 8)` goes into partial `i mod 8`,
+/// left to right from the identity; the partials combine as
+/// `q_j = p_j ⊕ p_{j+4}`, `r_j = q_j ⊕ q_{j+2}`, `r_0 ⊕ r_1`; the
+/// remaining `n mod 8` elements are then added left to right. A row of
+/// fewer than 8 elements is therefore folded plainly left to right.
+pub fn fold_row(xs: &[f64], init: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
+    let main = xs.len() - xs.len() % FOLD_LANES;
+    let mut p = [init; FOLD_LANES];
+    for chunk in xs[..main].chunks_exact(FOLD_LANES) {
+        for (acc, &x) in p.iter_mut().zip(chunk) {
+            *acc = step(*acc, x);
+        }
+    }
+    let q: Vec<f64> = (0..4).map(|j| step(p[j], p[j + 4])).collect();
+    let r: Vec<f64> = (0..2).map(|j| step(q[j], q[j + 2])).collect();
+    let mut acc = step(r[0], r[1]);
+    for &x in &xs[main..] {
+        acc = step(acc, x);
+    }
+    acc
+}
+
 impl Op {
+    /// `fold_row` with this reduction's step, in the dtype's precision.
+    fn fold_row(&self, xs: &[f64], dtype: DType) -> f64 {
+        let (init, step) = self.fold();
+        fold_row(xs, init, &|a, b| step(&[a, b], dtype))
+    }
+
     /// A reduction's identity and its step as an element function.
     fn fold(&self) -> (f64, ElemFn) {
         let (init, step) = self.reduction().unwrap_or((0.0, Op::Add));
@@ -617,7 +654,9 @@ impl Op {
     /// For a reduction: the identity it starts from and the element-wise op
     /// of one step (accumulator, next element). `sum`, `maxall` and `minall`
     /// fold every element, `sumtail`, `maxtail` and `mintail` each row, and
-    /// `sumlead` each column. The JIT and the interpreter fold left to right.
+    /// `sumlead` each column. A row (every element, or each row) folds in
+    /// egrad's fixed order ([`fold_row`]); a column folds top to bottom.
+    /// The JIT and the interpreter fold alike.
     pub fn reduction(&self) -> Option<(f64, Op)> {
         match self {
             Op::Sum | Op::SumLead | Op::SumTail => Some((0.0, Op::Add)),
@@ -1037,14 +1076,8 @@ impl Op {
                 elem!(|c, a, b| if c.eq(T::from_f64(0.0)) { b } else { a }),
             ),
             Op::Sum | Op::MaxAll | Op::MinAll => {
-                // Left to right from the identity, in the dtype's precision
-                // (the JIT's order).
-                let (init, step) = self.fold();
-                let mut acc = init;
-                for &x in &args[0].data {
-                    acc = step(&[acc, x], dtype);
-                }
-                Value::scalar(dtype, acc)
+                // egrad's fixed order, in the dtype's precision (the JIT's).
+                Value::scalar(dtype, self.fold_row(&args[0].data, dtype))
             }
             Op::Bcast => fill(args[0].as_scalar()),
             Op::Slice(c) => {
@@ -1105,7 +1138,7 @@ impl Op {
                 }
             }
             Op::SumLead => {
-                // Row by row, left to right, from the identity (the JIT's order).
+                // Row by row, top to bottom, from the identity (the JIT's order).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
                 let (init, step) = self.fold();
@@ -1121,18 +1154,11 @@ impl Op {
                 }
             }
             Op::SumTail | Op::MaxTail | Op::MinTail => {
-                // Each row left to right from the identity (the JIT's order).
+                // Each row in egrad's fixed order (the JIT's).
                 let a = args[0];
                 let row: usize = a.shape[1..].iter().product();
-                let (init, step) = self.fold();
                 let data = (0..a.shape[0])
-                    .map(|r| {
-                        let mut acc = init;
-                        for x in &a.data[r * row..(r + 1) * row] {
-                            acc = step(&[acc, *x], dtype);
-                        }
-                        acc
-                    })
+                    .map(|r| self.fold_row(&a.data[r * row..(r + 1) * row], dtype))
                     .collect();
                 Value {
                     dtype,

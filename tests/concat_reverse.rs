@@ -158,8 +158,7 @@ fn assert_close(got: &Value, want: &Value, what: &str) {
 /// Native code of `f` gives the interpreter's bits.
 fn assert_jit_equals_interpreter(f: &Function, args: &[Value], what: &str) {
     let refs: Vec<&Value> = args.iter().collect();
-    let native =
-        compile(f, &BackendOptions { verify: true }).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let native = compile(f, &BackendOptions::verified()).unwrap_or_else(|e| panic!("{what}: {e}"));
     match run(f, &refs) {
         Ok(want) => {
             let got = native.call(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -19,7 +19,7 @@ fn jit_equals_interpreter_on_every_example() {
         for name in p.function_names() {
             let f = p.ir(name).unwrap();
             let opt = optimize_ir(f, &Options::default()).unwrap().after;
-            let native = backend::compile(&opt, &BackendOptions { verify: true }).unwrap();
+            let native = backend::compile(&opt, &BackendOptions::verified()).unwrap();
             for n in [1usize, 5, 64] {
                 let args: Vec<Value> = common::sample_args(f, n);
                 let refs: Vec<&Value> = args.iter().collect();

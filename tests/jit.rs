@@ -8,7 +8,10 @@ use egrad::lang::types::{DType, Dim};
 use egrad::lang::value::Value;
 use proptest::prelude::*;
 
-const OPTS: BackendOptions = BackendOptions { verify: true };
+const OPTS: BackendOptions = BackendOptions {
+    verify: true,
+    simd: true,
+};
 
 const SEED_GRAD: &str = "fn dloss_dw[N](%w: f32[N], %x: f32[N], %y: f32) -> f32[N] {
   %0: f32[N] = mul %w %x
@@ -309,10 +312,39 @@ fn table_matches_interpreter_bit_for_bit() {
     for dtype in [DType::F32, DType::F64] {
         for f in cases(dtype) {
             let cf = compile(&f, &OPTS).unwrap_or_else(|e| panic!("{}: {e}", f.name));
-            for n in [0, 1, 7, 1000] {
-                for m in [0, 1, 3] {
+            // Lengths around the vector width (2 or 4), the reduction's
+            // blocks of 8 and the column loops' 8 or 16 columns.
+            for n in [0, 1, 7, 9, 17, 1000] {
+                for m in [0, 1, 3, 10, 19] {
                     let args = args_for(&f, n, m, &mut rng);
                     check(&cf, &args, &format!("{dtype} N={n} M={m}"));
+                }
+            }
+        }
+    }
+}
+
+/// SIMD and scalar code keep the same order of operations (reductions in
+/// egrad's fixed order in both), so they agree bit for bit.
+#[test]
+fn simd_and_scalar_code_agree_bit_for_bit() {
+    let scalar = BackendOptions {
+        simd: false,
+        ..OPTS
+    };
+    let mut rng = Lcg(5);
+    for dtype in [DType::F32, DType::F64] {
+        for f in cases(dtype) {
+            let vector = compile(&f, &OPTS).unwrap();
+            let plain = compile(&f, &scalar).unwrap();
+            for n in [1, 2, 5, 8, 13, 33] {
+                for m in [1, 4, 9, 17] {
+                    let args = args_for(&f, n, m, &mut rng);
+                    let refs: Vec<&Value> = args.iter().collect();
+                    let a = vector.call(&refs).unwrap();
+                    let b = plain.call(&refs).unwrap();
+                    assert_bits_eq(&f, &a, &b, &format!("{dtype} N={n} M={m} simd vs scalar"));
+                    check(&plain, &args, &format!("{dtype} N={n} M={m} scalar"));
                 }
             }
         }
@@ -365,24 +397,36 @@ fn deep_chain_is_fused_without_recursion() {
     }
     text += &format!("  %s: f64 = sum %v{}\n  ret %s\n}}\n", depth - 1);
     let f = &parse_functions(&text).unwrap()[0];
-    let cf = compile(f, &BackendOptions { verify: false }).unwrap();
+    let cf = compile(
+        f,
+        &BackendOptions {
+            verify: false,
+            ..BackendOptions::default()
+        },
+    )
+    .unwrap();
     let mut rng = Lcg(3);
     check(&cf, &args_for(f, 17, 0, &mut rng), "deep");
-    // One loop only.
-    assert_eq!(clif_text(f).unwrap().matches("brif").count(), 1);
+    // One pass only: the reduction's blocks of eight, then its tail.
+    assert_eq!(clif_text(f).unwrap().matches("brif").count(), 2);
+}
+
+/// Passes over the data: each is two loops, the SIMD (or blocked) one
+/// and its scalar tail.
+fn passes(f: &Function) -> usize {
+    let loops = clif_text(f).unwrap().matches("brif").count();
+    assert_eq!(loops % 2, 0, "{}: {loops} loops", f.name);
+    loops / 2
 }
 
 #[test]
 fn fusion_shapes_the_loops() {
-    let loops = |text: &str| {
-        let f = &parse_functions(text).unwrap()[0];
-        clif_text(f).unwrap().matches("brif").count()
-    };
+    let loops = |text: &str| passes(&parse_functions(text).unwrap()[0]);
     // sum loop over w*x (inlined), then the returned w.ct (bcast inlined).
     assert_eq!(loops(SEED_GRAD), 2);
     let fs = cases(DType::F32);
     let by_name = |n: &str| fs.iter().find(|f| f.name == n).unwrap();
-    let count = |f: &Function| clif_text(f).unwrap().matches("brif").count();
+    let count = passes;
     assert_eq!(count(by_name("chain")), 1);
     assert_eq!(count(by_name("all_fused")), 1);
     // %0 (one multiply) is recomputed in both its consumers; %2 (used

@@ -24,7 +24,7 @@ fn run_both(p: &Program, f: &str, args: &[Value]) -> Vec<Value> {
     let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
     let refs: Vec<&Value> = args.iter().collect();
     let want = run(ir, &refs).unwrap();
-    let got = compile(ir, &BackendOptions { verify: true })
+    let got = compile(ir, &BackendOptions::verified())
         .unwrap()
         .call(&refs)
         .unwrap();
@@ -255,7 +255,7 @@ fn tabulate_indexing_and_matrices() {
             e.message.contains("`N`") || e.message.contains("out of range"),
             "{f}: {e}"
         );
-        let native = compile(ir, &BackendOptions { verify: true }).unwrap();
+        let native = compile(ir, &BackendOptions::verified()).unwrap();
         assert!(native.call(&[&empty]).is_err(), "{f}");
     }
     let one = Value::f64(&[3.0]);

@@ -8,7 +8,10 @@ use egrad::lang::ir::{parse_functions, Function, VarId};
 use egrad::lang::types::DType;
 use egrad::lang::value::Value;
 
-const OPTS: BackendOptions = BackendOptions { verify: true };
+const OPTS: BackendOptions = BackendOptions {
+    verify: true,
+    simd: true,
+};
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
 fn dname(d: DType) -> &'static str {

@@ -45,7 +45,7 @@ fn seed_gradient_optimized_and_compiled() {
     assert!(report.contains("ops after:  7"), "{report}");
     assert!(report.contains("stop: saturated"), "{report}");
 
-    let compiled = g.compile_with(&BackendOptions { verify: true }).unwrap();
+    let compiled = g.compile_with(&BackendOptions::verified()).unwrap();
     let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
     use egrad::pipeline::Arg;
     let (value, grads) = compiled
@@ -66,7 +66,7 @@ fn seed_gradient_optimized_and_compiled() {
 fn jit_equals_interpreter_on_the_optimized_gradient() {
     let g = optimize_gradient_ir("g", &seed(), &[0, 1, 2], &Options::default(), &file()).unwrap();
     let f = g.value_and_grad_ir();
-    let native = backend::compile(f, &BackendOptions { verify: true }).unwrap();
+    let native = backend::compile(f, &BackendOptions::verified()).unwrap();
     for n in [0usize, 1, 7, 1000] {
         let w = Value::f32(&(0..n).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>());
         let x = Value::f32(&(0..n).map(|i| (i as f32 * 0.11).cos()).collect::<Vec<_>>());

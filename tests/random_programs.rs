@@ -4393,12 +4393,12 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             inputs(f, gp.n, gp.m, &mut rng)
         };
         let compile_ctx = |m: String| Failure(format!("{name}: {m}"));
-        let native = backend::compile(f, &BackendOptions { verify: true })
+        let native = backend::compile(f, &BackendOptions::verified())
             .map_err(|e| compile_ctx(format!("compile: {e}")))?;
         let opt = optimize_ir(f, &Options::default())
             .map_err(|e| compile_ctx(format!("optimize: {e}")))?
             .after;
-        let native_opt = backend::compile(&opt, &BackendOptions { verify: true })
+        let native_opt = backend::compile(&opt, &BackendOptions::verified())
             .map_err(|e| compile_ctx(format!("compile optimized: {e}\n{opt}")))?;
         for &count in &counts {
             set_count(f, &mut fargs, count);
@@ -4490,9 +4490,9 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             .map_err(|e| compile_ctx(format!("optimize: {e}")))?
             .after;
         let natives = [
-            backend::compile(f, &BackendOptions { verify: true })
+            backend::compile(f, &BackendOptions::verified())
                 .map_err(|e| compile_ctx(format!("compile: {e}")))?,
-            backend::compile(&opt, &BackendOptions { verify: true })
+            backend::compile(&opt, &BackendOptions::verified())
                 .map_err(|e| compile_ctx(format!("compile optimized: {e}")))?,
         ];
         for &count in &counts {

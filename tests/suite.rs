@@ -259,7 +259,7 @@ fn check_benchmark(key: &str) {
         dims,
         ..Options::default()
     };
-    let bo = BackendOptions { verify: true };
+    let bo = BackendOptions::verified();
 
     let mut errors = Vec::new();
     let mut worst = Worst::default();

@@ -239,6 +239,7 @@ pub(crate) fn lower<M: Module>(
     f: &Function,
     keep: &[VarId],
     entry: &EntryDecl<'_>,
+    opts: &BackendOptions,
 ) -> Result<Lowered, Error> {
     f.validate()
         .map_err(|e| Error::internal(format!("backend: invalid IR: {e}")))?;
@@ -265,7 +266,8 @@ pub(crate) fn lower<M: Module>(
     }
     let mut funcs = Vec::new();
     let mut libm = (entry.libm, imports);
-    lower_function(module, f, &plan, id, entry.name, &mut libm, &mut funcs)?;
+    let names = (id, entry.name);
+    lower_function(module, f, &plan, names, opts.simd, &mut libm, &mut funcs)?;
     funcs.sort_by_key(|(fid, _)| fid.as_u32());
     Ok(Lowered { id, funcs, plan })
 }
@@ -295,7 +297,8 @@ fn declare_libm<M: Module>(
         .map_err(|e| cl_err("declare import", e))
 }
 
-/// Lower `f` (declared as `id`, named `name`) and, first, the loop bodies
+/// Lower `f` (declared as `id`, named `name`; SIMD loops when `simd`) and,
+/// first, the loop bodies
 /// and VJPs its plan calls, each its own function with the entry's ABI
 /// (declared after `f`, named after it). Pushes every lowered function to
 /// `out`.
@@ -303,8 +306,8 @@ fn lower_function<M: Module>(
     module: &mut M,
     f: &Function,
     plan: &Plan,
-    id: FuncId,
-    name: &str,
+    (id, name): (FuncId, &str),
+    simd: bool,
     libm: &mut (LibmNames, Vec<(Libm, DType, FuncId)>),
     out: &mut Vec<(FuncId, Context)>,
 ) -> Result<(), Error> {
@@ -330,7 +333,7 @@ fn lower_function<M: Module>(
             let cid = module
                 .declare_function(&cname, Linkage::Local, &sig)
                 .map_err(|e| cl_err("declare", e))?;
-            lower_function(module, func, &callee.plan, cid, &cname, libm, out)?;
+            lower_function(module, func, &callee.plan, (cid, &cname), simd, libm, out)?;
             if part == "body" {
                 ids.0 = Some(cid);
             } else {
@@ -377,7 +380,7 @@ fn lower_function<M: Module>(
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let b = Translator::new(f, plan, b, &mut import, loop_refs).translate_function()?;
+        let b = Translator::new(f, plan, b, &mut import, loop_refs, simd).translate_function()?;
         b.finalize(target);
     }
     if let Some(e) = failed {
@@ -390,7 +393,7 @@ fn lower_function<M: Module>(
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).
 pub fn clif_text(f: &Function) -> Result<String, Error> {
     let mut module = new_module(false)?;
-    let lowered = lower(&mut module, f, &[], &JIT_ENTRY)?;
+    let lowered = lower(&mut module, f, &[], &JIT_ENTRY, &BackendOptions::default())?;
     // The entry, then the loop bodies and VJPs it calls.
     Ok(lowered
         .funcs
@@ -429,7 +432,7 @@ pub fn compile_keeping(
         id,
         mut funcs,
         plan,
-    } = match lower(&mut module, f, keep, &JIT_ENTRY) {
+    } = match lower(&mut module, f, keep, &JIT_ENTRY, opts) {
         Ok(l) => l,
         Err(e) => {
             // SAFETY: nothing compiled in this module is referenced anywhere.

@@ -16,9 +16,12 @@
 //! An array statement is materialised (its own loop, writing an output
 //! buffer if it is returned, else a scratch buffer) when it is returned,
 //! used more than once, or used by a non-element-wise op other than `sum`.
-//! `sum` runs one loop over its operand's inlined element tree with a single
-//! accumulator, left to right, in the dtype's precision, so results are
-//! bit-identical to the reference interpreter.
+//! `sum` runs one loop over its operand's inlined element tree, in egrad's
+//! fixed order ([`crate::ops::fold_row`]: eight partial sums) and the
+//! dtype's precision, so results are bit-identical to the reference
+//! interpreter. Element-wise loops, reductions and the column loops of
+//! `sumlead` and `matmul` run in SIMD vectors ([`vector`]) unless
+//! [`BackendOptions::simd`](super::BackendOptions) is off.
 //!
 //! The loop ops (`loop`, `looptape`, `loopvjp`) are loop nests whose steps
 //! call the loop's body or VJP, compiled as separate functions (see the
@@ -41,6 +44,9 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
+use vector::Source;
+
+mod vector;
 
 /// A value used more than once is recomputed in each consumer's loop when
 /// its element tree costs at most this many flops per element (a broadcast
@@ -508,6 +514,9 @@ pub(crate) struct Translator<'a, 'b> {
     scalars: Vec<Option<ir::Value>>,
     /// The statement defining each variable.
     defs: Vec<Option<usize>>,
+    /// Element-wise loops, reductions and column loops in SIMD vectors
+    /// (see [`vector`]); else scalar code with the same results.
+    simd: bool,
 }
 
 impl<'a, 'b> Translator<'a, 'b> {
@@ -517,6 +526,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         b: FunctionBuilder<'b>,
         import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
         loop_refs: Vec<LoopRefs>,
+        simd: bool,
     ) -> Self {
         Translator {
             f,
@@ -530,6 +540,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             dims: Vec::new(),
             scalars: vec![None; f.vars.len()],
             defs: f.definitions(),
+            simd,
         }
     }
 
@@ -638,8 +649,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         // A scalar from an array: a fold of all its elements (`sumlead` of
         // a vector included), or one element of a vector.
-        if let Some((init, step)) = stmt.op.reduction() {
-            return self.translate_reduce(first()?, dtype, init, step);
+        if let Some(fold) = stmt.op.reduction() {
+            let a = first()?;
+            let len = self.translate_len(self.f.ty(a).clone())?;
+            let zero = self.b.ins().iconst(types::I64, 0);
+            return self.translate_fold(a, zero, len, dtype, fold);
         }
         if let Op::Index(k) = stmt.op {
             let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
@@ -651,29 +665,6 @@ impl<'a, 'b> Translator<'a, 'b> {
             args.push(self.scalar(*a)?);
         }
         self.translate_op(stmt.op, dtype, &args)
-    }
-
-    /// A reduction of `a` (`sum`, `maxall`, `minall`): one loop over `a`'s
-    /// element tree, a single accumulator starting at `init`, left to right.
-    fn translate_reduce(
-        &mut self,
-        a: VarId,
-        dtype: DType,
-        init: f64,
-        step: Op,
-    ) -> Result<ir::Value, Error> {
-        let len = self.translate_len(self.f.ty(a).clone())?;
-        let acc = self.b.declare_var(cl_type(dtype));
-        let first = self.translate_const(dtype, init);
-        self.b.def_var(acc, first);
-        self.translate_loop(len, &mut |t, i| {
-            let x = t.translate_elem(a, i)?;
-            let sofar = t.b.use_var(acc);
-            let next = t.translate_op(step, dtype, &[sofar, x])?;
-            t.b.def_var(acc, next);
-            Ok(())
-        })?;
-        Ok(self.b.use_var(acc))
     }
 
     /// The loop writing a materialised statement `v` into buffer `k`.
@@ -689,11 +680,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         let len = self.translate_len(ty.clone())?;
         let base = self.buf(k)?;
-        self.translate_loop(len, &mut |t, i| {
-            let x = t.translate_tree(v, i)?;
-            t.translate_store(ty.dtype, base, i, x);
-            Ok(())
-        })
+        self.translate_map(Source::Tree(v), ty.dtype, base, len)
     }
 
     /// Returned scalars, returned parameters and repeated returns, stored
@@ -707,11 +694,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.ins().store(MemFlagsData::trusted(), x, base, 0);
             } else {
                 let len = self.translate_len(ty.clone())?;
-                self.translate_loop(len, &mut |t, i| {
-                    let x = t.translate_elem(v, i)?;
-                    t.translate_store(ty.dtype, base, i, x);
-                    Ok(())
-                })?;
+                self.translate_map(Source::Elem(v), ty.dtype, base, len)?;
             }
         }
         Ok(())
@@ -762,31 +745,46 @@ impl<'a, 'b> Translator<'a, 'b> {
         let rest = Type::array(dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
         let lead = Type::array(dtype, at.shape.first().cloned().into_iter().collect());
         match stmt.op {
-            Op::SumTail | Op::SumLead | Op::MaxTail | Op::MinTail => {
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
+                // Each row folded in egrad's fixed order.
                 let rows = self.translate_len(lead)?;
                 let cols = self.translate_len(rest)?;
-                let tail = stmt.op != Op::SumLead;
-                let (init, step) = stmt.op.reduction().unwrap_or((0.0, Op::Add));
-                let (outer, inner) = if tail { (rows, cols) } else { (cols, rows) };
-                self.translate_loop(outer, &mut |t, o| {
-                    let acc = t.b.declare_var(cl_type(dtype));
-                    let first = t.translate_const(dtype, init);
-                    t.b.def_var(acc, first);
-                    t.translate_loop(inner, &mut |t, n| {
-                        // Element (row, col) of the operand.
-                        let (r, c) = if tail { (o, n) } else { (n, o) };
-                        let rc = t.b.ins().imul(r, cols);
-                        let j = t.b.ins().iadd(rc, c);
-                        let x = t.translate_elem(a, j)?;
-                        let sofar = t.b.use_var(acc);
-                        let next = t.translate_op(step, dtype, &[sofar, x])?;
-                        t.b.def_var(acc, next);
-                        Ok(())
-                    })?;
-                    let total = t.b.use_var(acc);
-                    t.translate_store(dtype, base, o, total);
+                let fold = stmt.op.reduction().unwrap_or((0.0, Op::Add));
+                self.translate_loop(rows, &mut |t, r| {
+                    let start = t.b.ins().imul(r, cols);
+                    let total = t.translate_fold(a, start, cols, dtype, fold)?;
+                    t.translate_store(dtype, base, r, total);
                     Ok(())
                 })
+            }
+            Op::SumLead => {
+                // Each column summed over the rows in order, many columns
+                // at a time.
+                let rows = self.translate_len(lead)?;
+                let cols = self.translate_len(rest)?;
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let simd = self.simd;
+                self.translate_columns(
+                    dtype,
+                    base,
+                    zero,
+                    cols,
+                    rows,
+                    (0.0, Op::Add),
+                    &mut |t, r, js, vec| {
+                        let rc = t.b.ins().imul(r, cols);
+                        js.iter()
+                            .map(|&j| {
+                                let at = t.b.ins().iadd(rc, j);
+                                if vec && simd {
+                                    t.translate_elem_vec(a, at)
+                                } else {
+                                    t.translate_elem(a, at)
+                                }
+                            })
+                            .collect()
+                    },
+                )
             }
             Op::MatMul => {
                 let b = *stmt
@@ -803,27 +801,37 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // An operand that is an inlined `transpose c` is read from
                 // `c` at the swapped index (no division per element); the
                 // same elements in the same order, so the same result.
+                // Row i of the result: its columns many at a time, each
+                // summing a[i, l] * b[l, j] over l in order.
                 let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
                 self.translate_loop(m, &mut |t, i| {
-                    t.translate_loop(n, &mut |t, j| {
-                        let acc = t.b.declare_var(cl_type(dtype));
-                        let zero = t.translate_const(dtype, 0.0);
-                        t.b.def_var(acc, zero);
-                        t.translate_loop(kk, &mut |t, l| {
+                    let out_row = t.b.ins().imul(i, n);
+                    t.translate_columns(
+                        dtype,
+                        base,
+                        out_row,
+                        n,
+                        kk,
+                        (0.0, Op::Add),
+                        &mut |t, l, js, vec| {
                             let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
-                            let y = t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?;
-                            let p = t.b.ins().fmul(x, y);
-                            let sofar = t.b.use_var(acc);
-                            let next = t.b.ins().fadd(sofar, p);
-                            t.b.def_var(acc, next);
-                            Ok(())
-                        })?;
-                        let total = t.b.use_var(acc);
-                        let in_ = t.b.ins().imul(i, n);
-                        let o = t.b.ins().iadd(in_, j);
-                        t.translate_store(dtype, base, o, total);
-                        Ok(())
-                    })
+                            let x = if vec {
+                                t.b.ins().splat(vector::vec_type(dtype), x)
+                            } else {
+                                x
+                            };
+                            js.iter()
+                                .map(|&j| {
+                                    let y = if vec {
+                                        t.translate_matrix_vec(b, b_t, (l, j), (kk, n))?
+                                    } else {
+                                        t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?
+                                    };
+                                    Ok(t.b.ins().fmul(x, y))
+                                })
+                                .collect()
+                        },
+                    )
                 })
             }
             other => Err(Error::internal(format!(
@@ -1206,11 +1214,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// `base`.
     fn translate_fill(&mut self, v: VarId, base: ir::Value, len: ir::Value) -> Result<(), Error> {
         let dtype = self.f.ty(v).dtype;
-        self.translate_loop(len, &mut |t, i| {
-            let x = t.translate_elem(v, i)?;
-            t.translate_store(dtype, base, i, x);
-            Ok(())
-        })
+        self.translate_map(Source::Elem(v), dtype, base, len)
     }
 
     /// Loop `l`'s body (or VJP) ready to call: a stack slot for its buffer
@@ -1299,9 +1303,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let imm = |k: u64| i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"));
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
-                let row = self.translate_len(tail(&at))?;
-                let off = self.b.ins().imul_imm_s(row, imm(c)?);
-                let j = self.b.ins().iadd(i, off);
+                let j = self.row_offset(a, c, i)?;
                 self.translate_leaf(a, j)
             }
             Op::Pad(c) | Op::Unindex(c) => {
@@ -1311,20 +1313,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // In range when start <= i < start + n (unsigned arithmetic).
                 let j = self.b.ins().isub(i, start);
                 let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
-                let read = self.b.create_block();
-                let join = self.b.create_block();
-                let x = self.b.append_block_param(join, cl_type(dtype));
-                let zero = self.translate_const(dtype, 0.0);
-                self.b
-                    .ins()
-                    .brif(inside, read, &[], join, &[ir::BlockArg::Value(zero)]);
-                self.b.switch_to_block(read);
-                self.b.seal_block(read);
-                let y = self.translate_leaf(a, j)?;
-                self.b.ins().jump(join, &[ir::BlockArg::Value(y)]);
-                self.b.switch_to_block(join);
-                self.b.seal_block(join);
-                Ok(x)
+                self.translate_if(
+                    inside,
+                    cl_type(dtype),
+                    &mut |t| t.translate_leaf(a, j),
+                    &mut |t| Ok(t.translate_const(dtype, 0.0)),
+                )
             }
             Op::Repeat => {
                 let row = self.translate_len(at.clone())?;
@@ -1374,10 +1368,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// Element `i` of statement `root` computed in place, with every inlined
-    /// statement under it. Iterative (no recursion on deep chains): collect
-    /// the inlined tree, then evaluate it in statement order.
-    fn translate_tree(&mut self, root: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+    /// `i` plus `c` rows of `a` (`slice` and `index` read element `i` of
+    /// their result there).
+    fn row_offset(&mut self, a: VarId, c: u64, i: ir::Value) -> Result<ir::Value, Error> {
+        let at = self.f.ty(a);
+        let row = Type::array(at.dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
+        let row = self.translate_len(row)?;
+        let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
+        let off = self.b.ins().imul_imm_s(row, c);
+        Ok(self.b.ins().iadd(i, off))
+    }
+
+    /// The statements of `root`'s element tree (itself and every inlined
+    /// statement under it), in statement order. Iterative: no recursion
+    /// on deep chains.
+    fn tree_nodes(&self, root: VarId) -> Result<Vec<usize>, Error> {
         let defs = &self.defs;
         let def = |v: VarId| -> Result<usize, Error> {
             defs.get(v.index())
@@ -1397,6 +1402,40 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         nodes.sort_unstable();
         nodes.dedup();
+        Ok(nodes)
+    }
+
+    /// `if cond { yes } else { no }`, a value of type `ty`; leaves the
+    /// builder after both.
+    fn translate_if(
+        &mut self,
+        cond: ir::Value,
+        ty: ir::Type,
+        yes: &mut dyn FnMut(&mut Self) -> Result<ir::Value, Error>,
+        no: &mut dyn FnMut(&mut Self) -> Result<ir::Value, Error>,
+    ) -> Result<ir::Value, Error> {
+        let (then, other, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let x = self.b.append_block_param(join, ty);
+        self.b.ins().brif(cond, then, &[], other, &[]);
+        for (block, first) in [(then, true), (other, false)] {
+            self.b.switch_to_block(block);
+            self.b.seal_block(block);
+            let y = if first { yes(self)? } else { no(self)? };
+            self.b.ins().jump(join, &[ir::BlockArg::Value(y)]);
+        }
+        self.b.switch_to_block(join);
+        self.b.seal_block(join);
+        Ok(x)
+    }
+
+    /// Element `i` of statement `root` computed in place, with every inlined
+    /// statement under it, evaluated in statement order.
+    fn translate_tree(&mut self, root: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        let nodes = self.tree_nodes(root)?;
         let mut local: HashMap<VarId, ir::Value> = HashMap::with_capacity(nodes.len());
         for s in nodes {
             if access(self.f.stmts[s].op) == Access::IndexMap {
@@ -1560,9 +1599,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         len: ir::Value,
         body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let i = self.b.declare_var(types::I64);
         let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(i, zero);
+        self.translate_range(zero, len, 1, body)
+    }
+
+    /// `for i in (start..end).step_by(step) { body(i) }`, for `end - start`
+    /// a multiple of `step` (or `step` 1); leaves the builder after the loop.
+    fn translate_range(
+        &mut self,
+        start: ir::Value,
+        end: ir::Value,
+        step: i64,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let i = self.b.declare_var(types::I64);
+        self.b.def_var(i, start);
         let header = self.b.create_block();
         let body_block = self.b.create_block();
         let exit = self.b.create_block();
@@ -1570,12 +1621,12 @@ impl<'a, 'b> Translator<'a, 'b> {
 
         self.b.switch_to_block(header);
         let iv = self.b.use_var(i);
-        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, len);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, end);
         self.b.ins().brif(more, body_block, &[], exit, &[]);
 
         self.b.switch_to_block(body_block);
         body(self, iv)?;
-        let next = self.b.ins().iadd_imm_s(iv, 1);
+        let next = self.b.ins().iadd_imm_s(iv, step);
         self.b.def_var(i, next);
         self.b.ins().jump(header, &[]);
 

@@ -35,8 +35,9 @@
 //! gets its own loop only when it is returned, used more than once, or used
 //! by a non-element-wise op other than `sum`; otherwise it is inlined into
 //! its consumer's loop. `bcast` inside a loop is just its scalar; `sum` runs
-//! one left-to-right loop with a single accumulator (bit-identical to the
-//! interpreter).
+//! one loop in egrad's fixed order (eight partial sums, the interpreter's
+//! order too). Loops run in 128-bit SIMD vectors (two `f64` or four `f32`
+//! lanes; `BackendOptions::simd`), with scalar tails: see `lower::vector`.
 //!
 //! # Loops
 //!
@@ -79,12 +80,29 @@ use crate::lang::ir::Function;
 pub struct BackendOptions {
     /// Run Cranelift's IR verifier while compiling.
     pub verify: bool,
+    /// Element-wise loops, reductions and the column loops of `sumlead`
+    /// and `matmul` in 128-bit SIMD vectors (on by default). Off, the same
+    /// loops are scalar; results are bit-for-bit the same either way,
+    /// since reductions keep egrad's fixed order
+    /// ([`fold_row`](crate::ops::fold_row)) in both.
+    pub simd: bool,
+}
+
+impl BackendOptions {
+    /// The defaults with Cranelift's verifier on (what tests use).
+    pub fn verified() -> BackendOptions {
+        BackendOptions {
+            verify: true,
+            ..BackendOptions::default()
+        }
+    }
 }
 
 impl Default for BackendOptions {
     fn default() -> Self {
         BackendOptions {
             verify: cfg!(debug_assertions),
+            simd: true,
         }
     }
 }

@@ -73,7 +73,7 @@ pub fn compile_object(
             linkage: Linkage::Export,
             libm: LibmNames::C,
         };
-        let Lowered { funcs, plan, .. } = lower(&mut module, e.func, e.keep, &decl)?;
+        let Lowered { funcs, plan, .. } = lower(&mut module, e.func, e.keep, &decl, opts)?;
         for (fid, mut ctx) in funcs {
             module
                 .define_function(fid, &mut ctx)

@@ -1,0 +1,520 @@
+//! SIMD lowering of element-wise loops, reductions and the column loops of
+//! `sumlead` and `matmul`.
+//!
+//! Cranelift neither vectorises nor reassociates, and its x86-64 backend
+//! has 128-bit vectors only, so a vector holds two `f64` or four `f32`
+//! lanes ([`lanes`]). Element `i .. i + W` of an inlined element tree is
+//! computed as one vector: buffer reads are vector loads, scalars and
+//! broadcasts are splats, arithmetic is the vector instruction, and what
+//! has no vector form (libm calls, index maps other than a row offset) is
+//! computed lane by lane with the scalar lowering and put together. Every
+//! lane computes exactly what the scalar code computes for that element,
+//! so element-wise results are bit-for-bit the scalar path's; the `n mod W`
+//! elements left over run the scalar code.
+//!
+//! Reductions use egrad's fixed order ([`crate::ops::fold_row`]): eight
+//! interleaved partial results, kept as four `f64x2` or two `f32x4`
+//! accumulators with SIMD on and as eight scalars with it off, combined the
+//! same way, then the tail left to right. So SIMD and scalar code and the
+//! interpreter agree bit for bit. `sumlead` and `matmul` vectorise across
+//! output columns: each column's sum still runs over its rows (or over `k`)
+//! in order, one product rounded at a time.
+
+use super::{access, cl_type, Access, Read, Translator};
+use crate::error::Error;
+use crate::lang::ir::VarId;
+use crate::lang::types::DType;
+use crate::lang::types::Type;
+use crate::ops::{Op, FOLD_LANES};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
+use std::collections::HashMap;
+
+/// The vector type of a dtype: 128 bits.
+pub(super) fn vec_type(d: DType) -> ir::Type {
+    match d {
+        DType::F32 => types::F32X4,
+        DType::F64 | DType::I64 => types::F64X2,
+    }
+}
+
+/// Lanes per vector of a dtype.
+pub(super) fn lanes(d: DType) -> i64 {
+    match d {
+        DType::F32 => 4,
+        DType::F64 | DType::I64 => 2,
+    }
+}
+
+/// Vector accesses: not trapping, not assumed 16-byte aligned.
+fn vflags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Accumulators in a blocked column loop (`sumlead`, `matmul`): columns
+/// `j .. j + COLUMN_VECTORS * W` are summed at once, so each row's (or
+/// `k`'s) loads and splats serve that many vectors.
+const COLUMN_VECTORS: usize = 4;
+
+/// The terms of one row `l` of a column loop at each column start, as
+/// vectors or single elements: see [`Translator::translate_columns`].
+type ColumnTerm<'t, 'a, 'b> = dyn FnMut(&mut Translator<'a, 'b>, ir::Value, &[ir::Value], bool) -> Result<Vec<ir::Value>, Error>
+    + 't;
+
+/// The element source of a mapping loop.
+#[derive(Clone, Copy)]
+pub(super) enum Source {
+    /// A statement's own element tree (the loop that materialises it).
+    Tree(VarId),
+    /// A value as its consumers read it.
+    Elem(VarId),
+}
+
+impl<'a, 'b> Translator<'a, 'b> {
+    fn vsplat(&mut self, dtype: DType, x: ir::Value) -> ir::Value {
+        self.b.ins().splat(vec_type(dtype), x)
+    }
+
+    fn vconst(&mut self, dtype: DType, x: f64) -> ir::Value {
+        let s = self.translate_const(dtype, x);
+        self.vsplat(dtype, s)
+    }
+
+    fn vload(&mut self, dtype: DType, base: ir::Value, i: ir::Value) -> ir::Value {
+        let addr = self.translate_addr(dtype, base, i);
+        self.b.ins().load(vec_type(dtype), vflags(), addr, 0)
+    }
+
+    fn vstore(&mut self, dtype: DType, base: ir::Value, i: ir::Value, x: ir::Value) {
+        let addr = self.translate_addr(dtype, base, i);
+        self.b.ins().store(vflags(), x, addr, 0);
+    }
+
+    /// A vector from its lanes, computed one by one with the scalar
+    /// lowering: `lane(i + l)` for each lane `l`.
+    fn per_lane(
+        &mut self,
+        dtype: DType,
+        i: ir::Value,
+        lane: &mut dyn FnMut(&mut Self, ir::Value) -> Result<ir::Value, Error>,
+    ) -> Result<ir::Value, Error> {
+        let x0 = lane(self, i)?;
+        let mut v = self.vsplat(dtype, x0);
+        for l in 1..lanes(dtype) {
+            let il = self.b.ins().iadd_imm_s(i, l);
+            let x = lane(self, il)?;
+            v = self.b.ins().insertlane(v, x, l as u8);
+        }
+        Ok(v)
+    }
+
+    /// Each lane of `xs` through a scalar function (a libm call).
+    fn map_lanes(
+        &mut self,
+        dtype: DType,
+        xs: &[ir::Value],
+        f: &mut dyn FnMut(&mut Self, &[ir::Value]) -> ir::Value,
+    ) -> ir::Value {
+        let mut out = None;
+        for l in 0..lanes(dtype) as u8 {
+            let args: Vec<ir::Value> = xs.iter().map(|&x| self.b.ins().extractlane(x, l)).collect();
+            let y = f(self, &args);
+            out = Some(match out {
+                None => self.vsplat(dtype, y),
+                Some(v) => self.b.ins().insertlane(v, y, l),
+            });
+        }
+        out.unwrap_or_else(|| self.vconst(dtype, 0.0))
+    }
+
+    /// Elements `i .. i + W` of `v` as its consumers read them.
+    pub(super) fn translate_elem_vec(
+        &mut self,
+        v: VarId,
+        i: ir::Value,
+    ) -> Result<ir::Value, Error> {
+        match self.read(v)? {
+            Read::Inline => self.translate_tree_vec(v, i),
+            _ => self.translate_leaf_vec(v, i),
+        }
+    }
+
+    /// Elements `i .. i + W` of a value that is not inlined.
+    fn translate_leaf_vec(&mut self, v: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        let dtype = self.f.ty(v).dtype;
+        match self.read(v)? {
+            Read::Buf(k) => {
+                let base = self.buf(k)?;
+                Ok(self.vload(dtype, base, i))
+            }
+            Read::Inline | Read::Dead => Err(Error::internal(format!(
+                "backend: %{} read as a leaf but it is not computed",
+                self.f.var_name(v)
+            ))),
+            // A scalar or a splat: the same element in every lane.
+            Read::Scalar | Read::Splat(_) => {
+                let x = self.translate_leaf(v, i)?;
+                Ok(self.vsplat(dtype, x))
+            }
+        }
+    }
+
+    /// Elements `i .. i + W` of statement `root` computed in place, like
+    /// [`Translator::translate_tree`].
+    fn translate_tree_vec(&mut self, root: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        let mut local: HashMap<VarId, ir::Value> = HashMap::new();
+        for s in self.tree_nodes(root)? {
+            let stmt = self.f.stmts[s].clone();
+            let dtype = self.f.ty(stmt.var).dtype;
+            let x = if access(stmt.op) == Access::IndexMap {
+                self.translate_index_map_vec(s, i)?
+            } else {
+                let mut args = Vec::with_capacity(stmt.args.len());
+                for &a in &stmt.args {
+                    args.push(match local.get(&a) {
+                        Some(&x) => x,
+                        None => self.translate_leaf_vec(a, i)?,
+                    });
+                }
+                self.translate_vop(stmt.op, dtype, &args)?
+            };
+            local.insert(stmt.var, x);
+        }
+        local
+            .get(&root)
+            .copied()
+            .ok_or_else(|| Error::internal("backend: element tree lost its root"))
+    }
+
+    /// An index map's elements `i .. i + W`: a row offset (`slice`,
+    /// `index`) is a vector load at the offset; `repeat` is one when the
+    /// lanes do not wrap around the repeated row, `spread` a splat when
+    /// they fall in one row; anything else is gathered lane by lane.
+    fn translate_index_map_vec(&mut self, s: usize, i: ir::Value) -> Result<ir::Value, Error> {
+        let stmt = &self.f.stmts[s];
+        let dtype = self.f.ty(stmt.var).dtype;
+        let vt = vec_type(dtype);
+        let w = lanes(dtype);
+        let gather =
+            &mut |t: &mut Self| t.per_lane(dtype, i, &mut |t, il| t.translate_index_map(s, il));
+        let Some(&a) = stmt.args.first() else {
+            return gather(self);
+        };
+        match stmt.op {
+            Op::Slice(c) | Op::Index(c) => {
+                let j = self.row_offset(a, c, i)?;
+                self.translate_leaf_vec(a, j)
+            }
+            Op::Repeat => {
+                // Element i reads i mod row.
+                let row = self.translate_len(self.f.ty(a).clone())?;
+                let j = self.b.ins().urem(i, row);
+                let end = self.b.ins().iadd_imm_s(j, w);
+                let fits = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, row);
+                self.translate_if(fits, vt, &mut |t| t.translate_leaf_vec(a, j), gather)
+            }
+            Op::Spread => {
+                // Element i reads i / row.
+                let out = self.f.ty(stmt.var);
+                let row = Type::array(dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
+                let row = self.translate_len(row)?;
+                let r = self.b.ins().udiv(i, row);
+                let last = self.b.ins().iadd_imm_s(i, w - 1);
+                let r_last = self.b.ins().udiv(last, row);
+                let one = self.b.ins().icmp(IntCC::Equal, r, r_last);
+                self.translate_if(
+                    one,
+                    vt,
+                    &mut |t| {
+                        let x = t.translate_leaf(a, r)?;
+                        Ok(t.vsplat(dtype, x))
+                    },
+                    gather,
+                )
+            }
+            _ => gather(self),
+        }
+    }
+
+    /// The op on vector operands: the vector instruction where there is
+    /// one, else lane by lane (libm calls); comparisons give 1.0 or +0.0.
+    fn translate_vop(
+        &mut self,
+        op: Op,
+        dtype: DType,
+        args: &[ir::Value],
+    ) -> Result<ir::Value, Error> {
+        let arg = |k: usize| {
+            args.get(k).copied().ok_or_else(|| {
+                Error::internal(format!("backend: `{}` is missing operand {k}", op.name()))
+            })
+        };
+        let cmp = |t: &mut Self, cc: FloatCC| -> Result<ir::Value, Error> {
+            let m = t.b.ins().fcmp(cc, arg(0)?, arg(1)?);
+            let m = t.b.ins().bitcast(vec_type(dtype), MemFlagsData::new(), m);
+            let one = t.vconst(dtype, 1.0);
+            Ok(t.b.ins().band(m, one))
+        };
+        Ok(match op {
+            Op::Const(l) => self.vconst(l.dtype, l.value()),
+            Op::Zero => self.vconst(dtype, 0.0),
+            Op::Add => self.b.ins().fadd(arg(0)?, arg(1)?),
+            Op::Sub => self.b.ins().fsub(arg(0)?, arg(1)?),
+            Op::Mul => self.b.ins().fmul(arg(0)?, arg(1)?),
+            Op::Div => self.b.ins().fdiv(arg(0)?, arg(1)?),
+            Op::Neg => self.b.ins().fneg(arg(0)?),
+            Op::Sqrt => self.b.ins().sqrt(arg(0)?),
+            Op::Abs => self.b.ins().fabs(arg(0)?),
+            Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
+            Op::Min => self.b.ins().fmin(arg(0)?, arg(1)?),
+            Op::Lt => cmp(self, FloatCC::LessThan)?,
+            Op::Le => cmp(self, FloatCC::LessThanOrEqual)?,
+            Op::Gt => cmp(self, FloatCC::GreaterThan)?,
+            Op::Ge => cmp(self, FloatCC::GreaterThanOrEqual)?,
+            Op::Eq => cmp(self, FloatCC::Equal)?,
+            Op::Ne => cmp(self, FloatCC::NotEqual)?,
+            Op::Select => {
+                let zero = self.vconst(dtype, 0.0);
+                let m = self.b.ins().fcmp(FloatCC::NotEqual, arg(0)?, zero);
+                let m = self
+                    .b
+                    .ins()
+                    .bitcast(vec_type(dtype), MemFlagsData::new(), m);
+                self.b.ins().bitselect(m, arg(1)?, arg(2)?)
+            }
+            Op::Bcast => arg(0)?,
+            // Everything else (libm calls; the ops the scalar lowering
+            // refuses here are refused the same way): lane by lane.
+            _ => {
+                let mut failed = None;
+                let v = self.map_lanes(dtype, args, &mut |t, xs| {
+                    t.translate_op(op, dtype, xs).unwrap_or_else(|e| {
+                        failed = Some(e);
+                        xs[0]
+                    })
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                v
+            }
+        })
+    }
+
+    /// Write the `len` elements of `src` to `base`: vectors while a whole
+    /// vector fits, then the scalar code for the rest.
+    pub(super) fn translate_map(
+        &mut self,
+        src: Source,
+        dtype: DType,
+        base: ir::Value,
+        len: ir::Value,
+    ) -> Result<(), Error> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let mut rest = zero;
+        if self.simd {
+            let w = lanes(dtype);
+            let main = self.b.ins().band_imm_s(len, -w);
+            self.translate_range(zero, main, w, &mut |t, i| {
+                let x = match src {
+                    Source::Tree(v) => t.translate_tree_vec(v, i)?,
+                    Source::Elem(v) => t.translate_elem_vec(v, i)?,
+                };
+                t.vstore(dtype, base, i, x);
+                Ok(())
+            })?;
+            rest = main;
+        }
+        self.translate_range(rest, len, 1, &mut |t, i| {
+            let x = match src {
+                Source::Tree(v) => t.translate_tree(v, i)?,
+                Source::Elem(v) => t.translate_elem(v, i)?,
+            };
+            t.translate_store(dtype, base, i, x);
+            Ok(())
+        })
+    }
+
+    /// The reduction (identity `init`, step `step`) of elements
+    /// `start .. start + len` of `a`, in egrad's fixed order
+    /// ([`crate::ops::fold_row`]).
+    pub(super) fn translate_fold(
+        &mut self,
+        a: VarId,
+        start: ir::Value,
+        len: ir::Value,
+        dtype: DType,
+        (init, step): (f64, Op),
+    ) -> Result<ir::Value, Error> {
+        let blocks = FOLD_LANES as i64;
+        let (width, ty) = if self.simd {
+            (lanes(dtype), vec_type(dtype))
+        } else {
+            (1, cl_type(dtype))
+        };
+        let n_acc = FOLD_LANES / width as usize;
+        let accs: Vec<_> = (0..n_acc).map(|_| self.b.declare_var(ty)).collect();
+        let first = if self.simd {
+            self.vconst(dtype, init)
+        } else {
+            self.translate_const(dtype, init)
+        };
+        for &acc in &accs {
+            self.b.def_var(acc, first);
+        }
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let main = self.b.ins().band_imm_s(len, -blocks);
+        let simd = self.simd;
+        self.translate_range(zero, main, blocks, &mut |t, i| {
+            let at = t.b.ins().iadd(start, i);
+            for (k, &acc) in accs.iter().enumerate() {
+                let ik = t.b.ins().iadd_imm_s(at, k as i64 * width);
+                let x = if simd {
+                    t.translate_elem_vec(a, ik)?
+                } else {
+                    t.translate_elem(a, ik)?
+                };
+                let sofar = t.b.use_var(acc);
+                let next = t.translate_op(step, dtype, &[sofar, x])?;
+                t.b.def_var(acc, next);
+            }
+            Ok(())
+        })?;
+        // The eight partials, in order, then q, r and their sum.
+        let mut p = Vec::with_capacity(FOLD_LANES);
+        for &acc in &accs {
+            let x = self.b.use_var(acc);
+            if simd {
+                for l in 0..width as u8 {
+                    p.push(self.b.ins().extractlane(x, l));
+                }
+            } else {
+                p.push(x);
+            }
+        }
+        let combine = |t: &mut Self, xs: &[ir::Value]| -> Result<Vec<ir::Value>, Error> {
+            let half = xs.len() / 2;
+            (0..half)
+                .map(|j| t.translate_op(step, dtype, &[xs[j], xs[j + half]]))
+                .collect()
+        };
+        let q = combine(self, &p)?;
+        let r = combine(self, &q)?;
+        let s = combine(self, &r)?;
+        let total = self.b.declare_var(cl_type(dtype));
+        self.b.def_var(total, s[0]);
+        self.translate_range(main, len, 1, &mut |t, i| {
+            let at = t.b.ins().iadd(start, i);
+            let x = t.translate_elem(a, at)?;
+            let sofar = t.b.use_var(total);
+            let next = t.translate_op(step, dtype, &[sofar, x])?;
+            t.b.def_var(total, next);
+            Ok(())
+        })?;
+        Ok(self.b.use_var(total))
+    }
+
+    /// Columns `0 .. n` of a row-major result row starting at element
+    /// `out_row` of `base`, each the fold over `l in 0 .. k` of
+    /// `term(l, j)` from `init` with `step`, in that order for every
+    /// column. With SIMD, `COLUMN_VECTORS` vectors of columns at a time,
+    /// then single vectors, then one column at a time: `term(l, js, vec)`
+    /// gives the terms of row `l` at each column start in `js`, vectors of
+    /// columns `j .. j + W` when `vec`, single elements otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn translate_columns(
+        &mut self,
+        dtype: DType,
+        base: ir::Value,
+        out_row: ir::Value,
+        n: ir::Value,
+        k: ir::Value,
+        (init, step): (f64, Op),
+        term: &mut ColumnTerm<'_, 'a, 'b>,
+    ) -> Result<(), Error> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let mut rest = zero;
+        if self.simd {
+            let w = lanes(dtype);
+            let wide = w * COLUMN_VECTORS as i64;
+            let blocks = self.b.ins().band_imm_s(n, -wide);
+            let singles = self.b.ins().band_imm_s(n, -w);
+            for (from, to, count) in [(zero, blocks, COLUMN_VECTORS), (blocks, singles, 1)] {
+                self.translate_range(from, to, w * count as i64, &mut |t, j| {
+                    let accs: Vec<_> = (0..count)
+                        .map(|_| t.b.declare_var(vec_type(dtype)))
+                        .collect();
+                    let first = t.vconst(dtype, init);
+                    for &acc in &accs {
+                        t.b.def_var(acc, first);
+                    }
+                    let zero = t.b.ins().iconst(types::I64, 0);
+                    let js: Vec<_> = (0..count)
+                        .map(|u| t.b.ins().iadd_imm_s(j, u as i64 * w))
+                        .collect();
+                    t.translate_range(zero, k, 1, &mut |t, l| {
+                        let xs = term(t, l, &js, true)?;
+                        for (&acc, &x) in accs.iter().zip(&xs) {
+                            let sofar = t.b.use_var(acc);
+                            let next = t.translate_vop(step, dtype, &[sofar, x])?;
+                            t.b.def_var(acc, next);
+                        }
+                        Ok(())
+                    })?;
+                    for (&acc, &ju) in accs.iter().zip(&js) {
+                        let o = t.b.ins().iadd(out_row, ju);
+                        let total = t.b.use_var(acc);
+                        t.vstore(dtype, base, o, total);
+                    }
+                    Ok(())
+                })?;
+            }
+            rest = singles;
+        }
+        self.translate_range(rest, n, 1, &mut |t, j| {
+            let acc = t.b.declare_var(cl_type(dtype));
+            let first = t.translate_const(dtype, init);
+            t.b.def_var(acc, first);
+            let zero = t.b.ins().iconst(types::I64, 0);
+            t.translate_range(zero, k, 1, &mut |t, l| {
+                let x = *term(t, l, &[j], false)?
+                    .first()
+                    .ok_or_else(|| Error::internal("backend: a column without its term"))?;
+                let sofar = t.b.use_var(acc);
+                let next = t.translate_op(step, dtype, &[sofar, x])?;
+                t.b.def_var(acc, next);
+                Ok(())
+            })?;
+            let o = t.b.ins().iadd(out_row, j);
+            let total = t.b.use_var(acc);
+            t.translate_store(dtype, base, o, total);
+            Ok(())
+        })
+    }
+
+    /// Element `(r, c .. c + W)` of the matrix `v` (`rows × cols`), read
+    /// as [`Translator::translate_matrix_elem`] reads one element: from
+    /// `src` at the swapped index when `v` is `transpose src` inlined (a
+    /// column of `src`, gathered lane by lane).
+    pub(super) fn translate_matrix_vec(
+        &mut self,
+        v: VarId,
+        src: Option<VarId>,
+        (r, c): (ir::Value, ir::Value),
+        (rows, cols): (ir::Value, ir::Value),
+    ) -> Result<ir::Value, Error> {
+        match src {
+            None => {
+                let at = self.b.ins().imul(r, cols);
+                let at = self.b.ins().iadd(at, c);
+                self.translate_elem_vec(v, at)
+            }
+            Some(_) => {
+                let dtype = self.f.ty(v).dtype;
+                self.per_lane(dtype, c, &mut |t, cl| {
+                    t.translate_matrix_elem(v, src, (r, cl), (rows, cols))
+                })
+            }
+        }
+    }
+}
