@@ -54,6 +54,22 @@ mod vector;
 /// it back. Not for a value the plan must keep (a stored residual).
 pub(crate) const RECOMPUTE_FLOPS: f64 = 2.0;
 
+/// Nested row shifts computed in place: a shift whose operand's element
+/// tree already holds this many is given a buffer instead (each level is
+/// a recursion of the lowering).
+const MAX_SHIFT_NEST: usize = 8;
+
+/// Does element `i` of the result read element `i - offset` of the operand
+/// (or zero outside it)? Such an index map (`slice`, `index`, `pad`,
+/// `unindex`) computes an element-wise operand in place at the shifted
+/// index; the other index maps read their operand from a buffer.
+fn shifts(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Slice(_) | Op::Index(_) | Op::Pad(_) | Op::Unindex(_)
+    )
+}
+
 /// How an op reads its operands, for fusion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
@@ -64,7 +80,8 @@ enum Access {
     /// operand's element tree in one loop.
     Reduce,
     /// Element `i` of the result is one element `f(i)` of the operand (or
-    /// zero): inlined into its consumer, reading its operand from a buffer.
+    /// zero): inlined into its consumer, reading its operand from a buffer
+    /// or, for a row shift ([`shifts`]), computing it in place.
     IndexMap,
     /// Its own loop nest writing a buffer (`sumlead`, `sumtail`, `matmul`,
     /// and the loop ops, whose steps are calls); reads its operands' element
@@ -242,11 +259,22 @@ impl Plan {
         // that often (an index map such as `transpose` of a buffer costs
         // no flops and stays in place).
         let mut matmul_operand = vec![false; nv];
+        // Nested shifts in each value's element tree, if it is inlined.
+        let mut shift_nest = vec![0usize; nv];
         for s in &f.stmts {
-            if access(s.op) == Access::IndexMap {
-                for a in &s.args {
-                    needs_buffer[a.index()] = true;
+            let below = s.args.iter().map(|a| shift_nest[a.index()]).max();
+            let below = below.unwrap_or(0);
+            match access(s.op) {
+                Access::IndexMap if shifts(s.op) && below < MAX_SHIFT_NEST => {
+                    shift_nest[s.var.index()] = below + 1;
                 }
+                Access::IndexMap => {
+                    for a in &s.args {
+                        needs_buffer[a.index()] = true;
+                    }
+                }
+                Access::Elementwise => shift_nest[s.var.index()] = below,
+                Access::Reduce | Access::Nest => {}
             }
             if s.op == Op::MatMul {
                 for a in &s.args {
@@ -276,6 +304,9 @@ impl Plan {
         }
         // Flops per element of each inlined value's element tree.
         let mut tree_flops = vec![0.0f64; nv];
+        // Materialised only because several consumers would recompute a
+        // dear element tree: see `fuse_shared`.
+        let mut shared_only = vec![false; nv];
         for s in &f.stmts {
             let v = s.var.index();
             let ty = f.ty(s.var);
@@ -314,10 +345,12 @@ impl Plan {
                 || (matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && (kept[v] || !cheap))
             {
-                let k = n_inputs + n_outputs + scratch.len();
-                scratch.push(ty.clone());
-                read[v] = Read::Buf(k);
-                home[v] = Some(k);
+                // Its scratch buffer is numbered below.
+                read[v] = Read::Buf(usize::MAX);
+                shared_only[v] = !(needs_buffer[v]
+                    || access(s.op) == Access::Nest
+                    || (matmul_operand[v] && flops > 0.0)
+                    || kept[v]);
             } else {
                 read[v] = Read::Inline;
                 tree_flops[v] = flops;
@@ -326,6 +359,16 @@ impl Plan {
             // are copies.
             for &o in rets.iter().skip(1) {
                 stores.push((s.var, o));
+            }
+        }
+        Self::fuse_shared(f, &mut read, &shared_only);
+        for s in &f.stmts {
+            let v = s.var.index();
+            if read[v] == Read::Buf(usize::MAX) {
+                let k = n_inputs + n_outputs + scratch.len();
+                scratch.push(f.ty(s.var).clone());
+                read[v] = Read::Buf(k);
+                home[v] = Some(k);
             }
         }
         let first = n_inputs + n_outputs;
@@ -442,6 +485,45 @@ impl Plan {
             loops,
             loop_bufs,
         })
+    }
+
+    /// A value used more than once is computed once per element when all
+    /// its consumers are computed in the same loop (an element tree
+    /// computes each inlined value once), so it needs no buffer even when
+    /// it is dear. Walking backwards, each value learns the loop its
+    /// consumers run in (the one loop of an inlined consumer, a
+    /// materialised or scalar consumer's own); a value in `shared` (only
+    /// materialised for its sharing) whose consumers all run in one loop is
+    /// inlined there. A row shift reads its operand at another index, so
+    /// it counts as a loop of its own.
+    fn fuse_shared(f: &Function, read: &mut [Read], shared: &[bool]) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Loop {
+            None,
+            One(usize),
+            Many,
+        }
+        let mut runs_in = vec![Loop::None; read.len()];
+        for (si, s) in f.stmts.iter().enumerate().rev() {
+            let v = s.var.index();
+            if shared[v] && matches!(runs_in[v], Loop::One(_)) {
+                read[v] = Read::Inline;
+            }
+            let mine = match read[v] {
+                Read::Dead | Read::Splat(_) => continue,
+                Read::Inline => runs_in[v],
+                Read::Scalar | Read::Buf(_) => Loop::One(si),
+            };
+            let theirs = if shifts(s.op) { Loop::Many } else { mine };
+            for a in &s.args {
+                let r = &mut runs_in[a.index()];
+                *r = match *r {
+                    Loop::None => theirs,
+                    same if same == theirs => same,
+                    _ => Loop::Many,
+                };
+            }
+        }
     }
 
     /// Flops per element of statement `s`'s element tree: itself and the
@@ -1304,7 +1386,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.translate_leaf(a, j)
+                self.translate_elem(a, j)
             }
             Op::Pad(c) | Op::Unindex(c) => {
                 let row = self.translate_len(tail(&out))?;
@@ -1316,7 +1398,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.translate_if(
                     inside,
                     cl_type(dtype),
-                    &mut |t| t.translate_leaf(a, j),
+                    &mut |t| t.translate_elem(a, j),
                     &mut |t| Ok(t.translate_const(dtype, 0.0)),
                 )
             }
@@ -1392,9 +1474,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let mut nodes = vec![def(root)?];
         let mut stack = vec![root];
+        // Each shared value is walked once (a DAG, not its paths).
+        let mut seen = std::collections::HashSet::from([root]);
         while let Some(v) = stack.pop() {
-            for &a in &self.f.stmts[def(v)?].args {
-                if self.read(a)? == Read::Inline {
+            let stmt = &self.f.stmts[def(v)?];
+            // An index map computes its operand itself, at its own index.
+            if access(stmt.op) == Access::IndexMap {
+                continue;
+            }
+            for &a in &stmt.args {
+                if self.read(a)? == Read::Inline && seen.insert(a) {
                     nodes.push(def(a)?);
                     stack.push(a);
                 }

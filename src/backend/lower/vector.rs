@@ -187,7 +187,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// An index map's elements `i .. i + W`: a row offset (`slice`,
-    /// `index`) is a vector load at the offset; `repeat` is one when the
+    /// `index`) is its operand's vector at the offset, `pad` and `unindex`
+    /// too when every lane is inside the operand; `repeat` is one when the
     /// lanes do not wrap around the repeated row, `spread` a splat when
     /// they fall in one row; anything else is gathered lane by lane.
     fn translate_index_map_vec(&mut self, s: usize, i: ir::Value) -> Result<ir::Value, Error> {
@@ -203,7 +204,26 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.translate_leaf_vec(a, j)
+                self.translate_elem_vec(a, j)
+            }
+            Op::Pad(c) | Op::Unindex(c) => {
+                // Element i reads i - start when that is inside the operand
+                // (n elements); a vector when all its lanes are inside.
+                let out = self.f.ty(stmt.var);
+                let row = Type::array(dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
+                let row = self.translate_len(row)?;
+                let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
+                let start = self.b.ins().imul_imm_s(row, c);
+                let n = self.translate_len(self.f.ty(a).clone())?;
+                let j = self.b.ins().isub(i, start);
+                let first_in = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
+                let room = self.b.ins().isub(n, j);
+                let all_in = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, w);
+                let inside = self.b.ins().band(first_in, all_in);
+                self.translate_if(inside, vt, &mut |t| t.translate_elem_vec(a, j), gather)
             }
             Op::Repeat => {
                 // Element i reads i mod row.
