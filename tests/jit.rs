@@ -195,6 +195,28 @@ const CASES: &[&str] = &[
   %9: T[N] = sub %8 %a
   ret %0, %6, %3, %1, %9
 }",
+    // row and column reductions over broadcasts (inside them `repeat` and
+    // `spread` read without a division) and over a row shift of another
+    // shape (which must not use the reduction's row)
+    "fn rows[N, M](%x: T[N, M], %v: T[M], %u: T[N], %z: T[N, M]) -> (T[N], T[M], T[N], T[M], T[N]) {
+  %0: T[N, M] = repeat %v
+  %1: T[N, M] = mul %x %0
+  %2: T[N] = sumtail %1
+  %3: T[N, M] = spread %u
+  %4: T[N, M] = mul %3 %x
+  %5: T[M] = sumlead %4
+  %6: T[N-1, M] = slice 1 %z
+  %7: T[N, M] = pad 0 %6
+  %8: T[N, M] = add %7 %0
+  %9: T[N] = maxtail %8
+  %10: T[N, M] = exp %3
+  %11: T[N, M] = sub %10 %0
+  %12: T[M] = sumlead %11
+  %13: T[N, M] = pad 1 %6
+  %14: T[N, M] = mul %13 %3
+  %15: T[N] = sumtail %14
+  ret %2, %5, %9, %12, %15
+}",
     // literal dims mixed with parameters, and dead code
     "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {
   %0: T[3] = exp %a

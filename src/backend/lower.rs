@@ -599,6 +599,20 @@ pub(crate) struct Translator<'a, 'b> {
     /// Element-wise loops, reductions and column loops in SIMD vectors
     /// (see [`vector`]); else scalar code with the same results.
     simd: bool,
+    /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
+    row: Option<RowCtx>,
+}
+
+/// Inside a row or column reduction (`sumtail`, `maxtail`, `mintail`,
+/// `sumlead`), the elements read belong to row `index`, which starts at
+/// element `start` and has the shape `tail`. A `repeat` of a `tail`-shaped
+/// value then reads element `i - start` and a `spread` to `tail`-shaped
+/// rows reads element `index`: no division per element.
+#[derive(Clone, Debug)]
+struct RowCtx {
+    start: ir::Value,
+    index: ir::Value,
+    tail: Vec<Dim>,
 }
 
 impl<'a, 'b> Translator<'a, 'b> {
@@ -623,6 +637,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             scalars: vec![None; f.vars.len()],
             defs: f.definitions(),
             simd,
+            row: None,
         }
     }
 
@@ -834,7 +849,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let fold = stmt.op.reduction().unwrap_or((0.0, Op::Add));
                 self.translate_loop(rows, &mut |t, r| {
                     let start = t.b.ins().imul(r, cols);
-                    let total = t.translate_fold(a, start, cols, dtype, fold)?;
+                    let row = t.row_ctx(start, r, &at);
+                    let total =
+                        t.within_row(row, &mut |t| t.translate_fold(a, start, cols, dtype, fold))?;
                     t.translate_store(dtype, base, r, total);
                     Ok(())
                 })
@@ -855,16 +872,19 @@ impl<'a, 'b> Translator<'a, 'b> {
                     (0.0, Op::Add),
                     &mut |t, r, js, vec| {
                         let rc = t.b.ins().imul(r, cols);
-                        js.iter()
-                            .map(|&j| {
-                                let at = t.b.ins().iadd(rc, j);
-                                if vec && simd {
-                                    t.translate_elem_vec(a, at)
-                                } else {
-                                    t.translate_elem(a, at)
-                                }
-                            })
-                            .collect()
+                        let row = t.row_ctx(rc, r, &at);
+                        t.within_row(row, &mut |t| {
+                            js.iter()
+                                .map(|&j| {
+                                    let at = t.b.ins().iadd(rc, j);
+                                    if vec && simd {
+                                        t.translate_elem_vec(a, at)
+                                    } else {
+                                        t.translate_elem(a, at)
+                                    }
+                                })
+                                .collect()
+                        })
                     },
                 )
             }
@@ -920,6 +940,44 @@ impl<'a, 'b> Translator<'a, 'b> {
                 "backend: `{}` is not a loop nest",
                 other.name()
             ))),
+        }
+    }
+
+    /// The row context of row `index` of `a` (a matrix or higher), which
+    /// starts at element `start`.
+    fn row_ctx(&self, start: ir::Value, index: ir::Value, a: &Type) -> Option<RowCtx> {
+        Some(RowCtx {
+            start,
+            index,
+            tail: a.shape.get(1..)?.to_vec(),
+        })
+    }
+
+    /// `body` with the row context `row` (restored after).
+    fn within_row<T>(
+        &mut self,
+        row: Option<RowCtx>,
+        body: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let outer = std::mem::replace(&mut self.row, row);
+        let out = body(self);
+        self.row = outer;
+        out
+    }
+
+    /// Where element `i` of index map `s` reads, known from the row
+    /// context: element `i - start` of a `repeat`'s operand, element
+    /// `index` of a `spread`'s; `None` when the context does not say.
+    fn row_read(&mut self, s: usize, i: ir::Value) -> Option<ir::Value> {
+        let ctx = self.row.clone()?;
+        let stmt = &self.f.stmts[s];
+        let a = *stmt.args.first()?;
+        match stmt.op {
+            Op::Repeat if self.f.ty(a).shape == ctx.tail => Some(self.b.ins().isub(i, ctx.start)),
+            Op::Spread if self.f.ty(stmt.var).shape.get(1..)? == ctx.tail.as_slice() => {
+                Some(ctx.index)
+            }
+            _ => None,
         }
     }
 
@@ -1386,7 +1444,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.translate_elem(a, j)
+                self.within_row(None, &mut |t| t.translate_elem(a, j))
             }
             Op::Pad(c) | Op::Unindex(c) => {
                 let row = self.translate_len(tail(&out))?;
@@ -1398,10 +1456,14 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.translate_if(
                     inside,
                     cl_type(dtype),
-                    &mut |t| t.translate_elem(a, j),
+                    &mut |t| t.within_row(None, &mut |t| t.translate_elem(a, j)),
                     &mut |t| Ok(t.translate_const(dtype, 0.0)),
                 )
             }
+            Op::Repeat | Op::Spread if self.row.is_some() => match self.row_read(s, i) {
+                Some(j) => self.translate_leaf(a, j),
+                None => self.within_row(None, &mut |t| t.translate_index_map(s, i)),
+            },
             Op::Repeat => {
                 let row = self.translate_len(at.clone())?;
                 let j = self.b.ins().urem(i, row);

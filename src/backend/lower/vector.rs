@@ -204,7 +204,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.translate_elem_vec(a, j)
+                self.within_row(None, &mut |t| t.translate_elem_vec(a, j))
             }
             Op::Pad(c) | Op::Unindex(c) => {
                 // Element i reads i - start when that is inside the operand
@@ -223,8 +223,23 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .ins()
                     .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, w);
                 let inside = self.b.ins().band(first_in, all_in);
-                self.translate_if(inside, vt, &mut |t| t.translate_elem_vec(a, j), gather)
+                self.translate_if(
+                    inside,
+                    vt,
+                    &mut |t| t.within_row(None, &mut |t| t.translate_elem_vec(a, j)),
+                    gather,
+                )
             }
+            // Inside a row reduction the lanes lie in one row: a load, or
+            // the row's element.
+            Op::Repeat | Op::Spread if self.row.is_some() => match self.row_read(s, i) {
+                Some(j) if stmt.op == Op::Repeat => self.translate_leaf_vec(a, j),
+                Some(r) => {
+                    let x = self.translate_leaf(a, r)?;
+                    Ok(self.vsplat(dtype, x))
+                }
+                None => self.within_row(None, &mut |t| t.translate_index_map_vec(s, i)),
+            },
             Op::Repeat => {
                 // Element i reads i mod row.
                 let row = self.translate_len(self.f.ty(a).clone())?;
