@@ -943,6 +943,33 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
+    /// The value of `v` when it is an integer constant (`iconst`, or an
+    /// `imul`/`iadd`/`isub` of known values; the `_imm` builders emit an
+    /// `iconst` and the plain instruction) at this point of the lowering.
+    fn known(&self, v: ir::Value) -> Option<i64> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } => Some(imm.bits()),
+            InstructionData::Binary { opcode, args } => {
+                let (a, b) = (self.known(args[0])?, self.known(args[1])?);
+                match opcode {
+                    Opcode::Imul => a.checked_mul(b),
+                    Opcode::Iadd => a.checked_add(b),
+                    Opcode::Isub => a.checked_sub(b),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The row context of row `index` of `a` (a matrix or higher), which
     /// starts at element `start`.
     fn row_ctx(&self, start: ir::Value, index: ir::Value, a: &Type) -> Option<RowCtx> {
@@ -1451,8 +1478,26 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let start = self.b.ins().imul_imm_s(row, imm(c)?);
                 let n = self.translate_len(at.clone())?;
                 // In range when start <= i < start + n (unsigned arithmetic).
+                if let (Some(iv), Some(sv), Some(nv)) =
+                    (self.known(i), self.known(start), self.known(n))
+                {
+                    // At a known index: inside or not is known too.
+                    return match iv.checked_sub(sv) {
+                        Some(jv) if (0..nv).contains(&jv) => {
+                            let j = self.b.ins().iconst(types::I64, jv);
+                            self.within_row(None, &mut |t| t.translate_elem(a, j))
+                        }
+                        _ => Ok(self.translate_const(dtype, 0.0)),
+                    };
+                }
                 let j = self.b.ins().isub(i, start);
                 let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
+                if matches!(self.read(a)?, Read::Scalar | Read::Splat(_)) {
+                    // Nothing to read from memory: no branch.
+                    let x = self.translate_leaf(a, j)?;
+                    let zero = self.translate_const(dtype, 0.0);
+                    return Ok(self.b.ins().select(inside, x, zero));
+                }
                 self.translate_if(
                     inside,
                     cl_type(dtype),

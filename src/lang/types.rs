@@ -155,6 +155,11 @@ impl Type {
         }
     }
 
+    /// Number of elements when every dim is a literal.
+    pub fn literal_len(&self) -> Option<u64> {
+        self.num_elements(&|_| None)
+    }
+
     /// Number of elements given values for the size parameters
     /// (`None` if a parameter is unbound or the product overflows).
     pub fn num_elements(&self, dims: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {

@@ -61,6 +61,11 @@ const COLUMN_VECTORS: usize = 4;
 type ColumnTerm<'t, 'a, 'b> = dyn FnMut(&mut Translator<'a, 'b>, ir::Value, &[ir::Value], bool) -> Result<Vec<ir::Value>, Error>
     + 't;
 
+/// An array of at most this many elements (a literal length) is written
+/// element by element at known indices, without a loop: loop bodies of
+/// small states, tuples packed as rows.
+const UNROLL_ELEMS: u64 = 16;
+
 /// The element source of a mapping loop.
 #[derive(Clone, Copy)]
 pub(super) enum Source {
@@ -345,6 +350,20 @@ impl<'a, 'b> Translator<'a, 'b> {
         base: ir::Value,
         len: ir::Value,
     ) -> Result<(), Error> {
+        let (Source::Tree(v) | Source::Elem(v)) = src;
+        let elem = |t: &mut Self, i: ir::Value| match src {
+            Source::Tree(v) => t.translate_tree(v, i),
+            Source::Elem(v) => t.translate_elem(v, i),
+        };
+        if let Some(n) = self.f.ty(v).literal_len().filter(|&n| n <= UNROLL_ELEMS) {
+            // A few elements: one after another, at known indices.
+            for i in 0..n {
+                let i = self.b.ins().iconst(types::I64, i as i64);
+                let x = elem(self, i)?;
+                self.translate_store(dtype, base, i, x);
+            }
+            return Ok(());
+        }
         let zero = self.b.ins().iconst(types::I64, 0);
         let mut rest = zero;
         if self.simd {
@@ -361,10 +380,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             rest = main;
         }
         self.translate_range(rest, len, 1, &mut |t, i| {
-            let x = match src {
-                Source::Tree(v) => t.translate_tree(v, i)?,
-                Source::Elem(v) => t.translate_elem(v, i)?,
-            };
+            let x = elem(t, i)?;
             t.translate_store(dtype, base, i, x);
             Ok(())
         })
