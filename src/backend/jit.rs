@@ -403,15 +403,15 @@ pub fn clif_text(f: &Function) -> Result<String, Error> {
         .join("\n"))
 }
 
-type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
+pub(super) type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
 
 /// A natively compiled function. Owns its JIT memory (freed on drop).
 pub struct CompiledFunction {
     /// `Some` until dropped; the entry pointer is valid only while it lives.
     module: Option<JITModule>,
-    entry: Entry,
-    func: Function,
-    plan: Plan,
+    pub(super) entry: Entry,
+    pub(super) func: Function,
+    pub(super) plan: Plan,
 }
 
 /// Compile `f` to native code.
@@ -470,7 +470,7 @@ pub fn compile_keeping(
 }
 
 /// A buffer in the dtype's native layout.
-enum NativeBuf {
+pub(super) enum NativeBuf {
     F32(Vec<f32>),
     F64(Vec<f64>),
 }
@@ -485,14 +485,14 @@ impl NativeBuf {
         }
     }
 
-    fn zeros(dtype: DType, n: usize) -> NativeBuf {
+    pub(super) fn zeros(dtype: DType, n: usize) -> NativeBuf {
         match dtype {
             DType::F32 => NativeBuf::F32(vec![0.0; n]),
             DType::F64 | DType::I64 => NativeBuf::F64(vec![0.0; n]),
         }
     }
 
-    fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub(super) fn as_mut_ptr(&mut self) -> *mut u8 {
         match self {
             NativeBuf::F32(v) => v.as_mut_ptr().cast(),
             NativeBuf::F64(v) => v.as_mut_ptr().cast(),
