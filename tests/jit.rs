@@ -11,6 +11,7 @@ use proptest::prelude::*;
 const OPTS: BackendOptions = BackendOptions {
     verify: true,
     simd: true,
+    gemm: false,
 };
 
 const SEED_GRAD: &str = "fn dloss_dw[N](%w: f32[N], %x: f32[N], %y: f32) -> f32[N] {

@@ -11,6 +11,7 @@ use egrad::lang::value::Value;
 const OPTS: BackendOptions = BackendOptions {
     verify: true,
     simd: true,
+    gemm: false,
 };
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 

@@ -34,10 +34,13 @@ pub(crate) enum Libm {
     Expm1,
     /// Two operands.
     Pow,
+    /// A matrix product through a GEMM kernel ([`super::gemm`]):
+    /// `(m, k, n, a, rsa, csa, b, rsb, csb, c)`, all `i64`, no result.
+    Gemm,
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
-const LIBM: [Libm; 9] = [
+const LIBM: [Libm; 10] = [
     Libm::Sin,
     Libm::Cos,
     Libm::Exp,
@@ -47,6 +50,7 @@ const LIBM: [Libm; 9] = [
     Libm::Log1p,
     Libm::Expm1,
     Libm::Pow,
+    Libm::Gemm,
 ];
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
@@ -92,6 +96,7 @@ impl Libm {
     pub(crate) fn arity(self) -> usize {
         match self {
             Libm::Pow => 2,
+            Libm::Gemm => 10,
             Libm::Sin
             | Libm::Cos
             | Libm::Exp
@@ -128,6 +133,9 @@ impl Libm {
             (Log1p, F64 | I64) => "log1p",
             (Expm1, F64 | I64) => "expm1",
             (Pow, F64 | I64) => "pow",
+            // Not in the C library: `compile_object` refuses the option.
+            (Gemm, F32) => "egrad_sgemm",
+            (Gemm, F64 | I64) => "egrad_dgemm",
         }
     }
 
@@ -153,6 +161,8 @@ impl Libm {
             (Log1p, F64 | I64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
             (Expm1, F64 | I64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
             (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
+            (Gemm, F32) => ("egrad_sgemm", super::gemm::egrad_sgemm as *const u8),
+            (Gemm, F64 | I64) => ("egrad_dgemm", super::gemm::egrad_dgemm as *const u8),
         }
     }
 }
@@ -267,7 +277,7 @@ pub(crate) fn lower<M: Module>(
     let mut funcs = Vec::new();
     let mut libm = (entry.libm, imports);
     let names = (id, entry.name);
-    lower_function(module, f, &plan, names, opts.simd, &mut libm, &mut funcs)?;
+    lower_function(module, f, &plan, names, opts, &mut libm, &mut funcs)?;
     funcs.sort_by_key(|(fid, _)| fid.as_u32());
     Ok(Lowered { id, funcs, plan })
 }
@@ -284,10 +294,17 @@ fn declare_libm<M: Module>(
         DType::F64 | DType::I64 => types::F64,
     };
     let mut s = module.make_signature();
-    for _ in 0..which.arity() {
-        s.params.push(AbiParam::new(t));
+    if which == Libm::Gemm {
+        // Sizes, pointers and strides; writes its result through `c`.
+        for _ in 0..which.arity() {
+            s.params.push(AbiParam::new(types::I64));
+        }
+    } else {
+        for _ in 0..which.arity() {
+            s.params.push(AbiParam::new(t));
+        }
+        s.returns.push(AbiParam::new(t));
     }
-    s.returns.push(AbiParam::new(t));
     let symbol = match names {
         LibmNames::Jit => which.symbol(dtype).0,
         LibmNames::C => which.c_symbol(dtype),
@@ -297,8 +314,8 @@ fn declare_libm<M: Module>(
         .map_err(|e| cl_err("declare import", e))
 }
 
-/// Lower `f` (declared as `id`, named `name`; SIMD loops when `simd`) and,
-/// first, the loop bodies
+/// Lower `f` (declared as `id`, named `name`, with the backend options
+/// `opts`) and, first, the loop bodies
 /// and VJPs its plan calls, each its own function with the entry's ABI
 /// (declared after `f`, named after it). Pushes every lowered function to
 /// `out`.
@@ -307,7 +324,7 @@ fn lower_function<M: Module>(
     f: &Function,
     plan: &Plan,
     (id, name): (FuncId, &str),
-    simd: bool,
+    opts: &BackendOptions,
     libm: &mut (LibmNames, Vec<(Libm, DType, FuncId)>),
     out: &mut Vec<(FuncId, Context)>,
 ) -> Result<(), Error> {
@@ -333,7 +350,7 @@ fn lower_function<M: Module>(
             let cid = module
                 .declare_function(&cname, Linkage::Local, &sig)
                 .map_err(|e| cl_err("declare", e))?;
-            lower_function(module, func, &callee.plan, (cid, &cname), simd, libm, out)?;
+            lower_function(module, func, &callee.plan, (cid, &cname), opts, libm, out)?;
             if part == "body" {
                 ids.0 = Some(cid);
             } else {
@@ -380,7 +397,7 @@ fn lower_function<M: Module>(
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let b = Translator::new(f, plan, b, &mut import, loop_refs, simd).translate_function()?;
+        let b = Translator::new(f, plan, b, &mut import, loop_refs, *opts).translate_function()?;
         b.finalize(target);
     }
     if let Some(e) = failed {
@@ -392,8 +409,13 @@ fn lower_function<M: Module>(
 
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).
 pub fn clif_text(f: &Function) -> Result<String, Error> {
+    clif_text_with(f, &BackendOptions::default())
+}
+
+/// [`clif_text`] with other backend options.
+pub fn clif_text_with(f: &Function, opts: &BackendOptions) -> Result<String, Error> {
     let mut module = new_module(false)?;
-    let lowered = lower(&mut module, f, &[], &JIT_ENTRY, &BackendOptions::default())?;
+    let lowered = lower(&mut module, f, &[], &JIT_ENTRY, opts)?;
     // The entry, then the loop bodies and VJPs it calls.
     Ok(lowered
         .funcs

@@ -599,6 +599,8 @@ pub(crate) struct Translator<'a, 'b> {
     /// Element-wise loops, reductions and column loops in SIMD vectors
     /// (see [`vector`]); else scalar code with the same results.
     simd: bool,
+    /// `matmul` of operands in memory through a GEMM kernel call.
+    gemm: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
 }
@@ -622,7 +624,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         b: FunctionBuilder<'b>,
         import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
         loop_refs: Vec<LoopRefs>,
-        simd: bool,
+        opts: super::BackendOptions,
     ) -> Self {
         Translator {
             f,
@@ -636,7 +638,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             dims: Vec::new(),
             scalars: vec![None; f.vars.len()],
             defs: f.definitions(),
-            simd,
+            simd: opts.simd,
+            gemm: opts.gemm,
             row: None,
         }
     }
@@ -903,9 +906,22 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // An operand that is an inlined `transpose c` is read from
                 // `c` at the swapped index (no division per element); the
                 // same elements in the same order, so the same result.
+                let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
+                if self.gemm {
+                    let ops = (
+                        self.gemm_operand(a, a_t, m, kk)?,
+                        self.gemm_operand(b, b_t, kk, n)?,
+                    );
+                    if let (Some((pa, rsa, csa)), Some((pb, rsb, csb))) = ops {
+                        let gemm = self.libm_ref(Libm::Gemm, dtype);
+                        self.b
+                            .ins()
+                            .call(gemm, &[m, kk, n, pa, rsa, csa, pb, rsb, csb, base]);
+                        return Ok(());
+                    }
+                }
                 // Row i of the result: its columns many at a time, each
                 // summing a[i, l] * b[l, j] over l in order.
-                let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
                 self.translate_loop(m, &mut |t, i| {
                     let out_row = t.b.ins().imul(i, n);
                     t.translate_columns(
@@ -1297,6 +1313,27 @@ impl<'a, 'b> Translator<'a, 'b> {
         let len = self.translate_len(self.f.ty(v).clone())?;
         self.translate_fill(v, p, len)?;
         Ok(p)
+    }
+
+    /// A `rows × cols` matmul operand as a GEMM kernel reads it: its
+    /// buffer and row and column strides, when it is in memory (itself, or
+    /// the buffer of the `transpose` it is, with the strides swapped).
+    fn gemm_operand(
+        &mut self,
+        v: VarId,
+        transposed: Option<VarId>,
+        rows: ir::Value,
+        cols: ir::Value,
+    ) -> Result<Option<(ir::Value, ir::Value, ir::Value)>, Error> {
+        let one = self.b.ins().iconst(types::I64, 1);
+        Ok(match (transposed, self.read(v)?) {
+            (None, Read::Buf(k)) => Some((self.buf(k)?, cols, one)),
+            (Some(src), _) => match self.read(src)? {
+                Read::Buf(k) => Some((self.buf(k)?, one, rows)),
+                _ => None,
+            },
+            _ => None,
+        })
     }
 
     /// `c` when `v` is `transpose c` computed in its consumer (inlined):

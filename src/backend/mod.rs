@@ -65,11 +65,12 @@
 //! iteration; [`Prepared::scratch_bytes`] counts all these buffers. Before
 //! native code runs, the sizes are checked against every loop function too.
 
+mod gemm;
 mod jit;
 mod lower;
 mod object;
 
-pub use jit::{clif_text, compile, compile_keeping, CompiledFunction, Prepared};
+pub use jit::{clif_text, clif_text_with, compile, compile_keeping, CompiledFunction, Prepared};
 pub use object::{compile_object, is_c_identifier, EntryLayout, ObjectCode, ObjectEntry};
 
 #[cfg(doc)]
@@ -86,6 +87,14 @@ pub struct BackendOptions {
     /// since reductions keep egrad's fixed order
     /// ([`fold_row`](crate::ops::fold_row)) in both.
     pub simd: bool,
+    /// `matmul` of operands in memory (a transposed one read in place)
+    /// through the `matrixmultiply` crate's GEMM kernels (AVX2/FMA where
+    /// the CPU has them) instead of egrad's own loop nest (off by
+    /// default). The kernels add in another order and fuse multiplies and
+    /// adds, so products agree with the interpreter to within rounding
+    /// (`tests/gemm.rs` states the bound), not bit for bit. The JIT only:
+    /// [`compile_object`] refuses it.
+    pub gemm: bool,
 }
 
 impl BackendOptions {
@@ -103,6 +112,7 @@ impl Default for BackendOptions {
         BackendOptions {
             verify: cfg!(debug_assertions),
             simd: true,
+            gemm: false,
         }
     }
 }

@@ -1,0 +1,133 @@
+//! Matrix products three ways, to choose how `matmul` is lowered
+//! (BENCHMARKS.md, "Matrix products"): egrad's own loop nest as scalar code
+//! (`BackendOptions::simd` off), the same nest in SIMD vectors (the
+//! default), and a call into the `matrixmultiply` crate's GEMM kernels
+//! (`BackendOptions::gemm`). Shapes are mlp2's products (forward, and the
+//! gradient's `X^T dH` and `dP W2^T`) and one square product; then the
+//! whole mlp2 gradient each way. f64, one thread, only native code timed.
+//!
+//! `cargo bench --bench gemm`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use egrad::backend::{self, BackendOptions, CompiledFunction};
+use egrad::lang::interp;
+use egrad::lang::ir::parse_functions;
+use egrad::lang::types::DType;
+use egrad::lang::value::Value;
+use egrad::pipeline::{optimize_gradient, Options};
+use egrad::suite::BENCHMARKS;
+use egrad::Program;
+use std::hint::black_box;
+use std::time::Duration;
+
+const WAYS: [(&str, BackendOptions); 3] = [
+    (
+        "scalar",
+        BackendOptions {
+            verify: false,
+            simd: false,
+            gemm: false,
+        },
+    ),
+    (
+        "simd",
+        BackendOptions {
+            verify: false,
+            simd: true,
+            gemm: false,
+        },
+    ),
+    (
+        "gemm",
+        BackendOptions {
+            verify: false,
+            simd: true,
+            gemm: true,
+        },
+    ),
+];
+
+/// Deterministic inputs in [-1, 1).
+fn values(shape: &[usize], seed: u64) -> Value {
+    let n: usize = shape.iter().product();
+    let mut s = seed;
+    let data = (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect();
+    Value::array(DType::F64, shape.to_vec(), data)
+}
+
+fn time(
+    c: &mut Criterion,
+    group: &str,
+    f: &dyn Fn(&BackendOptions) -> CompiledFunction,
+    args: &[Value],
+) {
+    let refs: Vec<&Value> = args.iter().collect();
+    let mut g = c.benchmark_group(group);
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1000));
+    for (name, opts) in &WAYS {
+        let compiled = f(opts);
+        let mut p = compiled.prepare(&refs).expect("bind");
+        g.bench_function(*name, |t| t.iter(|| black_box(&mut p).run()));
+    }
+    g.finish();
+}
+
+fn products(c: &mut Criterion) {
+    // (what, m, k, n, A transposed in place?)
+    let shapes = [
+        ("X W1 64x128x256", 64, 128, 256, false),
+        ("X^T dH 128x64x256", 128, 64, 256, true),
+        ("H W2 64x256x10", 64, 256, 10, false),
+        ("square 256", 256, 256, 256, false),
+    ];
+    for (what, m, k, n, t) in shapes {
+        let text = if t {
+            format!("fn mm(%a: f64[{k}, {m}], %b: f64[{k}, {n}]) -> f64[{m}, {n}] {{\n  %at: f64[{m}, {k}] = transpose %a\n  %c: f64[{m}, {n}] = matmul %at %b\n  ret %c\n}}")
+        } else {
+            format!("fn mm(%a: f64[{m}, {k}], %b: f64[{k}, {n}]) -> f64[{m}, {n}] {{\n  %c: f64[{m}, {n}] = matmul %a %b\n  ret %c\n}}")
+        };
+        let f = parse_functions(&text).expect("parse").remove(0);
+        let a = if t {
+            values(&[k, m], 1)
+        } else {
+            values(&[m, k], 1)
+        };
+        let args = [a, values(&[k, n], 2)];
+        time(
+            c,
+            &format!("matmul/{what}"),
+            &|o| backend::compile(&f, o).expect("compile"),
+            &args,
+        );
+    }
+    let b = BENCHMARKS.iter().find(|b| b.key == "mlp2").expect("mlp2");
+    let program = Program::from_file(b.example).expect("mlp2 source");
+    let inputs = b.values(DType::F64);
+    let refs: Vec<&Value> = inputs.iter().collect();
+    let dims = interp::bind_args(program.ir(b.loss_fn).expect("loss"), &refs).expect("sizes");
+    let mut opts = Options::default().function(b.grad_fn);
+    for (k, n) in dims {
+        opts = opts.dim(k, n);
+    }
+    let g = optimize_gradient(&program, &opts).expect("gradient");
+    let ir = g.gradient_ir();
+    let stored = g.stored();
+    time(
+        c,
+        "matmul/mlp2 gradient",
+        &|o| backend::compile_keeping(&ir, o, &stored).expect("compile"),
+        &inputs,
+    );
+}
+
+criterion_group!(benches, products);
+criterion_main!(benches);
