@@ -18,6 +18,8 @@
 //! - **options**: λ, the saturation limits, fast-math, the rules directory,
 //!   whether the e-graph runs, and the sizes the cost model prices at (they
 //!   can change which program is extracted; the sizes of a *call* cannot);
+//! - **backend**: the code generator's options that change machine code
+//!   (SIMD loops, GEMM calls for `matmul`; not the verifier);
 //! - **transform**: plain, `grad wrt [...]`, or the attribute the function
 //!   carries (`@value_and_grad`, `@jvp`);
 //! - **cpu features**: the host architecture and the x86 features
@@ -28,7 +30,7 @@
 //! compiled under a new key after an earlier one, the [`Recompile`] records
 //! which components changed.
 
-use crate::backend::{self, BackendOptions, CompiledFunction};
+use crate::backend::{self, CompiledFunction};
 use crate::error::{Error, Result};
 use crate::extract::cost::DEFAULT_LAMBDA;
 use crate::lang::ast::{Expr, ExprKind, FnDef};
@@ -82,12 +84,14 @@ pub struct CacheKey {
     pub optimize: bool,
     /// The sizes the cost model prices at (`N=1000`), not a call's sizes.
     pub model_sizes: String,
+    /// `simd=.. gemm=..` ([`BackendOptions`](crate::backend::BackendOptions)).
+    pub backend: String,
     pub transform: String,
     pub cpu: String,
 }
 
 /// The component names, in [`CacheKey::components`] order.
-pub const COMPONENTS: [&str; 12] = [
+pub const COMPONENTS: [&str; 13] = [
     "function",
     "ir hash",
     "static values",
@@ -98,6 +102,7 @@ pub const COMPONENTS: [&str; 12] = [
     "rules",
     "optimize",
     "cost-model sizes",
+    "backend",
     "transform",
     "cpu features",
 ];
@@ -209,6 +214,10 @@ impl CacheKey {
                     s.join(" ")
                 }
             },
+            backend: format!(
+                "simd={} gemm={}",
+                options.backend.simd, options.backend.gemm
+            ),
             transform,
             cpu: cpu_features(),
         }
@@ -234,6 +243,7 @@ impl CacheKey {
             self.rules.clone(),
             self.optimize.to_string(),
             self.model_sizes.clone(),
+            self.backend.clone(),
             self.transform.clone(),
             self.cpu.clone(),
         ];
@@ -473,7 +483,9 @@ impl CompileCache {
         let key = CacheKey::gradient(program, options)?;
         match self.get_or_compile(key, || {
             let g: GradProgram = optimize_gradient(program, options)?;
-            Ok(Compiled::Gradient(Rc::new(g.compile()?)))
+            Ok(Compiled::Gradient(Rc::new(
+                g.compile_with(&options.backend)?,
+            )))
         })? {
             Compiled::Gradient(g) => Ok(g),
             Compiled::Function(_) => Err(Error::internal("cache: a function under a gradient key")),
@@ -494,7 +506,7 @@ impl CompileCache {
             let opt = optimize_ir(f, options)?;
             Ok(Compiled::Function(Rc::new(backend::compile(
                 &opt.after,
-                &BackendOptions::default(),
+                &options.backend,
             )?)))
         })? {
             Compiled::Function(f) => Ok(f),

@@ -86,6 +86,27 @@ fn changed_static_value_recompiles_and_is_named() {
     assert_eq!((cache.hits(), cache.misses()), (1, 2));
 }
 
+/// Backend options change the machine code: a different key, named.
+#[test]
+fn changed_backend_option_recompiles_and_is_named() {
+    let program = Program::from_file("examples/suite/mlp2.eg").unwrap();
+    let opts = Options::default().function("mlp2_grad");
+    let mut cache = CompileCache::new();
+    cache.gradient(&program, &opts).unwrap();
+    let mut gemm = opts.clone();
+    gemm.backend.gemm = true;
+    cache.gradient(&program, &gemm).unwrap();
+    assert_eq!(cache.misses(), 2);
+    let r = cache.last_recompile().unwrap();
+    assert_eq!(r.changes.len(), 1, "{r}");
+    assert_eq!(r.changes[0].component, "backend");
+    assert_eq!(r.changes[0].before, "simd=true gemm=false");
+    assert_eq!(r.changes[0].now, "simd=true gemm=true");
+    // The same options again: a hit.
+    cache.gradient(&program, &gemm).unwrap();
+    assert_eq!((cache.hits(), cache.misses()), (1, 2));
+}
+
 #[test]
 fn changed_lambda_is_named() {
     let program = Program::from_file("examples/suite/rosenbrock.eg").unwrap();
