@@ -1695,9 +1695,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ok_or_else(|| Error::internal("backend: element tree lost its root"))
     }
 
-    /// The op on element (or scalar) operands. Reductions are lowered by
-    /// [`Translator::translate_reduce`] with their step op, never here; for
-    /// `bcast` the operand is the scalar itself.
+    /// The op on element (or scalar) operands; the arithmetic arms serve
+    /// vector operands too ([`Translator::translate_vop`]). Reductions are
+    /// lowered by [`Translator::translate_fold`] with their step op, never
+    /// here; for `bcast` the operand is the scalar itself.
     fn translate_op(
         &mut self,
         op: Op,

@@ -277,7 +277,9 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// The op on vector operands: the vector instruction where there is
-    /// one, else lane by lane (libm calls); comparisons give 1.0 or +0.0.
+    /// one (the scalar lowering's own, which Cranelift also has for
+    /// vectors), else lane by lane (libm calls); constants are splats and
+    /// comparisons give 1.0 or +0.0 per lane.
     fn translate_vop(
         &mut self,
         op: Op,
@@ -289,24 +291,18 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Error::internal(format!("backend: `{}` is missing operand {k}", op.name()))
             })
         };
+        let mask = |t: &mut Self, cc: FloatCC, a: ir::Value, b: ir::Value| {
+            let m = t.b.ins().fcmp(cc, a, b);
+            t.b.ins().bitcast(vec_type(dtype), MemFlagsData::new(), m)
+        };
         let cmp = |t: &mut Self, cc: FloatCC| -> Result<ir::Value, Error> {
-            let m = t.b.ins().fcmp(cc, arg(0)?, arg(1)?);
-            let m = t.b.ins().bitcast(vec_type(dtype), MemFlagsData::new(), m);
+            let m = mask(t, cc, arg(0)?, arg(1)?);
             let one = t.vconst(dtype, 1.0);
             Ok(t.b.ins().band(m, one))
         };
         Ok(match op {
             Op::Const(l) => self.vconst(l.dtype, l.value()),
             Op::Zero => self.vconst(dtype, 0.0),
-            Op::Add => self.b.ins().fadd(arg(0)?, arg(1)?),
-            Op::Sub => self.b.ins().fsub(arg(0)?, arg(1)?),
-            Op::Mul => self.b.ins().fmul(arg(0)?, arg(1)?),
-            Op::Div => self.b.ins().fdiv(arg(0)?, arg(1)?),
-            Op::Neg => self.b.ins().fneg(arg(0)?),
-            Op::Sqrt => self.b.ins().sqrt(arg(0)?),
-            Op::Abs => self.b.ins().fabs(arg(0)?),
-            Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
-            Op::Min => self.b.ins().fmin(arg(0)?, arg(1)?),
             Op::Lt => cmp(self, FloatCC::LessThan)?,
             Op::Le => cmp(self, FloatCC::LessThanOrEqual)?,
             Op::Gt => cmp(self, FloatCC::GreaterThan)?,
@@ -315,17 +311,18 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Ne => cmp(self, FloatCC::NotEqual)?,
             Op::Select => {
                 let zero = self.vconst(dtype, 0.0);
-                let m = self.b.ins().fcmp(FloatCC::NotEqual, arg(0)?, zero);
-                let m = self
-                    .b
-                    .ins()
-                    .bitcast(vec_type(dtype), MemFlagsData::new(), m);
+                let m = mask(self, FloatCC::NotEqual, arg(0)?, zero);
                 self.b.ins().bitselect(m, arg(1)?, arg(2)?)
             }
-            Op::Bcast => arg(0)?,
-            // Everything else (libm calls; the ops the scalar lowering
-            // refuses here are refused the same way): lane by lane.
-            _ => {
+            Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Tanh
+            | Op::Tan
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow => {
                 let mut failed = None;
                 let v = self.map_lanes(dtype, args, &mut |t, xs| {
                     t.translate_op(op, dtype, xs).unwrap_or_else(|e| {
@@ -338,6 +335,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 }
                 v
             }
+            // Arithmetic (and the ops the scalar lowering refuses, refused
+            // the same way).
+            _ => self.translate_op(op, dtype, args)?,
         })
     }
 
