@@ -16,7 +16,12 @@
 //! ([`CompiledFunction::call`]) checks arguments with
 //! [`interp::bind_args`](crate::lang::interp::bind_args) before any native
 //! code runs and allocates outputs and scratch from the bound dims, so no
-//! out-of-bounds access is possible.
+//! out-of-bounds access is possible. [`CompiledFunction::call_into`] runs
+//! on the caller's own slices and output buffers with the scratch of a
+//! [`Workspace`]: the same checks (the argument shapes against the
+//! signature, each slice's length against its shape, each output's dtype
+//! and length against the result), and no allocation once the workspace
+//! has been bound for the shapes.
 //!
 //! # Object files
 //!
@@ -68,9 +73,11 @@
 mod gemm;
 mod jit;
 mod lower;
+mod native;
 mod object;
 
 pub use jit::{clif_text, clif_text_with, compile, compile_keeping, CompiledFunction, Prepared};
+pub use native::{NativeArg, NativeOut, Workspace};
 pub use object::{compile_object, is_c_identifier, EntryLayout, ObjectCode, ObjectEntry};
 
 #[cfg(doc)]

@@ -26,9 +26,39 @@ impl fmt::Display for ArgError {
     }
 }
 
+/// What [`bind_args`] reads of a run-time argument: its dtype, its shape
+/// and, for an `i64` parameter, its value. Implemented by [`Value`] and by
+/// the backend's borrowed native arguments
+/// ([`NativeArg`](crate::backend::NativeArg)), so both are checked by the
+/// same code with the same messages.
+pub trait ArgShape {
+    /// The element type.
+    fn dtype(&self) -> DType;
+    /// Concrete extents, outermost first; empty for a scalar.
+    fn shape(&self) -> &[usize];
+    /// The number an `i64` parameter takes from this argument (checked to
+    /// be a scalar and a non-negative integer), or `None` if it has none.
+    fn scalar(&self) -> Option<f64>;
+}
+
+impl ArgShape for Value {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The first element, whatever the dtype.
+    fn scalar(&self) -> Option<f64> {
+        self.data.first().copied()
+    }
+}
+
 /// Check argument count, dtypes and ranks, and bind every size parameter
 /// from the shapes (a parameter seen twice must agree).
-pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
+pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims, ArgError> {
     if args.len() != f.params.len() {
         return Err(ArgError {
             param: None,
@@ -47,8 +77,8 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
         let ty = f.ty(p.var);
         if ty.dtype == DType::I64 {
             // A run-time integer: the size parameter of its name.
-            let x = match (a.shape.is_empty(), a.data.first()) {
-                (true, Some(&x)) => x,
+            let x = match (a.shape().is_empty(), a.scalar()) {
+                (true, Some(x)) => x,
                 _ => {
                     return Err(ArgError {
                         param: Some(i),
@@ -68,23 +98,23 @@ pub fn bind_args(f: &Function, args: &[&Value]) -> Result<Dims, ArgError> {
             }
             continue;
         }
-        if a.dtype != ty.dtype {
+        if a.dtype() != ty.dtype {
             return Err(ArgError {
                 param: Some(i),
-                message: format!("argument `{name}` must be {}, got {}", ty.dtype, a.dtype),
+                message: format!("argument `{name}` must be {}, got {}", ty.dtype, a.dtype()),
             });
         }
-        if a.shape.len() != ty.rank() {
+        if a.shape().len() != ty.rank() {
             return Err(ArgError {
                 param: Some(i),
                 message: format!(
                     "argument `{name}` must be {}, got a value of rank {}",
                     describe_rank(ty),
-                    a.shape.len()
+                    a.shape().len()
                 ),
             });
         }
-        for (d, &n) in ty.shape.iter().zip(&a.shape) {
+        for (d, &n) in ty.shape.iter().zip(a.shape()) {
             match d {
                 Dim::Rows(..) => {
                     return Err(ArgError {
