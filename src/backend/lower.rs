@@ -70,6 +70,13 @@ fn shifts(op: Op) -> bool {
     )
 }
 
+/// What an index map that divides its index (`transpose`, `repeat`,
+/// `spread`, `reverse`) counts as, in flops per element, when the plan
+/// decides whether recomputing a value in each consumer is cheap: more
+/// than [`RECOMPUTE_FLOPS`], so such a map read by several consumers is
+/// materialised once.
+const INDEX_DIVISION_FLOPS: f64 = 4.0;
+
 /// How an op reads its operands, for fusion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
@@ -529,7 +536,15 @@ impl Plan {
     /// Flops per element of statement `s`'s element tree: itself and the
     /// inlined values under it.
     fn tree_flops(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64]) -> f64 {
-        s.op.flops()
+        // An index map that divides the index (`transpose`, `repeat`,
+        // `spread`, `reverse`) costs about as much as a few flops; the
+        // row shifts only add an offset.
+        let division = match access(s.op) {
+            Access::IndexMap if !shifts(s.op) => INDEX_DIVISION_FLOPS,
+            _ => 0.0,
+        };
+        division
+            + s.op.flops()
             + s.args
                 .iter()
                 .filter(|a| read[a.index()] == Read::Inline)
