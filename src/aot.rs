@@ -223,7 +223,12 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
         )));
     }
     let gradient = opts.gradient || program.grad_spec(name).is_some();
-    let bopts = BackendOptions::default();
+    // The optimizer's backend options, so an option an object file cannot
+    // honour (`gemm`) is refused rather than silently dropped.
+    let bopts = BackendOptions {
+        verify: BackendOptions::default().verify,
+        ..opts.options.backend
+    };
     if gradient {
         if program.grad_spec(name).is_none() {
             // A clear error for a function that does not exist.

@@ -1,6 +1,6 @@
 //! The `egrad` command line.
 
-use crate::backend::{self, BackendOptions};
+use crate::backend;
 use crate::error::{Error, Result};
 use crate::lang::interp;
 use crate::lang::program::Program;
@@ -151,6 +151,15 @@ pub struct OptArgs {
     /// (they may change rounding, or results near overflow).
     #[arg(long)]
     pub fast_math: bool,
+    /// Scalar loops instead of SIMD vectors (the same results, bit for
+    /// bit: for comparing).
+    #[arg(long)]
+    pub no_simd: bool,
+    /// `matmul` through the matrixmultiply crate's GEMM kernels (faster;
+    /// not bit-identical to the interpreter; native code in this process
+    /// only, not `egrad build`).
+    #[arg(long)]
+    pub gemm: bool,
 }
 
 #[derive(Args, Debug)]
@@ -296,6 +305,8 @@ fn options(opt: &OptArgs) -> Result<Options> {
         });
     o.dims = parse_dims(&opt.dims)?;
     o.rules_dir = opt.rules.clone();
+    o.backend.simd = !opt.no_simd;
+    o.backend.gemm = opt.gemm;
     Ok(o)
 }
 
@@ -509,7 +520,7 @@ fn run(a: &RunArgs) -> Result<String> {
         interp::run(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?
     } else {
         let opt = optimize_ir(&f, &opts)?;
-        let native = backend::compile(&opt.after, &BackendOptions::default())?;
+        let native = backend::compile(&opt.after, &opts.backend)?;
         native
             .call(&refs)
             .map_err(|e| arg_error(&opt.after, program.file(), e))?

@@ -243,6 +243,9 @@ pub struct GradProgram {
     pub residuals: ResidualPlan,
     pub file: SourceFile,
     model: CostModel,
+    /// The backend options it was asked with ([`Options::backend`]), which
+    /// [`GradProgram::compile`] uses.
+    backend: BackendOptions,
 }
 
 /// Differentiate and optimize a function of `program` (see [`Options`]).
@@ -337,6 +340,7 @@ pub fn optimize_gradient_ir(
         residuals,
         file: file.clone(),
         model,
+        backend: options.backend,
     })
 }
 
@@ -376,9 +380,10 @@ impl GradProgram {
         Report { g: self }
     }
 
-    /// Compile the value-and-gradient program to native code.
+    /// Compile the value-and-gradient program to native code with the
+    /// backend options of the [`Options`] it was optimized with.
     pub fn compile(&self) -> Result<CompiledGradient> {
-        self.compile_with(&BackendOptions::default())
+        self.compile_with(&self.backend)
     }
 
     pub fn compile_with(&self, opts: &BackendOptions) -> Result<CompiledGradient> {
