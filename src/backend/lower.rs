@@ -618,6 +618,10 @@ pub(crate) struct Translator<'a, 'b> {
     gemm: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
+    /// Every lane of the element tree being computed lies inside every
+    /// `pad`/`unindex` at its top level (the interior loop of
+    /// [`Translator::translate_map`]): no bounds test.
+    pads_inside: bool,
 }
 
 /// Inside a row or column reduction (`sumtail`, `maxtail`, `mintail`,
@@ -656,6 +660,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             simd: opts.simd,
             gemm: opts.gemm,
             row: None,
+            pads_inside: false,
         }
     }
 
@@ -1011,16 +1016,39 @@ impl<'a, 'b> Translator<'a, 'b> {
         })
     }
 
-    /// `body` with the row context `row` (restored after).
+    /// `body` with the row context `row` and no known-inside `pad`s (a
+    /// shift's operand is computed at another index); both restored after.
     fn within_row<T>(
         &mut self,
         row: Option<RowCtx>,
         body: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let outer = std::mem::replace(&mut self.row, row);
+        let pads = std::mem::replace(&mut self.pads_inside, false);
         let out = body(self);
         self.row = outer;
+        self.pads_inside = pads;
         out
+    }
+
+    /// Where `pad`/`unindex` statement `s` puts its operand: the first
+    /// element it covers and the operand's length.
+    fn pad_range(&mut self, s: usize) -> Result<(ir::Value, ir::Value), Error> {
+        let stmt = &self.f.stmts[s];
+        let (Op::Pad(c) | Op::Unindex(c)) = stmt.op else {
+            return Err(Error::internal("backend: not a pad"));
+        };
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: a pad without its operand"))?;
+        let out = self.f.ty(stmt.var);
+        let row = Type::array(out.dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
+        let row = self.translate_len(row)?;
+        let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
+        let start = self.b.ins().imul_imm_s(row, c);
+        let n = self.translate_len(self.f.ty(a).clone())?;
+        Ok((start, n))
     }
 
     /// Where element `i` of index map `s` reads, known from the row
@@ -1519,16 +1547,13 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ok_or_else(|| Error::internal("backend: index map without an operand"))?;
         let at = self.f.ty(a).clone();
         let tail = |t: &Type| Type::array(dtype, t.shape.get(1..).unwrap_or(&[]).to_vec());
-        let imm = |k: u64| i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"));
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
                 self.within_row(None, &mut |t| t.translate_elem(a, j))
             }
-            Op::Pad(c) | Op::Unindex(c) => {
-                let row = self.translate_len(tail(&out))?;
-                let start = self.b.ins().imul_imm_s(row, imm(c)?);
-                let n = self.translate_len(at.clone())?;
+            Op::Pad(_) | Op::Unindex(_) => {
+                let (start, n) = self.pad_range(s)?;
                 // In range when start <= i < start + n (unsigned arithmetic).
                 if let (Some(iv), Some(sv), Some(nv)) =
                     (self.known(i), self.known(start), self.known(n))

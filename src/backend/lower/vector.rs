@@ -211,16 +211,14 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let j = self.row_offset(a, c, i)?;
                 self.within_row(None, &mut |t| t.translate_elem_vec(a, j))
             }
-            Op::Pad(c) | Op::Unindex(c) => {
+            Op::Pad(_) | Op::Unindex(_) => {
                 // Element i reads i - start when that is inside the operand
                 // (n elements); a vector when all its lanes are inside.
-                let out = self.f.ty(stmt.var);
-                let row = Type::array(dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
-                let row = self.translate_len(row)?;
-                let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
-                let start = self.b.ins().imul_imm_s(row, c);
-                let n = self.translate_len(self.f.ty(a).clone())?;
+                let (start, n) = self.pad_range(s)?;
                 let j = self.b.ins().isub(i, start);
+                if self.pads_inside {
+                    return self.within_row(None, &mut |t| t.translate_elem_vec(a, j));
+                }
                 let first_in = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
                 let room = self.b.ins().isub(n, j);
                 let all_in = self
@@ -369,14 +367,29 @@ impl<'a, 'b> Translator<'a, 'b> {
         if self.simd {
             let w = lanes(dtype);
             let main = self.b.ins().band_imm_s(len, -w);
-            self.translate_range(zero, main, w, &mut |t, i| {
-                let x = match src {
-                    Source::Tree(v) => t.translate_tree_vec(v, i)?,
-                    Source::Elem(v) => t.translate_elem_vec(v, i)?,
-                };
-                t.vstore(dtype, base, i, x);
-                Ok(())
-            })?;
+            let vectors = |t: &mut Self, from: ir::Value, to: ir::Value, inside: bool| {
+                t.pads_inside = inside;
+                let done = t.translate_range(from, to, w, &mut |t, i| {
+                    let x = match src {
+                        Source::Tree(v) => t.translate_tree_vec(v, i)?,
+                        Source::Elem(v) => t.translate_elem_vec(v, i)?,
+                    };
+                    t.vstore(dtype, base, i, x);
+                    Ok(())
+                });
+                t.pads_inside = false;
+                done
+            };
+            match self.pad_interior(src, w, main)? {
+                // Vectors at multiples of W: before the interior, inside
+                // every top-level pad (no bounds tests), after it.
+                Some((lo, hi)) => {
+                    vectors(self, zero, lo, false)?;
+                    vectors(self, lo, hi, true)?;
+                    vectors(self, hi, main, false)?;
+                }
+                None => vectors(self, zero, main, false)?,
+            }
             rest = main;
         }
         self.translate_range(rest, len, 1, &mut |t, i| {
@@ -384,6 +397,54 @@ impl<'a, 'b> Translator<'a, 'b> {
             t.translate_store(dtype, base, i, x);
             Ok(())
         })
+    }
+
+    /// For a tree with `pad`s (or `unindex`es) at its top level: the
+    /// vectors `lo .. hi` (multiples of `w`, within `0 .. main`) whose
+    /// lanes all lie inside every one of them. `None` without such pads.
+    fn pad_interior(
+        &mut self,
+        src: Source,
+        w: i64,
+        main: ir::Value,
+    ) -> Result<Option<(ir::Value, ir::Value)>, Error> {
+        let root = match src {
+            Source::Tree(v) => v,
+            Source::Elem(v) if self.read(v)? == Read::Inline => v,
+            Source::Elem(_) => return Ok(None),
+        };
+        let pads: Vec<usize> = self
+            .tree_nodes(root)?
+            .into_iter()
+            .filter(|&s| matches!(self.f.stmts[s].op, Op::Pad(_) | Op::Unindex(_)))
+            .collect();
+        if pads.is_empty() {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (None, None);
+        for s in pads {
+            let (start, n) = self.pad_range(s)?;
+            let end = self.b.ins().iadd(start, n);
+            lo = Some(match lo {
+                None => start,
+                Some(l) => self.b.ins().umax(l, start),
+            });
+            hi = Some(match hi {
+                None => end,
+                Some(h) => self.b.ins().umin(h, end),
+            });
+        }
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Ok(None);
+        };
+        // Round lo up and hi down to whole vectors, keep lo <= hi <= main.
+        let lo = self.b.ins().iadd_imm_s(lo, w - 1);
+        let lo = self.b.ins().band_imm_s(lo, -w);
+        let lo = self.b.ins().umin(lo, main);
+        let hi = self.b.ins().band_imm_s(hi, -w);
+        let hi = self.b.ins().umin(hi, main);
+        let hi = self.b.ins().umax(hi, lo);
+        Ok(Some((lo, hi)))
     }
 
     /// The reduction (identity `init`, step `step`) of elements
