@@ -36,7 +36,7 @@
 //!
 //! # Fusion
 //!
-//! See [`lower`]: scalars are computed once outside loops; an array statement
+//! See `lower.rs`: scalars are computed once outside loops; an array statement
 //! gets its own loop only when it is returned, used more than once, or used
 //! by a non-element-wise op other than `sum`; otherwise it is inlined into
 //! its consumer's loop. `bcast` inside a loop is just its scalar; `sum` runs

@@ -1,10 +1,10 @@
 //! Automatic differentiation of IR functions.
 //!
-//! Forward mode ([`forward`]) pushes tangents through the program in order
+//! Forward mode ([`forward`](mod@forward)) pushes tangents through the program in order
 //! with each op's JVP template; `@jvp` functions use it, and forward over
 //! reverse (a `@jvp` of a `@grad` function) gives Hessian-vector products.
 //!
-//! Reverse mode is a deterministic sweep ([`reverse`]): the primal is walked
+//! Reverse mode is a deterministic sweep ([`reverse`](mod@reverse)): the primal is walked
 //! once backwards, each op's VJP template (from the op table) is instantiated
 //! per active operand, and contributions to a value's cotangent are summed
 //! as they arrive. A value used k times is differentiated once, so the

@@ -21,8 +21,8 @@
 //!    the two-stage pricing store-or-recompute needs). A switch that would
 //!    make a cycle is skipped.
 //!
-//! 3. Leave plateaus (e-graphs up to [`ESCAPE_MAX_CLASSES`] classes): try up
-//!    to [`MAX_ESCAPES`] switches that keep the price, improve the classes
+//! 3. Leave plateaus (e-graphs up to `ESCAPE_MAX_CLASSES` classes): try up
+//!    to `MAX_ESCAPES` switches that keep the price, improve the classes
 //!    near each, keep one only if the price then drops (two users of a
 //!    shared value that only pay off when both switch).
 //!

@@ -20,7 +20,7 @@
 //! dtype and, if needed, a broadcast to an array shape.
 //!
 //! Errors never stop the walk: an erroneous sub-expression has the value
-//! [`Val::Err`], which silences errors that would only be consequences.
+//! `Val::Err`, which silences errors that would only be consequences.
 
 use super::ast::*;
 use super::ir::{Builder, Function, IrError, Loop, Stmt, VarId};
