@@ -5,9 +5,13 @@
 //! has 128-bit vectors only, so a vector holds two `f64` or four `f32`
 //! lanes ([`lanes`]). Element `i .. i + W` of an inlined element tree is
 //! computed as one vector: buffer reads are vector loads, scalars and
-//! broadcasts are splats, arithmetic is the vector instruction, and what
-//! has no vector form (libm calls, index maps other than a row offset) is
-//! computed lane by lane with the scalar lowering and put together. Every
+//! broadcasts are splats, arithmetic is the vector instruction, row shifts
+//! are their operand's vector at the offset (a `pad` when all lanes are
+//! inside it, and with no bounds test at all in the interior of a loop
+//! over the tree), a `repeat` that does not wrap is a load and a `spread`
+//! within one row a splat; what has no vector form (libm calls,
+//! `transpose`, `reverse`, the lanes at a pad's edge) is computed lane by
+//! lane with the scalar lowering and put together. Every
 //! lane computes exactly what the scalar code computes for that element,
 //! so element-wise results are bit-for-bit the scalar path's; the `n mod W`
 //! elements left over run the scalar code.
@@ -23,8 +27,7 @@
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
-use crate::lang::types::DType;
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::{Op, FOLD_LANES};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
