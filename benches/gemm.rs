@@ -47,18 +47,11 @@ const WAYS: [(&str, BackendOptions); 3] = [
     ),
 ];
 
-/// Deterministic inputs in [-1, 1).
+/// Inputs from the bench suite's generator: `V(seed, i)`, uniform in
+/// [-1, 1).
 fn values(shape: &[usize], seed: u64) -> Value {
-    let n: usize = shape.iter().product();
-    let mut s = seed;
-    let data = (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect();
+    let n = shape.iter().product::<usize>() as u64;
+    let data = (0..n).map(|i| egrad::suite::v(seed, i)).collect();
     Value::array(DType::F64, shape.to_vec(), data)
 }
 

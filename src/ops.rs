@@ -442,8 +442,8 @@ pub fn fold_row(xs: &[f64], init: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
             *acc = step(*acc, x);
         }
     }
-    let q: Vec<f64> = (0..4).map(|j| step(p[j], p[j + 4])).collect();
-    let r: Vec<f64> = (0..2).map(|j| step(q[j], q[j + 2])).collect();
+    let q: [f64; 4] = std::array::from_fn(|j| step(p[j], p[j + 4]));
+    let r: [f64; 2] = std::array::from_fn(|j| step(q[j], q[j + 2]));
     let mut acc = step(r[0], r[1]);
     for &x in &xs[main..] {
         acc = step(acc, x);

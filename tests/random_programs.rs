@@ -608,6 +608,21 @@ impl<'r> Gen<'r> {
         }
     }
 
+    /// `let name = e` written to `body`, in scope from here, and listed
+    /// in `lets`.
+    fn bind_let(
+        &mut self,
+        body: &mut String,
+        lets: &mut Vec<String>,
+        name: String,
+        e: &Ex,
+        ty: Ty,
+    ) {
+        let _ = writeln!(body, "  let {name} = {}", e.s);
+        self.push_var(&name, e, ty);
+        lets.push(name);
+    }
+
     fn push_var(&mut self, name: &str, e: &Ex, ty: Ty) {
         self.env.push(Var {
             name: name.to_string(),
@@ -3233,9 +3248,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             if let Some(e) = g.scan_expr(ty, depth) {
                 let e = g.bounded(e);
                 let name = g.fresh("a");
-                let _ = writeln!(body, "  let {name} = {}", e.s);
-                g.push_var(&name, &e, ty);
-                lets.push(name);
+                g.bind_let(&mut body, &mut lets, name, &e, ty);
                 continue;
             }
         }
@@ -3244,9 +3257,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             g.only_helper = rec_helper.clone();
             if let Some((e, ty)) = g.call_any(false, depth) {
                 let name = g.fresh("a");
-                let _ = writeln!(body, "  let {name} = {}", e.s);
-                g.push_var(&name, &e, ty);
-                lets.push(name);
+                g.bind_let(&mut body, &mut lets, name, &e, ty);
                 rec_pending = false;
                 continue;
             }
@@ -3258,9 +3269,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             g.only_rt = false;
             if let Some((e, ty)) = call {
                 let name = g.fresh("a");
-                let _ = writeln!(body, "  let {name} = {}", e.s);
-                g.push_var(&name, &e, ty);
-                lets.push(name);
+                g.bind_let(&mut body, &mut lets, name, &e, ty);
                 continue;
             }
         }
@@ -3274,9 +3283,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             let depth = g.rng.range(1, max_depth()) as u32;
             let e = g.with_loop(ty, depth);
             let name = g.fresh("a");
-            let _ = writeln!(body, "  let {name} = {}", e.s);
-            g.push_var(&name, &e, ty);
-            lets.push(name);
+            g.bind_let(&mut body, &mut lets, name, &e, ty);
             continue;
         }
         let r = g.rng.below(10);
@@ -3348,9 +3355,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             Some(l) if g.rng.chance(0.2) => l.clone(),
             _ => g.fresh("a"),
         };
-        let _ = writeln!(body, "  let {name} = {}", e.s);
-        g.push_var(&name, &e, ty);
-        lets.push(name);
+        g.bind_let(&mut body, &mut lets, name, &e, ty);
     }
     if rec_pending {
         // The scan took the let meant for the call: one more let.
@@ -3358,9 +3363,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         g.only_helper = rec_helper.clone();
         if let Some((e, ty)) = g.call_any(false, depth) {
             let name = g.fresh("a");
-            let _ = writeln!(body, "  let {name} = {}", e.s);
-            g.push_var(&name, &e, ty);
-            lets.push(name);
+            g.bind_let(&mut body, &mut lets, name, &e, ty);
         }
     }
     let depth = g.rng.range(1, max_depth()) as u32;

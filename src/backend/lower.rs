@@ -334,6 +334,12 @@ impl Plan {
             let flops = Self::tree_flops(s, &read, &tree_flops);
             let cheap = matches!(access(s.op), Access::Elementwise | Access::IndexMap)
                 && flops <= RECOMPUTE_FLOPS;
+            // Materialised whatever its consumers: read whole, a loop nest,
+            // a computed matmul operand, or a residual kept in memory.
+            let must_buffer = needs_buffer[v]
+                || access(s.op) == Access::Nest
+                || (matmul_operand[v] && flops > 0.0)
+                || (uses[v] > 1 && kept[v]);
             let splat = match s.op {
                 Op::Bcast => Some(Read::Splat(s.args.first().copied())),
                 Op::Zero => Some(Read::Splat(None)),
@@ -347,17 +353,10 @@ impl Plan {
                 home[v] = Some(o);
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
-            } else if needs_buffer[v]
-                || access(s.op) == Access::Nest
-                || (matmul_operand[v] && flops > 0.0)
-                || (uses[v] > 1 && (kept[v] || !cheap))
-            {
+            } else if must_buffer || (uses[v] > 1 && !cheap) {
                 // Its scratch buffer is numbered below.
                 read[v] = Read::Buf(usize::MAX);
-                shared_only[v] = !(needs_buffer[v]
-                    || access(s.op) == Access::Nest
-                    || (matmul_operand[v] && flops > 0.0)
-                    || kept[v]);
+                shared_only[v] = !must_buffer;
             } else {
                 read[v] = Read::Inline;
                 tree_flops[v] = flops;
