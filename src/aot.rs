@@ -223,8 +223,8 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
         )));
     }
     let gradient = opts.gradient || program.grad_spec(name).is_some();
-    // The optimizer's backend options, so an option an object file cannot
-    // honour (`gemm`) is refused rather than silently dropped.
+    // The optimizer's backend options (`gemm` has no kernel to call in an
+    // object file: its loop nest gives the same bits).
     let bopts = BackendOptions {
         verify: BackendOptions::default().verify,
         ..opts.options.backend

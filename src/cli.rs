@@ -155,11 +155,10 @@ pub struct OptArgs {
     /// bit: for comparing).
     #[arg(long)]
     pub no_simd: bool,
-    /// `matmul` through the matrixmultiply crate's GEMM kernels (faster;
-    /// not bit-identical to the interpreter; native code in this process
-    /// only, not `egrad build`).
+    /// `matmul` as Cranelift loop nests instead of egrad's matrix kernel
+    /// (the same results, bit for bit; slower: for comparing).
     #[arg(long)]
-    pub gemm: bool,
+    pub no_gemm: bool,
 }
 
 #[derive(Args, Debug)]
@@ -306,7 +305,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     o.dims = parse_dims(&opt.dims)?;
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
-    o.backend.gemm = opt.gemm;
+    o.backend.gemm = !opt.no_gemm;
     Ok(o)
 }
 

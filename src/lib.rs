@@ -15,6 +15,7 @@ pub mod differentiate;
 pub mod error;
 pub mod explore;
 pub mod extract;
+mod gemm;
 pub mod gradbench;
 pub mod lang;
 pub mod ops;

@@ -1167,24 +1167,14 @@ impl Op {
                 }
             }
             Op::MatMul => {
-                // out[i, j] = sum over k, left to right from +0, of a[i, k] * b[k, j].
+                // out[i, j]: a chain of fused multiply-adds over k from +0
+                // (`crate::gemm`, the kernel native code calls too).
                 let (a, b) = (args[0], args[1]);
                 let (m, kk, n) = (a.shape[0], a.shape[1], b.shape[1]);
-                let mut data = Vec::with_capacity(m * n);
-                for i in 0..m {
-                    for j in 0..n {
-                        let mut acc = 0.0;
-                        for k in 0..kk {
-                            let p = dtype.round(a.data[i * kk + k] * b.data[k * n + j]);
-                            acc = dtype.round(acc + p);
-                        }
-                        data.push(acc);
-                    }
-                }
                 Value {
                     dtype,
                     shape: vec![m, n],
-                    data,
+                    data: crate::gemm::matmul(dtype == DType::F32, &a.data, &b.data, m, kk, n),
                 }
             }
             Op::Transpose => {

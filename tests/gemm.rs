@@ -1,10 +1,11 @@
-//! `BackendOptions::gemm`: `matmul` through the `matrixmultiply` crate's
-//! GEMM kernels. They block the sum over `k` and fuse multiplies and adds,
-//! so results are checked against the interpreter within the error bound
-//! of a dot product in any order, not bit for bit:
-//! `|gemm - interp| <= 2 k u Σ_l |a_il b_lj|` per element (u the unit
-//! roundoff of the dtype; each result is within `k u Σ|a b|` of the exact
-//! sum whatever the order and with or without fused multiply-adds).
+//! `matmul` is one definition everywhere: for each element a chain of fused
+//! multiply-adds over `k` in increasing order, from +0 (`src/gemm.rs`).
+//! The interpreter runs it through egrad's matrix kernel, native code
+//! through the same kernel (`BackendOptions::gemm`, the default) or through
+//! its own loop nest of Cranelift `fma` instructions (SIMD or scalar; what an
+//! object file runs), so all of them agree bit for bit, with operands read
+//! in place transposed or computed first; and each result is within the
+//! error bound of a dot product, `k u Σ_l |a_il b_lj|`, of the exact sum.
 
 use egrad::backend::{clif_text_with, compile, compile_object, BackendOptions, ObjectEntry};
 use egrad::lang::interp;
@@ -17,6 +18,22 @@ const GEMM: BackendOptions = BackendOptions {
     simd: true,
     gemm: true,
 };
+
+/// Every way native code can run a product: the kernel, and the loop nest
+/// in SIMD vectors and in scalars.
+const BACKENDS: [BackendOptions; 3] = [
+    GEMM,
+    BackendOptions {
+        verify: true,
+        simd: true,
+        gemm: false,
+    },
+    BackendOptions {
+        verify: true,
+        simd: false,
+        gemm: false,
+    },
+];
 
 /// Inputs from the bench suite's generator: `V(seed, i)`, uniform in
 /// [-1, 1).
@@ -60,6 +77,44 @@ fn abs_products(
     out
 }
 
+/// The product `a·b` as the program reads its operands, nearly exact: each
+/// product's rounding error recovered with an fma, everything summed with
+/// compensation (far more precise than the bound it is checked against).
+fn products(a: &Value, b: &Value, ta: bool, tb: bool, m: usize, k: usize, n: usize) -> Vec<f64> {
+    let at = |i: usize, l: usize| {
+        if ta {
+            a.data[l * m + i]
+        } else {
+            a.data[i * k + l]
+        }
+    };
+    let bt = |l: usize, j: usize| {
+        if tb {
+            b.data[j * k + l]
+        } else {
+            b.data[l * n + j]
+        }
+    };
+    let mut out = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            // Kahan-summed fused products: far below the bound's error.
+            let (mut s, mut c) = (0.0f64, 0.0f64);
+            for l in 0..k {
+                let p = at(i, l) * bt(l, j);
+                let e = at(i, l).mul_add(bt(l, j), -p);
+                let y = p - c;
+                let t = s + y;
+                c = (t - s) - y;
+                s = t;
+                c -= e;
+            }
+            out.push(s - c);
+        }
+    }
+    out
+}
+
 fn function(dtype: DType, ta: bool, tb: bool, extra: bool) -> Function {
     let t = dtype.name();
     let (pa, pb) = (
@@ -94,8 +149,16 @@ fn function(dtype: DType, ta: bool, tb: bool, extra: bool) -> Function {
         .remove(0)
 }
 
+fn same_bits(x: &Value, y: &Value) -> bool {
+    x.shape == y.shape
+        && x.data
+            .iter()
+            .zip(&y.data)
+            .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
+}
+
 #[test]
-fn gemm_products_agree_with_the_interpreter_within_the_dot_product_bound() {
+fn every_backend_computes_the_interpreters_product_bit_for_bit() {
     let mut checked = 0;
     for dtype in [DType::F64, DType::F32] {
         let u = match dtype {
@@ -113,15 +176,18 @@ fn gemm_products_agree_with_the_interpreter_within_the_dot_product_bound() {
             let clif = clif_text_with(&f, &GEMM).unwrap();
             assert!(
                 clif.contains("(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)"),
-                "no GEMM call in\n{clif}"
+                "no kernel call in\n{clif}"
             );
-            let cf = compile(&f, &GEMM).unwrap();
+            let nest = clif_text_with(&f, &BACKENDS[1]).unwrap();
+            assert!(nest.contains(" fma "), "no fma in the loop nest\n{nest}");
+            let compiled: Vec<_> = BACKENDS.iter().map(|o| compile(&f, o).unwrap()).collect();
             for (m, k, n) in [
                 (0, 3, 4),
                 (3, 0, 4),
                 (5, 7, 0),
                 (1, 1, 1),
                 (7, 33, 19),
+                (9, 5, 17),
                 (64, 128, 40),
             ] {
                 let a_shape = if ta { [k, m] } else { [m, k] };
@@ -132,9 +198,18 @@ fn gemm_products_agree_with_the_interpreter_within_the_dot_product_bound() {
                     DType::F32 => (a.cast(DType::F32), b.cast(DType::F32)),
                     _ => (a, b),
                 };
-                let got = cf.call(&[&a, &b]).unwrap();
                 let want = interp::run(&f, &[&a, &b]).unwrap();
-                assert_eq!(got[0].shape, want[0].shape);
+                for (cf, o) in compiled.iter().zip(&BACKENDS) {
+                    let got = cf.call(&[&a, &b]).unwrap();
+                    assert!(
+                        same_bits(&got[0], &want[0]),
+                        "{dtype} ta={ta} tb={tb} extra={extra} {m}x{k}x{n} {o:?}:\n{:?}\n{:?}",
+                        got[0].data,
+                        want[0].data
+                    );
+                }
+                // And the result is a dot product's worth of rounding from
+                // the exact sum (checked in f64 against the f32 result).
                 let a_read = if extra {
                     let mut s = a.clone();
                     s.data.iter_mut().for_each(|x| *x = dtype.round(x.sin()));
@@ -143,17 +218,12 @@ fn gemm_products_agree_with_the_interpreter_within_the_dot_product_bound() {
                     a.clone()
                 };
                 let bound = abs_products(&a_read, &b, ta, tb, m, k, n);
-                for (idx, ((g, w), s)) in got[0]
-                    .data
-                    .iter()
-                    .zip(&want[0].data)
-                    .zip(&bound)
-                    .enumerate()
-                {
-                    let tol = 2.0 * k as f64 * u * s;
+                let exact = products(&a_read, &b, ta, tb, m, k, n);
+                for (idx, ((w, e), s)) in want[0].data.iter().zip(&exact).zip(&bound).enumerate() {
+                    let tol = (k as f64 + 1.0) * u * s;
                     assert!(
-                        (g - w).abs() <= tol,
-                        "{dtype} ta={ta} tb={tb} extra={extra} {m}x{k}x{n} [{idx}]: gemm {g} interp {w} (bound {tol})"
+                        (w - e).abs() <= tol.max(if dtype == DType::F32 { 1e-12 * s } else { 0.0 }),
+                        "{dtype} {m}x{k}x{n} [{idx}]: {w} vs {e} (bound {tol})"
                     );
                     checked += 1;
                 }
@@ -163,22 +233,23 @@ fn gemm_products_agree_with_the_interpreter_within_the_dot_product_bound() {
     assert!(checked > 10_000, "{checked}");
 }
 
+/// Object code runs the loop nest (no kernel to call): the same bits.
 #[test]
-fn object_files_refuse_the_gemm_option() {
-    let f = function(DType::F64, false, false, false);
+fn object_files_use_the_loop_nest() {
+    let f = function(DType::F64, true, false, false);
     let entry = ObjectEntry {
         func: &f,
         symbol: "mm",
         keep: &[],
     };
-    let e = compile_object(&[entry], &GEMM).unwrap_err().to_string();
-    assert!(e.contains("GEMM"), "{e}");
+    let obj = compile_object(&[entry], &GEMM).unwrap();
+    assert!(!obj.bytes.is_empty());
 }
 
 /// The whole mlp2 gradient (three products, two of them with a transposed
-/// operand) through GEMM kernels: close to egrad's own loops.
+/// operand): kernel and loop nests agree bit for bit.
 #[test]
-fn mlp2_gradient_through_gemm_matches_the_default_backend() {
+fn mlp2_gradient_is_the_same_through_kernel_and_loop_nest() {
     use egrad::backend::compile_keeping;
     use egrad::pipeline::{optimize_gradient, Options};
     use egrad::suite::BENCHMARKS;
@@ -194,17 +265,18 @@ fn mlp2_gradient_through_gemm_matches_the_default_backend() {
     }
     let g = optimize_gradient(&program, &opts).unwrap();
     let ir = g.gradient_ir();
-    let plain = compile_keeping(&ir, &BackendOptions::verified(), &g.stored()).unwrap();
-    let gemm = compile_keeping(&ir, &GEMM, &g.stored()).unwrap();
     assert!(clif_text_with(&ir, &GEMM)
         .unwrap()
         .contains("(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)"));
-    let (want, got) = (plain.call(&refs).unwrap(), gemm.call(&refs).unwrap());
+    let want = interp::run(&ir, &refs).unwrap();
     assert_eq!(want.len(), 4);
-    for (w, g) in want.iter().zip(&got) {
-        let scale = w.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        for (x, y) in w.data.iter().zip(&g.data) {
-            assert!((x - y).abs() <= 1e-12 * scale, "{x} vs {y}");
+    for o in &BACKENDS {
+        let got = compile_keeping(&ir, o, &g.stored())
+            .unwrap()
+            .call(&refs)
+            .unwrap();
+        for (w, g) in want.iter().zip(&got) {
+            assert!(same_bits(w, g), "{o:?}");
         }
     }
 }

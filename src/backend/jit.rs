@@ -34,7 +34,7 @@ pub(crate) enum Libm {
     Expm1,
     /// Two operands.
     Pow,
-    /// A matrix product through a GEMM kernel ([`super::gemm`]):
+    /// A matrix product through egrad's kernel (`crate::gemm`):
     /// `(m, k, n, a, rsa, csa, b, rsb, csb, c)`, all `i64`, no result.
     Gemm,
 }
@@ -161,8 +161,8 @@ impl Libm {
             (Log1p, F64 | I64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
             (Expm1, F64 | I64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
             (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
-            (Gemm, F32) => ("egrad_sgemm", super::gemm::egrad_sgemm as *const u8),
-            (Gemm, F64 | I64) => ("egrad_dgemm", super::gemm::egrad_dgemm as *const u8),
+            (Gemm, F32) => ("egrad_sgemm", crate::gemm::egrad_sgemm as *const u8),
+            (Gemm, F64 | I64) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
         }
     }
 }

@@ -891,18 +891,21 @@ impl<'a, 'b> Translator<'a, 'b> {
                     zero,
                     cols,
                     rows,
-                    (0.0, Op::Add),
-                    &mut |t, r, js, vec| {
+                    0.0,
+                    &mut |t, r, js, vec, sofar| {
                         let rc = t.b.ins().imul(r, cols);
                         let row = t.row_ctx(rc, r, &at);
                         t.within_row(row, &mut |t| {
                             js.iter()
-                                .map(|&j| {
+                                .zip(sofar)
+                                .map(|(&j, &acc)| {
                                     let at = t.b.ins().iadd(rc, j);
                                     if vec && simd {
-                                        t.translate_elem_vec(a, at)
+                                        let x = t.translate_elem_vec(a, at)?;
+                                        t.translate_vop(Op::Add, dtype, &[acc, x])
                                     } else {
-                                        t.translate_elem(a, at)
+                                        let x = t.translate_elem(a, at)?;
+                                        t.translate_op(Op::Add, dtype, &[acc, x])
                                     }
                                 })
                                 .collect()
@@ -940,7 +943,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     }
                 }
                 // Row i of the result: its columns many at a time, each
-                // summing a[i, l] * b[l, j] over l in order.
+                // a chain of fma(a[i, l], b[l, j], acc) over l in order.
                 self.translate_loop(m, &mut |t, i| {
                     let out_row = t.b.ins().imul(i, n);
                     t.translate_columns(
@@ -949,8 +952,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                         out_row,
                         n,
                         kk,
-                        (0.0, Op::Add),
-                        &mut |t, l, js, vec| {
+                        0.0,
+                        &mut |t, l, js, vec, sofar| {
                             let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
                             let x = if vec {
                                 t.b.ins().splat(vector::vec_type(dtype), x)
@@ -958,13 +961,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 x
                             };
                             js.iter()
-                                .map(|&j| {
+                                .zip(sofar)
+                                .map(|(&j, &acc)| {
                                     let y = if vec {
                                         t.translate_matrix_vec(b, b_t, (l, j), (kk, n))?
                                     } else {
                                         t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?
                                     };
-                                    Ok(t.b.ins().fmul(x, y))
+                                    // One rounding per step: `crate::gemm`'s
+                                    // definition, which the kernel computes.
+                                    Ok(t.b.ins().fma(x, y, acc))
                                 })
                                 .collect()
                         },

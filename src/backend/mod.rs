@@ -70,7 +70,6 @@
 //! iteration; [`Prepared::scratch_bytes`] counts all these buffers. Before
 //! native code runs, the sizes are checked against every loop function too.
 
-mod gemm;
 mod jit;
 mod lower;
 mod native;
@@ -95,12 +94,12 @@ pub struct BackendOptions {
     /// ([`fold_row`](crate::ops::fold_row)) in both.
     pub simd: bool,
     /// `matmul` of operands in memory (a transposed one read in place)
-    /// through the `matrixmultiply` crate's GEMM kernels (AVX2/FMA where
-    /// the CPU has them) instead of egrad's own loop nest (off by
-    /// default). The kernels add in another order and fuse multiplies and
-    /// adds, so products agree with the interpreter to within rounding
-    /// (`tests/gemm.rs` states the bound), not bit for bit. The JIT only:
-    /// [`compile_object`] refuses it.
+    /// through egrad's matrix kernel (256-bit AVX2/FMA tiles where the CPU
+    /// has them; on by default) instead of the loop nest of Cranelift code.
+    /// Both compute the same chain of fused multiply-adds per element (see
+    /// `src/gemm.rs`), so the results are bit for bit the same and the
+    /// interpreter's; the kernel is faster. An object file has no kernel to
+    /// call, so [`compile_object`] always uses the loop nest.
     pub gemm: bool,
 }
 
@@ -119,7 +118,7 @@ impl Default for BackendOptions {
         BackendOptions {
             verify: cfg!(debug_assertions),
             simd: true,
-            gemm: false,
+            gemm: true,
         }
     }
 }

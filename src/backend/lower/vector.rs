@@ -61,7 +61,13 @@ const COLUMN_VECTORS: usize = 4;
 
 /// The terms of one row `l` of a column loop at each column start, as
 /// vectors or single elements: see [`Translator::translate_columns`].
-type ColumnTerm<'t, 'a, 'b> = dyn FnMut(&mut Translator<'a, 'b>, ir::Value, &[ir::Value], bool) -> Result<Vec<ir::Value>, Error>
+type ColumnTerm<'t, 'a, 'b> = dyn FnMut(
+        &mut Translator<'a, 'b>,
+        ir::Value,
+        &[ir::Value],
+        bool,
+        &[ir::Value],
+    ) -> Result<Vec<ir::Value>, Error>
     + 't;
 
 /// An array of at most this many elements (a literal length) is written
@@ -281,7 +287,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// one (the scalar lowering's own, which Cranelift also has for
     /// vectors), else lane by lane (libm calls); constants are splats and
     /// comparisons give 1.0 or +0.0 per lane.
-    fn translate_vop(
+    pub(super) fn translate_vop(
         &mut self,
         op: Op,
         dtype: DType,
@@ -544,8 +550,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         out_row: ir::Value,
         n: ir::Value,
         k: ir::Value,
-        (init, step): (f64, Op),
-        term: &mut ColumnTerm<'_, 'a, 'b>,
+        init: f64,
+        step: &mut ColumnTerm<'_, 'a, 'b>,
     ) -> Result<(), Error> {
         let zero = self.b.ins().iconst(types::I64, 0);
         let mut rest = zero;
@@ -568,11 +574,10 @@ impl<'a, 'b> Translator<'a, 'b> {
                         .map(|u| t.b.ins().iadd_imm_s(j, u as i64 * w))
                         .collect();
                     t.translate_range(zero, k, 1, &mut |t, l| {
-                        let xs = term(t, l, &js, true)?;
-                        for (&acc, &x) in accs.iter().zip(&xs) {
-                            let sofar = t.b.use_var(acc);
-                            let next = t.translate_vop(step, dtype, &[sofar, x])?;
-                            t.b.def_var(acc, next);
+                        let sofar: Vec<_> = accs.iter().map(|&acc| t.b.use_var(acc)).collect();
+                        let next = step(t, l, &js, true, &sofar)?;
+                        for (&acc, &x) in accs.iter().zip(&next) {
+                            t.b.def_var(acc, x);
                         }
                         Ok(())
                     })?;
@@ -592,11 +597,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             t.b.def_var(acc, first);
             let zero = t.b.ins().iconst(types::I64, 0);
             t.translate_range(zero, k, 1, &mut |t, l| {
-                let x = *term(t, l, &[j], false)?
-                    .first()
-                    .ok_or_else(|| Error::internal("backend: a column without its term"))?;
                 let sofar = t.b.use_var(acc);
-                let next = t.translate_op(step, dtype, &[sofar, x])?;
+                let next = *step(t, l, &[j], false, &[sofar])?
+                    .first()
+                    .ok_or_else(|| Error::internal("backend: a column without its step"))?;
                 t.b.def_var(acc, next);
                 Ok(())
             })?;
