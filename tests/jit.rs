@@ -218,6 +218,44 @@ const CASES: &[&str] = &[
   %15: T[N] = sumtail %14
   ret %2, %5, %9, %12, %15
 }",
+    // materialised broadcasts, outer products and transposes, written as
+    // loop nests with a row context (no division per element), also under
+    // row shifts that keep the rows' shape (the context moves with them)
+    // and one that does not (`index` of a 3-D value)
+    "fn nests[N, M](%x: T[N, M], %v: T[M], %u: T[N], %s: T[M, N], %w: T[N, N, M]) -> (T[N, M], T[N, M], T[N, M], T[N, M], T[N, M], T[N-1, M], T[N, M]) {
+  %0: T[N, M] = repeat %v
+  %1: T[N, M] = spread %u
+  %2: T[N, M] = mul %1 %0
+  %3: T[N, M] = transpose %s
+  %4: T[N, M] = mul %3 %x
+  %5: T[N, M] = add %4 %0
+  %6: T[N-1, M] = slice 1 %x
+  %7: T[N-1, M] = repeat %v
+  %8: T[N-1, M] = mul %6 %7
+  %9: T[N, M] = pad 1 %8
+  %10: T[N, M] = add %9 %1
+  %11: T[N, M] = sin %2
+  %12: T[N, M] = pad 0 %11
+  %13: T[N, M] = sub %12 %3
+  %14: T[N, M] = index 0 %w
+  %15: T[N, M] = add %14 %1
+  %16: T[M, N] = mul %s %s
+  %17: T[N, M] = transpose %16
+  %18: T[N-1, M] = slice 1 %17
+  %19: T[N, M] = spread %u
+  %20: T[N-1, M] = slice 1 %19
+  %21: T[N-1, M] = add %18 %20
+  %29: T[N-1, M] = slice 1 %x
+  %30: T[M, N-1] = transpose %29
+  %22: T[M, N-1] = mul %30 %30
+  %23: T[N-1, M] = transpose %22
+  %24: T[N-1] = slice 1 %u
+  %25: T[N-1, M] = spread %24
+  %26: T[N-1, M] = mul %23 %25
+  %27: T[N, M] = pad 1 %26
+  %28: T[N, M] = add %27 %x
+  ret %2, %5, %10, %13, %15, %21, %28
+}",
     // literal dims mixed with parameters, and dead code
     "fn lits[N](%a: T[3], %b: T[N, 2]) -> (T[3], T) {
   %0: T[3] = exp %a

@@ -851,7 +851,8 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// A loop nest writing statement `s` (`sumlead`, `sumtail`, `matmul`)
     /// into buffer `k`. Sums run left to right from +0 in the dtype, like the
-    /// interpreter; `matmul` rounds each product before adding it.
+    /// interpreter; `matmul` is a chain of fused multiply-adds (or a call of
+    /// the matrix kernel, which computes the same chain).
     fn translate_nest(&mut self, s: usize, k: usize) -> Result<(), Error> {
         let stmt = self.f.stmts[s].clone();
         let dtype = self.f.ty(stmt.var).dtype;
@@ -1063,13 +1064,91 @@ impl<'a, 'b> Translator<'a, 'b> {
         let ctx = self.row.clone()?;
         let stmt = &self.f.stmts[s];
         let a = *stmt.args.first()?;
+        let out = &self.f.ty(stmt.var).shape;
         match stmt.op {
             Op::Repeat if self.f.ty(a).shape == ctx.tail => Some(self.b.ins().isub(i, ctx.start)),
-            Op::Spread if self.f.ty(stmt.var).shape.get(1..)? == ctx.tail.as_slice() => {
-                Some(ctx.index)
+            Op::Spread if out.get(1..)? == ctx.tail.as_slice() => Some(ctx.index),
+            // Element (index, c) of an [N, M] transpose reads (c, index).
+            Op::Transpose if out.len() == 2 && out[1..] == ctx.tail[..] => {
+                let n = out[0].clone();
+                let n = self.translate_len(Type::array(DType::I64, vec![n])).ok()?;
+                let c = self.b.ins().isub(i, ctx.start);
+                let cn = self.b.ins().imul(c, n);
+                Some(self.b.ins().iadd(cn, ctx.index))
             }
             _ => None,
         }
+    }
+
+    /// The row context of a row shift's operand (`slice`, `index`, `pad`,
+    /// `unindex` statement `s`): the same rows moved by the shift, when its
+    /// rows have the context's shape; else none (the operand's elements are
+    /// at another index).
+    fn shifted_row(&mut self, s: usize) -> Option<RowCtx> {
+        let ctx = self.row.clone()?;
+        let stmt = &self.f.stmts[s];
+        let a = *stmt.args.first()?;
+        let at = self.f.ty(a);
+        if at.shape.get(1..)? != ctx.tail.as_slice() {
+            return None;
+        }
+        let (rows, dtype) = match stmt.op {
+            Op::Slice(c) | Op::Index(c) => (i64::try_from(c).ok()?, at.dtype),
+            Op::Pad(c) | Op::Unindex(c) => (-i64::try_from(c).ok()?, at.dtype),
+            _ => return None,
+        };
+        if rows == 0 {
+            return Some(ctx);
+        }
+        // Row r of the shift is row r + rows of its operand.
+        let len = self
+            .translate_len(Type::array(dtype, ctx.tail.clone()))
+            .ok()?;
+        let off = self.b.ins().imul_imm_s(len, rows);
+        Some(RowCtx {
+            start: self.b.ins().iadd(ctx.start, off),
+            index: self.b.ins().iadd_imm_s(ctx.index, rows),
+            tail: ctx.tail,
+        })
+    }
+
+    /// Would a row context for values of type `ty` spare a division in
+    /// some index map of the element tree under `root` (see
+    /// [`Self::row_read`])?
+    fn rows_help(&self, root: VarId, ty: &Type) -> Result<bool, Error> {
+        if ty.rank() < 2 {
+            return Ok(false);
+        }
+        let tail = &ty.shape[1..];
+        // The element tree, through the row shifts that keep the rows'
+        // shape (`shifted_row` carries the context into them).
+        let mut stack = vec![root];
+        let mut seen = std::collections::HashSet::from([root]);
+        while let Some(v) = stack.pop() {
+            let Some(s) = self.defs.get(v.index()).copied().flatten() else {
+                continue;
+            };
+            let stmt = &self.f.stmts[s];
+            let out = &self.f.ty(stmt.var).shape;
+            let first = stmt.args.first().map(|&a| &self.f.ty(a).shape);
+            let descend = match stmt.op {
+                Op::Repeat if first.map(|a| a[..] == *tail) == Some(true) => return Ok(true),
+                Op::Spread if out.get(1..) == Some(tail) => return Ok(true),
+                Op::Transpose if out.len() == 2 && out[1..] == *tail => return Ok(true),
+                Op::Slice(_) | Op::Index(_) | Op::Pad(_) | Op::Unindex(_) => {
+                    first.and_then(|a| a.get(1..)) == Some(tail)
+                }
+                op => access(op) == Access::Elementwise,
+            };
+            if descend {
+                for &a in &stmt.args {
+                    if self.read(a)? == Read::Inline && seen.insert(a) {
+                        stack.push(a);
+                    }
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// The buffers of a live loop statement (see [`LoopBufs`]).
@@ -1555,9 +1634,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.within_row(None, &mut |t| t.translate_elem(a, j))
+                let t_row = self.shifted_row(s);
+                self.within_row(t_row, &mut |t| t.translate_elem(a, j))
             }
             Op::Pad(_) | Op::Unindex(_) => {
+                let t_row = self.shifted_row(s);
                 let (start, n) = self.pad_range(s)?;
                 // In range when start <= i < start + n (unsigned arithmetic).
                 if let (Some(iv), Some(sv), Some(nv)) =
@@ -1567,7 +1648,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     return match iv.checked_sub(sv) {
                         Some(jv) if (0..nv).contains(&jv) => {
                             let j = self.b.ins().iconst(types::I64, jv);
-                            self.within_row(None, &mut |t| t.translate_elem(a, j))
+                            self.within_row(t_row.clone(), &mut |t| t.translate_elem(a, j))
                         }
                         _ => Ok(self.translate_const(dtype, 0.0)),
                     };
@@ -1583,14 +1664,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.translate_if(
                     inside,
                     cl_type(dtype),
-                    &mut |t| t.within_row(None, &mut |t| t.translate_elem(a, j)),
+                    &mut |t| t.within_row(t_row.clone(), &mut |t| t.translate_elem(a, j)),
                     &mut |t| Ok(t.translate_const(dtype, 0.0)),
                 )
             }
-            Op::Repeat | Op::Spread if self.row.is_some() => match self.row_read(s, i) {
-                Some(j) => self.translate_leaf(a, j),
-                None => self.within_row(None, &mut |t| t.translate_index_map(s, i)),
-            },
+            Op::Repeat | Op::Spread | Op::Transpose if self.row.is_some() => {
+                match self.row_read(s, i) {
+                    Some(j) => self.translate_leaf(a, j),
+                    None => self.within_row(None, &mut |t| t.translate_index_map(s, i)),
+                }
+            }
             Op::Repeat => {
                 let row = self.translate_len(at.clone())?;
                 let j = self.b.ins().urem(i, row);

@@ -218,15 +218,17 @@ impl<'a, 'b> Translator<'a, 'b> {
         match stmt.op {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
-                self.within_row(None, &mut |t| t.translate_elem_vec(a, j))
+                let row = self.shifted_row(s);
+                self.within_row(row, &mut |t| t.translate_elem_vec(a, j))
             }
             Op::Pad(_) | Op::Unindex(_) => {
+                let row = self.shifted_row(s);
                 // Element i reads i - start when that is inside the operand
                 // (n elements); a vector when all its lanes are inside.
                 let (start, n) = self.pad_range(s)?;
                 let j = self.b.ins().isub(i, start);
                 if self.pads_inside {
-                    return self.within_row(None, &mut |t| t.translate_elem_vec(a, j));
+                    return self.within_row(row, &mut |t| t.translate_elem_vec(a, j));
                 }
                 let first_in = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
                 let room = self.b.ins().isub(n, j);
@@ -238,7 +240,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.translate_if(
                     inside,
                     vt,
-                    &mut |t| t.within_row(None, &mut |t| t.translate_elem_vec(a, j)),
+                    &mut |t| t.within_row(row.clone(), &mut |t| t.translate_elem_vec(a, j)),
                     gather,
                 )
             }
@@ -371,6 +373,31 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             return Ok(());
         }
+        let ty = self.f.ty(v).clone();
+        let tree = match src {
+            Source::Tree(v) => Some(v),
+            Source::Elem(v) if self.read(v)? == Read::Inline => Some(v),
+            Source::Elem(_) => None,
+        };
+        let rows = match tree {
+            Some(root) => self.row.is_none() && self.rows_help(root, &ty)?,
+            None => false,
+        };
+        if rows {
+            // A loop nest: each row with its context, so `repeat`,
+            // `spread` and `transpose` read without dividing the index
+            // (and `repeat` a vector at a time).
+            let rows = self.translate_len(Type::array(dtype, vec![ty.shape[0].clone()]))?;
+            let cols = self.translate_len(Type::array(dtype, ty.shape[1..].to_vec()))?;
+            return self.translate_loop(rows, &mut |t, r| {
+                let start = t.b.ins().imul(r, cols);
+                let end = t.b.ins().iadd(start, cols);
+                let row = t.row_ctx(start, r, &ty);
+                t.within_row(row, &mut |t| {
+                    t.translate_map_span(src, dtype, base, start, end)
+                })
+            });
+        }
         let zero = self.b.ins().iconst(types::I64, 0);
         let mut rest = zero;
         if self.simd {
@@ -403,6 +430,42 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         self.translate_range(rest, len, 1, &mut |t, i| {
             let x = elem(t, i)?;
+            t.translate_store(dtype, base, i, x);
+            Ok(())
+        })
+    }
+
+    /// Elements `from .. to` of `src` to `base` (within one row context):
+    /// vectors while a whole vector fits, then the scalar code.
+    fn translate_map_span(
+        &mut self,
+        src: Source,
+        dtype: DType,
+        base: ir::Value,
+        from: ir::Value,
+        to: ir::Value,
+    ) -> Result<(), Error> {
+        let mut rest = from;
+        if self.simd {
+            let w = lanes(dtype);
+            let len = self.b.ins().isub(to, from);
+            let main = self.b.ins().band_imm_s(len, -w);
+            let main = self.b.ins().iadd(from, main);
+            self.translate_range(from, main, w, &mut |t, i| {
+                let x = match src {
+                    Source::Tree(v) => t.translate_tree_vec(v, i)?,
+                    Source::Elem(v) => t.translate_elem_vec(v, i)?,
+                };
+                t.vstore(dtype, base, i, x);
+                Ok(())
+            })?;
+            rest = main;
+        }
+        self.translate_range(rest, to, 1, &mut |t, i| {
+            let x = match src {
+                Source::Tree(v) => t.translate_tree(v, i)?,
+                Source::Elem(v) => t.translate_elem(v, i)?,
+            };
             t.translate_store(dtype, base, i, x);
             Ok(())
         })
