@@ -57,8 +57,14 @@ fn guard_text(g: &Guard) -> String {
     let kind = match g {
         Guard::Nonzero(_) => "nonzero",
         Guard::Pow2(_) => "pow2",
+        Guard::Const(_) => "const",
+        Guard::Value(_) => "value",
+        Guard::Int(_) => "int",
+        Guard::Even(_) => "even",
+        Guard::Odd(_) => "odd",
         Guard::Scalar(_) => "scalar",
         Guard::Array(_) => "array",
+        Guard::TypeOf(t, a) => return format!("type {t} {a}"),
     };
     format!("{kind} {}", g.var())
 }
@@ -88,7 +94,14 @@ fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
         let is_array = array[&g.var()];
         let ok = match g {
             Guard::Array(_) => is_array,
-            Guard::Scalar(_) | Guard::Nonzero(_) | Guard::Pow2(_) => !is_array,
+            Guard::Scalar(_)
+            | Guard::Nonzero(_)
+            | Guard::Pow2(_)
+            | Guard::Const(_)
+            | Guard::Int(_)
+            | Guard::Even(_)
+            | Guard::Odd(_) => !is_array,
+            Guard::TypeOf(..) | Guard::Value(_) => true,
         };
         if !ok {
             return None;

@@ -62,6 +62,8 @@ fn vars_of(rule: &Rule) -> (Vec<Var>, Vec<Var>) {
             value_vars.push(v);
         }
     }
+    // A `type ?t ?a` variable takes the type of `?a` (`lhs_assignments`).
+    type_vars.retain(|t| !rule.type_bindings().iter().any(|(u, _)| u == t));
     (value_vars, type_vars)
 }
 
@@ -229,6 +231,15 @@ impl Rng {
     }
     /// A constant the guard accepts: a sample or ±2^k, whichever passes.
     fn constant(&mut self, guard: &Guard, dtype: DType, fast: bool) -> f64 {
+        if matches!(guard, Guard::Int(_) | Guard::Even(_) | Guard::Odd(_)) {
+            // Exponents: small integers.
+            for _ in 0..10_000 {
+                let x = (1 + self.next() % 64) as f64;
+                if guard.accepts_constant(Lit::new(dtype, x)) {
+                    return x;
+                }
+            }
+        }
         for _ in 0..10_000 {
             let x = match self.next() % 2 {
                 0 if fast => self.sample_moderate(),
@@ -285,6 +296,11 @@ fn lhs_assignments(rule: &Rule) -> Vec<BTreeMap<Var, Bound>> {
                         Bound::Ty(t)
                     },
                 );
+            }
+            for (t, a) in rule.type_bindings() {
+                if let Some(Bound::Val(ty)) = env.get(&a).cloned() {
+                    env.insert(t, Bound::Ty(ty));
+                }
             }
             if type_of(&rule.lhs, root(&rule.lhs), &env).is_some() {
                 out.push(env);

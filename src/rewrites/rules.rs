@@ -10,7 +10,7 @@
 use super::lang::{Analysis, Node, EG};
 use crate::lang::types::DType;
 use crate::ops::{parse_number, Lit, Op};
-use egg::{Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
+use egg::{Applier, Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
@@ -63,13 +63,44 @@ pub enum Guard {
     /// the same real number: dividing by it is multiplying by its reciprocal,
     /// bit for bit.
     Pow2(Var),
+    /// The class is a finite constant.
+    Const(Var),
+    /// The class is not a constant: rules of real arithmetic that would
+    /// otherwise also fire on constants (and fold new ones without end)
+    /// apply to computed values only.
+    Value(Var),
+    /// The class is a constant integer `n` with `1 ≤ n ≤ MAX_POWER`: an
+    /// exponent that powers may gather into.
+    Int(Var),
+    /// An [`Guard::Int`] that is even and at least 2.
+    Even(Var),
+    /// An [`Guard::Int`] that is odd and at least 3.
+    Odd(Var),
+    /// `type ?t ?a`: not a condition but a binding, so a right side can
+    /// name the type of a value (a broadcast constant of `?a`'s shape):
+    /// `?t` (first) is bound to the type of `?a` (second). Holds whenever
+    /// `?a` has a type.
+    TypeOf(Var, Var),
 }
+
+/// The largest exponent the power guards accept: powers gather and split
+/// only up to it, so saturation adds O(log n) classes per power.
+pub const MAX_POWER: f64 = 64.0;
 
 impl Guard {
     /// The variable the guard is about.
     pub fn var(&self) -> Var {
         match self {
-            Guard::Nonzero(v) | Guard::Scalar(v) | Guard::Array(v) | Guard::Pow2(v) => *v,
+            Guard::Nonzero(v)
+            | Guard::Scalar(v)
+            | Guard::Array(v)
+            | Guard::Pow2(v)
+            | Guard::Const(v)
+            | Guard::Value(v)
+            | Guard::Int(v)
+            | Guard::Even(v)
+            | Guard::Odd(v)
+            | Guard::TypeOf(_, v) => *v,
         }
     }
 
@@ -77,8 +108,13 @@ impl Guard {
     /// [`Guard::accepts_constant`] says which)?
     pub fn needs_constant(&self) -> bool {
         match self {
-            Guard::Nonzero(_) | Guard::Pow2(_) => true,
-            Guard::Scalar(_) | Guard::Array(_) => false,
+            Guard::Nonzero(_)
+            | Guard::Pow2(_)
+            | Guard::Const(_)
+            | Guard::Int(_)
+            | Guard::Even(_)
+            | Guard::Odd(_) => true,
+            Guard::Scalar(_) | Guard::Array(_) | Guard::Value(_) | Guard::TypeOf(..) => false,
         }
     }
 
@@ -102,8 +138,12 @@ impl Guard {
                 let r = 1.0 / x;
                 x.is_finite() && power_of_two && r.is_finite() && l.dtype.round(r) == r
             }
-            Guard::Scalar(_) => true,
-            Guard::Array(_) => false,
+            Guard::Const(_) => x.is_finite(),
+            Guard::Int(_) => x.fract() == 0.0 && (1.0..=MAX_POWER).contains(&x),
+            Guard::Even(_) => x % 2.0 == 0.0 && (2.0..=MAX_POWER).contains(&x),
+            Guard::Odd(_) => x % 2.0 == 1.0 && (3.0..=MAX_POWER).contains(&x),
+            Guard::Scalar(_) | Guard::TypeOf(..) => true,
+            Guard::Array(_) | Guard::Value(_) => false,
         }
     }
 
@@ -113,9 +153,16 @@ impl Guard {
         };
         let d = &eg[*id].data;
         match self {
-            Guard::Nonzero(_) | Guard::Pow2(_) => d.konst.is_some_and(|l| self.accepts_constant(l)),
+            Guard::Nonzero(_)
+            | Guard::Pow2(_)
+            | Guard::Const(_)
+            | Guard::Int(_)
+            | Guard::Even(_)
+            | Guard::Odd(_) => d.konst.is_some_and(|l| self.accepts_constant(l)),
             Guard::Scalar(_) => d.ty.as_ref().is_some_and(|t| t.is_scalar()),
             Guard::Array(_) => d.ty.as_ref().is_some_and(|t| !t.is_scalar()),
+            Guard::TypeOf(..) => d.ty.is_some(),
+            Guard::Value(_) => d.konst.is_none(),
         }
     }
 }
@@ -146,6 +193,49 @@ impl Condition<Node, Analysis> for Guards {
     }
 }
 
+/// A right side whose type variables (`type ?t ?a`) are bound to the type
+/// of a matched value before it is instantiated.
+#[derive(Clone, Debug)]
+struct Rhs {
+    pattern: Pattern<Node>,
+    types: Vec<(Var, Var)>,
+}
+
+impl Applier<Node, Analysis> for Rhs {
+    fn apply_one(
+        &self,
+        egraph: &mut EG,
+        eclass: Id,
+        subst: &Subst,
+        searcher_ast: Option<&egg::PatternAst<Node>>,
+        rule_name: egg::Symbol,
+    ) -> Vec<Id> {
+        let mut subst = subst.clone();
+        for (t, a) in &self.types {
+            // The guard checked that `?a` is typed.
+            let Some(ty) = subst.get(*a).and_then(|id| egraph[*id].data.ty.clone()) else {
+                return Vec::new();
+            };
+            let id = egraph.add(Node::Ty(ty));
+            subst.insert(*t, id);
+        }
+        self.pattern
+            .apply_one(egraph, eclass, &subst, searcher_ast, rule_name)
+    }
+
+    fn get_pattern_ast(&self) -> Option<&egg::PatternAst<Node>> {
+        Applier::<Node, Analysis>::get_pattern_ast(&self.pattern)
+    }
+
+    fn vars(&self) -> Vec<Var> {
+        let bound: Vec<Var> = self.types.iter().map(|(t, _)| *t).collect();
+        let mut vars: Vec<Var> = Applier::<Node, Analysis>::vars(&self.pattern);
+        vars.retain(|v| !bound.contains(v));
+        vars.extend(self.types.iter().map(|(_, a)| *a));
+        vars
+    }
+}
+
 /// One loaded (dtype-instantiated) rule.
 #[derive(Clone, Debug)]
 pub struct Rule {
@@ -162,13 +252,27 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The `type ?t ?a` bindings: `(?t, ?a)`.
+    pub fn type_bindings(&self) -> Vec<(Var, Var)> {
+        self.guards
+            .iter()
+            .filter_map(|g| match g {
+                Guard::TypeOf(t, a) => Some((*t, *a)),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn rewrite(&self) -> Rewrite<Node, Analysis> {
         let applier = ConditionalApplier {
             condition: Guards {
                 guards: self.guards.clone(),
                 dtype: self.dtype,
             },
-            applier: self.rhs.clone(),
+            applier: Rhs {
+                pattern: self.rhs.clone(),
+                types: self.type_bindings(),
+            },
         };
         // Validated at load time: variables of the RHS are bound by the LHS.
         Rewrite::new(self.name.clone(), self.lhs.clone(), applier)
@@ -351,8 +455,22 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
             return Err("a left side that is a lone variable matches everything".into());
         }
         let bound = lhs.vars();
+        let typed: Vec<Var> = guards
+            .iter()
+            .filter_map(|g| match g {
+                Guard::TypeOf(t, _) => Some(*t),
+                _ => None,
+            })
+            .collect();
+        for t in &typed {
+            if bound.contains(t) {
+                return Err(format!(
+                    "`type {t} ...` binds `{t}`, which the left side binds already"
+                ));
+            }
+        }
         for v in rhs.vars() {
-            if !bound.contains(&v) {
+            if !bound.contains(&v) && !typed.contains(&v) {
                 return Err(format!(
                     "`{v}` on the right side is not bound by the left side"
                 ));
@@ -446,6 +564,20 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
     let mut out = Vec::new();
     for part in text.split("&&") {
         let words: Vec<&str> = part.split_whitespace().collect();
+        if let ["type", t, a] = words.as_slice() {
+            let var = |w: &str| -> Result<Var, String> {
+                w.parse()
+                    .map_err(|_| format!("`type {t} {a}`: `{w}` is not a `?variable`"))
+            };
+            out.push(Guard::TypeOf(var(t)?, var(a)?));
+            continue;
+        }
+        if words.first() == Some(&"type") {
+            return Err(format!(
+                "guard `{}`: expected `type ?t ?a` (?t names the type of ?a)",
+                part.trim()
+            ));
+        }
         let [kind, var] = words.as_slice() else {
             return Err(format!("guard `{}`: expected `KIND ?var`", part.trim()));
         };
@@ -457,9 +589,14 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
             "scalar" => Guard::Scalar(v),
             "array" => Guard::Array(v),
             "pow2" => Guard::Pow2(v),
+            "const" => Guard::Const(v),
+            "value" => Guard::Value(v),
+            "int" => Guard::Int(v),
+            "even" => Guard::Even(v),
+            "odd" => Guard::Odd(v),
             other => {
                 return Err(format!(
-                    "unknown guard `{other}` (known: nonzero, pow2, scalar, array)"
+                    "unknown guard `{other}` (known: nonzero, pow2, const, value, int, even, odd, scalar, array, type ?t ?a)"
                 ))
             }
         });
@@ -555,6 +692,37 @@ mod tests {
         assert!(!applied("sub-self/f32"));
         let eg = &runner.egraph;
         assert_eq!(eg[eg.find(id)].data.konst, Some(Lit::new(DType::F64, 0.0)));
+    }
+
+    #[test]
+    fn exponent_guards_accept_small_integers() {
+        let v: Var = "?n".parse().unwrap();
+        let ok = |g: Guard, x: f64| g.accepts_constant(Lit::new(DType::F64, x));
+        assert!(ok(Guard::Int(v), 1.0) && ok(Guard::Int(v), 64.0));
+        assert!(!ok(Guard::Int(v), 0.0) && !ok(Guard::Int(v), 65.0) && !ok(Guard::Int(v), 2.5));
+        assert!(ok(Guard::Even(v), 2.0) && !ok(Guard::Even(v), 3.0) && !ok(Guard::Even(v), 0.0));
+        assert!(ok(Guard::Odd(v), 3.0) && !ok(Guard::Odd(v), 1.0) && !ok(Guard::Odd(v), 4.0));
+        assert!(ok(Guard::Const(v), -0.5) && !ok(Guard::Const(v), f64::INFINITY));
+        assert!(!ok(Guard::Value(v), 1.0));
+    }
+
+    #[test]
+    fn type_bindings_name_a_new_variable() {
+        let ok =
+            parse_line("r: (add ?a ?a) => (mul ?a (bcast 2.0f64 ?t)) if array ?a && type ?t ?a");
+        let rule = &ok.unwrap()[0];
+        assert_eq!(
+            rule.type_bindings(),
+            vec![("?t".parse().unwrap(), "?a".parse().unwrap())]
+        );
+        // Without the binding, `?t` is unbound; binding a left-side variable
+        // is refused.
+        let e = parse_line("r: (add ?a ?a) => (mul ?a (bcast 2.0f64 ?t)) if array ?a").unwrap_err();
+        assert!(e.contains("not bound"), "{e}");
+        let e = parse_line("r: (mul ?a (bcast ?c ?t)) => ?a if type ?t ?a").unwrap_err();
+        assert!(e.contains("binds `?t`"), "{e}");
+        let e = parse_line("r: (add ?a ?a) => ?a if type ?t").unwrap_err();
+        assert!(e.contains("type ?t ?a"), "{e}");
     }
 
     #[test]
