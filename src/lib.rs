@@ -23,6 +23,7 @@ pub mod pipeline;
 pub mod residuals;
 pub mod rewrites;
 pub mod suite;
+pub mod vmath;
 
 pub use error::{Error, Result};
 pub use lang::program::Program;
