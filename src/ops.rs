@@ -302,8 +302,11 @@ fn mask<T: Real>(c: bool) -> T {
     T::from_f64(if c { 1.0 } else { 0.0 })
 }
 
+// The elementary functions are egrad's own kernels (`crate::vmath`): the
+// generated code emits the same op sequences, so the interpreter, constant
+// folding and native code agree bit for bit.
 macro_rules! impl_real {
-    ($t:ty) => {
+    ($t:ty, $sin:ident, $cos:ident, $exp:ident, $log:ident, $tanh:ident, $log1p:ident, $expm1:ident) => {
         impl Real for $t {
             fn from_f64(x: f64) -> Self {
                 x as $t
@@ -327,22 +330,22 @@ macro_rules! impl_real {
                 -self
             }
             fn sin(self) -> Self {
-                <$t>::sin(self)
+                crate::vmath::$sin(self)
             }
             fn cos(self) -> Self {
-                <$t>::cos(self)
+                crate::vmath::$cos(self)
             }
             fn exp(self) -> Self {
-                <$t>::exp(self)
+                crate::vmath::$exp(self)
             }
             fn ln(self) -> Self {
-                <$t>::ln(self)
+                crate::vmath::$log(self)
             }
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
             fn tanh(self) -> Self {
-                <$t>::tanh(self)
+                crate::vmath::$tanh(self)
             }
             fn tan(self) -> Self {
                 <$t>::tan(self)
@@ -351,10 +354,10 @@ macro_rules! impl_real {
                 <$t>::abs(self)
             }
             fn ln_1p(self) -> Self {
-                <$t>::ln_1p(self)
+                crate::vmath::$log1p(self)
             }
             fn exp_m1(self) -> Self {
-                <$t>::exp_m1(self)
+                crate::vmath::$expm1(self)
             }
             fn powf(self, o: Self) -> Self {
                 <$t>::powf(self, o)
@@ -377,8 +380,8 @@ macro_rules! impl_real {
         }
     };
 }
-impl_real!(f32);
-impl_real!(f64);
+impl_real!(f32, sin_f32, cos_f32, exp_f32, log_f32, tanh_f32, log1p_f32, expm1_f32);
+impl_real!(f64, sin_f64, cos_f64, exp_f64, log_f64, tanh_f64, log1p_f64, expm1_f64);
 
 /// An element function on f64-held operands, computed in a dtype's precision.
 type ElemFn = fn(&[f64], DType) -> f64;

@@ -4,14 +4,15 @@
 //! [`cranelift_module::Module`]: the object-file writer
 //! ([`super::object`]) uses it too.
 
-use super::lower::{LoopRefs, Plan, Translator};
+use super::lower::{Import, LoopRefs, Plan, Translator};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError};
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::DType;
 use crate::lang::value::Value;
-use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, UserFuncName};
+use crate::vmath::VFn;
+use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, InstBuilder, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -275,9 +276,14 @@ pub(crate) fn lower<M: Module>(
         }
     }
     let mut funcs = Vec::new();
-    let mut libm = (entry.libm, imports);
+    let mut callees = Callees {
+        names: entry.libm,
+        entry: entry.name,
+        libm: imports,
+        kernels: Vec::new(),
+    };
     let names = (id, entry.name);
-    lower_function(module, f, &plan, names, opts, &mut libm, &mut funcs)?;
+    lower_function(module, f, &plan, names, opts, &mut callees, &mut funcs)?;
     funcs.sort_by_key(|(fid, _)| fid.as_u32());
     Ok(Lowered { id, funcs, plan })
 }
@@ -314,6 +320,96 @@ fn declare_libm<M: Module>(
         .map_err(|e| cl_err("declare import", e))
 }
 
+/// The functions the lowered code calls besides its loops' bodies and VJPs,
+/// declared in the module as they are first needed.
+struct Callees<'a> {
+    names: LibmNames,
+    /// The entry's symbol, which the kernels' names start with.
+    entry: &'a str,
+    libm: Vec<(Libm, DType, FuncId)>,
+    /// egrad's vector math kernels, local functions of the module, each
+    /// defined (pushed to the lowered functions) when declared.
+    kernels: Vec<(VFn, ir::Type, FuncId)>,
+}
+
+impl Callees<'_> {
+    fn libm<M: Module>(
+        &mut self,
+        module: &mut M,
+        which: Libm,
+        dtype: DType,
+    ) -> Result<FuncId, Error> {
+        if let Some(&(_, _, fid)) = self
+            .libm
+            .iter()
+            .find(|(w, d, _)| *w == which && *d == dtype)
+        {
+            return Ok(fid);
+        }
+        let fid = declare_libm(module, which, dtype, self.names)?;
+        self.libm.push((which, dtype, fid));
+        Ok(fid)
+    }
+
+    /// Kernel `f` on `ty` as a function `fn(ty) -> ty` of the module.
+    fn kernel<M: Module>(
+        &mut self,
+        module: &mut M,
+        f: VFn,
+        ty: ir::Type,
+        out: &mut Vec<(FuncId, Context)>,
+    ) -> Result<FuncId, Error> {
+        if let Some(&(_, _, fid)) = self.kernels.iter().find(|(g, t, _)| *g == f && *t == ty) {
+            return Ok(fid);
+        }
+        let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ty));
+        sig.returns.push(AbiParam::new(ty));
+        let name = format!("{}.{}.{ty}", self.entry, f.name());
+        let fid = module
+            .declare_function(&name, Linkage::Local, &sig)
+            .map_err(|e| cl_err("declare", e))?;
+        self.kernels.push((f, ty, fid));
+        let mut ctx = module.make_context();
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::user(0, fid.as_u32());
+        let fallback = if f.has_fallback() {
+            let which = match f {
+                VFn::Sin => Libm::Sin,
+                VFn::Cos => Libm::Cos,
+                _ => {
+                    return Err(Error::internal(
+                        "backend: a kernel's fallback is not sin or cos",
+                    ))
+                }
+            };
+            let dtype = if ty.lane_type() == types::F32 {
+                DType::F32
+            } else {
+                DType::F64
+            };
+            let lid = self.libm(module, which, dtype)?;
+            Some(module.declare_func_in_func(lid, &mut ctx.func))
+        } else {
+            None
+        };
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let block = b.create_block();
+        b.append_block_params_for_function_params(block);
+        b.switch_to_block(block);
+        b.seal_block(block);
+        let x = b.block_params(block)[0];
+        let y = super::lower::emit_kernel(&mut b, ty, f, x, fallback).ok_or_else(|| {
+            Error::internal(format!("backend: no `{}` kernel for {ty}", f.name()))
+        })?;
+        b.ins().return_(&[y]);
+        b.finalize(module.target_config());
+        out.push((fid, ctx));
+        Ok(fid)
+    }
+}
+
 /// Lower `f` (declared as `id`, named `name`, with the backend options
 /// `opts`) and, first, the loop bodies
 /// and VJPs its plan calls, each its own function with the entry's ABI
@@ -325,11 +421,11 @@ fn lower_function<M: Module>(
     plan: &Plan,
     (id, name): (FuncId, &str),
     opts: &BackendOptions,
-    libm: &mut (LibmNames, Vec<(Libm, DType, FuncId)>),
+    callees: &mut Callees<'_>,
     out: &mut Vec<(FuncId, Context)>,
 ) -> Result<(), Error> {
     let sig = abi_signature(module);
-    let mut callees: Vec<(Option<FuncId>, Option<FuncId>)> = Vec::with_capacity(plan.loops.len());
+    let mut loop_ids: Vec<(Option<FuncId>, Option<FuncId>)> = Vec::with_capacity(plan.loops.len());
     for (l, lp) in plan.loops.iter().enumerate() {
         let lf = f
             .loops
@@ -350,20 +446,28 @@ fn lower_function<M: Module>(
             let cid = module
                 .declare_function(&cname, Linkage::Local, &sig)
                 .map_err(|e| cl_err("declare", e))?;
-            lower_function(module, func, &callee.plan, (cid, &cname), opts, libm, out)?;
+            lower_function(
+                module,
+                func,
+                &callee.plan,
+                (cid, &cname),
+                opts,
+                callees,
+                out,
+            )?;
             if part == "body" {
                 ids.0 = Some(cid);
             } else {
                 ids.1 = Some(cid);
             }
         }
-        callees.push(ids);
+        loop_ids.push(ids);
     }
 
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let loop_refs: Vec<LoopRefs> = callees
+    let loop_refs: Vec<LoopRefs> = loop_ids
         .iter()
         .map(|&(body, vjp)| LoopRefs {
             body: body.map(|c| module.declare_func_in_func(c, &mut ctx.func)),
@@ -373,27 +477,18 @@ fn lower_function<M: Module>(
     let mut fctx = FunctionBuilderContext::new();
     let target = module.target_config();
     let mut failed = None;
+    let mut kernels = Vec::new();
     {
-        let (names, imports) = libm;
-        let mut import = |func: &mut ir::Function, which: Libm, dtype: DType| -> FuncRef {
-            let found = imports
-                .iter()
-                .find(|(w, d, _)| *w == which && *d == dtype)
-                .map(|&(_, _, fid)| fid);
-            let fid = match found {
-                Some(fid) => fid,
-                None => match declare_libm(module, which, dtype, *names) {
-                    Ok(fid) => {
-                        imports.push((which, dtype, fid));
-                        fid
-                    }
-                    Err(e) => {
-                        // Reported below; the function is never defined.
-                        failed = Some(e);
-                        id
-                    }
-                },
+        let mut import = |func: &mut ir::Function, callee: Import| -> FuncRef {
+            let fid = match callee {
+                Import::Libm(which, dtype) => callees.libm(module, which, dtype),
+                Import::Kernel(f, ty) => callees.kernel(module, f, ty, &mut kernels),
             };
+            let fid = fid.unwrap_or_else(|e| {
+                // Reported below; the function is never defined.
+                failed = Some(e);
+                id
+            });
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -404,6 +499,7 @@ fn lower_function<M: Module>(
         return Err(e);
     }
     out.push((id, ctx));
+    out.append(&mut kernels);
     Ok(())
 }
 

@@ -38,6 +38,7 @@ use crate::error::Error;
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
+use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     self, types, FuncRef, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
@@ -50,8 +51,9 @@ mod vector;
 // The SIMD vector math kernels' Cranelift emitter (`crate::vmath`), checked
 // bit for bit against the scalar kernels; not yet called by the lowering
 // (issue 15: exp, log, tanh, ... still go through libm here).
-#[cfg(test)]
 mod vmath_clif;
+
+pub(crate) use vmath_clif::emit as emit_kernel;
 #[cfg(test)]
 mod vmath_clif_test;
 
@@ -597,14 +599,35 @@ struct CallSite {
     n_inputs: usize,
 }
 
+/// A function a translated function calls, other than its loops' bodies
+/// and VJPs: a libm import (or the matrix kernel), or one of egrad's vector
+/// math kernels on a scalar or vector type, compiled once per module (see
+/// [`Translator::translate_vmath`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Import {
+    Libm(Libm, DType),
+    Kernel(VFn, ir::Type),
+}
+
+/// Vector math kernels emitted inline per function; further uses (and
+/// those in the scalar tails of vector loops) call the module's copy of the
+/// kernel, so code size and compile time stay linear in the program with a
+/// small constant.
+const INLINE_KERNELS: usize = 16;
+
 /// Translates one function into a Cranelift function body.
 pub(crate) struct Translator<'a, 'b> {
     f: &'a Function,
     plan: &'a Plan,
     b: FunctionBuilder<'b>,
-    /// Resolves an imported libm function, importing it on first use.
-    import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
-    imported: Vec<(Libm, DType, FuncRef)>,
+    /// Resolves a callee, declaring it in the module on first use.
+    import: &'a mut dyn FnMut(&mut ir::Function, Import) -> FuncRef,
+    imported: Vec<(Import, FuncRef)>,
+    /// Vector math kernels emitted inline so far.
+    inlined_kernels: usize,
+    /// Emitting code that runs rarely (the scalar tail of a vector loop):
+    /// kernels are called, not inlined.
+    cold: bool,
     /// The functions called for each loop, by loop number.
     loop_refs: Vec<LoopRefs>,
     /// Base pointer of every buffer (loaded in the entry block).
@@ -647,7 +670,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         f: &'a Function,
         plan: &'a Plan,
         b: FunctionBuilder<'b>,
-        import: &'a mut dyn FnMut(&mut ir::Function, Libm, DType) -> FuncRef,
+        import: &'a mut dyn FnMut(&mut ir::Function, Import) -> FuncRef,
         loop_refs: Vec<LoopRefs>,
         opts: super::BackendOptions,
     ) -> Self {
@@ -657,6 +680,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             b,
             import,
             imported: Vec::new(),
+            inlined_kernels: 0,
+            cold: false,
             loop_refs,
             bufs: Vec::new(),
             dims_ptr: None,
@@ -1854,14 +1879,20 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Div => self.b.ins().fdiv(arg(0)?, arg(1)?),
             Op::Neg => self.b.ins().fneg(arg(0)?),
             Op::Sqrt => self.b.ins().sqrt(arg(0)?),
-            Op::Sin => self.translate_libcall(Libm::Sin, dtype, arg(0)?),
-            Op::Cos => self.translate_libcall(Libm::Cos, dtype, arg(0)?),
-            Op::Exp => self.translate_libcall(Libm::Exp, dtype, arg(0)?),
-            Op::Log => self.translate_libcall(Libm::Log, dtype, arg(0)?),
-            Op::Tanh => self.translate_libcall(Libm::Tanh, dtype, arg(0)?),
+            Op::Sin => self.translate_vmath(VFn::Sin, Libm::Sin, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Cos => self.translate_vmath(VFn::Cos, Libm::Cos, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Exp => self.translate_vmath(VFn::Exp, Libm::Exp, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Log => self.translate_vmath(VFn::Log, Libm::Log, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Tanh => {
+                self.translate_vmath(VFn::Tanh, Libm::Tanh, dtype, cl_type(dtype), arg(0)?)?
+            }
             Op::Tan => self.translate_libcall(Libm::Tan, dtype, arg(0)?),
-            Op::Log1p => self.translate_libcall(Libm::Log1p, dtype, arg(0)?),
-            Op::Expm1 => self.translate_libcall(Libm::Expm1, dtype, arg(0)?),
+            Op::Log1p => {
+                self.translate_vmath(VFn::Log1p, Libm::Log1p, dtype, cl_type(dtype), arg(0)?)?
+            }
+            Op::Expm1 => {
+                self.translate_vmath(VFn::Expm1, Libm::Expm1, dtype, cl_type(dtype), arg(0)?)?
+            }
             Op::Pow => self.translate_libcall2(Libm::Pow, dtype, arg(0)?, arg(1)?),
             Op::Abs => self.b.ins().fabs(arg(0)?),
             Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
@@ -1942,18 +1973,56 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     fn libm_ref(&mut self, which: Libm, dtype: DType) -> FuncRef {
-        match self
-            .imported
-            .iter()
-            .find(|(w, d, _)| *w == which && *d == dtype)
-        {
-            Some(&(_, _, r)) => r,
+        self.callee_ref(Import::Libm(which, dtype))
+    }
+
+    fn callee_ref(&mut self, callee: Import) -> FuncRef {
+        match self.imported.iter().find(|(c, _)| *c == callee) {
+            Some(&(_, r)) => r,
             None => {
-                let r = (self.import)(self.b.func, which, dtype);
-                self.imported.push((which, dtype, r));
+                let r = (self.import)(self.b.func, callee);
+                self.imported.push((callee, r));
                 r
             }
         }
+    }
+
+    /// Runs `emit` as cold code (see [`Translator::cold`]) when `cold`.
+    pub(super) fn translate_cold<T>(
+        &mut self,
+        cold: bool,
+        emit: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let was = self.cold;
+        self.cold = was || cold;
+        let out = emit(self);
+        self.cold = was;
+        out
+    }
+
+    /// `f(x)` by egrad's vector math kernel (`crate::vmath`) for `x` of
+    /// type `ty` (a scalar of `dtype` or its vector): inline for the first
+    /// [`INLINE_KERNELS`] uses outside cold code, else a call of the
+    /// module's copy (the same instructions, so the same bits). The kernels
+    /// with a fallback (sin, cos) call `libm`'s function for lanes outside
+    /// their fast range (and may leave the builder in a new block).
+    pub(super) fn translate_vmath(
+        &mut self,
+        f: VFn,
+        libm: Libm,
+        dtype: DType,
+        ty: ir::Type,
+        x: ir::Value,
+    ) -> Result<ir::Value, Error> {
+        if self.cold || self.inlined_kernels >= INLINE_KERNELS {
+            let kernel = self.callee_ref(Import::Kernel(f, ty));
+            let call = self.b.ins().call(kernel, &[x]);
+            return Ok(self.b.inst_results(call)[0]);
+        }
+        self.inlined_kernels += 1;
+        let fallback = f.has_fallback().then(|| self.libm_ref(libm, dtype));
+        vmath_clif::emit(&mut self.b, ty, f, x, fallback)
+            .ok_or_else(|| Error::internal(format!("backend: no `{}` kernel for {ty}", f.name())))
     }
 
     fn translate_libcall(&mut self, which: Libm, dtype: DType, x: ir::Value) -> ir::Value {

@@ -25,10 +25,12 @@
 //! in order, one product rounded at a time.
 
 use super::{access, cl_type, Access, Read, Translator};
+use crate::backend::jit::Libm;
 use crate::error::Error;
 use crate::lang::ir::VarId;
 use crate::lang::types::{DType, Type};
 use crate::ops::{Op, FOLD_LANES};
+use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
@@ -309,6 +311,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             let one = t.vconst(dtype, 1.0);
             Ok(t.b.ins().band(m, one))
         };
+        let vmath = |t: &mut Self, f: VFn, libm: Libm| {
+            t.translate_vmath(f, libm, dtype, vec_type(dtype), arg(0)?)
+        };
         Ok(match op {
             Op::Const(l) => self.vconst(l.dtype, l.value()),
             Op::Zero => self.vconst(dtype, 0.0),
@@ -323,15 +328,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let m = mask(self, FloatCC::NotEqual, arg(0)?, zero);
                 self.b.ins().bitselect(m, arg(1)?, arg(2)?)
             }
-            Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Tanh
-            | Op::Tan
-            | Op::Log1p
-            | Op::Expm1
-            | Op::Pow => {
+            // egrad's vector kernels, all lanes at once.
+            Op::Sin => vmath(self, VFn::Sin, Libm::Sin)?,
+            Op::Cos => vmath(self, VFn::Cos, Libm::Cos)?,
+            Op::Exp => vmath(self, VFn::Exp, Libm::Exp)?,
+            Op::Log => vmath(self, VFn::Log, Libm::Log)?,
+            Op::Tanh => vmath(self, VFn::Tanh, Libm::Tanh)?,
+            Op::Log1p => vmath(self, VFn::Log1p, Libm::Log1p)?,
+            Op::Expm1 => vmath(self, VFn::Expm1, Libm::Expm1)?,
+            // A libm call per lane.
+            Op::Tan | Op::Pow => {
                 let mut failed = None;
                 let v = self.map_lanes(dtype, args, &mut |t, xs| {
                     t.translate_op(op, dtype, xs).unwrap_or_else(|e| {
@@ -428,10 +434,13 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             rest = main;
         }
-        self.translate_range(rest, len, 1, &mut |t, i| {
-            let x = elem(t, i)?;
-            t.translate_store(dtype, base, i, x);
-            Ok(())
+        let simd = self.simd;
+        self.translate_cold(simd, |t| {
+            t.translate_range(rest, len, 1, &mut |t, i| {
+                let x = elem(t, i)?;
+                t.translate_store(dtype, base, i, x);
+                Ok(())
+            })
         })
     }
 
@@ -461,13 +470,16 @@ impl<'a, 'b> Translator<'a, 'b> {
             })?;
             rest = main;
         }
-        self.translate_range(rest, to, 1, &mut |t, i| {
-            let x = match src {
-                Source::Tree(v) => t.translate_tree(v, i)?,
-                Source::Elem(v) => t.translate_elem(v, i)?,
-            };
-            t.translate_store(dtype, base, i, x);
-            Ok(())
+        let simd = self.simd;
+        self.translate_cold(simd, |t| {
+            t.translate_range(rest, to, 1, &mut |t, i| {
+                let x = match src {
+                    Source::Tree(v) => t.translate_tree(v, i)?,
+                    Source::Elem(v) => t.translate_elem(v, i)?,
+                };
+                t.translate_store(dtype, base, i, x);
+                Ok(())
+            })
         })
     }
 
@@ -587,13 +599,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         let s = combine(self, &r)?;
         let total = self.b.declare_var(cl_type(dtype));
         self.b.def_var(total, s[0]);
-        self.translate_range(main, len, 1, &mut |t, i| {
-            let at = t.b.ins().iadd(start, i);
-            let x = t.translate_elem(a, at)?;
-            let sofar = t.b.use_var(total);
-            let next = t.translate_op(step, dtype, &[sofar, x])?;
-            t.b.def_var(total, next);
-            Ok(())
+        // Fewer than eight elements left: rare work.
+        self.translate_cold(true, |t| {
+            t.translate_range(main, len, 1, &mut |t, i| {
+                let at = t.b.ins().iadd(start, i);
+                let x = t.translate_elem(a, at)?;
+                let sofar = t.b.use_var(total);
+                let next = t.translate_op(step, dtype, &[sofar, x])?;
+                t.b.def_var(total, next);
+                Ok(())
+            })
         })?;
         Ok(self.b.use_var(total))
     }
