@@ -53,17 +53,17 @@ impl Elem for f32 {
 /// Strided read-only view of a matrix: element `(r, c)` at
 /// `ptr + r·rs + c·cs` (in elements).
 #[derive(Clone, Copy)]
-struct View<T> {
-    ptr: *const T,
-    rs: isize,
-    cs: isize,
+pub(crate) struct View<T> {
+    pub(crate) ptr: *const T,
+    pub(crate) rs: isize,
+    pub(crate) cs: isize,
 }
 
 impl<T: Copy> View<T> {
     /// # Safety
     /// `(r, c)` lies inside the matrix the view was made for.
     #[inline(always)]
-    unsafe fn at(&self, r: usize, c: usize) -> T {
+    pub(crate) unsafe fn at(&self, r: usize, c: usize) -> T {
         // SAFETY: the caller's contract.
         unsafe { *self.ptr.offset(r as isize * self.rs + c as isize * self.cs) }
     }
@@ -102,8 +102,9 @@ thread_local! {
     static PACK_F32: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Whether the CPU has AVX2 and FMA (checked once).
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_fma() -> bool {
+pub(crate) fn has_avx2_fma() -> bool {
     use std::sync::OnceLock;
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))

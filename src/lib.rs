@@ -16,6 +16,7 @@ pub mod error;
 pub mod explore;
 pub mod extract;
 mod gemm;
+mod gemv;
 pub mod gradbench;
 pub mod lang;
 pub mod ops;

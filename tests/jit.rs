@@ -218,6 +218,32 @@ const CASES: &[&str] = &[
   %15: T[N] = sumtail %14
   ret %2, %5, %9, %12, %15
 }",
+    // row and column sums of products read in place: with the matrix
+    // kernels on, egrad's row-dot and column-sum kernels (`crate::gemv`)
+    // for every operand form (a matrix, a row shift of one, a repeated
+    // row, a spread column, the same operand twice)
+    "fn gemv[N, M](%x: T[N, M], %y: T[N, M], %v: T[M], %u: T[N]) -> (T[N], T[M], T[N-1], T[M], T[N], T[M]) {
+  %0: T[N, M] = mul %x %y
+  %1: T[N] = sumtail %0
+  %2: T[N, M] = mul %y %x
+  %3: T[M] = sumlead %2
+  %4: T[N-1, M] = slice 1 %x
+  %5: T[N-1, M] = repeat %v
+  %6: T[N-1, M] = mul %4 %5
+  %7: T[N-1] = sumtail %6
+  %8: T[N, M] = spread %u
+  %9: T[N, M] = spread %u
+  %10: T[N, M] = mul %8 %9
+  %11: T[M] = sumlead %10
+  %12: T[N, M] = repeat %v
+  %13: T[N, M] = spread %u
+  %14: T[N, M] = mul %12 %13
+  %15: T[N] = sumtail %14
+  %16: T[N, M] = repeat %v
+  %17: T[N, M] = mul %16 %16
+  %18: T[M] = sumlead %17
+  ret %1, %3, %7, %11, %15, %18
+}",
     // materialised broadcasts, outer products and transposes, written as
     // loop nests with a row context (no division per element), also under
     // row shifts that keep the rows' shape (the context moves with them)
@@ -379,6 +405,26 @@ fn table_matches_interpreter_bit_for_bit() {
                 for m in [0, 1, 3, 10, 19] {
                     let args = args_for(&f, n, m, &mut rng);
                     check(&cf, &args, &format!("{dtype} N={n} M={m}"));
+                }
+            }
+        }
+    }
+}
+
+/// With the matrix kernels on (`matmul` through `crate::gemm`, row and
+/// column sums of products through `crate::gemv`), still the interpreter's
+/// bits.
+#[test]
+fn kernels_match_interpreter_bit_for_bit() {
+    let kernels = BackendOptions { gemm: true, ..OPTS };
+    let mut rng = Lcg(7);
+    for dtype in [DType::F32, DType::F64] {
+        for f in cases(dtype) {
+            let cf = compile(&f, &kernels).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            for n in [0, 1, 7, 9, 17, 100] {
+                for m in [0, 1, 3, 10, 19, 40] {
+                    let args = args_for(&f, n, m, &mut rng);
+                    check(&cf, &args, &format!("{dtype} N={n} M={m} kernels"));
                 }
             }
         }

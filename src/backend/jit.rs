@@ -38,10 +38,15 @@ pub(crate) enum Libm {
     /// A matrix product through egrad's kernel (`crate::gemm`):
     /// `(m, k, n, a, rsa, csa, b, rsb, csb, c)`, all `i64`, no result.
     Gemm,
+    /// Row sums of a product through egrad's kernel (`crate::gemv`):
+    /// `(m, k, a, rsa, csa, b, rsb, csb, out)`, all `i64`, no result.
+    RowDot,
+    /// Column sums of a product (`crate::gemv`), the same operands.
+    ColSum,
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
-const LIBM: [Libm; 10] = [
+const LIBM: [Libm; 12] = [
     Libm::Sin,
     Libm::Cos,
     Libm::Exp,
@@ -52,6 +57,8 @@ const LIBM: [Libm; 10] = [
     Libm::Expm1,
     Libm::Pow,
     Libm::Gemm,
+    Libm::RowDot,
+    Libm::ColSum,
 ];
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
@@ -98,6 +105,7 @@ impl Libm {
         match self {
             Libm::Pow => 2,
             Libm::Gemm => 10,
+            Libm::RowDot | Libm::ColSum => 9,
             Libm::Sin
             | Libm::Cos
             | Libm::Exp
@@ -137,6 +145,10 @@ impl Libm {
             // Not in the C library: `compile_object` refuses the option.
             (Gemm, F32) => "egrad_sgemm",
             (Gemm, F64 | I64) => "egrad_dgemm",
+            (RowDot, F32) => "egrad_srowdot",
+            (RowDot, F64 | I64) => "egrad_drowdot",
+            (ColSum, F32) => "egrad_scolsum",
+            (ColSum, F64 | I64) => "egrad_dcolsum",
         }
     }
 
@@ -164,6 +176,10 @@ impl Libm {
             (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
             (Gemm, F32) => ("egrad_sgemm", crate::gemm::egrad_sgemm as *const u8),
             (Gemm, F64 | I64) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
+            (RowDot, F32) => ("egrad_srowdot", crate::gemv::egrad_srowdot as *const u8),
+            (RowDot, F64 | I64) => ("egrad_drowdot", crate::gemv::egrad_drowdot as *const u8),
+            (ColSum, F32) => ("egrad_scolsum", crate::gemv::egrad_scolsum as *const u8),
+            (ColSum, F64 | I64) => ("egrad_dcolsum", crate::gemv::egrad_dcolsum as *const u8),
         }
     }
 }
@@ -300,7 +316,7 @@ fn declare_libm<M: Module>(
         DType::F64 | DType::I64 => types::F64,
     };
     let mut s = module.make_signature();
-    if which == Libm::Gemm {
+    if matches!(which, Libm::Gemm | Libm::RowDot | Libm::ColSum) {
         // Sizes, pointers and strides; writes its result through `c`.
         for _ in 0..which.arity() {
             s.params.push(AbiParam::new(types::I64));

@@ -901,6 +901,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // Each row folded in egrad's fixed order.
                 let rows = self.translate_len(lead)?;
                 let cols = self.translate_len(rest)?;
+                if stmt.op == Op::SumTail
+                    && self.translate_gemv(Libm::RowDot, a, &at, (rows, cols), base)?
+                {
+                    return Ok(());
+                }
                 let fold = stmt.op.reduction().unwrap_or((0.0, Op::Add));
                 self.translate_loop(rows, &mut |t, r| {
                     let start = t.b.ins().imul(r, cols);
@@ -916,6 +921,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // at a time.
                 let rows = self.translate_len(lead)?;
                 let cols = self.translate_len(rest)?;
+                if self.translate_gemv(Libm::ColSum, a, &at, (rows, cols), base)? {
+                    return Ok(());
+                }
                 let zero = self.b.ins().iconst(types::I64, 0);
                 let simd = self.simd;
                 self.translate_columns(
@@ -1493,6 +1501,108 @@ impl<'a, 'b> Translator<'a, 'b> {
             },
             _ => None,
         })
+    }
+
+    /// The row sums (`RowDot`) or column sums (`ColSum`) of `a` (of type
+    /// `at`, `rows × cols` elements) into `base` by a call of egrad's
+    /// kernel (`crate::gemv`, which sums in the same order as the loop
+    /// nest, so the same bits), when the matrix kernels are on and `a` is
+    /// an inlined product of two operands it reads in place: `false` (and
+    /// nothing emitted) otherwise.
+    fn translate_gemv(
+        &mut self,
+        which: Libm,
+        a: VarId,
+        at: &Type,
+        (rows, cols): (ir::Value, ir::Value),
+        base: ir::Value,
+    ) -> Result<bool, Error> {
+        if !self.gemm || at.shape.len() < 2 || self.read(a)? != Read::Inline {
+            return Ok(false);
+        }
+        let Some(s) = self.defs.get(a.index()).copied().flatten() else {
+            return Ok(false);
+        };
+        let st = &self.f.stmts[s];
+        let [x, y] = match (st.op, st.args.as_slice()) {
+            (Op::Mul, &[x, y]) => [x, y],
+            _ => return Ok(false),
+        };
+        let (Some(x), Some(y)) = (
+            self.gemv_operand(x, at, cols)?,
+            self.gemv_operand(y, at, cols)?,
+        ) else {
+            return Ok(false);
+        };
+        let kernel = self.libm_ref(which, at.dtype);
+        self.b
+            .ins()
+            .call(kernel, &[rows, cols, x.0, x.1, x.2, y.0, y.1, y.2, base]);
+        Ok(true)
+    }
+
+    /// A factor `v` of a product of type `at` (rows of `cols` elements) as
+    /// `crate::gemv` reads it in place: (pointer, row stride, column
+    /// stride) in elements. A matrix in a buffer (or a `slice` of one)
+    /// reads along its rows, a `repeat`ed vector has row stride 0, a
+    /// `spread` vector column stride 0. `None` for any other form.
+    fn gemv_operand(
+        &mut self,
+        v: VarId,
+        at: &Type,
+        cols: ir::Value,
+    ) -> Result<Option<(ir::Value, ir::Value, ir::Value)>, Error> {
+        let in_buf = |t: &Self, v: VarId, shape: &[Dim]| -> Result<Option<usize>, Error> {
+            Ok(match t.read(v)? {
+                Read::Buf(k) if t.f.ty(v).shape == shape => Some(k),
+                _ => None,
+            })
+        };
+        let (tail, lead) = (&at.shape[1..], &at.shape[..1]);
+        // (buffer, first row, row stride in rows of `cols`: 0 or 1, column
+        // stride).
+        let form = match self.read(v)? {
+            Read::Buf(k) if self.f.ty(v).shape == at.shape => Some((k, 0, 1, 1)),
+            Read::Inline => {
+                let Some(s) = self.defs.get(v.index()).copied().flatten() else {
+                    return Ok(None);
+                };
+                let st = &self.f.stmts[s];
+                match (st.op, st.args.first().copied()) {
+                    (Op::Repeat, Some(src)) => in_buf(self, src, tail)?.map(|k| (k, 0, 0, 1)),
+                    (Op::Spread, Some(src)) => in_buf(self, src, lead)?.map(|k| (k, 0, -1, 0)),
+                    (Op::Slice(c), Some(src)) => {
+                        let rows_alike = self.f.ty(src).shape.get(1..) == Some(tail);
+                        match self.read(src)? {
+                            Read::Buf(k) if rows_alike => Some((k, c, 1, 1)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some((k, first, rs, cs)) = form else {
+            return Ok(None);
+        };
+        let mut ptr = self.buf(k)?;
+        if first != 0 {
+            let Ok(first) = i64::try_from(first) else {
+                return Ok(None);
+            };
+            let skip = self.b.ins().imul_imm_s(cols, first);
+            ptr = self.translate_addr(at.dtype, ptr, skip);
+        }
+        // Row stride: `cols` (a matrix), 0 (a repeated row) or 1 (-1 marks
+        // a spread vector: one element per row).
+        let rs = match rs {
+            1 => cols,
+            -1 => self.b.ins().iconst(types::I64, 1),
+            _ => self.b.ins().iconst(types::I64, 0),
+        };
+        let cs = self.b.ins().iconst(types::I64, cs);
+        Ok(Some((ptr, rs, cs)))
     }
 
     /// `c` when `v` is `transpose c` computed in its consumer (inlined):
