@@ -613,7 +613,7 @@ pub(crate) enum Import {
 /// those in the scalar tails of vector loops) call the module's copy of the
 /// kernel, so code size and compile time stay linear in the program with a
 /// small constant.
-const INLINE_KERNELS: usize = 16;
+const INLINE_KERNELS: usize = 4;
 
 /// Translates one function into a Cranelift function body.
 pub(crate) struct Translator<'a, 'b> {
