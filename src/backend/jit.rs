@@ -20,9 +20,11 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 
-/// Transcendental functions called through imported symbols, so the JIT
-/// computes exactly what Rust's `f32`/`f64` methods (and so the reference
-/// interpreter) compute.
+/// Functions the generated code imports: tan and pow (what Rust's
+/// `f32`/`f64` methods, and so the reference interpreter, compute), sin and
+/// cos for the rare lanes past egrad's kernels' range (the others are
+/// computed by egrad's own kernels, `crate::vmath`, and stay listed so the
+/// import ids in CLIF dumps are stable), and egrad's matrix kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Libm {
     Sin,
