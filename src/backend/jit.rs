@@ -22,19 +22,14 @@ use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 
 /// Functions the generated code imports: tan and pow (what Rust's
 /// `f32`/`f64` methods, and so the reference interpreter, compute), sin and
-/// cos for the rare lanes past egrad's kernels' range (the others are
-/// computed by egrad's own kernels, `crate::vmath`, and stay listed so the
-/// import ids in CLIF dumps are stable), and egrad's matrix kernels.
+/// cos for the rare lanes past egrad's kernels' range (the other elementary
+/// functions are egrad's own kernels, `crate::vmath`, emitted inline or as
+/// functions of the module), and egrad's matrix kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Libm {
     Sin,
     Cos,
-    Exp,
-    Log,
-    Tanh,
     Tan,
-    Log1p,
-    Expm1,
     /// Two operands.
     Pow,
     /// A matrix product through egrad's kernel (`crate::gemm`):
@@ -48,15 +43,10 @@ pub(crate) enum Libm {
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
-const LIBM: [Libm; 12] = [
+const LIBM: [Libm; 7] = [
     Libm::Sin,
     Libm::Cos,
-    Libm::Exp,
-    Libm::Log,
-    Libm::Tanh,
     Libm::Tan,
-    Libm::Log1p,
-    Libm::Expm1,
     Libm::Pow,
     Libm::Gemm,
     Libm::RowDot,
@@ -77,20 +67,10 @@ macro_rules! libm_wrappers {
 libm_wrappers! {
     egrad_sin_f32: f32 => sin;
     egrad_cos_f32: f32 => cos;
-    egrad_exp_f32: f32 => exp;
-    egrad_log_f32: f32 => ln;
-    egrad_tanh_f32: f32 => tanh;
     egrad_sin_f64: f64 => sin;
     egrad_cos_f64: f64 => cos;
-    egrad_exp_f64: f64 => exp;
-    egrad_log_f64: f64 => ln;
-    egrad_tanh_f64: f64 => tanh;
     egrad_tan_f32: f32 => tan;
-    egrad_log1p_f32: f32 => ln_1p;
-    egrad_expm1_f32: f32 => exp_m1;
     egrad_tan_f64: f64 => tan;
-    egrad_log1p_f64: f64 => ln_1p;
-    egrad_expm1_f64: f64 => exp_m1;
 }
 
 extern "C" fn egrad_pow_f32(x: f32, y: f32) -> f32 {
@@ -102,20 +82,23 @@ extern "C" fn egrad_pow_f64(x: f64, y: f64) -> f64 {
 }
 
 impl Libm {
+    /// The std function a vector math kernel falls back to for lanes past
+    /// its range ([`VFn::has_fallback`]): sin and cos.
+    pub(crate) fn fallback(f: VFn) -> Option<Libm> {
+        match f {
+            VFn::Sin => Some(Libm::Sin),
+            VFn::Cos => Some(Libm::Cos),
+            VFn::Exp | VFn::Log | VFn::Log1p | VFn::Expm1 | VFn::Tanh => None,
+        }
+    }
+
     /// Number of operands.
     pub(crate) fn arity(self) -> usize {
         match self {
             Libm::Pow => 2,
             Libm::Gemm => 10,
             Libm::RowDot | Libm::ColSum => 9,
-            Libm::Sin
-            | Libm::Cos
-            | Libm::Exp
-            | Libm::Log
-            | Libm::Tanh
-            | Libm::Tan
-            | Libm::Log1p
-            | Libm::Expm1 => 1,
+            Libm::Sin | Libm::Cos | Libm::Tan => 1,
         }
     }
 
@@ -128,21 +111,11 @@ impl Libm {
         match (self, dtype) {
             (Sin, F32) => "sinf",
             (Cos, F32) => "cosf",
-            (Exp, F32) => "expf",
-            (Log, F32) => "logf",
-            (Tanh, F32) => "tanhf",
             (Tan, F32) => "tanf",
-            (Log1p, F32) => "log1pf",
-            (Expm1, F32) => "expm1f",
             (Pow, F32) => "powf",
             (Sin, F64 | I64) => "sin",
             (Cos, F64 | I64) => "cos",
-            (Exp, F64 | I64) => "exp",
-            (Log, F64 | I64) => "log",
-            (Tanh, F64 | I64) => "tanh",
             (Tan, F64 | I64) => "tan",
-            (Log1p, F64 | I64) => "log1p",
-            (Expm1, F64 | I64) => "expm1",
             (Pow, F64 | I64) => "pow",
             // Not in the C library: `compile_object` refuses the option.
             (Gemm, F32) => "egrad_sgemm",
@@ -160,21 +133,11 @@ impl Libm {
         match (self, dtype) {
             (Sin, F32) => ("egrad_sin_f32", egrad_sin_f32 as *const u8),
             (Cos, F32) => ("egrad_cos_f32", egrad_cos_f32 as *const u8),
-            (Exp, F32) => ("egrad_exp_f32", egrad_exp_f32 as *const u8),
-            (Log, F32) => ("egrad_log_f32", egrad_log_f32 as *const u8),
-            (Tanh, F32) => ("egrad_tanh_f32", egrad_tanh_f32 as *const u8),
             (Sin, F64 | I64) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
             (Cos, F64 | I64) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
-            (Exp, F64 | I64) => ("egrad_exp_f64", egrad_exp_f64 as *const u8),
-            (Log, F64 | I64) => ("egrad_log_f64", egrad_log_f64 as *const u8),
-            (Tanh, F64 | I64) => ("egrad_tanh_f64", egrad_tanh_f64 as *const u8),
             (Tan, F32) => ("egrad_tan_f32", egrad_tan_f32 as *const u8),
-            (Log1p, F32) => ("egrad_log1p_f32", egrad_log1p_f32 as *const u8),
-            (Expm1, F32) => ("egrad_expm1_f32", egrad_expm1_f32 as *const u8),
             (Pow, F32) => ("egrad_pow_f32", egrad_pow_f32 as *const u8),
             (Tan, F64 | I64) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
-            (Log1p, F64 | I64) => ("egrad_log1p_f64", egrad_log1p_f64 as *const u8),
-            (Expm1, F64 | I64) => ("egrad_expm1_f64", egrad_expm1_f64 as *const u8),
             (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
             (Gemm, F32) => ("egrad_sgemm", crate::gemm::egrad_sgemm as *const u8),
             (Gemm, F64 | I64) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
@@ -391,25 +354,17 @@ impl Callees<'_> {
         let mut ctx = module.make_context();
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, fid.as_u32());
-        let fallback = if f.has_fallback() {
-            let which = match f {
-                VFn::Sin => Libm::Sin,
-                VFn::Cos => Libm::Cos,
-                _ => {
-                    return Err(Error::internal(
-                        "backend: a kernel's fallback is not sin or cos",
-                    ))
-                }
-            };
-            let dtype = if ty.lane_type() == types::F32 {
-                DType::F32
-            } else {
-                DType::F64
-            };
-            let lid = self.libm(module, which, dtype)?;
-            Some(module.declare_func_in_func(lid, &mut ctx.func))
-        } else {
-            None
+        let fallback = match Libm::fallback(f) {
+            Some(which) => {
+                let dtype = if ty.lane_type() == types::F32 {
+                    DType::F32
+                } else {
+                    DType::F64
+                };
+                let lid = self.libm(module, which, dtype)?;
+                Some(module.declare_func_in_func(lid, &mut ctx.func))
+            }
+            None => None,
         };
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);

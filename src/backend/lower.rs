@@ -1989,20 +1989,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Div => self.b.ins().fdiv(arg(0)?, arg(1)?),
             Op::Neg => self.b.ins().fneg(arg(0)?),
             Op::Sqrt => self.b.ins().sqrt(arg(0)?),
-            Op::Sin => self.translate_vmath(VFn::Sin, Libm::Sin, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Cos => self.translate_vmath(VFn::Cos, Libm::Cos, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Exp => self.translate_vmath(VFn::Exp, Libm::Exp, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Log => self.translate_vmath(VFn::Log, Libm::Log, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Tanh => {
-                self.translate_vmath(VFn::Tanh, Libm::Tanh, dtype, cl_type(dtype), arg(0)?)?
-            }
+            Op::Sin => self.translate_vmath(VFn::Sin, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Cos => self.translate_vmath(VFn::Cos, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Exp => self.translate_vmath(VFn::Exp, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Log => self.translate_vmath(VFn::Log, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Tanh => self.translate_vmath(VFn::Tanh, dtype, cl_type(dtype), arg(0)?)?,
             Op::Tan => self.translate_libcall(Libm::Tan, dtype, arg(0)?),
-            Op::Log1p => {
-                self.translate_vmath(VFn::Log1p, Libm::Log1p, dtype, cl_type(dtype), arg(0)?)?
-            }
-            Op::Expm1 => {
-                self.translate_vmath(VFn::Expm1, Libm::Expm1, dtype, cl_type(dtype), arg(0)?)?
-            }
+            Op::Log1p => self.translate_vmath(VFn::Log1p, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Expm1 => self.translate_vmath(VFn::Expm1, dtype, cl_type(dtype), arg(0)?)?,
             Op::Pow => self.translate_libcall2(Libm::Pow, dtype, arg(0)?, arg(1)?),
             Op::Abs => self.b.ins().fabs(arg(0)?),
             Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
@@ -2114,12 +2108,11 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// type `ty` (a scalar of `dtype` or its vector): inline for the first
     /// [`INLINE_KERNELS`] uses outside cold code, else a call of the
     /// module's copy (the same instructions, so the same bits). The kernels
-    /// with a fallback (sin, cos) call `libm`'s function for lanes outside
+    /// with a fallback (sin, cos) call std's function for lanes outside
     /// their fast range (and may leave the builder in a new block).
     pub(super) fn translate_vmath(
         &mut self,
         f: VFn,
-        libm: Libm,
         dtype: DType,
         ty: ir::Type,
         x: ir::Value,
@@ -2130,7 +2123,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             return Ok(self.b.inst_results(call)[0]);
         }
         self.inlined_kernels += 1;
-        let fallback = f.has_fallback().then(|| self.libm_ref(libm, dtype));
+        let fallback = Libm::fallback(f).map(|which| self.libm_ref(which, dtype));
         vmath_clif::emit(&mut self.b, ty, f, x, fallback)
             .ok_or_else(|| Error::internal(format!("backend: no `{}` kernel for {ty}", f.name())))
     }

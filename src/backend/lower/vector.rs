@@ -25,7 +25,6 @@
 //! in order, one product rounded at a time.
 
 use super::{access, cl_type, Access, Read, Translator};
-use crate::backend::jit::Libm;
 use crate::error::Error;
 use crate::lang::ir::VarId;
 use crate::lang::types::{DType, Type};
@@ -311,9 +310,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             let one = t.vconst(dtype, 1.0);
             Ok(t.b.ins().band(m, one))
         };
-        let vmath = |t: &mut Self, f: VFn, libm: Libm| {
-            t.translate_vmath(f, libm, dtype, vec_type(dtype), arg(0)?)
-        };
+        let vmath = |t: &mut Self, f: VFn| t.translate_vmath(f, dtype, vec_type(dtype), arg(0)?);
         Ok(match op {
             Op::Const(l) => self.vconst(l.dtype, l.value()),
             Op::Zero => self.vconst(dtype, 0.0),
@@ -329,13 +326,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.ins().bitselect(m, arg(1)?, arg(2)?)
             }
             // egrad's vector kernels, all lanes at once.
-            Op::Sin => vmath(self, VFn::Sin, Libm::Sin)?,
-            Op::Cos => vmath(self, VFn::Cos, Libm::Cos)?,
-            Op::Exp => vmath(self, VFn::Exp, Libm::Exp)?,
-            Op::Log => vmath(self, VFn::Log, Libm::Log)?,
-            Op::Tanh => vmath(self, VFn::Tanh, Libm::Tanh)?,
-            Op::Log1p => vmath(self, VFn::Log1p, Libm::Log1p)?,
-            Op::Expm1 => vmath(self, VFn::Expm1, Libm::Expm1)?,
+            Op::Sin => vmath(self, VFn::Sin)?,
+            Op::Cos => vmath(self, VFn::Cos)?,
+            Op::Exp => vmath(self, VFn::Exp)?,
+            Op::Log => vmath(self, VFn::Log)?,
+            Op::Tanh => vmath(self, VFn::Tanh)?,
+            Op::Log1p => vmath(self, VFn::Log1p)?,
+            Op::Expm1 => vmath(self, VFn::Expm1)?,
             // A libm call per lane.
             Op::Tan | Op::Pow => {
                 let mut failed = None;

@@ -227,6 +227,25 @@ fn inputs32(n: usize) -> Vec<f32> {
 
 const SAMPLES: usize = 400_000;
 
+/// How many of `got` differ in bits from `want` (for inputs `xs`), with
+/// the first difference; `None` when all agree.
+fn mismatches<T, B>(xs: &[T], got: &[T], want: &[B], bits: impl Fn(T) -> B) -> Option<String>
+where
+    T: Copy + std::fmt::LowerExp,
+    B: Copy + PartialEq + std::fmt::LowerHex,
+{
+    let differ = |(&y, &w): (&T, &B)| bits(y) != w;
+    let diffs = got.iter().zip(want).filter(|&p| differ(p)).count();
+    let i = got.iter().zip(want).position(differ)?;
+    Some(format!(
+        "{diffs} differ, e.g. x = {:e} ({:#x}): {:#x} vs {:#x}",
+        xs[i],
+        bits(xs[i]),
+        bits(got[i]),
+        want[i]
+    ))
+}
+
 #[test]
 fn cranelift_kernels_match_scalar_bits() {
     let mut m = module();
@@ -242,24 +261,8 @@ fn cranelift_kernels_match_scalar_bits() {
             let n = (xs64.len() / ty.lane_count() as usize) as i64;
             // SAFETY: both buffers hold n values of ty.
             unsafe { k(xs64.as_ptr().cast(), out.as_mut_ptr().cast(), n) };
-            let diffs = xs64
-                .iter()
-                .zip(&out)
-                .zip(&want64)
-                .filter(|((_, y), w)| y.to_bits() != **w)
-                .count();
-            if let Some(((x, y), w)) = xs64
-                .iter()
-                .zip(&out)
-                .zip(&want64)
-                .find(|((_, y), w)| y.to_bits() != **w)
-            {
-                bad.push(format!(
-                    "{} {ty}: {diffs} differ, e.g. x = {x:e} ({:#x}): {:#x} vs {w:#x}",
-                    f.name(),
-                    x.to_bits(),
-                    y.to_bits()
-                ));
+            if let Some(e) = mismatches(&xs64, &out, &want64, f64::to_bits) {
+                bad.push(format!("{} {ty}: {e}", f.name()));
             }
         }
         for ty in [types::F32, types::F32X4] {
@@ -268,24 +271,8 @@ fn cranelift_kernels_match_scalar_bits() {
             let n = (xs32.len() / ty.lane_count() as usize) as i64;
             // SAFETY: both buffers hold n values of ty.
             unsafe { k(xs32.as_ptr().cast(), out.as_mut_ptr().cast(), n) };
-            let diffs = xs32
-                .iter()
-                .zip(&out)
-                .zip(&want32)
-                .filter(|((_, y), w)| y.to_bits() != **w)
-                .count();
-            if let Some(((x, y), w)) = xs32
-                .iter()
-                .zip(&out)
-                .zip(&want32)
-                .find(|((_, y), w)| y.to_bits() != **w)
-            {
-                bad.push(format!(
-                    "{} {ty}: {diffs} differ, e.g. x = {x:e} ({:#x}): {:#x} vs {w:#x}",
-                    f.name(),
-                    x.to_bits(),
-                    y.to_bits()
-                ));
+            if let Some(e) = mismatches(&xs32, &out, &want32, f32::to_bits) {
+                bad.push(format!("{} {ty}: {e}", f.name()));
             }
         }
     }
