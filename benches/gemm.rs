@@ -10,13 +10,13 @@
 //! `cargo bench --bench gemm`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use egrad::backend::{self, BackendOptions, CompiledFunction};
-use egrad::lang::interp;
-use egrad::lang::ir::parse_functions;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient, Options};
-use egrad::suite::BENCHMARKS;
+use egrad::internals::backend::{self, BackendOptions, CompiledFunction};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::ir::parse_functions;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, Options};
+use egrad::internals::suite::BENCHMARKS;
 use egrad::Program;
 use std::hint::black_box;
 use std::time::Duration;
@@ -52,7 +52,9 @@ const WAYS: [(&str, BackendOptions); 3] = [
 /// [-1, 1).
 fn values(shape: &[usize], seed: u64) -> Value {
     let n = shape.iter().product::<usize>() as u64;
-    let data = (0..n).map(|i| egrad::suite::v(seed, i)).collect();
+    let data = (0..n)
+        .map(|i| egrad::internals::suite::v(seed, i))
+        .collect();
     Value::array(DType::F64, shape.to_vec(), data)
 }
 

@@ -3,11 +3,11 @@
 //! Reproduce: `cargo bench --bench seed`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use egrad::backend::{self, BackendOptions};
-use egrad::cli::uniform as v;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient, Options};
+use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, Options};
+use egrad::internals::suite::v;
 use egrad::Program;
 use std::hint::black_box;
 

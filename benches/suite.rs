@@ -22,12 +22,12 @@
 //! programs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use egrad::backend::{self, BackendOptions, CompiledFunction};
-use egrad::lang::interp;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient, optimize_ir, Options};
-use egrad::suite::{Benchmark, BENCHMARKS};
+use egrad::internals::backend::{self, BackendOptions, CompiledFunction};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::internals::suite::{Benchmark, BENCHMARKS};
 use egrad::Program;
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,25 +1,38 @@
 //! The `egrad` command line.
 
-use crate::backend;
-use crate::error::{Error, Result};
-use crate::lang::interp;
-use crate::lang::program::Program;
-use crate::lang::types::{DType, Dim, Type};
-use crate::lang::value::{format_elem, Value};
-use crate::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
-use crate::rewrites::Limits;
-use crate::suite;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use egrad::error::{Error, Result};
+use egrad::internals::backend;
+use egrad::internals::lang::interp;
+use egrad::internals::lang::program::Program;
+use egrad::internals::lang::types::{DType, Dim, Type};
+use egrad::internals::lang::value::{format_elem, Value};
+use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
+use egrad::internals::rewrites::Limits;
+use egrad::internals::suite;
 use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
-#[command(name = "egrad", version, about = "An optimizing derivative compiler")]
+#[command(
+    name = "egrad",
+    version,
+    about = "An optimizing derivative compiler",
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit codes, shown by `egrad --help` (and in the README).
+const EXIT_CODES: &str = "Exit codes:
+  0   success
+  1   an error in the program or its input (syntax, type, unsupported, limit, io);
+      the message points at file:line:col where there is a place
+  2   a usage error (unknown function, bad flag value)
+  70  an internal error: a bug in egrad (please report it)";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -98,7 +111,7 @@ pub struct ExploreArgs {
     #[arg(long = "fn")]
     pub function: String,
     /// λ values to try, comma-separated (flops per residual byte).
-    #[arg(long, value_delimiter = ',', default_values_t = crate::explore::DEFAULT_LAMBDAS.to_vec())]
+    #[arg(long, value_delimiter = ',', default_values_t = egrad::internals::explore::DEFAULT_LAMBDAS.to_vec())]
     pub lambdas: Vec<f64>,
     /// Write an SVG plot of residual bytes against run time.
     #[arg(long, value_name = "OUT.svg")]
@@ -133,7 +146,7 @@ pub struct OptArgs {
     pub no_optimize: bool,
     /// λ, flops per stored residual byte: the cost model is flops + λ ·
     /// residual bytes (0 stores every residual; large values recompute).
-    #[arg(long, default_value_t = crate::extract::cost::DEFAULT_LAMBDA)]
+    #[arg(long, default_value_t = egrad::internals::extract::cost::DEFAULT_LAMBDA)]
     pub lambda: f64,
     /// Saturation node limit.
     #[arg(long, default_value_t = Limits::default().nodes)]
@@ -237,7 +250,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Gradbench => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
-            return match crate::gradbench::serve(stdin.lock(), stdout.lock()) {
+            return match egrad::internals::gradbench::serve(stdin.lock(), stdout.lock()) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("egrad gradbench: {e}");
@@ -253,7 +266,7 @@ pub fn main_with(cli: Cli) -> i32 {
         }
         Err(e) => {
             eprint!("{e}");
-            1
+            e.exit_code()
         }
     }
 }
@@ -377,13 +390,17 @@ impl ValueParser<'_> {
 }
 
 /// The suite's generator (`V(s, i)`, uniform in [-1, 1)), which `--random`
-/// uses; defined in [`crate::suite`], re-exported under its old name.
-pub use crate::suite::{splitmix64, v as uniform};
+/// uses.
+use egrad::internals::suite::v as uniform;
 
 /// The arguments `--suite` gives `f`: the benchmark's inputs by position.
 /// The count is checked here, the element type in `build_args`, and the
 /// shapes against the signature like any other arguments.
-fn suite_args(f: &crate::lang::ir::Function, key: &str, dtype: DType) -> Result<Vec<Value>> {
+fn suite_args(
+    f: &egrad::internals::lang::ir::Function,
+    key: &str,
+    dtype: DType,
+) -> Result<Vec<Value>> {
     let b = suite::benchmark(key).ok_or_else(|| {
         Error::Usage(format!(
             "--suite: no benchmark `{key}` (available: {})",
@@ -408,7 +425,7 @@ fn suite_args(f: &crate::lang::ir::Function, key: &str, dtype: DType) -> Result<
 }
 
 fn build_args(
-    f: &crate::lang::ir::Function,
+    f: &egrad::internals::lang::ir::Function,
     a: &RunArgs,
     dims: &IndexMap<String, u64>,
 ) -> Result<Vec<Value>> {
@@ -537,13 +554,13 @@ fn bench(a: &ExploreArgs) -> Result<String> {
     let (opts, inputs) = explore_inputs(&program, a)?;
     let inputs =
         inputs.ok_or_else(|| Error::Usage("bench: --no-run leaves nothing to time".into()))?;
-    let timing = crate::explore::Timing {
+    let timing = egrad::internals::explore::Timing {
         budget: Duration::from_millis(a.time_ms),
         ..Default::default()
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let timed = crate::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
+    let timed = egrad::internals::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
     let [o, u] = [&timed[0], &timed[1]];
     let mut worst = 0.0f64;
     for (a, b) in o.outputs.iter().zip(&u.outputs) {
@@ -597,7 +614,7 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
         for p in &primal.size_params {
             opts.dims
                 .entry(p.clone())
-                .or_insert(crate::extract::cost::DEFAULT_DIM);
+                .or_insert(egrad::internals::extract::cost::DEFAULT_DIM);
         }
         Some(random_args(&primal, &opts.dims, a.seed)?)
     };
@@ -607,21 +624,21 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
 fn explore(a: &ExploreArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
-    let timing = crate::explore::Timing {
+    let timing = egrad::internals::explore::Timing {
         budget: Duration::from_millis(a.time_ms),
         ..Default::default()
     };
-    let e = crate::explore::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
+    let e =
+        egrad::internals::explore::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
     if let Some(path) = &a.plot {
-        std::fs::write(path, e.to_svg())
-            .map_err(|err| Error::Usage(format!("--plot {}: {err}", path.display())))?;
+        std::fs::write(path, e.to_svg()).map_err(|err| Error::io("write", path.display(), err))?;
     }
     Ok(if a.json { e.to_json() } else { e.to_string() })
 }
 
 /// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`.
 fn random_args(
-    f: &crate::lang::ir::Function,
+    f: &egrad::internals::lang::ir::Function,
     dims: &IndexMap<String, u64>,
     seed: u64,
 ) -> Result<Vec<Value>> {
@@ -725,7 +742,7 @@ fn grad(a: &GradArgs) -> Result<String> {
 fn explain(a: &ExplainArgs) -> Result<String> {
     let program = Program::from_file(&a.file)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, false, options(&a.opt)?)?;
-    let mut out = crate::cache::explain(&program, &a.function, &opts)?;
+    let mut out = egrad::internals::cache::explain(&program, &a.function, &opts)?;
     if let Some(l) = a.lambda_before {
         if !(l.is_finite() && l >= 0.0) {
             return Err(Error::Usage(
@@ -736,9 +753,12 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         let is_grad = program.grad_spec(&a.function).is_some() || !a.wrt.is_empty();
         let key = |o: &Options| {
             if is_grad {
-                crate::cache::CacheKey::gradient(&program, &o.clone().function(a.function.clone()))
+                egrad::internals::cache::CacheKey::gradient(
+                    &program,
+                    &o.clone().function(a.function.clone()),
+                )
             } else {
-                crate::cache::CacheKey::function(&program, &a.function, o)
+                egrad::internals::cache::CacheKey::function(&program, &a.function, o)
             }
         };
         let changes = key(&opts)?.diff(&key(&before)?);
@@ -766,9 +786,9 @@ fn build(a: &BuildArgs) -> Result<String> {
             header.display()
         )));
     }
-    let built = crate::aot::build(
+    let built = egrad::internals::aot::build(
         &program,
-        &crate::aot::BuildOptions {
+        &egrad::internals::aot::BuildOptions {
             function: a.function.clone(),
             gradient: a.grad || !a.wrt.is_empty(),
             options: opts,
@@ -776,9 +796,8 @@ fn build(a: &BuildArgs) -> Result<String> {
         },
     )?;
     std::fs::write(&a.output, &built.object)
-        .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
-    std::fs::write(&header, &built.header)
-        .map_err(|e| Error::Usage(format!("--header {}: {e}", header.display())))?;
+        .map_err(|e| Error::io("write", a.output.display(), e))?;
+    std::fs::write(&header, &built.header).map_err(|e| Error::io("write", header.display(), e))?;
     Ok(format!(
         "wrote {} ({} bytes; {}) and {}\n",
         a.output.display(),
@@ -807,6 +826,21 @@ mod tests {
         assert!(parse_value("[[1],[2,3]]", DType::F64).is_err());
         assert!(parse_value("abc", DType::F64).is_err());
         assert!(parse_value(&"[".repeat(100), DType::F64).is_err());
+    }
+
+    #[test]
+    fn help_states_the_exit_codes_the_errors_use() {
+        use egrad::error::ErrorKind::*;
+        for kind in [Syntax, Type, Unsupported, Limit, Usage, Io, Internal] {
+            let code = format!("\n  {:<3} ", kind.exit_code());
+            assert!(
+                EXIT_CODES.contains(&code),
+                "{kind}: {code:?} not in the help"
+            );
+            if kind.exit_code() == 1 {
+                assert!(EXIT_CODES.contains(kind.name()), "{kind}");
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,10 @@
+//! The `egrad` binary: the command line over the library.
+
+mod cli;
+
 use clap::Parser;
 
 fn main() {
-    let cli = egrad::cli::Cli::parse();
-    std::process::exit(egrad::cli::main_with(cli));
+    let cli = cli::Cli::parse();
+    std::process::exit(cli::main_with(cli));
 }

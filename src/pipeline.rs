@@ -44,6 +44,7 @@ pub struct Options {
     /// λ, flops per stored residual byte (`cost = flops + λ · bytes`);
     /// [`DEFAULT_LAMBDA`](crate::extract::cost::DEFAULT_LAMBDA) when None.
     pub lambda: Option<f64>,
+    /// Limits of equality saturation (nodes, iterations, time).
     pub limits: Limits,
     /// Skip the e-graph (AD output goes straight to the backend).
     pub no_optimize: bool,
@@ -52,25 +53,30 @@ pub struct Options {
     /// Also use the bundled rules that are not exact in IEEE arithmetic
     /// ([`FAST_MATH_FILES`](crate::rewrites::rules::FAST_MATH_FILES)).
     pub fast_math: bool,
+    /// How the backend compiles ([`GradProgram::compile`] uses them).
     pub backend: BackendOptions,
 }
 
 impl Options {
+    /// The function to differentiate.
     pub fn function(mut self, name: impl Into<String>) -> Options {
         self.function = Some(name.into());
         self
     }
 
+    /// The parameters to differentiate, by name (for a plain function).
     pub fn wrt<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Options {
         self.wrt = Some(names.into_iter().map(Into::into).collect());
         self
     }
 
+    /// Price size parameter `name` at `n` in the cost model.
     pub fn dim(mut self, name: impl Into<String>, n: u64) -> Options {
         self.dims.insert(name.into(), n);
         self
     }
 
+    /// λ, flops per stored residual byte: larger λ recomputes more.
     pub fn lambda(mut self, lambda: f64) -> Options {
         self.lambda = Some(lambda);
         self
@@ -85,16 +91,19 @@ impl Options {
         }
     }
 
+    /// Also use the rules that change rounding (reassociation, powers by squaring).
     pub fn fast_math(mut self, yes: bool) -> Options {
         self.fast_math = yes;
         self
     }
 
+    /// Limits of equality saturation.
     pub fn limits(mut self, limits: Limits) -> Options {
         self.limits = limits;
         self
     }
 
+    /// Skip the e-graph: compile AD's output as it is.
     pub fn no_optimize(mut self, yes: bool) -> Options {
         self.no_optimize = yes;
         self
@@ -240,7 +249,9 @@ pub struct GradProgram {
     pub ad: Reverse,
     /// `(inputs) -> (value, gradients...)` after the e-graph.
     pub optimized: Optimized,
+    /// Which primal values the pullback reads, and where they are stored.
     pub residuals: ResidualPlan,
+    /// The source the program came from (for argument errors).
     pub file: SourceFile,
     model: CostModel,
     /// The backend options it was asked with ([`Options::backend`]), which
@@ -365,6 +376,7 @@ impl GradProgram {
             .join(", ")
     }
 
+    /// `(inputs) -> (value, gradients...)`, optimized.
     pub fn value_and_grad_ir(&self) -> &Function {
         &self.optimized.after
     }
@@ -376,6 +388,7 @@ impl GradProgram {
         prune_dead(&f)
     }
 
+    /// The optimization report: ops before and after, cost, e-graph statistics, residuals and why each is stored or recomputed.
     pub fn report(&self) -> Report<'_> {
         Report { g: self }
     }
@@ -386,6 +399,7 @@ impl GradProgram {
         self.compile_with(&self.backend)
     }
 
+    /// Compile with other backend options.
     pub fn compile_with(&self, opts: &BackendOptions) -> Result<CompiledGradient> {
         Ok(CompiledGradient {
             native: backend::compile_keeping(&self.optimized.after, opts, &self.stored())?,
@@ -496,19 +510,26 @@ impl fmt::Display for Report<'_> {
 /// An argument for a compiled function. Scalars take the parameter's dtype.
 #[derive(Clone, Debug)]
 pub enum Arg<'a> {
+    /// An `f32` vector, read in place.
     F32(&'a [f32]),
+    /// An `f64` vector, read in place.
     F64(&'a [f64]),
+    /// A scalar, rounded to the parameter's element type.
     Scalar(f64),
+    /// Any value (arrays of any rank).
     Value(Value),
 }
 
 impl<'a> Arg<'a> {
+    /// An `f32` vector.
     pub fn f32(xs: &'a [f32]) -> Arg<'a> {
         Arg::F32(xs)
     }
+    /// An `f64` vector.
     pub fn f64(xs: &'a [f64]) -> Arg<'a> {
         Arg::F64(xs)
     }
+    /// A scalar.
     pub fn scalar(x: f64) -> Arg<'a> {
         Arg::Scalar(x)
     }
@@ -581,6 +602,7 @@ impl CompiledGradient {
         Ok(self.value_and_grad(args)?.1)
     }
 
+    /// The compiled value-and-gradient function, for calls without copies ([`CompiledFunction::workspace`]).
     pub fn native(&self) -> &CompiledFunction {
         &self.native
     }

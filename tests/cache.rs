@@ -2,7 +2,7 @@
 //! argument or λ recompiles and the recompile names the component, and
 //! `egrad explain` prints the key and the residual choices.
 
-use egrad::cache::{CacheKey, CompileCache};
+use egrad::internals::cache::{CacheKey, CompileCache};
 use egrad::{Arg, Options, Program};
 use std::process::Command;
 
@@ -77,7 +77,7 @@ fn changed_static_value_recompiles_and_is_named() {
         "{r}"
     );
     // Both programs stay cached and correct.
-    let v = egrad::lang::value::Value::f64(&x);
+    let v = egrad::internals::lang::value::Value::f64(&x);
     let out3 = f3.call(&[&v]).unwrap();
     let out4 = f4.call(&[&v]).unwrap();
     assert_eq!(out3[0].as_scalar(), 1.5f64.powi(3) + 8.0);
@@ -168,7 +168,7 @@ fn explain_prints_the_key_and_residuals() {
         .args(["explain", "examples/suite/power_static.eg", "--fn", "power"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("static"));
     // A specialization names its static argument.
     let out = Command::new(env!("CARGO_BIN_EXE_egrad"))

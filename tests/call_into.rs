@@ -4,13 +4,16 @@
 //! for must not allocate at all; and every wrong argument, output or
 //! workspace must be an error before native code runs.
 
-use egrad::backend::{self, BackendOptions, CompiledFunction, NativeArg, NativeOut, Workspace};
-use egrad::lang::interp;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient, CompiledGradient, Options};
-use egrad::{suite, Program};
+use egrad::internals::backend::{
+    self, BackendOptions, CompiledFunction, NativeArg, NativeOut, Workspace,
+};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, CompiledGradient, Options};
+use egrad::internals::suite;
+use egrad::Program;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;

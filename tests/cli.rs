@@ -70,7 +70,7 @@ fn random_inputs_are_reproducible() {
     let (_, b, _) = egrad(&args);
     assert_eq!(a, b);
     let (code, _, err) = egrad(&["run", "examples/loss.eg", "--fn", "loss", "--random"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("--dim N=SIZE"), "{err}");
 }
 
@@ -243,7 +243,7 @@ fn explore_rejects_a_negative_lambda() {
         "0,-1",
         "--no-run",
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("λ = -1"), "{err}");
 }
 

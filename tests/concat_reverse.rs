@@ -6,13 +6,13 @@
 //! (an empty part, `N-1` at `N = 1`, sizes refused before running), and a
 //! clear diagnostic for every misuse.
 
-use egrad::backend::{compile, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::ir::Function;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::ops::Op;
-use egrad::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::ops::Op;
+use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
 use egrad::Program;
 
 const PROGRAM: &str = r#"
@@ -96,7 +96,7 @@ fn program() -> Program {
 /// Arguments for `f`: size parameter `N` (and `M`) is `n`, `K` is 3; each
 /// parameter a different smooth sequence in (-0.9, 0.9).
 fn args_for(f: &Function, n: usize) -> Vec<Value> {
-    use egrad::lang::types::Dim;
+    use egrad::internals::lang::types::Dim;
     f.params
         .iter()
         .enumerate()

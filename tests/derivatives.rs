@@ -9,13 +9,13 @@
 
 mod common;
 
-use egrad::differentiate::{jvp, reverse};
-use egrad::lang::interp::run;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::lang::types::{DType, Dim};
-use egrad::lang::value::Value;
-use egrad::ops::{Op, ALL_OPS};
-use egrad::pipeline::{optimize_ir, Options};
+use egrad::internals::differentiate::{jvp, reverse};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::lang::types::{DType, Dim};
+use egrad::internals::lang::value::Value;
+use egrad::internals::ops::{Op, ALL_OPS};
+use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::Program;
 use proptest::prelude::*;
 
@@ -168,7 +168,7 @@ proptest! {
         seed in prop::collection::vec(0.0f64..1.0, 16),
     ) {
         let mut ops: Vec<Op> = ALL_OPS.to_vec();
-        ops.push(Op::Const(egrad::ops::Lit::new(DType::F64, 3.0)));
+        ops.push(Op::Const(egrad::internals::ops::Lit::new(DType::F64, 3.0)));
         ops.push(Op::Loop(0, false));
         for op in ops {
             let (text, lo, hi) = row(op);

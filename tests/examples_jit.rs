@@ -4,10 +4,10 @@
 
 mod common;
 
-use egrad::backend::{self, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_ir, Options};
+use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::Program;
 
 #[test]

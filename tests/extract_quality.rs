@@ -1,6 +1,6 @@
 //! How far from optimal the default extractor lands: on a corpus of small
 //! value-and-gradient programs, at several λ, its price is compared with the
-//! exact optimum of `egrad::extract::exact` (exhaustive branch-and-bound).
+//! exact optimum of `egrad::internals::extract::exact` (exhaustive branch-and-bound).
 //!
 //! The corpus: the value-and-gradient program of every `@grad` function of
 //! `examples/*.eg` and `examples/suite/*.eg`, plus generated ones (chains
@@ -23,17 +23,17 @@
 mod common;
 
 use egg::Language;
-use egrad::differentiate::reverse;
-use egrad::extract::cost::CostModel;
-use egrad::extract::exact::{
+use egrad::internals::differentiate::reverse;
+use egrad::internals::extract::cost::CostModel;
+use egrad::internals::extract::exact::{
     exact_search, exact_search_from, greedy_choice, greedy_cost, ExactResult,
 };
-use egrad::extract::extract;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::pipeline::Options;
-use egrad::rewrites::lang::{Analysis, Node, EG};
-use egrad::rewrites::rules::RuleSet;
-use egrad::rewrites::{insert_split, recompute_rule, saturate, Inserted, Limits};
+use egrad::internals::extract::extract;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::pipeline::Options;
+use egrad::internals::rewrites::lang::{Analysis, Node, EG};
+use egrad::internals::rewrites::rules::RuleSet;
+use egrad::internals::rewrites::{insert_split, recompute_rule, saturate, Inserted, Limits};
 use egrad::Program;
 use std::collections::HashSet;
 

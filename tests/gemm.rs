@@ -7,11 +7,13 @@
 //! in place transposed or computed first; and each result is within the
 //! error bound of a dot product, `k u Σ_l |a_il b_lj|`, of the exact sum.
 
-use egrad::backend::{clif_text_with, compile, compile_object, BackendOptions, ObjectEntry};
-use egrad::lang::interp;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
+use egrad::internals::backend::{
+    clif_text_with, compile, compile_object, BackendOptions, ObjectEntry,
+};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
 
 const GEMM: BackendOptions = BackendOptions {
     verify: true,
@@ -39,7 +41,9 @@ const BACKENDS: [BackendOptions; 3] = [
 /// [-1, 1).
 fn values(shape: &[usize], seed: u64) -> Value {
     let n = shape.iter().product::<usize>() as u64;
-    let data = (0..n).map(|i| egrad::suite::v(seed, i)).collect();
+    let data = (0..n)
+        .map(|i| egrad::internals::suite::v(seed, i))
+        .collect();
     Value::array(DType::F64, shape.to_vec(), data)
 }
 
@@ -250,9 +254,9 @@ fn object_files_use_the_loop_nest() {
 /// operand): kernel and loop nests agree bit for bit.
 #[test]
 fn mlp2_gradient_is_the_same_through_kernel_and_loop_nest() {
-    use egrad::backend::compile_keeping;
-    use egrad::pipeline::{optimize_gradient, Options};
-    use egrad::suite::BENCHMARKS;
+    use egrad::internals::backend::compile_keeping;
+    use egrad::internals::pipeline::{optimize_gradient, Options};
+    use egrad::internals::suite::BENCHMARKS;
     use egrad::Program;
     let b = BENCHMARKS.iter().find(|b| b.key == "mlp2").unwrap();
     let program = Program::from_file(b.example).unwrap();

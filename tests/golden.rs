@@ -6,9 +6,10 @@
 
 mod common;
 
-use egrad::lang::ir::parse_functions;
-use egrad::pipeline::{optimize_gradient, optimize_ir, Options};
-use egrad::{backend, Program};
+use egrad::internals::backend;
+use egrad::internals::lang::ir::parse_functions;
+use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::Program;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

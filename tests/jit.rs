@@ -1,11 +1,11 @@
 //! The native backend against the reference interpreter: results must be
 //! bit-for-bit identical.
 
-use egrad::backend::{clif_text, compile, BackendOptions, CompiledFunction};
-use egrad::lang::interp;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::lang::types::{DType, Dim};
-use egrad::lang::value::Value;
+use egrad::internals::backend::{clif_text, compile, BackendOptions, CompiledFunction};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::lang::types::{DType, Dim};
+use egrad::internals::lang::value::Value;
 use proptest::prelude::*;
 
 const OPTS: BackendOptions = BackendOptions {

@@ -2,10 +2,10 @@
 //! evaluation, `iterate`, static and dynamic `if`, comparisons and logic,
 //! and their errors. Results through the JIT must equal the interpreter's.
 
-use egrad::backend::{compile, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
 use egrad::Program;
 
 fn prog(src: &str) -> Program {

@@ -6,12 +6,12 @@
 
 mod common;
 
-use egrad::backend::{compile, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::ir::Function;
-use egrad::lang::value::Value;
-use egrad::ops::Op;
-use egrad::pipeline::{optimize_gradient, Options};
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::value::Value;
+use egrad::internals::ops::Op;
+use egrad::internals::pipeline::{optimize_gradient, Options};
 use egrad::Program;
 
 const PROGRAMS: &str = r#"
@@ -65,7 +65,7 @@ fn loops_in(f: &Function) -> usize {
 }
 
 fn scalar(x: f64) -> Value {
-    Value::scalar(egrad::lang::types::DType::F64, x)
+    Value::scalar(egrad::internals::lang::types::DType::F64, x)
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn central(f: &Function, args: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for i in 0..args.len() {
         let mut g = args[i].clone();
-        if g.dtype == egrad::lang::types::DType::I64 {
+        if g.dtype == egrad::internals::lang::types::DType::I64 {
             // A count: no derivative.
             out.push(g);
             continue;
@@ -235,7 +235,7 @@ fn forward_mode_through_loops_agrees_with_reverse_mode() {
         let wrt: Vec<usize> = (0..f.params.len()).collect();
         let args = inputs(f);
         let refs: Vec<&Value> = args.iter().collect();
-        let r = egrad::differentiate::reverse::reverse(f, &wrt).unwrap();
+        let r = egrad::internals::differentiate::reverse::reverse(f, &wrt).unwrap();
         let grad = run(&r.gradient("g"), &refs).unwrap();
         let dirs: Vec<Value> = args
             .iter()
@@ -244,7 +244,7 @@ fn forward_mode_through_loops_agrees_with_reverse_mode() {
                 ..a.clone()
             })
             .collect();
-        let j = egrad::differentiate::forward::jvp(f, &wrt, "j").unwrap();
+        let j = egrad::internals::differentiate::forward::jvp(f, &wrt, "j").unwrap();
         assert_eq!(loops_in(&j), loops_in(f), "{j}");
         let mut jargs = refs.clone();
         jargs.extend(dirs.iter());
@@ -305,16 +305,16 @@ fn a_run_time_count_is_one_loop_for_every_count() {
     assert_eq!(loops_in(f), 1, "{f}");
     assert_eq!(
         f.loops[0].count,
-        egrad::lang::types::Dim::Param("n".into()),
+        egrad::internals::lang::types::Dim::Param("n".into()),
         "{f}"
     );
     assert_eq!(
         p.ir("fixed").unwrap().loops[0].count,
-        egrad::lang::types::Dim::Lit(300)
+        egrad::internals::lang::types::Dim::Lit(300)
     );
     let x = Value::f64(&[0.3, -0.2, 0.5]);
     let a = scalar(0.7);
-    let count = |n: u64| Value::scalar(egrad::lang::types::DType::I64, n as f64);
+    let count = |n: u64| Value::scalar(egrad::internals::lang::types::DType::I64, n as f64);
     for lambda in [0.25, 1e9] {
         let g =
             optimize_gradient(&p, &Options::default().function("drelax").lambda(lambda)).unwrap();
@@ -344,8 +344,8 @@ fn a_run_time_count_is_one_loop_for_every_count() {
         }
     }
     // Forward mode with respect to `x` and `a` agrees with reverse mode.
-    let r = egrad::differentiate::reverse::reverse(f, &[1, 2]).unwrap();
-    let j = egrad::differentiate::forward::jvp(f, &[1, 2], "j").unwrap();
+    let r = egrad::internals::differentiate::reverse::reverse(f, &[1, 2]).unwrap();
+    let j = egrad::internals::differentiate::forward::jvp(f, &[1, 2], "j").unwrap();
     let (dx, da) = (Value::f64(&[0.5, 0.1, -0.4]), scalar(-0.3));
     for n in [0u64, 3, 50] {
         let nv = count(n);
@@ -374,7 +374,7 @@ fn a_run_time_count_is_one_loop_for_every_count() {
     }
     // A negative or fractional count is refused before anything runs.
     for bad in [-1.0, 2.5] {
-        let nv = Value::scalar(egrad::lang::types::DType::I64, bad);
+        let nv = Value::scalar(egrad::internals::lang::types::DType::I64, bad);
         let e = run(relax, &[&nv, &x, &a]).unwrap_err();
         assert!(e.message.contains("non-negative integer"), "{e}");
     }
@@ -433,7 +433,7 @@ fn dg(x: f64, a: f64) -> f64 = g(x, a)
 @grad(a)
 fn d2g(x: f64, a: f64) -> f64 = dg(x, a)";
     let p = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
-    let count = |n: i64| Value::scalar(egrad::lang::types::DType::I64, n as f64);
+    let count = |n: i64| Value::scalar(egrad::internals::lang::types::DType::I64, n as f64);
     let call = |name: &str, args: &[Value]| -> f64 {
         let f = p.ir(name).unwrap();
         let refs: Vec<&Value> = args.iter().collect();

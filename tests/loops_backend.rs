@@ -2,11 +2,13 @@
 //! against the reference interpreter: results must be bit-for-bit
 //! identical, for every count, checkpoint interval and recompute mode.
 
-use egrad::backend::{clif_text, compile, compile_keeping, BackendOptions, CompiledFunction};
-use egrad::lang::interp;
-use egrad::lang::ir::{parse_functions, Function, VarId};
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
+use egrad::internals::backend::{
+    clif_text, compile, compile_keeping, BackendOptions, CompiledFunction,
+};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::ir::{parse_functions, Function, VarId};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
 
 const OPTS: BackendOptions = BackendOptions {
     verify: true,

@@ -1,14 +1,14 @@
 //! The middle and back of the pipeline on IR, independent of the parser:
 //! AD → e-graph → extraction → JIT, checked against the interpreter.
 
-use egrad::backend::{self, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::ir::{parse_functions, Function};
-use egrad::lang::span::SourceFile;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient_ir, Options};
-use egrad::rewrites::Limits;
+use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::lang::span::SourceFile;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient_ir, Options};
+use egrad::internals::rewrites::Limits;
 use std::time::Duration;
 
 fn seed() -> Function {
@@ -47,7 +47,7 @@ fn seed_gradient_optimized_and_compiled() {
 
     let compiled = g.compile_with(&BackendOptions::verified()).unwrap();
     let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
-    use egrad::pipeline::Arg;
+    use egrad::internals::pipeline::Arg;
     let (value, grads) = compiled
         .value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])
         .unwrap();

@@ -200,14 +200,14 @@
 //! derivatives, those are left out (the value checks remain), and the test
 //! counts and prints them.
 
-use egrad::backend::{self, BackendOptions};
-use egrad::lang::check::UNROLL_STMTS;
-use egrad::lang::interp::run;
-use egrad::lang::ir::Function;
-use egrad::lang::types::{DType, Dim};
-use egrad::lang::value::Value;
-use egrad::ops::Op;
-use egrad::pipeline::{optimize_ir, Options};
+use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::lang::check::UNROLL_STMTS;
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::types::{DType, Dim};
+use egrad::internals::lang::value::Value;
+use egrad::internals::ops::Op;
+use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::Program;
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -2911,7 +2911,7 @@ fn step_weight(body: &Function) -> usize {
 }
 
 /// Statements one run of the loop `l` executes (its loops' included).
-fn loop_cost(l: &egrad::lang::ir::Loop) -> u64 {
+fn loop_cost(l: &egrad::internals::lang::ir::Loop) -> u64 {
     let inner: u64 = l.body.loops.iter().map(loop_cost).sum();
     let count = l.count.extent(&|_| None).unwrap_or(0);
     count * (l.body.stmts.len() as u64 + inner)

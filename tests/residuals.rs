@@ -5,8 +5,8 @@
 
 mod common;
 
-use egrad::lang::interp::run;
-use egrad::pipeline::{optimize_gradient, GradProgram, Options};
+use egrad::internals::lang::interp::run;
+use egrad::internals::pipeline::{optimize_gradient, GradProgram, Options};
 use egrad::Program;
 
 /// The `@grad` functions of every example, with the file they come from.
@@ -82,7 +82,8 @@ fn every_lambda_gives_the_same_gradient() {
                 // A loop's tape (`looptape`) holds the same memory whether
                 // stored or recomputed by the pullback, so it stays stored;
                 // it must be the sparsest one offered.
-                let tape = |c: &&egrad::extract::ResidualChoice| c.name.contains(".tape");
+                let tape =
+                    |c: &&egrad::internals::extract::ResidualChoice| c.name.contains(".tape");
                 assert!(
                     g.optimized
                         .residual_choices
@@ -159,14 +160,14 @@ fn the_report_lists_every_residual_choice() {
 
 #[test]
 fn compiled_code_keeps_what_is_stored_and_not_what_is_recomputed() {
-    use egrad::explore::{explore, Timing};
+    use egrad::internals::explore::{explore, Timing};
     use std::time::Duration;
     let p = Program::from_file("examples/suite/power_static.eg").unwrap();
     let n = 1000;
     let opts = Options::default()
         .function("power_static_grad")
         .dim("N", n as u64);
-    let x = egrad::lang::value::Value::f64(
+    let x = egrad::internals::lang::value::Value::f64(
         &(0..n).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<_>>(),
     );
     let timing = Timing {

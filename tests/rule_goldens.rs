@@ -16,15 +16,15 @@
 mod common;
 
 use egg::{ENodeOrVar, Runner, StopReason, Symbol, Var};
-use egrad::extract::cost::CostModel;
-use egrad::extract::extract;
-use egrad::lang::ir::{parse_functions, Builder, Function, VarId};
-use egrad::lang::span::Span;
-use egrad::lang::types::{DType, Type};
-use egrad::ops::{Lit, Op};
-use egrad::rewrites::lang::Node;
-use egrad::rewrites::rules::{Guard, Rule, RuleSet};
-use egrad::rewrites::{insert, Inserted, Limits};
+use egrad::internals::extract::cost::CostModel;
+use egrad::internals::extract::extract;
+use egrad::internals::lang::ir::{parse_functions, Builder, Function, VarId};
+use egrad::internals::lang::span::Span;
+use egrad::internals::lang::types::{DType, Type};
+use egrad::internals::ops::{Lit, Op};
+use egrad::internals::rewrites::lang::Node;
+use egrad::internals::rewrites::rules::{Guard, Rule, RuleSet};
+use egrad::internals::rewrites::{insert, Inserted, Limits};
 use indexmap::IndexMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -216,7 +216,7 @@ fn instantiate(rule: &Rule) -> Function {
 fn saturate(
     f: &Function,
     rule: &Rule,
-    rewrites: &[egg::Rewrite<Node, egrad::rewrites::lang::Analysis>],
+    rewrites: &[egg::Rewrite<Node, egrad::internals::rewrites::lang::Analysis>],
 ) -> (Inserted, bool, String) {
     let limits = Limits::default();
     let Inserted {
@@ -277,7 +277,10 @@ fn commented(text: &str) -> String {
 }
 
 /// The golden text of one rule.
-fn golden(rule: &Rule, rewrites: &[egg::Rewrite<Node, egrad::rewrites::lang::Analysis>]) -> String {
+fn golden(
+    rule: &Rule,
+    rewrites: &[egg::Rewrite<Node, egrad::internals::rewrites::lang::Analysis>],
+) -> String {
     let f = instantiate(rule);
     let (ins, fired, stop) = saturate(&f, rule, rewrites);
     assert!(
@@ -359,7 +362,7 @@ fn every_rule_has_a_golden() {
 /// squares under fast math, and stays as written without it.
 #[test]
 fn fast_math_squares_product_chains() {
-    use egrad::pipeline::{optimize_ir, Options};
+    use egrad::internals::pipeline::{optimize_ir, Options};
     for (n, fast_muls) in [(4, 2), (8, 3), (6, 3), (20, 5)] {
         let mut text =
             String::from("fn chain[N](%x: f64[N]) -> f64[N] {\n  %p1: f64[N] = mul %x %x\n");

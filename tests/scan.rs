@@ -5,13 +5,13 @@
 //! choice the optimizer makes) matches central finite differences, forward
 //! mode agrees, and misuse gives clear errors.
 
-use egrad::backend::{compile, BackendOptions};
-use egrad::lang::interp::run;
-use egrad::lang::ir::Function;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::ops::Op;
-use egrad::pipeline::{optimize_gradient, Options};
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::ops::Op;
+use egrad::internals::pipeline::{optimize_gradient, Options};
 use egrad::Program;
 
 const PROGRAMS: &str = r#"

@@ -2,7 +2,7 @@
 //! in `tests/data/bench-reference.json`.
 //!
 //! For each benchmark listed in `benchmarks!` below, its example program
-//! (`egrad::suite::BENCHMARKS` says which file and functions) is loaded, fed
+//! (`egrad::internals::suite::BENCHMARKS` says which file and functions) is loaded, fed
 //! the suite's bit-exact f64 inputs, and its loss function and `@grad`
 //! function are run three ways: the reference interpreter on the checked IR,
 //! the JIT on the e-graph-optimized IR (what `egrad run` does), and the
@@ -23,18 +23,18 @@
 //! suite` lists what was checked; `-- --nocapture` also prints the largest
 //! error seen per benchmark.
 
-use egrad::backend::{self, BackendOptions};
-use egrad::lang::interp;
-use egrad::lang::types::DType;
-use egrad::lang::value::Value;
-use egrad::pipeline::{optimize_gradient, optimize_ir, Arg, Options};
-use egrad::suite::{self, Benchmark};
+use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::lang::interp;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Arg, Options};
+use egrad::internals::suite::{self, Benchmark};
 use egrad::Program;
 use serde_json::Value as Json;
 use std::path::Path;
 
 /// One test per benchmark key of `bench-reference.json`. To check another
-/// benchmark, add its key here (its row in `egrad::suite::BENCHMARKS` says
+/// benchmark, add its key here (its row in `egrad::internals::suite::BENCHMARKS` says
 /// which example and functions to run; a missing file or function fails).
 macro_rules! benchmarks {
     ($($key:ident),* $(,)?) => {
@@ -209,8 +209,8 @@ fn compare(
 }
 
 fn check_benchmark(key: &str) {
-    let b =
-        suite::benchmark(key).unwrap_or_else(|| panic!("{key}: not in egrad::suite::BENCHMARKS"));
+    let b = suite::benchmark(key)
+        .unwrap_or_else(|| panic!("{key}: not in egrad::internals::suite::BENCHMARKS"));
     let all = reference();
     let r = &all[key];
     assert!(r.is_object(), "{key}: not in bench-reference.json");
@@ -419,7 +419,7 @@ fn cli_runs_a_function_on_suite_inputs() {
         "--suite",
         "linreg_16",
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("add --f32"), "{err}");
     let (code, out, err) = egrad(&[
         "run",
@@ -446,7 +446,7 @@ fn cli_runs_a_function_on_suite_inputs() {
         "--suite",
         "linreg_16",
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(
         err.contains("--suite linreg_16 supplies 3 argument(s)"),
         "{err}"

@@ -1,4 +1,4 @@
-//! Accuracy and special values of `egrad::vmath`.
+//! Accuracy and special values of `egrad::internals::vmath`.
 //!
 //! f64 results are measured against a double-double reference written here
 //! (exp by reduction, a short Taylor series and ten squarings; log and
@@ -9,7 +9,7 @@
 //! prints its maximum error, the argument where it occurred and std's
 //! maximum on the same samples (run with `--nocapture` to see the table).
 
-use egrad::vmath::{self, VFn};
+use egrad::internals::vmath::{self, VFn};
 
 // ---------------------------------------------------------------------------
 // Sampling.

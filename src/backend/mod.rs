@@ -31,7 +31,7 @@
 //! undefined symbols of the C library (`sin`, `expf`, ...; link with
 //! `-lm`), position-independent code for the host CPU. It returns each
 //! entry's buffer table ([`EntryLayout`]) so a caller (the C header of
-//! `egrad build`, [`crate::aot`]) can build the same table the JIT's host
+//! `egrad build`, [`crate::internals::aot`]) can build the same table the JIT's host
 //! wrapper builds.
 //!
 //! # Fusion

@@ -19,9 +19,19 @@ use std::marker::PhantomData;
 #[derive(Clone, Copy, Debug)]
 pub enum NativeArg<'a> {
     /// An `f64` array (or scalar) of shape `shape`.
-    F64 { data: &'a [f64], shape: &'a [usize] },
+    F64 {
+        /// The elements, row-major.
+        data: &'a [f64],
+        /// The extents, outermost first (empty for a scalar).
+        shape: &'a [usize],
+    },
     /// An `f32` array (or scalar) of shape `shape`.
-    F32 { data: &'a [f32], shape: &'a [usize] },
+    F32 {
+        /// The elements, row-major.
+        data: &'a [f32],
+        /// The extents, outermost first (empty for a scalar).
+        shape: &'a [usize],
+    },
     /// The value of an `i64` parameter.
     I64(i64),
 }

@@ -137,6 +137,7 @@ pub fn recomputed_steps(n: u64, k: u64, m: u32) -> u64 {
 }
 
 impl CostModel {
+    /// The default model pricing sizes at `dims` (a size not listed: `DEFAULT_DIM`).
     pub fn with_dims(dims: IndexMap<String, u64>) -> CostModel {
         CostModel {
             dims,
@@ -144,6 +145,7 @@ impl CostModel {
         }
     }
 
+    /// The same model with λ, flops per stored residual byte.
     pub fn lambda(mut self, lambda: f64) -> CostModel {
         self.lambda = lambda;
         self

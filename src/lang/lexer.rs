@@ -245,7 +245,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
                 let text = src.get(i..j).unwrap_or("").to_string();
                 let span = Span::new(i, j);
                 if bad {
-                    errs.push(Diagnostic::new(span, format!("invalid number `{text}`")));
+                    errs.push(Diagnostic::syntax(span, format!("invalid number `{text}`")));
                 }
                 let value = if bad {
                     0.0
@@ -296,7 +296,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
                 // One whole (possibly multi-byte) character.
                 let ch = src.get(i..).and_then(|s| s.chars().next()).unwrap_or('?');
                 let len = ch.len_utf8().max(1);
-                errs.push(Diagnostic::new(
+                errs.push(Diagnostic::syntax(
                     Span::new(i, i + len),
                     format!("unexpected character `{}`", ch.escape_debug()),
                 ));

@@ -26,6 +26,7 @@
 use super::ast::*;
 use super::lexer::{lex, Tok, Token};
 use super::span::{Diagnostic, Span};
+use crate::error::ErrorKind;
 
 /// Maximum nesting depth of expressions and types (including the length of
 /// operator chains, which nest to the left).
@@ -132,7 +133,7 @@ impl Parser {
     }
 
     fn error_expected(&self, what: &str) -> Diagnostic {
-        Diagnostic::new(
+        Diagnostic::syntax(
             self.span(),
             format!("expected {what}, found {}", describe(self.peek())),
         )
@@ -162,7 +163,8 @@ impl Parser {
             return Err(Diagnostic::new(
                 self.span(),
                 format!("expression nested too deeply (the limit is {MAX_DEPTH} levels)"),
-            ));
+            )
+            .kind(ErrorKind::Limit));
         }
         Ok(())
     }
@@ -351,7 +353,7 @@ impl Parser {
         self.skip_separators();
         while !self.at(&Tok::RBrace) {
             if let Some(r) = &result {
-                return Err(Diagnostic::new(
+                return Err(Diagnostic::syntax(
                     r.span,
                     "this expression's value is unused: only the last expression of a block is its value",
                 )
@@ -360,7 +362,7 @@ impl Parser {
             if self.at(&Tok::Let) {
                 lets.push(self.let_stmt()?);
             } else if self.at(&Tok::Eof) {
-                return Err(Diagnostic::new(open, "this `{` is never closed"));
+                return Err(Diagnostic::syntax(open, "this `{` is never closed"));
             } else {
                 result = Some(self.expr()?);
             }
@@ -372,7 +374,7 @@ impl Parser {
         let close = self.bump().span;
         let span = open.to(close);
         let Some(result) = result else {
-            return Err(Diagnostic::new(
+            return Err(Diagnostic::syntax(
                 span,
                 "this block has no value: it must end with an expression",
             ));
@@ -395,7 +397,7 @@ impl Parser {
         let names = self.ident_list(&Tok::RParen, "a name")?;
         let close = self.expect(&Tok::RParen)?;
         if names.is_empty() {
-            return Err(Diagnostic::new(
+            return Err(Diagnostic::syntax(
                 open.to(close),
                 "expected at least one name",
             ));
@@ -466,7 +468,7 @@ impl Parser {
             if level == 2 && matches!(&lhs.kind, ExprKind::Binary { op, .. } if op.is_comparison())
             {
                 self.depth = saved;
-                return Err(Diagnostic::new(
+                return Err(Diagnostic::syntax(
                     self.span(),
                     "comparisons do not chain: write `a < b && b < c`",
                 ));
@@ -544,7 +546,7 @@ impl Parser {
         let then = self.block()?;
         self.skip_newlines_before(&Tok::Else);
         if !self.at(&Tok::Else) {
-            return Err(Diagnostic::new(
+            return Err(Diagnostic::syntax(
                 start.to(then.span),
                 "this `if` has no `else`: an `if` is an expression, and both branches give its value",
             ));
@@ -715,7 +717,7 @@ impl Parser {
                 }
                 let end = self.expect(&Tok::RParen)?;
                 if self.at(&Tok::LParen) {
-                    return Err(Diagnostic::new(
+                    return Err(Diagnostic::syntax(
                         self.span(),
                         "only named functions can be called",
                     ));
@@ -729,7 +731,7 @@ impl Parser {
                 })
             }
             Tok::LBrace => self.block(),
-            Tok::Plus => Err(Diagnostic::new(
+            Tok::Plus => Err(Diagnostic::syntax(
                 start,
                 "expected an expression, found `+` (there is no unary plus; `+/` is the sum)",
             )),

@@ -57,17 +57,16 @@ impl Program {
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Program, Error> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", &shown, e))?;
         Program::parse_named(&shown, &text)
     }
 
+    /// The source text and its name, as diagnostics show it.
     pub fn file(&self) -> &SourceFile {
         &self.file
     }
 
+    /// The syntax tree (every node with its span).
     pub fn ast(&self) -> &Module {
         &self.ast
     }

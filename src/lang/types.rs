@@ -5,7 +5,9 @@ use std::fmt;
 /// Element type of a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// 32-bit IEEE floating point.
     F32,
+    /// 64-bit IEEE floating point.
     F64,
     /// A run-time integer. Only a scalar parameter has this type: it gives
     /// the value of the size parameter of the same name (a loop count).
@@ -13,6 +15,7 @@ pub enum DType {
 }
 
 impl DType {
+    /// The name in source code: `f32`, `f64`, `i64`.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -21,6 +24,7 @@ impl DType {
         }
     }
 
+    /// The element type named `s` in source code, if any.
     pub fn from_name(s: &str) -> Option<DType> {
         match s {
             "f32" => Some(DType::F32),
@@ -59,7 +63,9 @@ impl fmt::Display for DType {
 /// (`N` in `fn f[N](x: f32[N])`), bound at call time from argument shapes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dim {
+    /// A literal size (`f64[3]`).
     Lit(u64),
+    /// A size parameter (`N`).
     Param(String),
     /// A size parameter less a constant (`N-1`, the length of `x[1:]`);
     /// arguments are checked to make it non-negative before anything runs.
@@ -123,11 +129,14 @@ impl fmt::Display for Dim {
 /// The type of a value: an element type and a shape (empty = scalar).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Type {
+    /// The element type.
     pub dtype: DType,
+    /// The extents, outermost first; empty for a scalar.
     pub shape: Vec<Dim>,
 }
 
 impl Type {
+    /// A scalar of `dtype`.
     pub fn scalar(dtype: DType) -> Type {
         Type {
             dtype,
@@ -135,14 +144,17 @@ impl Type {
         }
     }
 
+    /// An array of `dtype` with extents `shape`.
     pub fn array(dtype: DType, shape: Vec<Dim>) -> Type {
         Type { dtype, shape }
     }
 
+    /// Whether the shape is empty.
     pub fn is_scalar(&self) -> bool {
         self.shape.is_empty()
     }
 
+    /// The number of axes (0 for a scalar).
     pub fn rank(&self) -> usize {
         self.shape.len()
     }

@@ -7,15 +7,19 @@
 use super::types::DType;
 use std::fmt;
 
+/// A run-time value: a scalar or an array of one element type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Value {
+    /// The element type; `data` holds values exactly representable in it.
     pub dtype: DType,
     /// Concrete extents, outermost first; empty for a scalar.
     pub shape: Vec<usize>,
+    /// The elements in row-major order, widened to `f64`.
     pub data: Vec<f64>,
 }
 
 impl Value {
+    /// A scalar, `x` rounded to `dtype`.
     pub fn scalar(dtype: DType, x: f64) -> Value {
         Value {
             dtype,
@@ -24,12 +28,14 @@ impl Value {
         }
     }
 
+    /// An array of extents `shape`, elements row-major, each rounded to `dtype`.
     pub fn array(dtype: DType, shape: Vec<usize>, data: Vec<f64>) -> Value {
         debug_assert_eq!(shape.iter().product::<usize>(), data.len());
         let data = data.into_iter().map(|x| dtype.round(x)).collect();
         Value { dtype, shape, data }
     }
 
+    /// A vector of `f32`.
     pub fn f32(xs: &[f32]) -> Value {
         Value {
             dtype: DType::F32,
@@ -38,6 +44,7 @@ impl Value {
         }
     }
 
+    /// A vector of `f64`.
     pub fn f64(xs: &[f64]) -> Value {
         Value {
             dtype: DType::F64,
@@ -46,14 +53,17 @@ impl Value {
         }
     }
 
+    /// Whether the shape is empty.
     pub fn is_scalar(&self) -> bool {
         self.shape.is_empty()
     }
 
+    /// The number of elements (1 for a scalar).
     pub fn len(&self) -> usize {
         self.data.len()
     }
 
+    /// Whether there are no elements (an array with a zero extent).
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }

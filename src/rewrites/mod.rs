@@ -18,8 +18,11 @@ use std::time::{Duration, Instant};
 /// overshoot the node limit by one iteration's growth.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
+    /// Stop when the e-graph has more e-nodes than this.
     pub nodes: usize,
+    /// Stop after this many iterations.
     pub iterations: usize,
+    /// Stop after this much time.
     pub time: Duration,
 }
 

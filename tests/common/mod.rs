@@ -31,15 +31,18 @@ pub fn all_example_files() -> Vec<PathBuf> {
 /// gets a different smooth sequence in (-0.9, 0.9); a run-time `i64` (a
 /// loop count) is `n`.
 #[allow(dead_code)]
-pub fn sample_args(f: &egrad::lang::ir::Function, n: usize) -> Vec<egrad::lang::value::Value> {
-    use egrad::lang::types::Dim;
+pub fn sample_args(
+    f: &egrad::internals::lang::ir::Function,
+    n: usize,
+) -> Vec<egrad::internals::lang::value::Value> {
+    use egrad::internals::lang::types::Dim;
     f.params
         .iter()
         .enumerate()
         .map(|(k, prm)| {
             let t = f.ty(prm.var);
-            if t.dtype == egrad::lang::types::DType::I64 {
-                return egrad::lang::value::Value::scalar(t.dtype, n as f64);
+            if t.dtype == egrad::internals::lang::types::DType::I64 {
+                return egrad::internals::lang::value::Value::scalar(t.dtype, n as f64);
             }
             let shape: Vec<usize> = t
                 .shape
@@ -54,7 +57,7 @@ pub fn sample_args(f: &egrad::lang::ir::Function, n: usize) -> Vec<egrad::lang::
             let data = (0..len)
                 .map(|i| ((i * 7 + k * 13) as f64 * 0.37).sin() * 0.9)
                 .collect();
-            egrad::lang::value::Value::array(t.dtype, shape, data)
+            egrad::internals::lang::value::Value::array(t.dtype, shape, data)
         })
         .collect()
 }

@@ -1,0 +1,237 @@
+//! Byte spans, source files and rendered diagnostics.
+//!
+//! Every AST node carries a [`Span`]; every user-facing error is a
+//! [`Diagnostic`] that renders as `file:line:col`, the source line and a caret.
+
+use super::ErrorKind;
+use std::fmt;
+use std::sync::Arc;
+
+/// A half-open byte range `start..end` into one source file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    /// The first byte.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// The bytes `start..end` (an `end` before `start` gives an empty span).
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end.max(start) as u32,
+        }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// A named source text. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    /// The name diagnostics show (the path as the user gave it).
+    pub name: Arc<str>,
+    /// The whole text.
+    pub text: Arc<str>,
+}
+
+impl SourceFile {
+    /// A source text and the name diagnostics show for it.
+    pub fn new(name: impl Into<Arc<str>>, text: impl Into<Arc<str>>) -> SourceFile {
+        SourceFile {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: u32) -> (usize, usize) {
+        let offset = (offset as usize).min(self.text.len());
+        let before = &self.text[..floor_char_boundary(&self.text, offset)];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let col = before[line_start..].chars().count() + 1;
+        (line, col)
+    }
+
+    /// `file:line:col` of a span's start.
+    pub fn location(&self, span: Span) -> String {
+        let (l, c) = self.line_col(span.start);
+        format!("{}:{}:{}", self.name, l, c)
+    }
+
+    fn line_text(&self, line: usize) -> &str {
+        self.text.lines().nth(line - 1).unwrap_or("")
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A user-facing error (or note) attached to a place in the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// What kind of error: [`ErrorKind::Type`] unless the maker says
+    /// otherwise ([`Diagnostic::syntax`], [`Diagnostic::kind`]).
+    pub kind: ErrorKind,
+    /// The place the caret points at.
+    pub span: Span,
+    /// What is wrong, one line.
+    pub message: String,
+    /// Secondary places: (span, label), e.g. "`N` was bound here".
+    pub labels: Vec<(Span, String)>,
+    /// Free-standing hints printed after the snippet.
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    /// A [`ErrorKind::Type`] error at `span`.
+    pub fn new(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            kind: ErrorKind::Type,
+            span,
+            message: message.into(),
+            labels: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// A syntax error: the text is not a program.
+    pub fn syntax(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(span, message).kind(ErrorKind::Syntax)
+    }
+
+    /// A valid construct egrad does not handle yet (a documented limit).
+    pub fn unsupported(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(span, message).kind(ErrorKind::Unsupported)
+    }
+
+    /// The same diagnostic with another kind.
+    pub fn kind(mut self, kind: ErrorKind) -> Diagnostic {
+        self.kind = kind;
+        self
+    }
+
+    /// Adds a secondary place with its label.
+    pub fn with_label(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
+        self.labels.push((span, label.into()));
+        self
+    }
+
+    /// Adds a hint printed after the snippet.
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// Render as
+    /// ```text
+    /// error: message
+    ///  --> file:line:col
+    ///   |
+    /// 3 |   let x = y .* z
+    ///   |           ^
+    /// ```
+    pub fn render(&self, file: &SourceFile) -> String {
+        let mut out = format!("error: {}\n", self.message);
+        out.push_str(&snippet(file, self.span, None));
+        for (span, label) in &self.labels {
+            out.push_str(&snippet(file, *span, Some(label)));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("  = note: {note}\n"));
+        }
+        out
+    }
+}
+
+fn snippet(file: &SourceFile, span: Span, label: Option<&str>) -> String {
+    let (line, col) = file.line_col(span.start);
+    let text = file.line_text(line);
+    let width = line.to_string().len();
+    let pad = " ".repeat(width);
+    // Caret length: the span's characters on its first line, at least 1.
+    let line_chars = text.chars().count();
+    let span_chars = {
+        let s = span.start as usize;
+        let e = (span.end as usize).min(file.text.len());
+        let s = floor_char_boundary(&file.text, s.min(file.text.len()));
+        let e = floor_char_boundary(&file.text, e.max(s));
+        file.text[s..e].chars().take_while(|c| *c != '\n').count()
+    };
+    let caret_len = span_chars
+        .max(1)
+        .min(line_chars.saturating_sub(col - 1).max(1));
+    let mut out = String::new();
+    out.push_str(&format!("{pad}--> {}:{line}:{col}\n", file.name));
+    out.push_str(&format!("{pad} |\n"));
+    out.push_str(&format!("{line} | {text}\n"));
+    let indent: String = text
+        .chars()
+        .take(col - 1)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    out.push_str(&format!("{pad} | {indent}{}", "^".repeat(caret_len)));
+    if let Some(label) = label {
+        out.push(' ');
+        out.push_str(label);
+    }
+    out.push('\n');
+    out
+}
+
+/// One or more diagnostics from one source file.
+#[derive(Clone, Debug)]
+pub struct Diagnostics {
+    /// The file every item points into.
+    pub file: SourceFile,
+    /// The diagnostics, in the order they are printed.
+    pub items: Vec<Diagnostic>,
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.items.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{}", d.render(&self.file))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_and_caret() {
+        let f = SourceFile::new("a.eg", "fn f() {\n  let x = yy\n}\n");
+        let start = f.text.find("yy").unwrap();
+        let d = Diagnostic::new(Span::new(start, start + 2), "unknown name `yy`");
+        assert_eq!(
+            d.render(&f),
+            "error: unknown name `yy`\n --> a.eg:2:11\n  |\n2 |   let x = yy\n  |           ^^\n"
+        );
+    }
+
+    #[test]
+    fn span_past_end_is_clamped() {
+        let f = SourceFile::new("a.eg", "x");
+        let d = Diagnostic::new(Span::new(5, 9), "eof");
+        assert!(d.render(&f).contains("a.eg:1:2"));
+    }
+}

@@ -1,0 +1,40 @@
+//! egrad's stages, one module each, in the order of `ARCHITECTURE.md`.
+//!
+//! Public so that egrad's binary, integration tests and benches can reach
+//! every stage; **not a stable API**: the supported surface is the items at
+//! the crate root. Inside the crate the stages are named from the root
+//! (`crate::lang`, `crate::backend`, ...). The `#[path]`s keep the source
+//! folders where they are.
+
+#[path = "aot.rs"]
+pub mod aot;
+#[path = "backend/mod.rs"]
+pub mod backend;
+#[path = "cache.rs"]
+pub mod cache;
+#[path = "differentiate/mod.rs"]
+pub mod differentiate;
+#[path = "explore.rs"]
+pub mod explore;
+#[path = "extract/mod.rs"]
+pub mod extract;
+#[path = "gemm.rs"]
+pub(crate) mod gemm;
+#[path = "gemv.rs"]
+pub(crate) mod gemv;
+#[path = "gradbench/mod.rs"]
+pub mod gradbench;
+#[path = "lang/mod.rs"]
+pub mod lang;
+#[path = "ops.rs"]
+pub mod ops;
+#[path = "pipeline.rs"]
+pub mod pipeline;
+#[path = "residuals/mod.rs"]
+pub mod residuals;
+#[path = "rewrites/mod.rs"]
+pub mod rewrites;
+#[path = "suite.rs"]
+pub mod suite;
+#[path = "vmath.rs"]
+pub mod vmath;
