@@ -1,0 +1,373 @@
+//! Arrays and indexing: `x[k]`, `tabulate` (vectorized lowering), and the
+//! array builtins `reverse` and `concat`.
+
+use super::{arity_message, exact_int, result_expr, FnCx, Val};
+use crate::lang::ast::*;
+use crate::lang::ir::VarId;
+use crate::lang::span::{Diagnostic, Span};
+use crate::lang::types::{Dim, Type};
+use crate::ops::Op;
+
+/// The length of `concat` of parts of lengths `a` and `b`, if it is a size
+/// a type can hold: `k + m` for integers; `k + (N-j)` (either order) is
+/// `N-(j-k)` when `j >= k` (`N` when they are equal). Anything else (`N +
+/// 1`, `N + M`) is not a size (None).
+fn concat_len(a: &Dim, b: &Dim) -> Option<Dim> {
+    let (k, d) = match (a, b) {
+        (Dim::Lit(k), d) | (d, Dim::Lit(k)) => (*k, d),
+        _ => return None,
+    };
+    match d {
+        Dim::Lit(m) => k.checked_add(*m).map(Dim::Lit),
+        _ if k == 0 => Some(d.clone()),
+        Dim::Sub(p, j) if *j == k => Some(Dim::Param(p.clone())),
+        Dim::Sub(p, j) if *j > k => Some(Dim::Sub(p.clone(), j - k)),
+        Dim::Param(_) | Dim::Sub(..) | Dim::Rows(..) => None,
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of
+    /// the enclosing `tabulate`).
+    pub(super) fn index(&mut self, v: Val, vspan: Span, k: Val, kspan: Span, hint: &str) -> Val {
+        let x = match v {
+            Val::Err => return Val::Err,
+            Val::Var(x) if !self.ty(x).is_scalar() => x,
+            other => {
+                let t = self.describe(&other);
+                self.error(Diagnostic::new(
+                    vspan,
+                    format!("only arrays can be indexed, but this has type {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        if self.batched.contains(&x) {
+            self.error(Diagnostic::new(
+                vspan,
+                "indexing a value that depends on the index of `tabulate` is not supported yet",
+            ).with_note("index the arrays the value is computed from instead (`X[i][0] * w[0]`, not `(X[i] .* w)[0]`)"));
+            return Val::Err;
+        }
+        let t = self.ty(x);
+        let rows = t.shape[0].clone();
+        let rest = t.shape[1..].to_vec();
+        let k = match k {
+            Val::Err => return Val::Err,
+            Val::Const(c) => match exact_int(c) {
+                Some(n) => Val::Int(n),
+                None => {
+                    self.error(Diagnostic::new(
+                        kspan,
+                        format!("an index must be an integer, but this is {c}"),
+                    ));
+                    return Val::Err;
+                }
+            },
+            k => k,
+        };
+        match k {
+            Val::Int(n) | Val::Idx(n) if n < 0 => {
+                self.error(Diagnostic::new(kspan, format!("index {n} is negative")));
+                Val::Err
+            }
+            Val::Int(n) => {
+                if let Dim::Lit(d) = rows {
+                    if n as u64 >= d {
+                        self.error(Diagnostic::new(
+                            kspan,
+                            format!("index {n} is out of range for an array of length {d}"),
+                        ));
+                        return Val::Err;
+                    }
+                }
+                self.push(hint, Op::Index(n as u64), &[x], None)
+            }
+            Val::Idx(off) => {
+                let Some((len, _)) = self.batch.clone() else {
+                    return self.bug("a tabulate index outside `tabulate`");
+                };
+                if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &len) {
+                    if off as u64 + l > *d {
+                        self.error(Diagnostic::new(
+                            kspan,
+                            format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
+                        ));
+                        return Val::Err;
+                    }
+                }
+                let mut shape = vec![len];
+                shape.extend(rest);
+                let r = self.push_plain(
+                    hint,
+                    Op::Slice(off as u64),
+                    &[x],
+                    Some(&Type::array(t.dtype, shape)),
+                );
+                if let Val::Var(s) = r {
+                    self.batched.insert(s);
+                }
+                r
+            }
+            other => {
+                let what = self.describe(&other);
+                let float = matches!(other, Val::Var(_));
+                let mut d = Diagnostic::new(
+                    kspan,
+                    format!("an index must be a static integer or the index of `tabulate`, but this is {what}"),
+                );
+                if float {
+                    d = d.with_note(
+                        "indexing with a run-time (floating-point) value is not supported",
+                    );
+                }
+                self.error(d);
+                Val::Err
+            }
+        }
+    }
+
+    /// `tabulate[L](i => e)`: lowered once for all `i` at the same time.
+    /// Every value that depends on `i` is a stack of L values (a leading
+    /// axis); `x[i + c]` is rows `c .. c+L` of `x`, `+/` of a stack sums each
+    /// row, and values that do not depend on `i` are computed once.
+    pub(super) fn tabulate(
+        &mut self,
+        span: Span,
+        size: &DimExpr,
+        param: &Ident,
+        body: &Expr,
+        hints: &[&str],
+    ) -> Val {
+        if self.batch.is_some() {
+            self.error(Diagnostic::new(
+                span,
+                "`tabulate` inside `tabulate` is not supported yet",
+            ));
+            return Val::Err;
+        }
+        let static_int = |cx: &Self, n: &str| {
+            cx.env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == n)
+                .and_then(|(_, v)| v.as_static_int())
+        };
+        let (name, minus) = match size {
+            DimExpr::Lit(n, _) => (None, *n),
+            DimExpr::Name(id) => (Some(id), 0),
+            DimExpr::Sub(id, k, _) => (Some(id), *k),
+        };
+        let len = match name {
+            None => Some(Dim::Lit(minus)),
+            Some(id) if self.sizes.contains(&id.name) => Dim::Param(id.name.clone()).minus(minus),
+            Some(id) => match static_int(self, &id.name) {
+                Some(n) if n >= minus as i64 => Some(Dim::Lit(n as u64 - minus)),
+                Some(n) => {
+                    self.error(Diagnostic::new(
+                        size.span(),
+                        format!("the length of `tabulate` is negative ({n} - {minus})"),
+                    ));
+                    return Val::Err;
+                }
+                None => {
+                    self.error(
+                        Diagnostic::new(size.span(), format!("the length of `tabulate` must be a size parameter or a static integer, but `{}` is neither", id.name))
+                            .with_note("declare it as a size parameter (`fn f[N](...)`) or a `static` parameter"),
+                    );
+                    return Val::Err;
+                }
+            },
+        };
+        let Some(len) = len else {
+            return self.bug("tabulate length");
+        };
+        self.batch = Some((len.clone(), span));
+        let mark = self.env.len();
+        self.env.push((param.name.clone(), Val::Idx(0)));
+        let v = self.lower(body, hints);
+        self.env.truncate(mark);
+        let hint = hints.first().copied().unwrap_or("");
+        let out = match v {
+            Val::Err => Val::Err,
+            Val::Var(x) if self.batched.contains(&x) => Val::Var(x),
+            Val::Var(x) => {
+                // The same value for every index.
+                let t = self.ty(x);
+                let mut shape = vec![len];
+                shape.extend(t.shape.iter().cloned());
+                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
+                self.push_plain(hint, lift, &[x], Some(&Type::array(t.dtype, shape)))
+            }
+            other => {
+                let what = self.describe(&other);
+                let mut d = Diagnostic::new(
+                    result_expr(body).span,
+                    format!("`tabulate` builds arrays of numbers, but its body has type {what}"),
+                );
+                if matches!(other, Val::Const(_) | Val::Int(_)) {
+                    d = d.with_note("a bare number has no element type yet: write it with a typed value, as in `x[i] * 0.0 + 1.0`");
+                }
+                self.error(d);
+                Val::Err
+            }
+        };
+        self.batch = None;
+        self.batched.clear();
+        out
+    }
+
+    /// A two-argument builtin (`pow`, `max`, `min`): element-wise with
+    /// scalar broadcasting, like the arithmetic operators.
+    /// The arguments of `reverse` (one) or `concat` (two), each an array
+    /// of rank 1 or more; None after reporting an error.
+    pub(super) fn array_args(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Option<Vec<VarId>> {
+        let want = if name == "concat" { 2 } else { 1 };
+        let vals: Vec<Val> = args
+            .iter()
+            .map(|a| {
+                let v = self.lower(a, &[]);
+                self.single(v, a.span)
+            })
+            .collect();
+        if args.len() != want {
+            self.error(Diagnostic::new(
+                e.span,
+                arity_message(name, want, args.len()),
+            ));
+            return None;
+        }
+        let mut xs = Vec::with_capacity(want);
+        let mut ok = true;
+        for (v, a) in vals.into_iter().zip(args) {
+            match v {
+                Val::Var(x) if !self.ty(x).is_scalar() => xs.push(x),
+                Val::Err => ok = false,
+                other => {
+                    let t = self.describe(&other);
+                    let t = match other {
+                        Val::Var(_) => format!("a scalar ({t})"),
+                        _ => t,
+                    };
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!(
+                            "`{name}` needs an array (a vector, a matrix, ...: rank 1 or more), but this is {t}"
+                        ),
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(xs)
+    }
+
+    /// `concat(a, b)`: the rows of `a`, then those of `b`. No op of its
+    /// own: with `a` of integer length `k`, `pad 0 a + pad k b` (each
+    /// placed in a zero array of the result's type); otherwise `b` has the
+    /// integer length and the parts are swapped between two reversals,
+    /// `reverse(concat(reverse(b), reverse(a)))`. Gradients follow from
+    /// those of `pad`, `add` and `reverse`.
+    pub(super) fn concat(&mut self, e: &Expr, args: &[Expr], xs: &[VarId], hint: &str) -> Val {
+        let (a, b) = (xs[0], xs[1]);
+        if self.batched.contains(&a) || self.batched.contains(&b) {
+            let span = self.batch.as_ref().map_or(e.span, |(_, s)| *s);
+            self.error(
+                Diagnostic::new(
+                    span,
+                    "`concat` on a value that depends on the index of `tabulate` is not supported yet",
+                )
+                .with_label(e.span, "this `concat`"),
+            );
+            return Val::Err;
+        }
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta.dtype != tb.dtype || ta.rank() != tb.rank() || ta.shape[1..] != tb.shape[1..] {
+            let why = if ta.dtype != tb.dtype {
+                "of one element type"
+            } else if ta.rank() != tb.rank() {
+                "of one rank"
+            } else {
+                "whose rows have one shape (the same dimensions after the first)"
+            };
+            self.error(
+                Diagnostic::new(
+                    e.span,
+                    format!("`concat` joins arrays {why}, but got {ta} and {tb}"),
+                )
+                .with_label(args[0].span, format!("this has type {ta}"))
+                .with_label(args[1].span, format!("this has type {tb}")),
+            );
+            return Val::Err;
+        }
+        let (la, lb) = (&ta.shape[0], &tb.shape[0]);
+        let Some(len) = concat_len(la, lb) else {
+            let show = |d: &Dim| match d {
+                Dim::Sub(..) => format!("({d})"),
+                _ => d.to_string(),
+            };
+            self.error(
+                Diagnostic::new(
+                    e.span,
+                    format!(
+                        "`concat` of {ta} and {tb} would have {} + {} rows, and that size is not supported",
+                        show(la),
+                        show(lb)
+                    ),
+                )
+                .with_note(
+                    "sizes are `N`, an integer or `N-k`: one part must have an integer length that cancels the other's `-k` (an f64[1] and an f64[N-1] make an f64[N])",
+                ),
+            );
+            return Val::Err;
+        };
+        // Joining an empty part changes nothing.
+        if la == &Dim::Lit(0) {
+            return Val::Var(b);
+        }
+        if lb == &Dim::Lit(0) {
+            return Val::Var(a);
+        }
+        let mut shape = vec![len];
+        shape.extend(ta.shape[1..].iter().cloned());
+        let out = Type::array(ta.dtype, shape);
+        match la {
+            Dim::Lit(k) => self.join(hint, a, *k, b, &out),
+            _ => {
+                let Dim::Lit(k) = *lb else {
+                    return self.bug("concat: no part of integer length");
+                };
+                let (Val::Var(rb), Val::Var(ra)) =
+                    (self.reverse_rows("", b), self.reverse_rows("", a))
+                else {
+                    return Val::Err;
+                };
+                let Val::Var(j) = self.join("", rb, k, ra, &out) else {
+                    return Val::Err;
+                };
+                self.reverse_rows(hint, j)
+            }
+        }
+    }
+
+    /// `reverse x`; `x` itself when it has at most one row (a reversal
+    /// that moves nothing, as in `concat` of a single row).
+    pub(super) fn reverse_rows(&mut self, hint: &str, x: VarId) -> Val {
+        let one_row = matches!(self.ty(x).shape.first(), Some(Dim::Lit(0 | 1)));
+        if one_row && !self.batched.contains(&x) {
+            return Val::Var(x);
+        }
+        self.push(hint, Op::Reverse, &[x], None)
+    }
+
+    /// `pad 0 a + pad k b` in the type `out`: `a` (of `k` rows) then `b`.
+    fn join(&mut self, hint: &str, a: VarId, k: u64, b: VarId, out: &Type) -> Val {
+        let (Val::Var(pa), Val::Var(pb)) = (
+            self.push("", Op::Pad(0), &[a], Some(out)),
+            self.push("", Op::Pad(k), &[b], Some(out)),
+        ) else {
+            return Val::Err;
+        };
+        self.push(hint, Op::Add, &[pa, pb], None)
+    }
+}

@@ -1,0 +1,601 @@
+//! Calls: argument checking, size unification, specialization of
+//! templates (static or element-type parameters) and inlining of the
+//! callee's IR at the caller's sizes.
+
+use super::builtins::{builtin, builtin2, matrix_builtin};
+use super::signature::signature_with;
+use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
+use crate::lang::ast::*;
+use crate::lang::ir::{Function, Loop, VarId};
+use crate::lang::span::{Diagnostic, Span};
+use crate::lang::types::{DType, Dim, Type};
+use crate::ops::Op;
+use std::collections::HashMap;
+
+/// How deep specializations may nest (a function with static parameters
+/// calling itself, directly or not, counts one level per call).
+pub const MAX_SPECIALIZATION_DEPTH: usize = 64;
+
+/// A callee variable name, as a hint for the inlined copy (numbered
+/// temporaries stay temporaries; `pred.2` becomes `pred`).
+fn base_name(name: &str) -> &str {
+    let base = name.split('.').next().unwrap_or("");
+    if base.chars().all(|c| c.is_ascii_digit()) {
+        ""
+    } else {
+        base
+    }
+}
+
+impl<'a> FnCx<'a> {
+    pub(super) fn call(&mut self, e: &Expr, callee: &Ident, args: &[Expr], hints: &[&str]) -> Val {
+        let name = callee.name.as_str();
+        let hint = hints.first().copied().unwrap_or("");
+        if let Some(op) = builtin(name).or_else(|| builtin2(name)) {
+            let vals: Vec<Val> = args
+                .iter()
+                .map(|a| {
+                    let v = self.lower(a, &[]);
+                    self.single(v, a.span)
+                })
+                .collect();
+            let want = op.arity();
+            if args.len() != want {
+                self.error(Diagnostic::new(
+                    e.span,
+                    arity_message(name, want, args.len()),
+                ));
+                return Val::Err;
+            }
+            let mut vals = vals.into_iter().map(|v| match v {
+                Val::Int(i) => Val::Const(i as f64),
+                v => v,
+            });
+            if want == 2 {
+                let (l, r) = (
+                    vals.next().unwrap_or(Val::Err),
+                    vals.next().unwrap_or(Val::Err),
+                );
+                return self.builtin2(op, name, e.span, (l, args[0].span), (r, args[1].span), hint);
+            }
+            return match vals.next().unwrap_or(Val::Err) {
+                Val::Const(x) => Val::Const(fold(op, &[x])),
+                Val::Var(x) => self.push(hint, op, &[x], None),
+                Val::Err => Val::Err,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        args[0].span,
+                        format!("`{name}` needs a number or an array, but this has type {t}"),
+                    ));
+                    Val::Err
+                }
+            };
+        }
+        if name == "iterate" {
+            return self.iterate(e, args, hints);
+        }
+        if name == "iterate_until" {
+            return self.iterate_impl(e, args, hints, true);
+        }
+        if name == "scan" {
+            return self.scan(e, args, hints);
+        }
+        if let Some(op) = matrix_builtin(name) {
+            let mut xs = Vec::new();
+            for a in args {
+                let v = self.lower(a, &[]);
+                match self.single(v, a.span) {
+                    Val::Var(x) => xs.push(x),
+                    Val::Err => return Val::Err,
+                    other => {
+                        let t = self.describe(&other);
+                        self.error(Diagnostic::new(
+                            a.span,
+                            format!("`{name}` needs matrices, but this has type {t}"),
+                        ));
+                        return Val::Err;
+                    }
+                }
+            }
+            let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
+            let refs: Vec<&Type> = tys.iter().collect();
+            if let Err(err) = op.result_type(&refs, None) {
+                self.error(Diagnostic::new(e.span, err.0));
+                return Val::Err;
+            }
+            return self.push(hint, op, &xs, None);
+        }
+        if name == "reverse" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.reverse_rows(hint, xs[0]);
+        }
+        if name == "concat" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.concat(e, args, &xs, hint);
+        }
+        let Some(&fi) = self.by_name.get(name) else {
+            for a in args {
+                self.lower(a, &[]);
+            }
+            let d = if self.env.iter().any(|(k, _)| k == name) {
+                Diagnostic::new(callee.span, format!("`{name}` is a value, not a function"))
+            } else {
+                Diagnostic::new(callee.span, format!("unknown function `{name}`"))
+            };
+            self.error(d);
+            return Val::Err;
+        };
+        let vals: Vec<Val> = args
+            .iter()
+            .map(|a| {
+                let v = self.lower(a, &[]);
+                self.single(v, a.span)
+            })
+            .collect();
+        let sigs = self.sigs;
+        let Some(sig) = sigs.get(fi).and_then(|s| s.as_ref()) else {
+            return Val::Err;
+        };
+        let decl = &self.module.items[fi];
+        // A generic callee: its element types come from the arguments.
+        let spec_sig;
+        let generic = !sig.generic.is_empty();
+        let sig = if generic {
+            let mut dtypes: HashMap<String, DType> = HashMap::new();
+            let mut from: HashMap<String, usize> = HashMap::new();
+            for (k, (p, v)) in decl.params.iter().zip(&vals).enumerate() {
+                let (TypeExpr::Named { dtype, .. }, Val::Var(x)) = (&p.ty, v) else {
+                    continue;
+                };
+                if !sig.generic.contains(&dtype.name) {
+                    continue;
+                }
+                let d = self.ty(*x).dtype;
+                match dtypes.get(&dtype.name) {
+                    Some(&d0) if d0 != d => {
+                        let other = &decl.params[from[&dtype.name]].name.name;
+                        self.error(
+                            Diagnostic::new(
+                                args[k].span,
+                                format!(
+                                    "`{}` of `{name}` is {d0} from argument `{other}`, but this argument is {d}",
+                                    dtype.name
+                                ),
+                            )
+                            .with_note("there is no implicit conversion between f32 and f64"),
+                        );
+                        return Val::Err;
+                    }
+                    Some(_) => {}
+                    None => {
+                        dtypes.insert(dtype.name.clone(), d);
+                        from.insert(dtype.name.clone(), k);
+                    }
+                }
+            }
+            for g in &sig.generic {
+                if !dtypes.contains_key(g) {
+                    if vals.iter().any(|v| matches!(v, Val::Err)) {
+                        return Val::Err;
+                    }
+                    self.error(
+                        Diagnostic::new(
+                            e.span,
+                            format!("cannot infer the element type `{g}` of `{name}` from these arguments"),
+                        )
+                        .with_note("pass an array or a typed value (not only numbers) where it is used"),
+                    );
+                    return Val::Err;
+                }
+            }
+            match signature_with(decl, &dtypes, &mut self.errs) {
+                Some(s) => {
+                    spec_sig = s;
+                    &spec_sig
+                }
+                None => return Val::Err,
+            }
+        } else {
+            sig
+        };
+        if args.len() != sig.params.len() {
+            self.error(
+                Diagnostic::new(e.span, arity_message(name, sig.params.len(), args.len()))
+                    .with_label(decl.name.span, format!("`{name}` is declared here")),
+            );
+            return Val::Err;
+        }
+        // Static arguments must be known now; they specialize the callee.
+        let mut statics: Vec<(usize, Val)> = Vec::new();
+        let mut ok = true;
+        for (k, v) in vals.iter().enumerate() {
+            let Some(kind) = sig.statics.get(k).copied().flatten() else {
+                continue;
+            };
+            let (pname, _, pspan) = &sig.params[k];
+            let sv = match (kind, v) {
+                (_, Val::Err) => {
+                    ok = false;
+                    continue;
+                }
+                (StaticKind::Int, v) => v.as_static_int().map(Val::Int),
+                (StaticKind::Bool, Val::Bool(b)) => Some(Val::Bool(*b)),
+                (StaticKind::Real, Val::Const(x)) => Some(Val::Const(*x)),
+                (StaticKind::Real, Val::Int(i)) => Some(Val::Const(*i as f64)),
+                _ => None,
+            };
+            match sv {
+                Some(sv) => statics.push((k, sv)),
+                None => {
+                    ok = false;
+                    let dynamic = matches!(v, Val::Var(_) | Val::Mask(_) | Val::Tuple(_));
+                    let what = match &args[k].kind {
+                        ExprKind::Name(n) => format!("`{n}`"),
+                        _ => "this argument".to_string(),
+                    };
+                    let mut d = Diagnostic::new(
+                        args[k].span,
+                        if dynamic {
+                            format!("the static parameter `{pname}` of `{name}` needs a value known at compile time, but {what} is a run-time value ({})", self.describe(v))
+                        } else {
+                            format!("the static parameter `{pname}` of `{name}` has the wrong type: {what} is {}", self.describe(v))
+                        },
+                    )
+                    .with_label(*pspan, format!("`{pname}` is declared here"));
+                    if dynamic {
+                        d = d.with_note(format!(
+                            "pass a literal, or mark the parameter that {what} comes from `static` in the calling function"
+                        ));
+                    }
+                    self.error(d);
+                }
+            }
+        }
+        // Unify the callee's size parameters with the argument shapes.
+        let mut subst: HashMap<String, Dim> = HashMap::new();
+        for (k, v) in vals.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                continue;
+            }
+            let (pname, pty, pspan) = &sig.params[k];
+            if pty.dtype == DType::I64 {
+                // A run-time integer binds the callee's size parameter of
+                // its name: to the caller's one, or to a static value.
+                let d = match v {
+                    Val::Count(size, _) => Some(Dim::Param(size.clone())),
+                    Val::Err => {
+                        ok = false;
+                        continue;
+                    }
+                    other => other
+                        .as_static_int()
+                        .and_then(|i| u64::try_from(i).ok())
+                        .map(Dim::Lit),
+                };
+                match d {
+                    Some(d) => {
+                        subst.insert(pname.clone(), d);
+                    }
+                    None => {
+                        ok = false;
+                        let t = self.describe(v);
+                        self.error(
+                            Diagnostic::new(
+                                args[k].span,
+                                format!("argument `{pname}` of `{name}` must be a non-negative i64 (a count), but it is {t}"),
+                            )
+                            .with_label(*pspan, format!("`{pname}` is declared here as i64")),
+                        );
+                    }
+                }
+                continue;
+            }
+            let x = match v {
+                Val::Var(x) => *x,
+                Val::Err => {
+                    ok = false;
+                    continue;
+                }
+                Val::Const(_) | Val::Int(_) => continue,
+                other => {
+                    ok = false;
+                    let t = self.describe(other);
+                    self.error(
+                        Diagnostic::new(
+                            args[k].span,
+                            format!("argument `{pname}` of `{name}` must have type {pty}, but it has type {t}"),
+                        )
+                        .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
+                    );
+                    continue;
+                }
+            };
+            let at = self.ty(x);
+            let mut fits = at.dtype == pty.dtype && at.rank() == pty.rank();
+            if fits {
+                let mut trial = subst.clone();
+                for (pd, ad) in pty.shape.iter().zip(&at.shape) {
+                    match pd {
+                        Dim::Lit(_) | Dim::Sub(..) | Dim::Rows(..) => fits &= pd == ad,
+                        Dim::Param(p) => match trial.get(p) {
+                            Some(bound) => fits &= bound == ad,
+                            None => {
+                                trial.insert(p.clone(), ad.clone());
+                            }
+                        },
+                    }
+                }
+                if fits {
+                    subst = trial;
+                }
+            }
+            if !fits {
+                ok = false;
+                let want = subst_type(pty, &subst);
+                self.error(
+                    Diagnostic::new(
+                        args[k].span,
+                        format!(
+                            "argument `{pname}` of `{name}` must have type {want}, but it has type {at}"
+                        ),
+                    )
+                    .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
+                );
+            }
+        }
+        if !ok {
+            return Val::Err;
+        }
+        // Literal arguments take the parameter's type.
+        let mut arg_vars = Vec::new();
+        for (k, v) in vals.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                continue;
+            }
+            let (pname, pty, _) = &sig.params[k];
+            if pty.dtype == DType::I64 {
+                // Never read by the callee's statements (it gives a size).
+                arg_vars.push(match v {
+                    Val::Count(_, x) => *x,
+                    _ => self
+                        .b
+                        .constant(DType::F64, v.as_static_int().unwrap_or(0) as f64),
+                });
+                continue;
+            }
+            match v {
+                Val::Var(x) => arg_vars.push(*x),
+                Val::Const(_) | Val::Int(_) => {
+                    let c = match v {
+                        Val::Int(i) => *i as f64,
+                        Val::Const(c) => *c,
+                        _ => 0.0,
+                    };
+                    let want = subst_type(pty, &subst);
+                    let unbound = pty
+                        .shape
+                        .iter()
+                        .any(|d| matches!(d, Dim::Param(p) if !subst.contains_key(p)));
+                    if unbound {
+                        self.error(Diagnostic::new(
+                            args[k].span,
+                            format!(
+                                "cannot infer the shape of argument `{pname}` of `{name}` ({pty}) from a number"
+                            ),
+                        ).with_note("pass an array, or another argument that fixes its size"));
+                        return Val::Err;
+                    }
+                    match self.materialize(c, &want, "") {
+                        Val::Var(x) => arg_vars.push(x),
+                        _ => return Val::Err,
+                    }
+                }
+                _ => return Val::Err,
+            }
+        }
+        if generic || sig.is_template() {
+            // Specialize: lower the callee's body with these static values
+            // and element types.
+            if self.depth >= MAX_SPECIALIZATION_DEPTH {
+                let shown: Vec<String> = statics
+                    .iter()
+                    .map(|(k, v)| {
+                        let shown = match v {
+                            Val::Int(i) => i.to_string(),
+                            Val::Const(c) => c.to_string(),
+                            Val::Bool(b) => b.to_string(),
+                            other => self.describe(other),
+                        };
+                        format!("{} = {shown}", sig.params[*k].0)
+                    })
+                    .collect();
+                self.error(
+                    Diagnostic::new(
+                        e.span,
+                        format!(
+                            "`{name}` is specialized {MAX_SPECIALIZATION_DEPTH} calls deep (here with {})",
+                            if shown.is_empty() { "no static values".to_string() } else { shown.join(", ") }
+                        ),
+                    )
+                    .with_note("a function that calls itself must change a static value on each call and stop at a static `if`"),
+                );
+                return Val::Err;
+            }
+            let lowered = self.lowered;
+            let mut cx = FnCx::new(sigs, lowered, self.by_name, self.module, fi, sig);
+            cx.depth = self.depth + 1;
+            let spec = cx.lower_fn(decl, sig, &statics);
+            self.errs.append(&mut cx.errs);
+            if let Some(m) = cx.internal.take() {
+                return self.bug(m);
+            }
+            return match spec {
+                Some(c) => self.inline(&c.ir, &arg_vars, &subst, hints, e.span),
+                None => Val::Err,
+            };
+        }
+        let Some(callee_fn) = self.lowered.get(fi).and_then(|c| c.as_ref()) else {
+            // The callee has errors of its own (already reported).
+            return Val::Err;
+        };
+        self.inline(&callee_fn.ir, &arg_vars, &subst, hints, e.span)
+    }
+
+    fn inline(
+        &mut self,
+        callee: &Function,
+        args: &[VarId],
+        subst: &HashMap<String, Dim>,
+        hints: &[&str],
+        span: Span,
+    ) -> Val {
+        if self.b.function().stmts.len() + callee.stmts.len() > MAX_STMTS {
+            if !self.too_large {
+                self.too_large = true;
+                let name = self.b.function().name.clone();
+                self.error(Diagnostic::new(
+                    span,
+                    format!("`{name}` is too large after inlining calls (more than {MAX_STMTS} operations)"),
+                ));
+            }
+            return Val::Err;
+        }
+        // A callee size `N-k` must stay non-negative at a literal size.
+        for v in &callee.vars {
+            for d in &v.ty.shape {
+                if subst_dim(d, subst).is_none() {
+                    self.error(Diagnostic::new(
+                        span,
+                        format!(
+                            "`{}` uses arrays of length {d}, which is negative at the sizes of this call",
+                            callee.name
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            }
+        }
+        // The callee's loops join the caller's, renumbered, their types at
+        // the sizes of this call.
+        let offset = self.b.function().loops.len() as u32;
+        if !callee.loops.is_empty() && self.batch.is_some() {
+            self.error(Diagnostic::new(
+                span,
+                format!("`{}` runs a loop (a long `iterate`), which cannot be called inside `tabulate` yet", callee.name),
+            ));
+            return Val::Err;
+        }
+        let sizes = self.b.function().size_params.clone();
+        for l in &callee.loops {
+            let Some(count) = subst_dim(&l.count, subst) else {
+                return self.bug(format!("inlining `{}`: a loop count", callee.name));
+            };
+            self.b.add_loop(Loop {
+                count,
+                body: subst_function(&l.body, subst, &sizes),
+                vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+            });
+        }
+        let renumber = |op: Op| op.map_loop(|l| l + offset);
+        let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
+        for (p, a) in callee.params.iter().zip(args) {
+            if let Some(slot) = map.get_mut(p.var.index()) {
+                *slot = Some(*a);
+            }
+        }
+        for s in &callee.stmts {
+            let mut xs = Vec::new();
+            for a in &s.args {
+                match map.get(a.index()).copied().flatten() {
+                    Some(x) => xs.push(x),
+                    None => {
+                        return self.bug(format!("inlining `{}`: undefined value", callee.name))
+                    }
+                }
+            }
+            let Some(info) = callee.vars.get(s.var.index()) else {
+                return self.bug(format!("inlining `{}`: bad variable", callee.name));
+            };
+            let ty = subst_type(&info.ty, subst);
+            let hint = callee
+                .rets
+                .iter()
+                .position(|r| *r == s.var)
+                .and_then(|k| hints.get(k).copied())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| base_name(&info.name));
+            let Val::Var(nv) = self.push(hint, renumber(s.op), &xs, Some(&ty)) else {
+                return Val::Err;
+            };
+            if self.ty(nv) != ty {
+                return self.bug(format!(
+                    "inlining `{}`: %{} should be {ty}",
+                    callee.name, info.name
+                ));
+            }
+            if let Some(slot) = map.get_mut(s.var.index()) {
+                *slot = Some(nv);
+            }
+        }
+        let mut rets = Vec::new();
+        for r in &callee.rets {
+            match map.get(r.index()).copied().flatten() {
+                Some(x) => rets.push(Val::Var(x)),
+                None => return self.bug(format!("inlining `{}`: undefined result", callee.name)),
+            }
+        }
+        if rets.len() == 1 {
+            rets.pop().unwrap_or(Val::Err)
+        } else {
+            Val::Tuple(rets)
+        }
+    }
+}
+
+/// A loop body or VJP of an inlined callee at the sizes of the call: its
+/// types substituted, its size parameters the caller's.
+fn subst_function(f: &Function, subst: &HashMap<String, Dim>, sizes: &[String]) -> Function {
+    let mut g = f.clone();
+    g.size_params = sizes.to_vec();
+    for v in &mut g.vars {
+        v.ty = subst_type(&v.ty, subst);
+    }
+    for l in &mut g.loops {
+        l.body = subst_function(&l.body, subst, sizes);
+        l.vjp = l.vjp.as_ref().map(|v| subst_function(v, subst, sizes));
+    }
+    g
+}
+
+fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {
+    Type::array(
+        t.dtype,
+        t.shape
+            .iter()
+            .map(|d| subst_dim(d, subst).unwrap_or(Dim::Lit(0)))
+            .collect(),
+    )
+}
+
+/// A callee's dimension in the caller's terms (None if `N-k` goes negative).
+fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
+    match d {
+        Dim::Lit(_) => Some(d.clone()),
+        Dim::Param(p) => Some(subst.get(p).cloned().unwrap_or_else(|| d.clone())),
+        Dim::Sub(p, k) => match subst.get(p) {
+            Some(b) => b.minus(*k),
+            None => Some(d.clone()),
+        },
+        Dim::Rows(p, k) => match subst.get(p) {
+            Some(Dim::Lit(n)) => Some(Dim::Lit(n.div_ceil((*k).max(1)) + 1)),
+            Some(Dim::Param(q)) => Some(Dim::Rows(q.clone(), *k)),
+            Some(_) => None,
+            None => Some(d.clone()),
+        },
+    }
+}

@@ -1,0 +1,218 @@
+//! Building IR for one function body: `FnCx::new`, stack-aware statement
+//! pushes and broadcasts, the types and descriptions of values, constants
+//! and coercion.
+
+use super::{CheckedFn, FnCx, Sig, Val};
+use crate::lang::ast::*;
+use crate::lang::ir::{Builder, VarId};
+use crate::lang::span::Diagnostic;
+use crate::lang::types::Type;
+use crate::ops::Op;
+use std::collections::{HashMap, HashSet};
+
+impl<'a> FnCx<'a> {
+    pub(super) fn new(
+        sigs: &'a [Option<Sig>],
+        lowered: &'a [Option<CheckedFn>],
+        by_name: &'a HashMap<String, usize>,
+        module: &'a Module,
+        i: usize,
+        sig: &'a Sig,
+    ) -> FnCx<'a> {
+        FnCx {
+            sigs,
+            lowered,
+            by_name,
+            module,
+            sizes: &sig.size_params,
+            b: Builder::new(module.items[i].name.name.clone(), sig.size_params.clone()),
+            env: Vec::new(),
+            errs: Vec::new(),
+            internal: None,
+            too_large: false,
+            depth: 0,
+            hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
+            batch: None,
+            batched: HashSet::new(),
+        }
+    }
+
+    pub(super) fn error(&mut self, d: Diagnostic) {
+        self.errs.push(d);
+    }
+
+    pub(super) fn bug(&mut self, m: impl Into<String>) -> Val {
+        if self.internal.is_none() {
+            self.internal = Some(m.into());
+        }
+        Val::Err
+    }
+
+    /// Push a statement. Operands that depend on the `tabulate` index are
+    /// stacked (a leading axis of length L): the op is applied to whole
+    /// stacks, lifting the other operands (vectorized lowering). `annot` is
+    /// the result type of one element of the stack.
+    pub(super) fn push(&mut self, hint: &str, op: Op, args: &[VarId], annot: Option<&Type>) -> Val {
+        if !args.iter().any(|a| self.batched.contains(a)) {
+            return self.push_plain(hint, op, args, annot);
+        }
+        let Some((len, span)) = self.batch.clone() else {
+            return self.bug("a stacked value outside `tabulate`");
+        };
+        let stacked = |t: &Type| {
+            let mut shape = vec![len.clone()];
+            shape.extend(t.shape.iter().cloned());
+            Type::array(t.dtype, shape)
+        };
+        let result = if op.is_elementwise() {
+            let mut lifted = Vec::new();
+            for &a in args {
+                if self.batched.contains(&a) {
+                    lifted.push(a);
+                    continue;
+                }
+                let t = self.ty(a);
+                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
+                match self.push_plain("", lift, &[a], Some(&stacked(&t))) {
+                    Val::Var(x) => lifted.push(x),
+                    other => return other,
+                }
+            }
+            self.push_plain(hint, op, &lifted, None)
+        } else {
+            match (op, annot) {
+                (Op::Bcast, Some(t)) => self.push_plain(hint, Op::Spread, args, Some(&stacked(t))),
+                (Op::Sum, _) => self.push_plain(hint, Op::SumTail, args, None),
+                (Op::MaxAll, _) => self.push_plain(hint, Op::MaxTail, args, None),
+                (Op::MinAll, _) => self.push_plain(hint, Op::MinTail, args, None),
+                _ => {
+                    let what = match op {
+                        Op::MaxAll => "`max/`".to_string(),
+                        Op::MinAll => "`min/`".to_string(),
+                        Op::MatMul => "`matmul`".to_string(),
+                        Op::Transpose => "`transpose`".to_string(),
+                        Op::Reverse => "`reverse`".to_string(),
+                        Op::Slice(_) | Op::Index(_) => "indexing".to_string(),
+                        Op::Repeat => "broadcasting a vector over rows".to_string(),
+                        other => format!("the operation `{}`", other.name()),
+                    };
+                    self.error(Diagnostic::new(
+                        span,
+                        format!(
+                            "{what} on a value that depends on the index of `tabulate` is not supported yet"
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            }
+        };
+        if let Val::Var(x) = result {
+            self.batched.insert(x);
+        }
+        result
+    }
+
+    /// A row `T[s..]` repeated as every row of `to` = `T[L, s..]` (a vector
+    /// added to each row of a matrix); None if the shapes do not fit.
+    pub(super) fn repeat_rows(&mut self, v: VarId, from: &Type, to: &Type) -> Option<VarId> {
+        if to.rank() != from.rank() + 1 || to.shape[1..] != from.shape[..] {
+            return None;
+        }
+        match self.push("", Op::Repeat, &[v], Some(to)) {
+            Val::Var(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// A logical scalar/array broadcast to `to` (stack-aware).
+    pub(super) fn bcast(&mut self, v: VarId, to: &Type) -> Option<VarId> {
+        if &self.ty(v) == to {
+            return Some(v);
+        }
+        match self.push("", Op::Bcast, &[v], Some(to)) {
+            Val::Var(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    pub(super) fn push_plain(
+        &mut self,
+        hint: &str,
+        op: Op,
+        args: &[VarId],
+        annot: Option<&Type>,
+    ) -> Val {
+        // Number repeated names here (`pred`, `pred.1`, ...) so that the
+        // builder's own uniquing never has to search far.
+        let name = if hint.is_empty() {
+            String::new()
+        } else {
+            let k = self.hint_uses.entry(hint.to_string()).or_insert(0);
+            *k += 1;
+            if *k == 1 {
+                hint.to_string()
+            } else {
+                format!("{hint}.{}", *k - 1)
+            }
+        };
+        match self.b.push(&name, op, args, annot) {
+            Ok(v) => Val::Var(v),
+            Err(e) => self.bug(format!("lowering `{}`: {}", self.b.function().name, e.0)),
+        }
+    }
+
+    /// The type of one value: for a stacked value (inside `tabulate`), the
+    /// type of one element of the stack.
+    pub(super) fn ty(&self, v: VarId) -> Type {
+        let t = self.b.ty(v);
+        if self.batched.contains(&v) {
+            Type::array(t.dtype, t.shape.get(1..).unwrap_or(&[]).to_vec())
+        } else {
+            t.clone()
+        }
+    }
+
+    pub(super) fn describe(&self, v: &Val) -> String {
+        match v {
+            Val::Var(x) => self.ty(*x).to_string(),
+            Val::Const(_) => "a number".into(),
+            Val::Int(_) => "a static i64".into(),
+            Val::Bool(_) => "a static bool".into(),
+            Val::Idx(_) => "the index of `tabulate`".into(),
+            Val::Count(..) => "a run-time i64".into(),
+            Val::Mask(x) => {
+                let t = self.ty(*x);
+                if t.is_scalar() {
+                    "bool".into()
+                } else {
+                    format!("bool{}", &t.to_string()[3..])
+                }
+            }
+            Val::Tuple(vs) => {
+                let s: Vec<String> = vs.iter().map(|v| self.describe(v)).collect();
+                format!("({})", s.join(", "))
+            }
+            Val::Err => "?".into(),
+        }
+    }
+
+    /// A constant of `ty` (broadcast if `ty` is an array).
+    pub(super) fn materialize(&mut self, x: f64, ty: &Type, hint: &str) -> Val {
+        let c = self.b.constant(ty.dtype, x);
+        if ty.is_scalar() {
+            return Val::Var(c);
+        }
+        self.push(hint, Op::Bcast, &[c], Some(ty))
+    }
+
+    /// `v` as a value of exactly `ty` (literals adapt); None if it is not.
+    pub(super) fn coerce(&mut self, v: &Val, ty: &Type) -> Option<Val> {
+        match v {
+            Val::Var(x) if &self.ty(*x) == ty => Some(v.clone()),
+            Val::Const(x) => Some(self.materialize(*x, ty, "")),
+            Val::Int(i) => Some(self.materialize(*i as f64, ty, "")),
+            Val::Err => Some(Val::Err),
+            _ => None,
+        }
+    }
+}

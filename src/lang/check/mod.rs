@@ -1,0 +1,346 @@
+//! Name resolution, type checking and lowering to IR.
+//!
+//! Checking happens in three passes over a parsed [`Module`]:
+//!
+//! 1. **Signatures**: every function's size parameters, parameter and return
+//!    types and attributes are resolved, so functions may be used before
+//!    their definition.
+//! 2. **Call graph**: calls are inlined, so the call graph must be acyclic;
+//!    each cycle is reported at a call site, and the remaining functions are
+//!    put in callee-first order.
+//! 3. **Bodies**: each function body is type-checked and lowered to an IR
+//!    [`Function`] in one walk. A call is inlined: the callee's IR is copied
+//!    with its size parameters replaced by the caller's dimensions. A
+//!    `@grad` function's body is lowered as a primal function and
+//!    differentiated with [`reverse`]; callers inline the gradient.
+//!
+//! Number literals have no dtype of their own: they are kept as constants
+//! (constant sub-expressions are folded in `f64`) until they meet a typed
+//! operand, a parameter type or a declared return type, which gives them a
+//! dtype and, if needed, a broadcast to an array shape.
+//!
+//! Errors never stop the walk: an erroneous sub-expression has the value
+//! `Val::Err`, which silences errors that would only be consequences.
+//!
+//! [`reverse`]: crate::differentiate::reverse::reverse
+
+mod arrays;
+mod body;
+mod builtins;
+mod calls;
+mod emit;
+mod expr;
+mod graph;
+mod loops;
+mod signature;
+#[cfg(test)]
+mod tests;
+
+use super::ast::*;
+use super::ir::{Builder, Function, VarId};
+use super::program::GradSpec;
+use super::span::{Diagnostic, Span};
+use super::types::{DType, Dim, Type};
+use super::value::Value;
+use crate::ops::Op;
+use std::collections::{HashMap, HashSet};
+
+use builtins::is_reserved;
+pub use builtins::{ARRAY_BUILTINS, BUILTINS, BUILTINS2, MATRIX_BUILTINS, SPECIAL_FORMS};
+pub use calls::MAX_SPECIALIZATION_DEPTH;
+use graph::{callee_first_order, collect_calls, through_templates};
+pub use loops::UNROLL_STMTS;
+use signature::signature;
+
+/// The largest function (in IR statements, after inlining) we build.
+pub const MAX_STMTS: usize = 1_000_000;
+
+/// Fold an op on untyped numbers with the reference evaluator in f64 (the
+/// same semantics the op has at run time).
+fn fold(op: Op, xs: &[f64]) -> f64 {
+    let vals: Vec<Value> = xs.iter().map(|x| Value::scalar(DType::F64, *x)).collect();
+    let refs: Vec<&Value> = vals.iter().collect();
+    op.eval(&refs, DType::F64, &[]).as_scalar()
+}
+
+/// A number that is an exact integer (a static count or index).
+fn exact_int(x: f64) -> Option<i64> {
+    (x.fract() == 0.0 && x.abs() < 9.0e15).then_some(x as i64)
+}
+
+impl Val {
+    /// The value as a static integer: a static `i64`, or a number that is
+    /// an exact integer.
+    fn as_static_int(&self) -> Option<i64> {
+        match self {
+            Val::Int(i) => Some(*i),
+            Val::Const(x) => exact_int(*x),
+            _ => None,
+        }
+    }
+}
+
+/// A checked and lowered function.
+#[derive(Clone, Debug)]
+pub struct CheckedFn {
+    /// The function as callers see it (the gradient for `@grad` functions).
+    pub ir: Function,
+    /// For `@grad` functions: what was differentiated.
+    pub grad: Option<GradSpec>,
+}
+
+/// What checking produces: the lowered functions, and the functions with
+/// static parameters (lowered only where they are called with their values).
+#[derive(Clone, Debug, Default)]
+pub struct Checked {
+    pub functions: Vec<(String, CheckedFn)>,
+    /// `(function, its static parameters)`.
+    pub templates: Vec<(String, Vec<String>)>,
+}
+
+/// Why checking failed.
+#[derive(Clone, Debug)]
+pub enum CheckError {
+    /// Errors in the program, sorted by position.
+    Source(Vec<Diagnostic>),
+    /// A bug in egrad (an IR invariant broke).
+    Internal(String),
+}
+
+/// A resolved signature.
+struct Sig {
+    size_params: Vec<String>,
+    /// Every parameter; a static one has a scalar placeholder type.
+    params: Vec<(String, Type, Span)>,
+    /// Per parameter: `Some` for a `static` one.
+    statics: Vec<Option<StaticKind>>,
+    ret: Vec<Type>,
+    ret_tuple: bool,
+    /// `@grad(...)`: indices of the parameters differentiated.
+    grad: Option<Vec<usize>>,
+    /// `@value_and_grad`: the function returns the value, then the gradients.
+    value_too: bool,
+    /// `@jvp(p, ...)`: (differentiated parameter, its tangent parameter).
+    jvp: Option<Vec<(usize, usize)>>,
+    /// Element-type parameters (`fn f[T, N](x: T[N])`) not yet fixed; the
+    /// function is specialized where it is called, from its arguments.
+    generic: Vec<String>,
+}
+
+/// The type of a static parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StaticKind {
+    Int,
+    Bool,
+    Real,
+}
+
+impl Sig {
+    fn is_template(&self) -> bool {
+        self.statics.iter().any(Option::is_some) || !self.generic.is_empty()
+    }
+}
+
+/// The value of an expression during lowering.
+#[derive(Clone, Debug)]
+enum Val {
+    Var(VarId),
+    /// A number known at compile time, not yet given a dtype.
+    Const(f64),
+    /// A static integer (`i64`).
+    Int(i64),
+    /// A static boolean.
+    Bool(bool),
+    /// A dynamic boolean: a comparison's mask (1 or +0 in a float type).
+    Mask(VarId),
+    /// The index of the enclosing `tabulate` plus a static offset.
+    Idx(i64),
+    /// A run-time `i64` parameter: the size parameter of that name (a loop
+    /// count), and the parameter's variable.
+    Count(String, VarId),
+    Tuple(Vec<Val>),
+    /// An error was already reported.
+    Err,
+}
+
+/// Check and lower every function. Returns the functions by name, in
+/// source order.
+pub fn check(module: &Module) -> Result<Checked, CheckError> {
+    let mut errs: Vec<Diagnostic> = Vec::new();
+    let n = module.items.len();
+
+    // Names → first definition.
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut defined = vec![true; n];
+    for (i, f) in module.items.iter().enumerate() {
+        if is_reserved(&f.name.name) {
+            errs.push(Diagnostic::new(
+                f.name.span,
+                format!(
+                    "`{}` is a builtin function and cannot be redefined",
+                    f.name.name
+                ),
+            ));
+            defined[i] = false;
+        } else if let Some(&j) = by_name.get(&f.name.name) {
+            errs.push(
+                Diagnostic::new(
+                    f.name.span,
+                    format!("the function `{}` is defined twice", f.name.name),
+                )
+                .with_label(module.items[j].name.span, "first defined here"),
+            );
+            defined[i] = false;
+        } else {
+            by_name.insert(f.name.name.clone(), i);
+        }
+    }
+
+    // Pass 1: signatures.
+    let sigs: Vec<Option<Sig>> = module
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if defined[i] {
+                signature(f, &mut errs)
+            } else {
+                None
+            }
+        })
+        .collect();
+
+    // Pass 2: call graph.
+    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
+    for (i, f) in module.items.iter().enumerate() {
+        if defined[i] {
+            collect_calls(&f.body, &by_name, &mut calls[i]);
+        }
+    }
+    // A function with static parameters (or generic over its element type)
+    // is lowered where it is called, so it need not come before its
+    // callers, and it may call itself with other static values (the
+    // recursion stops at a static `if`; `MAX_SPECIALIZATION_DEPTH` bounds
+    // it). Only the functions it reaches through such calls must come first.
+    let is_template: Vec<bool> = sigs
+        .iter()
+        .map(|s| s.as_ref().is_some_and(Sig::is_template))
+        .collect();
+    let order_calls = through_templates(&calls, &is_template);
+    let order = callee_first_order(module, &order_calls, &defined, &mut errs);
+
+    // Pass 3: bodies.
+    let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
+    let mut internal: Option<String> = None;
+    let mut templates = Vec::new();
+    for i in order {
+        let Some(sig) = &sigs[i] else { continue };
+        if sig.is_template() {
+            // Lowered where it is called, once its static values are known.
+            let names = sig
+                .generic
+                .iter()
+                .cloned()
+                .chain(
+                    sig.params
+                        .iter()
+                        .zip(&sig.statics)
+                        .filter(|(_, s)| s.is_some())
+                        .map(|(p, _)| p.0.clone()),
+                )
+                .collect();
+            templates.push((i, names));
+            continue;
+        }
+        let mut cx = FnCx::new(&sigs, &lowered, &by_name, module, i, sig);
+        let result = cx.lower_fn(&module.items[i], sig, &[]);
+        errs.append(&mut cx.errs);
+        if internal.is_none() {
+            internal = cx.internal.take();
+        }
+        lowered[i] = result;
+    }
+
+    if !errs.is_empty() {
+        errs.sort_by_key(|d| (d.span.start, d.span.end));
+        // A specialized function's errors repeat once per call site.
+        let mut seen = HashSet::new();
+        errs.retain(|d| seen.insert((d.span, d.message.clone())));
+        return Err(CheckError::Source(errs));
+    }
+    if let Some(m) = internal {
+        return Err(CheckError::Internal(m));
+    }
+    let mut out = Checked::default();
+    templates.sort_by_key(|t| t.0);
+    for (i, names) in templates {
+        out.templates
+            .push((module.items[i].name.name.clone(), names));
+    }
+    for (i, (f, l)) in module.items.iter().zip(lowered).enumerate() {
+        match l {
+            Some(c) => out.functions.push((f.name.name.clone(), c)),
+            None if sigs[i].as_ref().is_some_and(Sig::is_template) => {}
+            None => {
+                return Err(CheckError::Internal(format!(
+                    "`{}` was not lowered but no error was reported",
+                    f.name.name
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// "`f` takes 2 arguments, but 1 was given".
+fn arity_message(name: &str, want: usize, got: usize) -> String {
+    format!(
+        "`{name}` takes {}, but {} given",
+        plural(want, "argument"),
+        if got == 1 {
+            "1 was".to_string()
+        } else {
+            format!("{got} were")
+        }
+    )
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Lowering state for one function body.
+struct FnCx<'a> {
+    sigs: &'a [Option<Sig>],
+    lowered: &'a [Option<CheckedFn>],
+    by_name: &'a HashMap<String, usize>,
+    module: &'a Module,
+    sizes: &'a [String],
+    b: Builder,
+    env: Vec<(String, Val)>,
+    errs: Vec<Diagnostic>,
+    internal: Option<String>,
+    too_large: bool,
+    /// How many specializations (calls of functions with static or
+    /// element-type parameters) enclose this body.
+    depth: usize,
+    hint_uses: HashMap<String, usize>,
+    /// Inside `tabulate[L](i => ...)`: L and the construct's span.
+    batch: Option<(Dim, Span)>,
+    /// Values that depend on the tabulate index: each holds one value per
+    /// index, stacked on a leading axis of length L (vectorized lowering).
+    batched: HashSet<VarId>,
+}
+
+/// The innermost result expression (where a type error of a body shows).
+fn result_expr(e: &Expr) -> &Expr {
+    let mut e = e;
+    while let ExprKind::Block(b) = &e.kind {
+        e = &b.result;
+    }
+    e
+}

@@ -1,0 +1,484 @@
+//! Signatures: size, element-type and static parameters, parameter and
+//! return types, and the attributes `@grad`, `@value_and_grad`, `@jvp`.
+
+use super::{plural, Sig, StaticKind};
+use crate::lang::ast::*;
+use crate::lang::span::{Diagnostic, Span};
+use crate::lang::types::{DType, Dim, Type};
+use std::collections::HashMap;
+
+/// Resolve a written non-tuple type against the declared size parameters.
+/// The element-type parameters of a function: bracket names used as an
+/// element type (`T` in `fn f[T, N](x: T[N])`).
+fn generic_names(f: &FnDef) -> Vec<String> {
+    fn dtype_names(t: &TypeExpr, out: &mut Vec<String>) {
+        match t {
+            TypeExpr::Named { dtype, .. } => out.push(dtype.name.clone()),
+            TypeExpr::Tuple { elems, .. } => elems.iter().for_each(|e| dtype_names(e, out)),
+        }
+    }
+    let mut used = Vec::new();
+    for p in &f.params {
+        dtype_names(&p.ty, &mut used);
+    }
+    dtype_names(&f.ret, &mut used);
+    f.size_params
+        .iter()
+        .filter(|s| used.contains(&s.name))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Resolve a type; `dtypes` gives the element type of each element-type
+/// parameter (a placeholder `f64` stands for one not fixed yet).
+fn resolve_type_with(
+    t: &TypeExpr,
+    sizes: &[Ident],
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Type> {
+    match t {
+        TypeExpr::Tuple { span, .. } => {
+            errs.push(Diagnostic::new(
+                *span,
+                "a tuple type is only allowed as a function's return type",
+            ));
+            None
+        }
+        TypeExpr::Named { dtype, dims, .. } => {
+            let mut ok = true;
+            let d = match DType::from_name(&dtype.name)
+                .filter(|d| *d != DType::I64)
+                .or_else(|| dtypes.get(&dtype.name).copied())
+            {
+                Some(d) => Some(d),
+                None if matches!(dtype.name.as_str(), "i64" | "bool") => {
+                    errs.push(
+                        Diagnostic::new(
+                            dtype.span,
+                            format!("`{}` values can only be static for now", dtype.name),
+                        )
+                        .with_note(if dtype.name == "i64" {
+                            "write `static name: i64` for a value fixed where the function is called; a run-time `i64` can only be a scalar parameter (a loop count)".to_string()
+                        } else {
+                            "write `static name: bool` for a value fixed where the function is called; run-time booleans are only comparisons' results".to_string()
+                        }),
+                    );
+                    None
+                }
+                None => {
+                    errs.push(
+                        Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
+                            .with_note("the element types are `f32` and `f64`"),
+                    );
+                    None
+                }
+            };
+            let mut shape = Vec::new();
+            for dim in dims {
+                match dim {
+                    DimExpr::Lit(k, _) => shape.push(Dim::Lit(*k)),
+                    DimExpr::Sub(id, k, _) if sizes.iter().any(|s| s.name == id.name) => {
+                        shape.push(Dim::Sub(id.name.clone(), *k))
+                    }
+                    DimExpr::Name(id) | DimExpr::Sub(id, _, _) => {
+                        if sizes.iter().any(|s| s.name == id.name) {
+                            shape.push(Dim::Param(id.name.clone()));
+                        } else {
+                            ok = false;
+                            errs.push(
+                                Diagnostic::new(
+                                    id.span,
+                                    format!("unknown size parameter `{}`", id.name),
+                                )
+                                .with_note(format!(
+                                    "declare it in brackets after the function name, as in `fn f[{}](...)`",
+                                    id.name
+                                )),
+                            );
+                        }
+                    }
+                }
+            }
+            if ok {
+                d.map(|d| Type::array(d, shape))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// The type of a `static` parameter: a scalar `i64`, `bool`, `f32` or `f64`.
+fn static_kind(t: &TypeExpr, errs: &mut Vec<Diagnostic>) -> Option<StaticKind> {
+    if let TypeExpr::Named { dtype, dims, .. } = t {
+        if dims.is_empty() {
+            match dtype.name.as_str() {
+                "i64" => return Some(StaticKind::Int),
+                "bool" => return Some(StaticKind::Bool),
+                "f32" | "f64" => return Some(StaticKind::Real),
+                _ => {}
+            }
+        }
+    }
+    errs.push(
+        Diagnostic::new(
+            t.span(),
+            "a static parameter must be a scalar `i64`, `bool`, `f32` or `f64`",
+        )
+        .with_note("arrays are passed as ordinary (dynamic) parameters"),
+    );
+    None
+}
+
+pub(super) fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
+    let generic = generic_names(f);
+    // Until it is specialized, an element-type parameter stands for f64.
+    let placeholders: HashMap<String, DType> =
+        generic.iter().map(|g| (g.clone(), DType::F64)).collect();
+    let mut sig = signature_with(f, &placeholders, errs)?;
+    sig.generic = generic;
+    Some(sig)
+}
+
+/// The signature with the element-type parameters fixed by `dtypes`.
+pub(super) fn signature_with(
+    f: &FnDef,
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Sig> {
+    let before = errs.len();
+    let fname = &f.name.name;
+    let all_sizes = &f.size_params;
+    let size_params: Vec<Ident> = all_sizes
+        .iter()
+        .filter(|s| !dtypes.contains_key(&s.name))
+        .cloned()
+        .collect();
+    let f = &FnDef {
+        size_params: size_params.clone(),
+        ..f.clone()
+    };
+    // Size parameters.
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    for s in &f.size_params {
+        if let Some(first) = seen.insert(&s.name, s.span) {
+            errs.push(
+                Diagnostic::new(s.span, format!("duplicate size parameter `{}`", s.name))
+                    .with_label(first, "first declared here"),
+            );
+        }
+    }
+    // Parameters.
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    let mut params = Vec::new();
+    let mut statics = Vec::new();
+    for p in &f.params {
+        if let Some(first) = seen.insert(&p.name.name, p.name.span) {
+            errs.push(
+                Diagnostic::new(
+                    p.name.span,
+                    format!("duplicate parameter `{}` in `{fname}`", p.name.name),
+                )
+                .with_label(first, "first declared here"),
+            );
+        }
+        let runtime_int = matches!(&p.ty, TypeExpr::Named { dtype, dims, .. } if dtype.name == "i64" && dims.is_empty());
+        if p.is_static {
+            if let Some(k) = static_kind(&p.ty, errs) {
+                params.push((p.name.name.clone(), Type::scalar(DType::F64), p.span));
+                statics.push(Some(k));
+            }
+        } else if runtime_int {
+            // A run-time integer: the size parameter of its name (a loop
+            // count), bound from the argument's value.
+            if all_sizes.iter().any(|s| s.name == p.name.name) {
+                errs.push(Diagnostic::new(
+                    p.name.span,
+                    format!(
+                        "the `i64` parameter `{}` has the name of a size parameter",
+                        p.name.name
+                    ),
+                ));
+            }
+            params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
+            statics.push(None);
+        } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
+            if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
+                errs.push(
+                    Diagnostic::new(p.ty.span(), format!("the type of parameter `{}` has a computed size", p.name.name))
+                        .with_note("parameter sizes are size parameters or integers; sizes such as `N-1` are for results"),
+                );
+            }
+            params.push((p.name.name.clone(), t, p.span));
+            statics.push(None);
+        }
+    }
+    // Every element-type parameter must be the element type of a parameter.
+    for s in all_sizes.iter().filter(|s| dtypes.contains_key(&s.name)) {
+        let used = f.params.iter().any(|p| {
+            matches!(&p.ty, TypeExpr::Named { dtype, .. } if dtype.name == s.name) && !p.is_static
+        });
+        if !used {
+            errs.push(Diagnostic::new(
+                s.span,
+                format!(
+                    "element type `{}` of `{fname}` is not the element type of any parameter, so it cannot be inferred",
+                    s.name
+                ),
+            ));
+        }
+    }
+    // Every size parameter must be inferable from a parameter type.
+    for s in &f.size_params {
+        let used = f.params.iter().any(|p| match &p.ty {
+            TypeExpr::Named { dims, .. } => dims
+                .iter()
+                .any(|d| matches!(d, DimExpr::Name(i) if i.name == s.name)),
+            TypeExpr::Tuple { .. } => false,
+        });
+        if !used {
+            errs.push(Diagnostic::new(
+                s.span,
+                format!(
+                    "size parameter `{}` of `{fname}` is not used in any parameter type, so it cannot be inferred",
+                    s.name
+                ),
+            ));
+        }
+    }
+    // Return type.
+    let (ret, ret_tuple) = match &f.ret {
+        TypeExpr::Tuple { elems, .. } => {
+            let mut ret = Vec::new();
+            for e in elems {
+                if let TypeExpr::Tuple { span, .. } = e {
+                    errs.push(Diagnostic::new(
+                        *span,
+                        "nested tuple types are not supported",
+                    ));
+                } else if let Some(t) = resolve_type_with(e, &f.size_params, dtypes, errs) {
+                    ret.push(t);
+                }
+            }
+            (ret, true)
+        }
+        t => (
+            resolve_type_with(t, &f.size_params, dtypes, errs)
+                .into_iter()
+                .collect(),
+            false,
+        ),
+    };
+    // Attributes.
+    let mut grad = None;
+    let mut value_too = false;
+    let mut jvp = None;
+    for (k, a) in f.attrs.iter().enumerate() {
+        if k > 0 {
+            errs.push(
+                Diagnostic::new(a.span, format!("`{fname}` has more than one attribute"))
+                    .with_label(f.attrs[0].span, "the first one is here")
+                    .with_note("a function takes at most one attribute for now"),
+            );
+            continue;
+        }
+        let attr = a.name.name.as_str();
+        if attr != "grad" && attr != "value_and_grad" && attr != "jvp" {
+            errs.push(
+                Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
+                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)` and `@jvp(p, ...)`",
+                ),
+            );
+            continue;
+        }
+        value_too = attr == "value_and_grad";
+        if a.args.is_empty() {
+            errs.push(Diagnostic::new(
+                a.span,
+                format!("`@{attr}` needs the names of the parameters to differentiate, as in `@{attr}(w)`"),
+            ));
+            continue;
+        }
+        let mut wrt = Vec::new();
+        let mut ok = true;
+        for arg in &a.args {
+            match f.params.iter().position(|p| p.name.name == arg.name) {
+                Some(i) if wrt.contains(&i) => {
+                    ok = false;
+                    errs.push(Diagnostic::new(
+                        arg.span,
+                        format!("`@grad` names `{}` twice", arg.name),
+                    ));
+                }
+                Some(i) if params.get(i).is_some_and(|p| p.1.dtype == DType::I64) => {
+                    ok = false;
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!("`@{attr}` cannot differentiate the i64 `{}`: an integer has no derivative", arg.name),
+                        ),
+                    );
+                }
+                Some(i) if f.params[i].is_static => {
+                    ok = false;
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!("`@grad` cannot differentiate the static parameter `{}`", arg.name),
+                        )
+                        .with_note("a static value is fixed when the function is specialized; only dynamic parameters have derivatives"),
+                    );
+                }
+                Some(i) => wrt.push(i),
+                None => {
+                    ok = false;
+                    let names: Vec<String> = f
+                        .params
+                        .iter()
+                        .map(|p| format!("`{}`", p.name.name))
+                        .collect();
+                    let note = if names.is_empty() {
+                        format!("`{fname}` has no parameters")
+                    } else {
+                        format!("the parameters of `{fname}` are {}", names.join(", "))
+                    };
+                    errs.push(
+                        Diagnostic::new(
+                            arg.span,
+                            format!(
+                                "`@grad` names `{}`, which is not a parameter of `{fname}`",
+                                arg.name
+                            ),
+                        )
+                        .with_note(note),
+                    );
+                }
+            }
+        }
+        if !ok {
+            continue;
+        }
+        if attr == "jvp" {
+            // The last parameters carry the tangents, one per name, in order.
+            let k = wrt.len();
+            let n = f.params.len();
+            let first = n.saturating_sub(k);
+            let mut pairs = Vec::new();
+            for (j, &p) in wrt.iter().enumerate() {
+                let t = first + j;
+                let bad = n < 2 * k
+                    || p >= first
+                    || f.params.get(t).is_none_or(|tp| tp.is_static)
+                    || params.get(p).map(|x| &x.1) != params.get(t).map(|x| &x.1);
+                if bad {
+                    let pname = &f.params[p].name.name;
+                    let pty = params.get(p).map(|x| x.1.to_string()).unwrap_or_default();
+                    let names: Vec<String> =
+                        a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+                    errs.push(
+                        Diagnostic::new(
+                            a.args[j].span,
+                            format!(
+                                "`@jvp` needs a tangent parameter for `{pname}`: the last {} of `{fname}` must be the tangents of {}, in order",
+                                plural(k, "parameter"),
+                                names.join(", ")
+                            ),
+                        )
+                        .with_note(format!("for example `@jvp({pname}) fn {fname}(..., {pname}: {pty}, d{pname}: {pty}) -> ...`")),
+                    );
+                    ok = false;
+                    break;
+                }
+                pairs.push((p, t));
+            }
+            if ok {
+                jvp = Some(pairs);
+            }
+            continue;
+        }
+        // The declared return type must be the wrt parameters' types.
+        if errs.len() == before {
+            let want: Vec<Type> = wrt.iter().map(|&i| params[i].1.clone()).collect();
+            let fits = if value_too {
+                ret_tuple
+                    && ret.len() == want.len() + 1
+                    && ret[0].is_scalar()
+                    && ret[1..] == want[..]
+            } else if want.len() == 1 {
+                !ret_tuple && ret == want
+            } else {
+                ret_tuple && ret == want
+            };
+            if !fits && value_too {
+                let mut all = vec![ret
+                    .first()
+                    .filter(|t| t.is_scalar())
+                    .cloned()
+                    .unwrap_or(Type::scalar(want[0].dtype))];
+                all.extend(want.iter().cloned());
+                errs.push(
+                    Diagnostic::new(
+                        f.ret.span(),
+                        format!(
+                            "`{fname}` must return {}, the value and then the gradients, because of `@value_and_grad`",
+                            type_list(&all)
+                        ),
+                    )
+                    .with_label(a.span, "the value and gradient are requested here"),
+                );
+                continue;
+            }
+            if !fits {
+                let want_text = type_list(&want);
+                let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+                errs.push(
+                    Diagnostic::new(
+                        f.ret.span(),
+                        format!(
+                            "`{fname}` must return {want_text}, the {} of {}, because of `@grad`",
+                            if names.len() == 1 { "type" } else { "types" },
+                            names.join(", ")
+                        ),
+                    )
+                    .with_label(a.span, "the gradient is requested here"),
+                );
+                continue;
+            }
+        }
+        grad = Some(wrt);
+    }
+    if errs.len() > before {
+        return None;
+    }
+    Some(Sig {
+        size_params: f
+            .size_params
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(
+                params
+                    .iter()
+                    .filter(|p| p.1.dtype == DType::I64)
+                    .map(|p| p.0.clone()),
+            )
+            .collect(),
+        params,
+        statics,
+        ret,
+        ret_tuple,
+        grad,
+        value_too,
+        jvp,
+        generic: Vec::new(),
+    })
+}
+
+pub(super) fn type_list(ts: &[Type]) -> String {
+    if ts.len() == 1 {
+        ts[0].to_string()
+    } else {
+        let s: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+        format!("({})", s.join(", "))
+    }
+}
