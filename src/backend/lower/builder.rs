@@ -1,0 +1,151 @@
+//! Code-building helpers shared by the whole lowering: counted loops,
+//! `if`, element counts, addresses and stores.
+
+use super::{log2_bytes, Translator};
+use crate::error::Error;
+use crate::lang::types::{DType, Dim, Type};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// `if cond { yes } else { no }`, a value of type `ty`; leaves the
+    /// builder after both.
+    pub(super) fn translate_if(
+        &mut self,
+        cond: ir::Value,
+        ty: ir::Type,
+        yes: &mut dyn FnMut(&mut Self) -> Result<ir::Value, Error>,
+        no: &mut dyn FnMut(&mut Self) -> Result<ir::Value, Error>,
+    ) -> Result<ir::Value, Error> {
+        let (then, other, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let x = self.b.append_block_param(join, ty);
+        self.b.ins().brif(cond, then, &[], other, &[]);
+        for (block, first) in [(then, true), (other, false)] {
+            self.b.switch_to_block(block);
+            self.b.seal_block(block);
+            let y = if first { yes(self)? } else { no(self)? };
+            self.b.ins().jump(join, &[ir::BlockArg::Value(y)]);
+        }
+        self.b.switch_to_block(join);
+        self.b.seal_block(join);
+        Ok(x)
+    }
+
+    /// `for i in 0..len { body(i) }`; leaves the builder after the loop.
+    pub(super) fn translate_loop(
+        &mut self,
+        len: ir::Value,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.translate_range(zero, len, 1, body)
+    }
+
+    /// `for i in (start..end).step_by(step) { body(i) }`, for `end - start`
+    /// a multiple of `step` (or `step` 1); leaves the builder after the loop.
+    pub(super) fn translate_range(
+        &mut self,
+        start: ir::Value,
+        end: ir::Value,
+        step: i64,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let i = self.b.declare_var(types::I64);
+        self.b.def_var(i, start);
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(header);
+        let iv = self.b.use_var(i);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, end);
+        self.b.ins().brif(more, body_block, &[], exit, &[]);
+
+        self.b.switch_to_block(body_block);
+        body(self, iv)?;
+        let next = self.b.ins().iadd_imm_s(iv, step);
+        self.b.def_var(i, next);
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Number of elements of `ty`: the product of its dims (literal or
+    /// loaded from `dims`).
+    pub(super) fn translate_len(&mut self, ty: Type) -> Result<ir::Value, Error> {
+        let mut lit: i64 = 1;
+        let mut len: Option<ir::Value> = None;
+        for d in &ty.shape {
+            match d {
+                Dim::Lit(k) => {
+                    let k = i64::try_from(*k)
+                        .ok()
+                        .and_then(|k| lit.checked_mul(k))
+                        .ok_or_else(|| Error::internal("backend: array length overflows"))?;
+                    lit = k;
+                }
+                Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => {
+                    let idx = self
+                        .f
+                        .size_params
+                        .iter()
+                        .position(|q| q == p)
+                        .ok_or_else(|| {
+                            Error::internal(format!("backend: unknown size parameter {p}"))
+                        })?;
+                    let mut dv = self.dims[idx];
+                    if let Dim::Sub(_, k) = d {
+                        // Non-negative: checked when the sizes were bound.
+                        let k = i64::try_from(*k)
+                            .map_err(|_| Error::internal("backend: size overflows"))?;
+                        dv = self.b.ins().iadd_imm_s(dv, -k);
+                    }
+                    if let Dim::Rows(_, k) = d {
+                        // ⌈p/k⌉ + 1 = (p + k - 1) / k + 1.
+                        let k = i64::try_from((*k).max(1))
+                            .map_err(|_| Error::internal("backend: size overflows"))?;
+                        let up = self.b.ins().iadd_imm_s(dv, k - 1);
+                        let q = self.b.ins().udiv_imm_s(up, k);
+                        dv = self.b.ins().iadd_imm_s(q, 1);
+                    }
+                    len = Some(match len {
+                        Some(l) => self.b.ins().imul(l, dv),
+                        None => dv,
+                    });
+                }
+            }
+        }
+        Ok(match len {
+            None => self.b.ins().iconst(types::I64, lit),
+            Some(l) if lit == 1 => l,
+            Some(l) => self.b.ins().imul_imm_s(l, lit),
+        })
+    }
+
+    pub(super) fn translate_addr(
+        &mut self,
+        dtype: DType,
+        base: ir::Value,
+        i: ir::Value,
+    ) -> ir::Value {
+        let off = self.b.ins().ishl_imm_u(i, log2_bytes(dtype));
+        self.b.ins().iadd(base, off)
+    }
+
+    pub(super) fn translate_store(
+        &mut self,
+        dtype: DType,
+        base: ir::Value,
+        i: ir::Value,
+        x: ir::Value,
+    ) {
+        let addr = self.translate_addr(dtype, base, i);
+        self.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
+    }
+}

@@ -1,0 +1,203 @@
+//! Statements in program order and element trees: scalars computed once,
+//! materialised values in their own loops, returned values stored, and
+//! element `i` of a value computed as its consumers read it.
+
+use super::vector::Source;
+use super::{access, cl_type, Access, Read, Translator};
+use crate::error::Error;
+use crate::lang::ir::VarId;
+use crate::ops::Op;
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
+use std::collections::HashMap;
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// One statement at its place in program order: a scalar is computed, a
+    /// materialised array gets its own loop, anything else waits for its
+    /// consumer.
+    pub(super) fn translate_stmt(&mut self, s: usize) -> Result<(), Error> {
+        let stmt = &self.f.stmts[s];
+        let v = stmt.var;
+        let ty = self.f.ty(v).clone();
+        if ty.is_scalar() {
+            if self.plan.read[v.index()] == Read::Dead {
+                return Ok(());
+            }
+            let x = self.translate_scalar(s)?;
+            self.scalars[v.index()] = Some(x);
+            return Ok(());
+        }
+        if let Some(k) = self.plan.home[v.index()] {
+            self.translate_materialise(v, k)?;
+        }
+        Ok(())
+    }
+
+    /// A scalar statement: `sum` is a reduction loop, everything else is the
+    /// op applied to scalar operands.
+    fn translate_scalar(&mut self, s: usize) -> Result<ir::Value, Error> {
+        let stmt = &self.f.stmts[s];
+        let dtype = self.f.ty(stmt.var).dtype;
+        let first = || {
+            stmt.args.first().copied().ok_or_else(|| {
+                Error::internal(format!("backend: `{}` without an operand", stmt.op.name()))
+            })
+        };
+        // A loop with a scalar state: run into its one-element buffer.
+        if stmt.op.is_loop() {
+            let out = self
+                .loop_bufs(stmt.var)?
+                .out
+                .ok_or_else(|| Error::internal("backend: a scalar loop without a buffer"))?;
+            self.translate_loop_stmt(s, out)?;
+            let base = self.buf(out)?;
+            return Ok(self
+                .b
+                .ins()
+                .load(cl_type(dtype), MemFlagsData::trusted(), base, 0));
+        }
+        // A scalar from an array: a fold of all its elements (`sumlead` of
+        // a vector included), or one element of a vector.
+        if let Some(fold) = stmt.op.reduction() {
+            let a = first()?;
+            let len = self.translate_len(self.f.ty(a).clone())?;
+            let zero = self.b.ins().iconst(types::I64, 0);
+            return self.translate_fold(a, zero, len, dtype, fold);
+        }
+        if let Op::Index(k) = stmt.op {
+            let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
+            let j = self.b.ins().iconst(types::I64, k);
+            return self.translate_elem(first()?, j);
+        }
+        let mut args = Vec::with_capacity(stmt.args.len());
+        for a in &stmt.args {
+            args.push(self.scalar(*a)?);
+        }
+        self.translate_op(stmt.op, dtype, &args)
+    }
+
+    /// The loop writing a materialised statement `v` into buffer `k`.
+    fn translate_materialise(&mut self, v: VarId, k: usize) -> Result<(), Error> {
+        let ty = self.f.ty(v).clone();
+        if let Some(s) = self.defs.get(v.index()).copied().flatten() {
+            if self.f.stmts[s].op.is_loop() {
+                return self.translate_loop_stmt(s, k);
+            }
+            if access(self.f.stmts[s].op) == Access::Nest {
+                return self.translate_nest(s, k);
+            }
+        }
+        let len = self.translate_len(ty.clone())?;
+        let base = self.buf(k)?;
+        self.translate_map(Source::Tree(v), ty.dtype, base, len)
+    }
+
+    /// Returned scalars, returned parameters and repeated returns, stored
+    /// after every value is computed.
+    pub(super) fn translate_stores(&mut self) -> Result<(), Error> {
+        for &(v, k) in &self.plan.stores {
+            let ty = self.f.ty(v).clone();
+            let base = self.buf(k)?;
+            if ty.is_scalar() {
+                let x = self.scalar(v)?;
+                self.b.ins().store(MemFlagsData::trusted(), x, base, 0);
+            } else {
+                let len = self.translate_len(ty.clone())?;
+                self.translate_map(Source::Elem(v), ty.dtype, base, len)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Element `i` of `v` as its consumers read it.
+    pub(super) fn translate_elem(&mut self, v: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        match self.read(v)? {
+            Read::Inline => self.translate_tree(v, i),
+            _ => self.translate_leaf(v, i),
+        }
+    }
+
+    /// Element `i` of a value that is not inlined (scalar, buffer, splat).
+    pub(super) fn translate_leaf(&mut self, v: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        match self.read(v)? {
+            Read::Scalar => self.scalar(v),
+            Read::Buf(k) => {
+                let dtype = self.f.ty(v).dtype;
+                let base = self.buf(k)?;
+                let addr = self.translate_addr(dtype, base, i);
+                Ok(self
+                    .b
+                    .ins()
+                    .load(cl_type(dtype), MemFlagsData::trusted(), addr, 0))
+            }
+            Read::Splat(Some(x)) => self.scalar(x),
+            Read::Splat(None) => self.translate_op(Op::Zero, self.f.ty(v).dtype, &[]),
+            Read::Inline | Read::Dead => Err(Error::internal(format!(
+                "backend: %{} read as a leaf but it is not computed",
+                self.f.var_name(v)
+            ))),
+        }
+    }
+
+    /// The statements of `root`'s element tree (itself and every inlined
+    /// statement under it), in statement order. Iterative: no recursion
+    /// on deep chains.
+    pub(super) fn tree_nodes(&self, root: VarId) -> Result<Vec<usize>, Error> {
+        let defs = &self.defs;
+        let def = |v: VarId| -> Result<usize, Error> {
+            defs.get(v.index())
+                .copied()
+                .flatten()
+                .ok_or_else(|| Error::internal("backend: inlined value has no statement"))
+        };
+        let mut nodes = vec![def(root)?];
+        let mut stack = vec![root];
+        // Each shared value is walked once (a DAG, not its paths).
+        let mut seen = std::collections::HashSet::from([root]);
+        while let Some(v) = stack.pop() {
+            let stmt = &self.f.stmts[def(v)?];
+            // An index map computes its operand itself, at its own index.
+            if access(stmt.op) == Access::IndexMap {
+                continue;
+            }
+            for &a in &stmt.args {
+                if self.read(a)? == Read::Inline && seen.insert(a) {
+                    nodes.push(def(a)?);
+                    stack.push(a);
+                }
+            }
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        Ok(nodes)
+    }
+
+    /// Element `i` of statement `root` computed in place, with every inlined
+    /// statement under it, evaluated in statement order.
+    pub(super) fn translate_tree(&mut self, root: VarId, i: ir::Value) -> Result<ir::Value, Error> {
+        let nodes = self.tree_nodes(root)?;
+        let mut local: HashMap<VarId, ir::Value> = HashMap::with_capacity(nodes.len());
+        for s in nodes {
+            if access(self.f.stmts[s].op) == Access::IndexMap {
+                let x = self.translate_index_map(s, i)?;
+                local.insert(self.f.stmts[s].var, x);
+                continue;
+            }
+            let stmt = &self.f.stmts[s];
+            let dtype = self.f.ty(stmt.var).dtype;
+            let mut args = Vec::with_capacity(stmt.args.len());
+            for &a in &stmt.args {
+                let x = match local.get(&a) {
+                    Some(&x) => x,
+                    None => self.translate_leaf(a, i)?,
+                };
+                args.push(x);
+            }
+            let x = self.translate_op(stmt.op, dtype, &args)?;
+            local.insert(stmt.var, x);
+        }
+        local
+            .get(&root)
+            .copied()
+            .ok_or_else(|| Error::internal("backend: element tree lost its root"))
+    }
+}

@@ -1,0 +1,303 @@
+//! Index maps (`slice`, `index`, `pad`, `unindex`, `repeat`, `spread`,
+//! `transpose`, `reverse`) and the row context of row reductions, which
+//! spares their divisions.
+
+use super::{access, cl_type, Access, Read, RowCtx, Translator};
+use crate::error::Error;
+use crate::lang::ir::VarId;
+use crate::lang::types::{DType, Type};
+use crate::ops::Op;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, types, InstBuilder};
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// The value of `v` when it is an integer constant (`iconst`, or an
+    /// `imul`/`iadd`/`isub` of known values; the `_imm` builders emit an
+    /// `iconst` and the plain instruction) at this point of the lowering.
+    fn known(&self, v: ir::Value) -> Option<i64> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } => Some(imm.bits()),
+            InstructionData::Binary { opcode, args } => {
+                let (a, b) = (self.known(args[0])?, self.known(args[1])?);
+                match opcode {
+                    Opcode::Imul => a.checked_mul(b),
+                    Opcode::Iadd => a.checked_add(b),
+                    Opcode::Isub => a.checked_sub(b),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The row context of row `index` of `a` (a matrix or higher), which
+    /// starts at element `start`.
+    pub(super) fn row_ctx(&self, start: ir::Value, index: ir::Value, a: &Type) -> Option<RowCtx> {
+        Some(RowCtx {
+            start,
+            index,
+            tail: a.shape.get(1..)?.to_vec(),
+        })
+    }
+
+    /// `body` with the row context `row` and no known-inside `pad`s (a
+    /// shift's operand is computed at another index); both restored after.
+    pub(super) fn within_row<T>(
+        &mut self,
+        row: Option<RowCtx>,
+        body: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let outer = std::mem::replace(&mut self.row, row);
+        let pads = std::mem::replace(&mut self.pads_inside, false);
+        let out = body(self);
+        self.row = outer;
+        self.pads_inside = pads;
+        out
+    }
+
+    /// Where `pad`/`unindex` statement `s` puts its operand: the first
+    /// element it covers and the operand's length.
+    pub(super) fn pad_range(&mut self, s: usize) -> Result<(ir::Value, ir::Value), Error> {
+        let stmt = &self.f.stmts[s];
+        let (Op::Pad(c) | Op::Unindex(c)) = stmt.op else {
+            return Err(Error::internal("backend: not a pad"));
+        };
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: a pad without its operand"))?;
+        let out = self.f.ty(stmt.var);
+        let row = Type::array(out.dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
+        let row = self.translate_len(row)?;
+        let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
+        let start = self.b.ins().imul_imm_s(row, c);
+        let n = self.translate_len(self.f.ty(a).clone())?;
+        Ok((start, n))
+    }
+
+    /// Where element `i` of index map `s` reads, known from the row
+    /// context: element `i - start` of a `repeat`'s operand, element
+    /// `index` of a `spread`'s; `None` when the context does not say.
+    pub(super) fn row_read(&mut self, s: usize, i: ir::Value) -> Option<ir::Value> {
+        let ctx = self.row.clone()?;
+        let stmt = &self.f.stmts[s];
+        let a = *stmt.args.first()?;
+        let out = &self.f.ty(stmt.var).shape;
+        match stmt.op {
+            Op::Repeat if self.f.ty(a).shape == ctx.tail => Some(self.b.ins().isub(i, ctx.start)),
+            Op::Spread if out.get(1..)? == ctx.tail.as_slice() => Some(ctx.index),
+            // Element (index, c) of an [N, M] transpose reads (c, index).
+            Op::Transpose if out.len() == 2 && out[1..] == ctx.tail[..] => {
+                let n = out[0].clone();
+                let n = self.translate_len(Type::array(DType::I64, vec![n])).ok()?;
+                let c = self.b.ins().isub(i, ctx.start);
+                let cn = self.b.ins().imul(c, n);
+                Some(self.b.ins().iadd(cn, ctx.index))
+            }
+            _ => None,
+        }
+    }
+
+    /// The row context of a row shift's operand (`slice`, `index`, `pad`,
+    /// `unindex` statement `s`): the same rows moved by the shift, when its
+    /// rows have the context's shape; else none (the operand's elements are
+    /// at another index).
+    pub(super) fn shifted_row(&mut self, s: usize) -> Option<RowCtx> {
+        let ctx = self.row.clone()?;
+        let stmt = &self.f.stmts[s];
+        let a = *stmt.args.first()?;
+        let at = self.f.ty(a);
+        if at.shape.get(1..)? != ctx.tail.as_slice() {
+            return None;
+        }
+        let (rows, dtype) = match stmt.op {
+            Op::Slice(c) | Op::Index(c) => (i64::try_from(c).ok()?, at.dtype),
+            Op::Pad(c) | Op::Unindex(c) => (-i64::try_from(c).ok()?, at.dtype),
+            _ => return None,
+        };
+        if rows == 0 {
+            return Some(ctx);
+        }
+        // Row r of the shift is row r + rows of its operand.
+        let len = self
+            .translate_len(Type::array(dtype, ctx.tail.clone()))
+            .ok()?;
+        let off = self.b.ins().imul_imm_s(len, rows);
+        Some(RowCtx {
+            start: self.b.ins().iadd(ctx.start, off),
+            index: self.b.ins().iadd_imm_s(ctx.index, rows),
+            tail: ctx.tail,
+        })
+    }
+
+    /// Would a row context for values of type `ty` spare a division in
+    /// some index map of the element tree under `root` (see
+    /// [`Self::row_read`])?
+    pub(super) fn rows_help(&self, root: VarId, ty: &Type) -> Result<bool, Error> {
+        if ty.rank() < 2 {
+            return Ok(false);
+        }
+        let tail = &ty.shape[1..];
+        // The element tree, through the row shifts that keep the rows'
+        // shape (`shifted_row` carries the context into them).
+        let mut stack = vec![root];
+        let mut seen = std::collections::HashSet::from([root]);
+        while let Some(v) = stack.pop() {
+            let Some(s) = self.defs.get(v.index()).copied().flatten() else {
+                continue;
+            };
+            let stmt = &self.f.stmts[s];
+            let out = &self.f.ty(stmt.var).shape;
+            let first = stmt.args.first().map(|&a| &self.f.ty(a).shape);
+            let descend = match stmt.op {
+                Op::Repeat if first.map(|a| a[..] == *tail) == Some(true) => return Ok(true),
+                Op::Spread if out.get(1..) == Some(tail) => return Ok(true),
+                Op::Transpose if out.len() == 2 && out[1..] == *tail => return Ok(true),
+                Op::Slice(_) | Op::Index(_) | Op::Pad(_) | Op::Unindex(_) => {
+                    first.and_then(|a| a.get(1..)) == Some(tail)
+                }
+                op => access(op) == Access::Elementwise,
+            };
+            if descend {
+                for &a in &stmt.args {
+                    if self.read(a)? == Read::Inline && seen.insert(a) {
+                        stack.push(a);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Element `i` of an index-map statement: one element of its operand
+    /// (read as a leaf) at a computed index, or zero outside `pad` and
+    /// `unindex`'s rows. Never reads outside the operand.
+    pub(super) fn translate_index_map(
+        &mut self,
+        s: usize,
+        i: ir::Value,
+    ) -> Result<ir::Value, Error> {
+        let stmt = self.f.stmts[s].clone();
+        let out = self.f.ty(stmt.var).clone();
+        let dtype = out.dtype;
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: index map without an operand"))?;
+        let at = self.f.ty(a).clone();
+        let tail = |t: &Type| Type::array(dtype, t.shape.get(1..).unwrap_or(&[]).to_vec());
+        match stmt.op {
+            Op::Slice(c) | Op::Index(c) => {
+                let j = self.row_offset(a, c, i)?;
+                let t_row = self.shifted_row(s);
+                self.within_row(t_row, &mut |t| t.translate_elem(a, j))
+            }
+            Op::Pad(_) | Op::Unindex(_) => {
+                let t_row = self.shifted_row(s);
+                let (start, n) = self.pad_range(s)?;
+                // In range when start <= i < start + n (unsigned arithmetic).
+                if let (Some(iv), Some(sv), Some(nv)) =
+                    (self.known(i), self.known(start), self.known(n))
+                {
+                    // At a known index: inside or not is known too.
+                    return match iv.checked_sub(sv) {
+                        Some(jv) if (0..nv).contains(&jv) => {
+                            let j = self.b.ins().iconst(types::I64, jv);
+                            self.within_row(t_row.clone(), &mut |t| t.translate_elem(a, j))
+                        }
+                        _ => Ok(self.translate_const(dtype, 0.0)),
+                    };
+                }
+                let j = self.b.ins().isub(i, start);
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
+                if matches!(self.read(a)?, Read::Scalar | Read::Splat(_)) {
+                    // Nothing to read from memory: no branch.
+                    let x = self.translate_leaf(a, j)?;
+                    let zero = self.translate_const(dtype, 0.0);
+                    return Ok(self.b.ins().select(inside, x, zero));
+                }
+                self.translate_if(
+                    inside,
+                    cl_type(dtype),
+                    &mut |t| t.within_row(t_row.clone(), &mut |t| t.translate_elem(a, j)),
+                    &mut |t| Ok(t.translate_const(dtype, 0.0)),
+                )
+            }
+            Op::Repeat | Op::Spread | Op::Transpose if self.row.is_some() => {
+                match self.row_read(s, i) {
+                    Some(j) => self.translate_leaf(a, j),
+                    None => self.within_row(None, &mut |t| t.translate_index_map(s, i)),
+                }
+            }
+            Op::Repeat => {
+                let row = self.translate_len(at.clone())?;
+                let j = self.b.ins().urem(i, row);
+                self.translate_leaf(a, j)
+            }
+            Op::Spread => {
+                let row = self.translate_len(tail(&out))?;
+                let j = self.b.ins().udiv(i, row);
+                self.translate_leaf(a, j)
+            }
+            Op::Transpose => {
+                // Result [N, M] from [M, N]: i = r * M + c reads c * N + r.
+                let m = self.translate_len(Type::array(dtype, vec![out.shape[1].clone()]))?;
+                let nn = self.translate_len(Type::array(dtype, vec![out.shape[0].clone()]))?;
+                let r = self.b.ins().udiv(i, m);
+                let c = self.b.ins().urem(i, m);
+                let cn = self.b.ins().imul(c, nn);
+                let j = self.b.ins().iadd(cn, r);
+                self.translate_leaf(a, j)
+            }
+            Op::Reverse => {
+                // Same shape [L, s..]: i = r * row + c reads (L-1-r) * row + c,
+                // that is n - row - r * row + c with n = L * row. Since
+                // i < n, r <= L-1: never outside the operand (and nothing is
+                // read when L or row is 0, as then there is no element i).
+                let n = self.translate_len(at.clone())?;
+                if at.rank() == 1 {
+                    // A vector: element i reads L-1-i.
+                    let last = self.b.ins().iadd_imm_s(n, -1);
+                    let j = self.b.ins().isub(last, i);
+                    return self.translate_leaf(a, j);
+                }
+                let row = self.translate_len(tail(&at))?;
+                let r = self.b.ins().udiv(i, row);
+                let rr = self.b.ins().imul(r, row);
+                let c = self.b.ins().isub(i, rr);
+                let top = self.b.ins().isub(n, row);
+                let base = self.b.ins().isub(top, rr);
+                let j = self.b.ins().iadd(base, c);
+                self.translate_leaf(a, j)
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not an index map",
+                other.name()
+            ))),
+        }
+    }
+
+    /// `i` plus `c` rows of `a` (`slice` and `index` read element `i` of
+    /// their result there).
+    pub(super) fn row_offset(
+        &mut self,
+        a: VarId,
+        c: u64,
+        i: ir::Value,
+    ) -> Result<ir::Value, Error> {
+        let at = self.f.ty(a);
+        let row = Type::array(at.dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
+        let row = self.translate_len(row)?;
+        let c = i64::try_from(c).map_err(|_| Error::internal("backend: row overflows"))?;
+        let off = self.b.ins().imul_imm_s(row, c);
+        Ok(self.b.ins().iadd(i, off))
+    }
+}

@@ -1,0 +1,430 @@
+//! The loop ops (`loop`, `looptape`, `loopvjp`): counted loops whose steps
+//! call the loop's body or VJP on state buffers.
+
+use super::vector::Source;
+use super::{log2_bytes, CallSite, LoopBufs, Read, Translator};
+use crate::error::Error;
+use crate::lang::ir::VarId;
+use crate::lang::types::Type;
+use crate::ops::Op;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// The buffers of a live loop statement (see [`LoopBufs`]).
+    pub(super) fn loop_bufs(&self, v: VarId) -> Result<LoopBufs, Error> {
+        self.plan
+            .loop_bufs
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::internal("backend: a loop statement without its buffers"))
+    }
+
+    /// A loop statement `s` (`loop`, `looptape`, `loopvjp`) writing buffer
+    /// `home`. The counted loops run here; each step calls the loop's body
+    /// (or VJP), compiled as its own function, on state buffers of this
+    /// function ([`LoopBufs`]). Steps happen in the interpreter's order, so
+    /// results are bit-identical to `run_loop`. Buffers a step writes never
+    /// alias the buffers it reads.
+    pub(super) fn translate_loop_stmt(&mut self, s: usize, home: usize) -> Result<(), Error> {
+        let f = self.f;
+        let stmt = &f.stmts[s];
+        let l = stmt
+            .op
+            .loop_id()
+            .ok_or_else(|| Error::internal("backend: not a loop op"))?;
+        let lp = f
+            .loops
+            .get(l)
+            .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+        let lb = self.loop_bufs(stmt.var)?;
+        // The count: known (`Some`) or read from `dims` at run time.
+        let fixed = lp.static_count();
+        let state = lp.state().clone();
+        let n = self.translate_len(Type::array(state.dtype, vec![lp.count.clone()]))?;
+        let width = self.translate_len(state.clone())?;
+        let h = self.buf(home)?;
+        let arg = |i: usize| {
+            stmt.args.get(i).copied().ok_or_else(|| {
+                Error::internal(format!(
+                    "backend: `{}` is missing an operand",
+                    stmt.op.name()
+                ))
+            })
+        };
+        // An optional buffer: where the plan left it out, no step uses it
+        // (the home stands in, never read or written through it).
+        let opt = |t: &Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
+        let rowbytes = self.b.ins().ishl_imm_u(width, log2_bytes(state.dtype));
+        // A scan's sequence: its base and the bytes of one row; step `t`
+        // passes row `t` to the body (and the VJP at state `t` gets it too).
+        let seq = match lp.row() {
+            Some(row) => {
+                let xs = *stmt
+                    .args
+                    .last()
+                    .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
+                let base = self.translate_in_buffer(xs, lb.seq)?;
+                let w = self.translate_len(row.clone())?;
+                Some((base, self.b.ins().ishl_imm_u(w, log2_bytes(row.dtype))))
+            }
+            None => None,
+        };
+        let scan = seq.is_some();
+        // The inputs of a body call at step `t`: the state, and in a scan
+        // row `t` of the sequence.
+        let ins = move |t: &mut Self, st: ir::Value, step: ir::Value| -> Vec<ir::Value> {
+            match seq {
+                Some((base, rb)) => {
+                    let off = t.b.ins().imul(step, rb);
+                    vec![st, t.b.ins().iadd(base, off)]
+                }
+                None => vec![st],
+            }
+        };
+        // With a run-time count, what a count of 0 does runs only then.
+        let when_zero = |t: &mut Self, f: &mut dyn FnMut(&mut Self) -> Result<(), Error>| {
+            if fixed.is_some() {
+                return Ok(());
+            }
+            let z = t.b.ins().icmp_imm_s(IntCC::Equal, n, 0);
+            let trips = t.b.ins().uextend(types::I64, z);
+            t.translate_loop(trips, &mut |t, _| f(t))
+        };
+        match stmt.op {
+            Op::Loop(..) => {
+                let x = arg(0)?;
+                if fixed == Some(0) {
+                    return self.translate_fill(x, h, width);
+                }
+                let other = opt(self, lb.other)?;
+                let body = self.call_site(l, false)?;
+                let (cur, nxt) = self.translate_ping_pong(x, n, h, other, width)?;
+                self.translate_loop(n, &mut |t, i| {
+                    let c = t.b.use_var(cur);
+                    let o = t.b.use_var(nxt);
+                    let args = ins(t, c, i);
+                    t.translate_call(body, &args, o)?;
+                    t.translate_swap(cur, nxt, h, other);
+                    Ok(())
+                })?;
+                when_zero(self, &mut |t| t.translate_fill(x, h, width))
+            }
+            Op::LoopTape(_, k, _) => {
+                // Row 0 is the final state, row 1 + j the state after j·k
+                // steps. The initial state goes to row 1; the step ending a
+                // segment writes the next checkpoint row, the last step row
+                // 0, the others alternate between `a` and `b`.
+                let x = arg(0)?;
+                if fixed == Some(0) {
+                    return self.translate_fill(x, h, width);
+                }
+                when_zero(self, &mut |t| t.translate_fill(x, h, width))?;
+                let row1 = self.b.ins().iadd(h, rowbytes);
+                let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
+                let body = self.call_site(l, false)?;
+                let k = i64::from(k.max(1));
+                // Only when there are steps: the tape then has row 1.
+                let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, n, 0);
+                let trips = self.b.ins().uextend(types::I64, nz);
+                self.translate_loop(trips, &mut |t, _| t.translate_fill(x, row1, width))?;
+                let cur = self.translate_var(row1);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let step = self.translate_var(zero);
+                let row2 = self.b.ins().iadd(row1, rowbytes);
+                let row = self.translate_var(row2);
+                self.translate_loop(n, &mut |t, i| {
+                    let c = t.b.use_var(cur);
+                    let sp = t.b.use_var(step);
+                    let s1 = t.b.ins().iadd_imm_s(sp, 1);
+                    let seg_end = t.b.ins().icmp_imm_s(IntCC::Equal, s1, k);
+                    let i1 = t.b.ins().iadd_imm_s(i, 1);
+                    let all_end = t.b.ins().icmp(IntCC::Equal, i1, n);
+                    let on_a = t.b.ins().icmp(IntCC::Equal, c, a);
+                    let between = t.b.ins().select(on_a, b, a);
+                    let r = t.b.use_var(row);
+                    let o = t.b.ins().select(seg_end, r, between);
+                    let o = t.b.ins().select(all_end, h, o);
+                    let args = ins(t, c, i);
+                    t.translate_call(body, &args, o)?;
+                    t.b.def_var(cur, o);
+                    let zero = t.b.ins().iconst(types::I64, 0);
+                    let sp = t.b.ins().select(seg_end, zero, s1);
+                    t.b.def_var(step, sp);
+                    let next_row = t.b.ins().iadd(r, rowbytes);
+                    let r = t.b.ins().select(seg_end, next_row, r);
+                    t.b.def_var(row, r);
+                    Ok(())
+                })
+            }
+            Op::LoopVjp(_, k, m, _) => {
+                let (tv, g) = (arg(0)?, arg(1)?);
+                let tape = self.translate_in_buffer(tv, lb.tape)?;
+                if fixed == Some(0) {
+                    return self.translate_fill(g, h, width);
+                }
+                let other = opt(self, lb.other)?;
+                let vjp = self.call_site(l, true)?;
+                let k = u64::from(k.max(1));
+                // Some segment may have states after its checkpoint to
+                // recompute.
+                let body = if fixed.unwrap_or(u64::MAX).min(k) >= 2 {
+                    Some(self.call_site(l, false)?)
+                } else {
+                    None
+                };
+                let (gcur, gnxt) = self.translate_ping_pong(g, n, h, other, width)?;
+                let seg = opt(self, lb.seg)?;
+                let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
+                // ⌈n/k⌉ segments; checkpoint j in row 1 + j.
+                let up = self.b.ins().iadd_imm_s(n, k as i64 - 1);
+                let n_seg = self.b.ins().udiv_imm_s(up, k as i64);
+                let ckpt0 = self.b.ins().iadd(tape, rowbytes);
+                // The VJP at state `step`, held in `st`: the cotangent
+                // moves on.
+                let vjp_step =
+                    move |t: &mut Self, st: ir::Value, step: ir::Value| -> Result<(), Error> {
+                        let gc = t.b.use_var(gcur);
+                        let go = t.b.use_var(gnxt);
+                        let mut args = ins(t, st, step);
+                        args.push(gc);
+                        t.translate_call(vjp, &args, go)?;
+                        t.translate_swap(gcur, gnxt, h, other);
+                        Ok(())
+                    };
+                self.translate_loop(n_seg, &mut |t, jj| {
+                    // Segment j = segments-1-jj: states j*k .. j*k+len-1,
+                    // with len = min(k, count - j*k).
+                    let last = t.b.ins().iadd_imm_s(n_seg, -1);
+                    let j = t.b.ins().isub(last, jj);
+                    let start = t.b.ins().imul_imm_s(j, k as i64);
+                    let rest = t.b.ins().isub(n, start);
+                    let kv = t.translate_count(k);
+                    let short = t.b.ins().icmp(IntCC::UnsignedLessThan, rest, kv);
+                    let len = t.b.ins().select(short, rest, kv);
+                    let len1 = t.b.ins().iadd_imm_s(len, -1);
+                    let off = t.b.ins().imul(j, rowbytes);
+                    let ckpt = t.b.ins().iadd(ckpt0, off);
+                    if m == 0 {
+                        // States 1 .. len-1 into rows 0 .. len-2 of `seg`,
+                        // then the VJP backwards over them and the
+                        // checkpoint.
+                        if let Some(body) = body {
+                            let prev = t.translate_var(ckpt);
+                            t.translate_loop(len1, &mut |t, r| {
+                                let p = t.b.use_var(prev);
+                                let ro = t.b.ins().imul(r, rowbytes);
+                                let o = t.b.ins().iadd(seg, ro);
+                                let sr = t.step_at(scan, start, r);
+                                let args = ins(t, p, sr);
+                                t.translate_call(body, &args, o)?;
+                                t.b.def_var(prev, o);
+                                Ok(())
+                            })?;
+                        }
+                        t.translate_loop(len, &mut |t, rr| {
+                            let r = t.b.ins().isub(len1, rr);
+                            let r1 = t.b.ins().iadd_imm_s(r, -1);
+                            let ro = t.b.ins().imul(r1, rowbytes);
+                            let in_seg = t.b.ins().iadd(seg, ro);
+                            let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                            let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
+                            let sr = t.step_at(scan, start, r);
+                            vjp_step(t, st, sr)
+                        })
+                    } else {
+                        // Each state recomputed from the checkpoint when the
+                        // VJP needs it, alternating between `a` and `b`.
+                        t.translate_loop(len, &mut |t, rr| {
+                            let r = t.b.ins().isub(len1, rr);
+                            let cur = t.translate_var(ckpt);
+                            if let Some(body) = body {
+                                let nxt = t.translate_var(a);
+                                t.translate_loop(r, &mut |t, q| {
+                                    let c = t.b.use_var(cur);
+                                    let o = t.b.use_var(nxt);
+                                    let sq = t.step_at(scan, start, q);
+                                    let args = ins(t, c, sq);
+                                    t.translate_call(body, &args, o)?;
+                                    t.translate_swap(cur, nxt, a, b);
+                                    Ok(())
+                                })?;
+                            }
+                            let st = t.b.use_var(cur);
+                            let sr = t.step_at(scan, start, r);
+                            vjp_step(t, st, sr)
+                        })
+                    }
+                })?;
+                when_zero(self, &mut |t| t.translate_fill(g, h, width))
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not a loop op",
+                other.name()
+            ))),
+        }
+    }
+
+    /// The buffer holding the whole of `v`: its own, or `copy` (a scratch
+    /// buffer the plan set aside) filled with it now.
+    fn translate_in_buffer(&mut self, v: VarId, copy: Option<usize>) -> Result<ir::Value, Error> {
+        if let Read::Buf(kb) = self.read(v)? {
+            return self.buf(kb);
+        }
+        let kb = copy.ok_or_else(|| {
+            Error::internal(format!(
+                "backend: %{} is read whole but has no buffer",
+                self.f.var_name(v)
+            ))
+        })?;
+        let p = self.buf(kb)?;
+        let len = self.translate_len(self.f.ty(v).clone())?;
+        self.translate_fill(v, p, len)?;
+        Ok(p)
+    }
+
+    /// The step number `start + r` a scan's body call reads its row at
+    /// (not computed for other loops, which do not use it).
+    fn step_at(&mut self, scan: bool, start: ir::Value, r: ir::Value) -> ir::Value {
+        if scan {
+            self.b.ins().iadd(start, r)
+        } else {
+            r
+        }
+    }
+
+    /// Start `n >= 1` steps alternating between buffers `h` and `other`
+    /// so that the last step writes `h` (the parity of the run-time count
+    /// `n` picks the first): returns the variables holding the buffer the
+    /// next step reads and the one it writes. An operand in a buffer is
+    /// read there by the first step; any other is first written to the
+    /// buffer the first step does not write.
+    fn translate_ping_pong(
+        &mut self,
+        x: VarId,
+        n: ir::Value,
+        h: ir::Value,
+        other: ir::Value,
+        width: ir::Value,
+    ) -> Result<(cranelift_frontend::Variable, cranelift_frontend::Variable), Error> {
+        let odd = self.b.ins().band_imm_s(n, 1);
+        let first = self.b.ins().select(odd, h, other);
+        let spare = self.b.ins().select(odd, other, h);
+        let src = match self.read(x)? {
+            Read::Buf(k) => self.buf(k)?,
+            _ => {
+                self.translate_fill(x, spare, width)?;
+                spare
+            }
+        };
+        Ok((self.translate_var(src), self.translate_var(first)))
+    }
+
+    /// After a step that wrote `nxt`: the next reads it and writes the
+    /// other of `p` and `q`.
+    fn translate_swap(
+        &mut self,
+        cur: cranelift_frontend::Variable,
+        nxt: cranelift_frontend::Variable,
+        p: ir::Value,
+        q: ir::Value,
+    ) {
+        let o = self.b.use_var(nxt);
+        self.b.def_var(cur, o);
+        let on_p = self.b.ins().icmp(IntCC::Equal, o, p);
+        let n = self.b.ins().select(on_p, q, p);
+        self.b.def_var(nxt, n);
+    }
+
+    /// A fresh 64-bit variable holding `x`.
+    fn translate_var(&mut self, x: ir::Value) -> cranelift_frontend::Variable {
+        let v = self.b.declare_var(types::I64);
+        self.b.def_var(v, x);
+        v
+    }
+
+    /// A count as a 64-bit constant (loops compare it unsigned).
+    fn translate_count(&mut self, n: u64) -> ir::Value {
+        self.b
+            .ins()
+            .iconst(types::I64, i64::from_ne_bytes(n.to_ne_bytes()))
+    }
+
+    /// Write the `len` elements of `v` (as its consumers read them) to
+    /// `base`.
+    fn translate_fill(&mut self, v: VarId, base: ir::Value, len: ir::Value) -> Result<(), Error> {
+        let dtype = self.f.ty(v).dtype;
+        self.translate_map(Source::Elem(v), dtype, base, len)
+    }
+
+    /// Loop `l`'s body (or VJP) ready to call: a stack slot for its buffer
+    /// table, with its scratch pointers stored once.
+    fn call_site(&mut self, l: usize, vjp: bool) -> Result<CallSite, Error> {
+        let plan = self.plan;
+        let lp = plan
+            .loops
+            .get(l)
+            .ok_or_else(|| Error::internal(format!("backend: no plan for loop {l}")))?;
+        let refs = self.loop_refs.get(l).copied().unwrap_or_default();
+        let (callee, func) = if vjp {
+            (lp.vjp.as_ref(), refs.vjp)
+        } else {
+            (lp.body.as_ref(), refs.body)
+        };
+        let (Some(callee), Some(func)) = (callee, func) else {
+            return Err(Error::internal(format!(
+                "backend: loop {l}'s {} is not compiled",
+                if vjp { "VJP" } else { "body" }
+            )));
+        };
+        let n = callee.plan.n_buffers();
+        let size =
+            u32::try_from(8 * n).map_err(|_| Error::internal("backend: too many buffers"))?;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            size,
+            3,
+        ));
+        let table = self.b.ins().stack_addr(types::I64, slot, 0);
+        let first = callee.plan.n_inputs + callee.plan.n_outputs;
+        for (i, &k) in callee.scratch.iter().enumerate() {
+            let p = self.buf(k)?;
+            let off = i32::try_from(8 * (first + i))
+                .map_err(|_| Error::internal("backend: too many buffers"))?;
+            self.b.ins().store(MemFlagsData::trusted(), p, table, off);
+        }
+        Ok(CallSite {
+            func,
+            table,
+            n_inputs: callee.plan.n_inputs,
+        })
+    }
+
+    /// One call: the input pointers and the output pointer into the
+    /// callee's table, then `callee(table, dims)`.
+    fn translate_call(
+        &mut self,
+        site: CallSite,
+        ins: &[ir::Value],
+        out: ir::Value,
+    ) -> Result<(), Error> {
+        if ins.len() != site.n_inputs {
+            return Err(Error::internal(
+                "backend: a loop call with the wrong inputs",
+            ));
+        }
+        for (i, &p) in ins.iter().chain(std::iter::once(&out)).enumerate() {
+            let off =
+                i32::try_from(8 * i).map_err(|_| Error::internal("backend: too many buffers"))?;
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), p, site.table, off);
+        }
+        let dims = self
+            .dims_ptr
+            .ok_or_else(|| Error::internal("backend: a call before the entry block"))?;
+        self.b.ins().call(site.func, &[site.table, dims]);
+        Ok(())
+    }
+}

@@ -1,0 +1,310 @@
+//! Loop nests writing a buffer (`sumtail`, `maxtail`, `mintail`,
+//! `sumlead`, `matmul`) and the calls of egrad's matrix kernels (GEMM,
+//! row dot products and column sums) that replace them.
+
+use super::vector;
+use super::{Read, Translator};
+use crate::backend::jit::Libm;
+use crate::error::Error;
+use crate::lang::ir::VarId;
+use crate::lang::types::{Dim, Type};
+use crate::ops::Op;
+use cranelift_codegen::ir::{self, types, InstBuilder};
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// A loop nest writing statement `s` (`sumlead`, `sumtail`, `matmul`)
+    /// into buffer `k`. Sums run left to right from +0 in the dtype, like the
+    /// interpreter; `matmul` is a chain of fused multiply-adds (or a call of
+    /// the matrix kernel, which computes the same chain).
+    pub(super) fn translate_nest(&mut self, s: usize, k: usize) -> Result<(), Error> {
+        let stmt = self.f.stmts[s].clone();
+        let dtype = self.f.ty(stmt.var).dtype;
+        let base = self.buf(k)?;
+        let a = *stmt
+            .args
+            .first()
+            .ok_or_else(|| Error::internal("backend: loop nest without an operand"))?;
+        let at = self.f.ty(a).clone();
+        let rest = Type::array(dtype, at.shape.get(1..).unwrap_or(&[]).to_vec());
+        let lead = Type::array(dtype, at.shape.first().cloned().into_iter().collect());
+        match stmt.op {
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
+                // Each row folded in egrad's fixed order.
+                let rows = self.translate_len(lead)?;
+                let cols = self.translate_len(rest)?;
+                if stmt.op == Op::SumTail
+                    && self.translate_gemv(Libm::RowDot, a, &at, (rows, cols), base)?
+                {
+                    return Ok(());
+                }
+                let fold = stmt.op.reduction().unwrap_or((0.0, Op::Add));
+                self.translate_loop(rows, &mut |t, r| {
+                    let start = t.b.ins().imul(r, cols);
+                    let row = t.row_ctx(start, r, &at);
+                    let total =
+                        t.within_row(row, &mut |t| t.translate_fold(a, start, cols, dtype, fold))?;
+                    t.translate_store(dtype, base, r, total);
+                    Ok(())
+                })
+            }
+            Op::SumLead => {
+                // Each column summed over the rows in order, many columns
+                // at a time.
+                let rows = self.translate_len(lead)?;
+                let cols = self.translate_len(rest)?;
+                if self.translate_gemv(Libm::ColSum, a, &at, (rows, cols), base)? {
+                    return Ok(());
+                }
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let simd = self.simd;
+                self.translate_columns(
+                    dtype,
+                    base,
+                    zero,
+                    cols,
+                    rows,
+                    0.0,
+                    &mut |t, r, js, vec, sofar| {
+                        let rc = t.b.ins().imul(r, cols);
+                        let row = t.row_ctx(rc, r, &at);
+                        t.within_row(row, &mut |t| {
+                            js.iter()
+                                .zip(sofar)
+                                .map(|(&j, &acc)| {
+                                    let at = t.b.ins().iadd(rc, j);
+                                    if vec && simd {
+                                        let x = t.translate_elem_vec(a, at)?;
+                                        t.translate_vop(Op::Add, dtype, &[acc, x])
+                                    } else {
+                                        let x = t.translate_elem(a, at)?;
+                                        t.translate_op(Op::Add, dtype, &[acc, x])
+                                    }
+                                })
+                                .collect()
+                        })
+                    },
+                )
+            }
+            Op::MatMul => {
+                let b = *stmt
+                    .args
+                    .get(1)
+                    .ok_or_else(|| Error::internal("backend: `matmul` needs two operands"))?;
+                let bt = self.f.ty(b).clone();
+                let dim = |t: &Type, i: usize| {
+                    Type::array(dtype, t.shape.get(i).cloned().into_iter().collect())
+                };
+                let m = self.translate_len(dim(&at, 0))?;
+                let kk = self.translate_len(dim(&at, 1))?;
+                let n = self.translate_len(dim(&bt, 1))?;
+                // An operand that is an inlined `transpose c` is read from
+                // `c` at the swapped index (no division per element); the
+                // same elements in the same order, so the same result.
+                let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
+                if self.gemm {
+                    let ops = (
+                        self.gemm_operand(a, a_t, m, kk)?,
+                        self.gemm_operand(b, b_t, kk, n)?,
+                    );
+                    if let (Some((pa, rsa, csa)), Some((pb, rsb, csb))) = ops {
+                        let gemm = self.libm_ref(Libm::Gemm, dtype);
+                        self.b
+                            .ins()
+                            .call(gemm, &[m, kk, n, pa, rsa, csa, pb, rsb, csb, base]);
+                        return Ok(());
+                    }
+                }
+                // Row i of the result: its columns many at a time, each
+                // a chain of fma(a[i, l], b[l, j], acc) over l in order.
+                self.translate_loop(m, &mut |t, i| {
+                    let out_row = t.b.ins().imul(i, n);
+                    t.translate_columns(
+                        dtype,
+                        base,
+                        out_row,
+                        n,
+                        kk,
+                        0.0,
+                        &mut |t, l, js, vec, sofar| {
+                            let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
+                            let x = if vec {
+                                t.b.ins().splat(vector::vec_type(dtype), x)
+                            } else {
+                                x
+                            };
+                            js.iter()
+                                .zip(sofar)
+                                .map(|(&j, &acc)| {
+                                    let y = if vec {
+                                        t.translate_matrix_vec(b, b_t, (l, j), (kk, n))?
+                                    } else {
+                                        t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?
+                                    };
+                                    // One rounding per step: `crate::gemm`'s
+                                    // definition, which the kernel computes.
+                                    Ok(t.b.ins().fma(x, y, acc))
+                                })
+                                .collect()
+                        },
+                    )
+                })
+            }
+            other => Err(Error::internal(format!(
+                "backend: `{}` is not a loop nest",
+                other.name()
+            ))),
+        }
+    }
+
+    /// Element `(r, c)` of the matrix `v` of `dims = (rows, columns)`, or,
+    /// when `v` is an inlined `transpose src`, element `(c, r)` of `src`.
+    pub(super) fn translate_matrix_elem(
+        &mut self,
+        v: VarId,
+        src: Option<VarId>,
+        (r, c): (ir::Value, ir::Value),
+        (rows, cols): (ir::Value, ir::Value),
+    ) -> Result<ir::Value, Error> {
+        let (from, major, minor, stride) = match src {
+            Some(s) => (s, c, r, rows),
+            None => (v, r, c, cols),
+        };
+        let at = self.b.ins().imul(major, stride);
+        let at = self.b.ins().iadd(at, minor);
+        self.translate_elem(from, at)
+    }
+
+    /// A `rows × cols` matmul operand as a GEMM kernel reads it: its
+    /// buffer and row and column strides, when it is in memory (itself, or
+    /// the buffer of the `transpose` it is, with the strides swapped).
+    fn gemm_operand(
+        &mut self,
+        v: VarId,
+        transposed: Option<VarId>,
+        rows: ir::Value,
+        cols: ir::Value,
+    ) -> Result<Option<(ir::Value, ir::Value, ir::Value)>, Error> {
+        let one = self.b.ins().iconst(types::I64, 1);
+        Ok(match (transposed, self.read(v)?) {
+            (None, Read::Buf(k)) => Some((self.buf(k)?, cols, one)),
+            (Some(src), _) => match self.read(src)? {
+                Read::Buf(k) => Some((self.buf(k)?, one, rows)),
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+
+    /// The row sums (`RowDot`) or column sums (`ColSum`) of `a` (of type
+    /// `at`, `rows × cols` elements) into `base` by a call of egrad's
+    /// kernel (`crate::gemv`, which sums in the same order as the loop
+    /// nest, so the same bits), when the matrix kernels are on and `a` is
+    /// an inlined product of two operands it reads in place: `false` (and
+    /// nothing emitted) otherwise.
+    fn translate_gemv(
+        &mut self,
+        which: Libm,
+        a: VarId,
+        at: &Type,
+        (rows, cols): (ir::Value, ir::Value),
+        base: ir::Value,
+    ) -> Result<bool, Error> {
+        if !self.gemm || at.shape.len() < 2 || self.read(a)? != Read::Inline {
+            return Ok(false);
+        }
+        let Some(s) = self.defs.get(a.index()).copied().flatten() else {
+            return Ok(false);
+        };
+        let st = &self.f.stmts[s];
+        let [x, y] = match (st.op, st.args.as_slice()) {
+            (Op::Mul, &[x, y]) => [x, y],
+            _ => return Ok(false),
+        };
+        let (Some(x), Some(y)) = (
+            self.gemv_operand(x, at, cols)?,
+            self.gemv_operand(y, at, cols)?,
+        ) else {
+            return Ok(false);
+        };
+        let kernel = self.libm_ref(which, at.dtype);
+        self.b
+            .ins()
+            .call(kernel, &[rows, cols, x.0, x.1, x.2, y.0, y.1, y.2, base]);
+        Ok(true)
+    }
+
+    /// A factor `v` of a product of type `at` (rows of `cols` elements) as
+    /// `crate::gemv` reads it in place: (pointer, row stride, column
+    /// stride) in elements. A matrix in a buffer (or a `slice` of one)
+    /// reads along its rows, a `repeat`ed vector has row stride 0, a
+    /// `spread` vector column stride 0. `None` for any other form.
+    fn gemv_operand(
+        &mut self,
+        v: VarId,
+        at: &Type,
+        cols: ir::Value,
+    ) -> Result<Option<(ir::Value, ir::Value, ir::Value)>, Error> {
+        let in_buf = |t: &Self, v: VarId, shape: &[Dim]| -> Result<Option<usize>, Error> {
+            Ok(match t.read(v)? {
+                Read::Buf(k) if t.f.ty(v).shape == shape => Some(k),
+                _ => None,
+            })
+        };
+        let (tail, lead) = (&at.shape[1..], &at.shape[..1]);
+        // (buffer, first row, row stride in rows of `cols`: 0 or 1, column
+        // stride).
+        let form = match self.read(v)? {
+            Read::Buf(k) if self.f.ty(v).shape == at.shape => Some((k, 0, 1, 1)),
+            Read::Inline => {
+                let Some(s) = self.defs.get(v.index()).copied().flatten() else {
+                    return Ok(None);
+                };
+                let st = &self.f.stmts[s];
+                match (st.op, st.args.first().copied()) {
+                    (Op::Repeat, Some(src)) => in_buf(self, src, tail)?.map(|k| (k, 0, 0, 1)),
+                    (Op::Spread, Some(src)) => in_buf(self, src, lead)?.map(|k| (k, 0, -1, 0)),
+                    (Op::Slice(c), Some(src)) => {
+                        let rows_alike = self.f.ty(src).shape.get(1..) == Some(tail);
+                        match self.read(src)? {
+                            Read::Buf(k) if rows_alike => Some((k, c, 1, 1)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some((k, first, rs, cs)) = form else {
+            return Ok(None);
+        };
+        let mut ptr = self.buf(k)?;
+        if first != 0 {
+            let Ok(first) = i64::try_from(first) else {
+                return Ok(None);
+            };
+            let skip = self.b.ins().imul_imm_s(cols, first);
+            ptr = self.translate_addr(at.dtype, ptr, skip);
+        }
+        // Row stride: `cols` (a matrix), 0 (a repeated row) or 1 (-1 marks
+        // a spread vector: one element per row).
+        let rs = match rs {
+            1 => cols,
+            -1 => self.b.ins().iconst(types::I64, 1),
+            _ => self.b.ins().iconst(types::I64, 0),
+        };
+        let cs = self.b.ins().iconst(types::I64, cs);
+        Ok(Some((ptr, rs, cs)))
+    }
+
+    /// `c` when `v` is `transpose c` computed in its consumer (inlined):
+    /// a consumer that walks `v` by rows and columns reads `c` directly.
+    fn inlined_transpose(&self, v: VarId) -> Option<VarId> {
+        if !matches!(self.read(v), Ok(Read::Inline)) {
+            return None;
+        }
+        let s = self.defs.get(v.index()).copied().flatten()?;
+        let st = &self.f.stmts[s];
+        (st.op == Op::Transpose).then(|| st.args[0])
+    }
+}

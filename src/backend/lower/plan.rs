@@ -1,0 +1,366 @@
+//! The loop plan: how each value is read (a scalar, a buffer, a splat or
+//! inlined into its consumer's loop), which values get a buffer, and the
+//! state buffers and callee scratch of the loop statements.
+
+use super::{access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read};
+use crate::error::Error;
+use crate::lang::ir::{Function, VarId};
+use crate::lang::types::{Dim, Type};
+use crate::ops::Op;
+
+/// A value used more than once is recomputed in each consumer's loop when
+/// its element tree costs at most this many flops per element (a broadcast
+/// read, an index map, an add or two): cheaper than storing it and loading
+/// it back. Not for a value the plan must keep (a stored residual).
+pub(crate) const RECOMPUTE_FLOPS: f64 = 2.0;
+
+/// Nested row shifts computed in place: a shift whose operand's element
+/// tree already holds this many is given a buffer instead (each level is
+/// a recursion of the lowering).
+const MAX_SHIFT_NEST: usize = 8;
+
+/// What an index map that divides its index (`transpose`, `repeat`,
+/// `spread`, `reverse`) counts as, in flops per element, when the plan
+/// decides whether recomputing a value in each consumer is cheap: more
+/// than [`RECOMPUTE_FLOPS`], so such a map read by several consumers is
+/// materialised once.
+const INDEX_DIVISION_FLOPS: f64 = 4.0;
+
+/// Append a scratch buffer of type `ty`; its buffer number.
+fn push_scratch(scratch: &mut Vec<Type>, first: usize, ty: Type) -> usize {
+    scratch.push(ty);
+    first + scratch.len() - 1
+}
+
+impl Callee {
+    /// Plan `f` (a loop body or VJP) and give it scratch among the caller's.
+    fn new(f: &Function, scratch: &mut Vec<Type>, first: usize) -> Result<Callee, Error> {
+        let plan = Plan::new(f, &[])?;
+        let mine = plan
+            .scratch
+            .iter()
+            .map(|ty| push_scratch(scratch, first, ty.clone()))
+            .collect();
+        Ok(Callee {
+            plan,
+            scratch: mine,
+        })
+    }
+}
+
+impl Plan {
+    /// The plan for `f`; the values in `keep` (the residuals the optimizer
+    /// chose to store) are materialised even where recomputing them in
+    /// each consumer would be cheap.
+    pub fn new(f: &Function, keep: &[VarId]) -> Result<Plan, Error> {
+        let nv = f.vars.len();
+        let mut kept = vec![false; nv];
+        for v in keep {
+            if let Some(k) = kept.get_mut(v.index()) {
+                *k = true;
+            }
+        }
+        let uses = f.use_counts();
+        let n_inputs = f.params.len();
+        let n_outputs = f.rets.len();
+        let mut read = vec![Read::Dead; nv];
+        let mut home = vec![None; nv];
+        let mut stores = Vec::new();
+        let mut scratch = Vec::new();
+
+        // Does some consumer need the whole array (not element by element)?
+        let mut needs_buffer = vec![false; nv];
+        // `matmul` reads each element of an operand once per row or column
+        // of the other: a computed operand is materialised, not recomputed
+        // that often (an index map such as `transpose` of a buffer costs
+        // no flops and stays in place).
+        let mut matmul_operand = vec![false; nv];
+        // Nested shifts in each value's element tree, if it is inlined.
+        let mut shift_nest = vec![0usize; nv];
+        for s in &f.stmts {
+            let below = s.args.iter().map(|a| shift_nest[a.index()]).max();
+            let below = below.unwrap_or(0);
+            match access(s.op) {
+                Access::IndexMap if shifts(s.op) && below < MAX_SHIFT_NEST => {
+                    shift_nest[s.var.index()] = below + 1;
+                }
+                Access::IndexMap => {
+                    for a in &s.args {
+                        needs_buffer[a.index()] = true;
+                    }
+                }
+                Access::Elementwise => shift_nest[s.var.index()] = below,
+                Access::Reduce | Access::Nest => {}
+            }
+            if s.op == Op::MatMul {
+                for a in &s.args {
+                    matmul_operand[a.index()] = true;
+                }
+            }
+        }
+        // Output positions of each returned value, in order.
+        let mut ret_pos: Vec<Vec<usize>> = vec![Vec::new(); nv];
+        for (k, r) in f.rets.iter().enumerate() {
+            ret_pos
+                .get_mut(r.index())
+                .ok_or_else(|| Error::internal("backend: return of an unknown variable"))?
+                .push(n_inputs + k);
+        }
+
+        for (k, p) in f.params.iter().enumerate() {
+            let v = p.var.index();
+            read[v] = if f.ty(p.var).is_scalar() {
+                Read::Scalar
+            } else {
+                Read::Buf(k)
+            };
+            for &o in &ret_pos[v] {
+                stores.push((p.var, o));
+            }
+        }
+        // Flops per element of each inlined value's element tree.
+        let mut tree_flops = vec![0.0f64; nv];
+        // Materialised only because several consumers would recompute a
+        // dear element tree: see `fuse_shared`.
+        let mut shared_only = vec![false; nv];
+        for s in &f.stmts {
+            let v = s.var.index();
+            let ty = f.ty(s.var);
+            let rets = &ret_pos[v];
+            if ty.is_scalar() {
+                read[v] = if uses[v] > 0 {
+                    Read::Scalar
+                } else {
+                    Read::Dead
+                };
+                for &o in rets {
+                    stores.push((s.var, o));
+                }
+                continue;
+            }
+            // Cheap enough to recompute in each consumer rather than write
+            // to memory and read back (see [`RECOMPUTE_FLOPS`])?
+            let flops = Self::tree_flops(s, &read, &tree_flops);
+            let cheap = matches!(access(s.op), Access::Elementwise | Access::IndexMap)
+                && flops <= RECOMPUTE_FLOPS;
+            // Materialised whatever its consumers: read whole, a loop nest,
+            // a computed matmul operand, or a residual kept in memory.
+            let must_buffer = needs_buffer[v]
+                || access(s.op) == Access::Nest
+                || (matmul_operand[v] && flops > 0.0)
+                || (uses[v] > 1 && kept[v]);
+            let splat = match s.op {
+                Op::Bcast => Some(Read::Splat(s.args.first().copied())),
+                Op::Zero => Some(Read::Splat(None)),
+                _ => None,
+            };
+            if let Some(splat) = splat {
+                read[v] = splat;
+                home[v] = rets.first().copied();
+            } else if let Some(&o) = rets.first() {
+                read[v] = Read::Buf(o);
+                home[v] = Some(o);
+            } else if uses[v] == 0 {
+                read[v] = Read::Dead;
+            } else if must_buffer || (uses[v] > 1 && !cheap) {
+                // Its scratch buffer is numbered below.
+                read[v] = Read::Buf(usize::MAX);
+                shared_only[v] = !must_buffer;
+            } else {
+                read[v] = Read::Inline;
+                tree_flops[v] = flops;
+            }
+            // The first returned position is the statement's home; the others
+            // are copies.
+            for &o in rets.iter().skip(1) {
+                stores.push((s.var, o));
+            }
+        }
+        Self::fuse_shared(f, &mut read, &shared_only);
+        for s in &f.stmts {
+            let v = s.var.index();
+            if read[v] == Read::Buf(usize::MAX) {
+                let k = n_inputs + n_outputs + scratch.len();
+                scratch.push(f.ty(s.var).clone());
+                read[v] = Read::Buf(k);
+                home[v] = Some(k);
+            }
+        }
+        let first = n_inputs + n_outputs;
+        let mut loops = vec![LoopPlan::default(); f.loops.len()];
+        let mut loop_bufs = vec![None; nv];
+        for s in &f.stmts {
+            let Some(l) = s.op.loop_id() else {
+                continue;
+            };
+            let v = s.var.index();
+            if read[v] == Read::Dead {
+                continue;
+            }
+            let lp = f
+                .loops
+                .get(l)
+                .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+            let state = lp.state().clone();
+            // A run-time count is planned for as if it were large: every
+            // buffer a long loop needs.
+            let count = lp.static_count().unwrap_or(u64::MAX);
+            let buffered = |a: VarId| matches!(read[a.index()], Read::Buf(_));
+            let arg = |i: usize| {
+                s.args.get(i).copied().ok_or_else(|| {
+                    Error::internal(format!("backend: `{}` is missing an operand", s.op.name()))
+                })
+            };
+            let mut lb = LoopBufs::default();
+            if lp.is_scan() {
+                let xs = *s
+                    .args
+                    .last()
+                    .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
+                if !buffered(xs) {
+                    lb.seq = Some(push_scratch(&mut scratch, first, f.ty(xs).clone()));
+                }
+            }
+            if f.ty(s.var).is_scalar() {
+                lb.out = Some(match ret_pos[v].first() {
+                    Some(&o) => o,
+                    None => push_scratch(&mut scratch, first, state.clone()),
+                });
+            }
+            // The state (or cotangent) alternates between the home and
+            // `other`; an operand in a buffer is read in place by the
+            // first step, any other is written to the buffer the first
+            // step does not write.
+            let ping_pong = |x: VarId| count >= 2 || (count == 1 && !buffered(x));
+            let (body, vjp) = match s.op {
+                Op::Loop(..) => {
+                    if ping_pong(arg(0)?) {
+                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (count >= 1, false)
+                }
+                Op::LoopTape(_, k, _) => {
+                    let seg = count.min(u64::from(k.max(1)));
+                    if seg >= 2 {
+                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    if seg >= 3 {
+                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (count >= 1, false)
+                }
+                Op::LoopVjp(_, k, m, _) => {
+                    let (t, g) = (arg(0)?, arg(1)?);
+                    if !buffered(t) {
+                        lb.tape = Some(push_scratch(&mut scratch, first, f.ty(t).clone()));
+                    }
+                    if ping_pong(g) {
+                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    let seg = count.min(u64::from(k.max(1)));
+                    if m == 0 && seg >= 2 {
+                        let mut shape = vec![Dim::Lit(seg - 1)];
+                        shape.extend(state.shape.iter().cloned());
+                        let ty = Type::array(state.dtype, shape);
+                        lb.seg = Some(push_scratch(&mut scratch, first, ty));
+                    }
+                    if m != 0 && seg >= 2 {
+                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    if m != 0 && seg >= 3 {
+                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
+                    }
+                    (seg >= 2, count >= 1)
+                }
+                other => {
+                    return Err(Error::internal(format!(
+                        "backend: `{}` is not a loop op",
+                        other.name()
+                    )))
+                }
+            };
+            loop_bufs[v] = Some(lb);
+            if body && loops[l].body.is_none() {
+                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, first)?);
+            }
+            if vjp && loops[l].vjp.is_none() {
+                let vf = lp.vjp.as_ref().ok_or_else(|| {
+                    Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
+                })?;
+                loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
+            }
+        }
+        Ok(Plan {
+            n_inputs,
+            n_outputs,
+            scratch,
+            read,
+            home,
+            stores,
+            loops,
+            loop_bufs,
+        })
+    }
+
+    /// A value used more than once is computed once per element when all
+    /// its consumers are computed in the same loop (an element tree
+    /// computes each inlined value once), so it needs no buffer even when
+    /// it is dear. Walking backwards, each value learns the loop its
+    /// consumers run in (the one loop of an inlined consumer, a
+    /// materialised or scalar consumer's own); a value in `shared` (only
+    /// materialised for its sharing) whose consumers all run in one loop is
+    /// inlined there. A row shift reads its operand at another index, so
+    /// it counts as a loop of its own.
+    fn fuse_shared(f: &Function, read: &mut [Read], shared: &[bool]) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Loop {
+            None,
+            One(usize),
+            Many,
+        }
+        let mut runs_in = vec![Loop::None; read.len()];
+        for (si, s) in f.stmts.iter().enumerate().rev() {
+            let v = s.var.index();
+            if shared[v] && matches!(runs_in[v], Loop::One(_)) {
+                read[v] = Read::Inline;
+            }
+            let mine = match read[v] {
+                Read::Dead | Read::Splat(_) => continue,
+                Read::Inline => runs_in[v],
+                Read::Scalar | Read::Buf(_) => Loop::One(si),
+            };
+            let theirs = if shifts(s.op) { Loop::Many } else { mine };
+            for a in &s.args {
+                let r = &mut runs_in[a.index()];
+                *r = match *r {
+                    Loop::None => theirs,
+                    same if same == theirs => same,
+                    _ => Loop::Many,
+                };
+            }
+        }
+    }
+
+    /// Flops per element of statement `s`'s element tree: itself and the
+    /// inlined values under it.
+    fn tree_flops(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64]) -> f64 {
+        // An index map that divides the index (`transpose`, `repeat`,
+        // `spread`, `reverse`) costs about as much as a few flops; the
+        // row shifts only add an offset.
+        let division = match access(s.op) {
+            Access::IndexMap if !shifts(s.op) => INDEX_DIVISION_FLOPS,
+            _ => 0.0,
+        };
+        division
+            + s.op.flops()
+            + s.args
+                .iter()
+                .filter(|a| read[a.index()] == Read::Inline)
+                .map(|a| tree[a.index()])
+                .sum::<f64>()
+    }
+
+    pub fn n_buffers(&self) -> usize {
+        self.n_inputs + self.n_outputs + self.scratch.len()
+    }
+}
