@@ -1,0 +1,227 @@
+//! Classification: which ops are piecewise constant, reductions, annotated,
+//! element-wise or loops.
+
+use super::Op;
+
+impl Op {
+    /// Is the result piecewise constant in every operand (a comparison)?
+    /// Such values are never active: reverse mode gives them no cotangent.
+    pub fn is_piecewise_constant(&self) -> bool {
+        match self {
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => false,
+        }
+    }
+
+    /// For a reduction: the identity it starts from and the element-wise op
+    /// of one step (accumulator, next element). `sum`, `maxall` and `minall`
+    /// fold every element, `sumtail`, `maxtail` and `mintail` each row, and
+    /// `sumlead` each column. A row (every element, or each row) folds in
+    /// egrad's fixed order ([`fold_row`](super::fold_row)); a column folds top to bottom.
+    /// The JIT and the interpreter fold alike.
+    pub fn reduction(&self) -> Option<(f64, Op)> {
+        match self {
+            Op::Sum | Op::SumLead | Op::SumTail => Some((0.0, Op::Add)),
+            Op::MaxAll | Op::MaxTail => Some((f64::NEG_INFINITY, Op::Max)),
+            Op::MinAll | Op::MinTail => Some((f64::INFINITY, Op::Min)),
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::Spread
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => None,
+        }
+    }
+
+    /// Does the result type come from an annotation (the IR statement's type,
+    /// the e-graph node's type child) rather than from the operands?
+    pub fn needs_annotation(&self) -> bool {
+        match self {
+            Op::Zero | Op::Bcast | Op::Slice(_) | Op::Pad(_) | Op::Unindex(_) => true,
+            Op::Repeat | Op::Spread => true,
+            Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
+            Op::Reverse => false,
+            Op::MaxTail | Op::MinTail => false,
+            Op::LoopTape(..) => true,
+            Op::Loop(..) | Op::LoopVjp(..) => false,
+            Op::Const(_)
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll => false,
+        }
+    }
+
+    /// Is the op applied element by element (a candidate for loop fusion)?
+    pub fn is_elementwise(&self) -> bool {
+        match self {
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select => true,
+            Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
+            Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..) => false,
+        }
+    }
+
+    /// Is the op one of the loop ops, whose meaning depends on a loop body
+    /// of the enclosing function (so it has no stand-alone evaluator, VJP
+    /// template or per-element cost)?
+    pub fn is_loop(&self) -> bool {
+        matches!(self, Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..))
+    }
+
+    /// The same op referring to loop `f(L)` instead of `L` (when loops are
+    /// renumbered: a callee's joining its caller's, a step's moving into a
+    /// body); other ops are unchanged.
+    pub fn map_loop(self, f: impl Fn(u32) -> u32) -> Op {
+        match self {
+            Op::Loop(l, q) => Op::Loop(f(l), q),
+            Op::LoopTape(l, k, q) => Op::LoopTape(f(l), k, q),
+            Op::LoopVjp(l, k, m, q) => Op::LoopVjp(f(l), k, m, q),
+            other => other,
+        }
+    }
+
+    /// The loop an op refers to.
+    pub fn loop_id(&self) -> Option<usize> {
+        match self {
+            Op::Loop(l, _) | Op::LoopTape(l, ..) | Op::LoopVjp(l, ..) => Some(*l as usize),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The cost model's price of each op ([`Op::flops`]).
+
+use super::Op;
+
+impl Op {
+    /// Cost in flops per result element (per operand element for reductions,
+    /// per multiply-add for `matmul`).
+    /// Unit: one floating-point add or multiply = 1. Transcendental functions
+    /// are priced at about the number of multiply-adds their libm call takes.
+    pub fn flops(&self) -> f64 {
+        match self {
+            Op::Const(_) | Op::Zero => 0.0,
+            // A broadcast is fused into its consumer: reading the scalar is free.
+            Op::Bcast => 0.0,
+            Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
+            Op::Abs | Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::Select => 1.0,
+            Op::Div => 4.0,
+            Op::Sqrt => 6.0,
+            Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
+            Op::Tan | Op::Log1p | Op::Expm1 => 20.0,
+            Op::Pow => 40.0,
+            // Data movement, fused into the consumer's loop.
+            Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
+            Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse => 0.0,
+            // Priced from the loop's body (see `extract::cost`).
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
+            // Per operand element (see `extract::cost`).
+            Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
+            // Per multiply-add (see `extract::cost`).
+            Op::MatMul => 2.0,
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Derivative templates ([`Op::vjp`], [`Op::jvp`]) and symbolic-zero
+//! absorption ([`Op::zero_if_arg_zero`]).
+
+use super::Op;
+
+impl Op {
+    /// Reverse-mode rule: for each operand, a template for its cotangent
+    /// contribution, in the rule-pattern syntax. `?g` is the cotangent of
+    /// the result, `?out` the primal result, `?a`, `?b`, `?c` the operands.
+    /// `(zero)` is the symbolic zero (a piecewise-constant dependence).
+    /// Numbers take the operand's dtype; a number meeting an array operand is
+    /// broadcast. The template of `bcast` (from `sum`) takes the operand's type.
+    pub fn vjp(&self) -> Vec<String> {
+        let fixed: &[&str] = match self {
+            Op::Const(_) | Op::Zero => &[],
+            Op::Add => &["?g", "?g"],
+            Op::Sub => &["?g", "(neg ?g)"],
+            Op::Mul => &["(mul ?g ?b)", "(mul ?g ?a)"],
+            Op::Div => &["(div ?g ?b)", "(neg (div (mul ?g ?out) ?b))"],
+            Op::Neg => &["(neg ?g)"],
+            Op::Sin => &["(mul ?g (cos ?a))"],
+            Op::Cos => &["(neg (mul ?g (sin ?a)))"],
+            Op::Exp => &["(mul ?g ?out)"],
+            Op::Log => &["(div ?g ?a)"],
+            Op::Sqrt => &["(div ?g (mul 2 ?out))"],
+            Op::Tanh => &["(mul ?g (sub 1 (mul ?out ?out)))"],
+            Op::Tan => &["(mul ?g (add 1 (mul ?out ?out)))"],
+            // d|a| = sign(a), with 0 at 0 (JAX's convention).
+            Op::Abs => &["(select (gt ?a 0) ?g (select (lt ?a 0) (neg ?g) 0))"],
+            Op::Log1p => &["(div ?g (add 1 ?a))"],
+            Op::Expm1 => &["(mul ?g (add ?out 1))"],
+            Op::Pow => &[
+                "(mul ?g (mul ?b (pow ?a (sub ?b 1))))",
+                "(mul ?g (mul ?out (log ?a)))",
+            ],
+            // Ties go to the first operand.
+            Op::Max => &["(select (ge ?a ?b) ?g 0)", "(select (ge ?a ?b) 0 ?g)"],
+            Op::Min => &["(select (le ?a ?b) ?g 0)", "(select (le ?a ?b) 0 ?g)"],
+            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => &["(zero)", "(zero)"],
+            Op::Select => &["(zero)", "(select ?a ?g 0)", "(select ?a 0 ?g)"],
+            Op::Sum => &["(bcast ?g)"],
+            // Every element equal to the extremum receives the cotangent.
+            Op::MaxAll | Op::MinAll => &["(select (eq ?a (bcast ?out)) (bcast ?g) 0)"],
+            Op::Bcast => &["(sum ?g)"],
+            Op::Slice(c) => return vec![format!("(pad {c} ?g)")],
+            Op::Pad(c) => return vec![format!("(slice {c} ?g)")],
+            Op::Index(k) => return vec![format!("(unindex {k} ?g)")],
+            Op::Unindex(k) => return vec![format!("(index {k} ?g)")],
+            Op::Repeat => &["(sumlead ?g)"],
+            Op::SumLead => &["(repeat ?g)"],
+            Op::Spread => &["(sumtail ?g)"],
+            Op::SumTail => &["(spread ?g)"],
+            Op::MaxTail | Op::MinTail => &["(select (eq ?a (spread ?out)) (spread ?g) 0)"],
+            Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
+            Op::Transpose => &["(transpose ?g)"],
+            Op::Reverse => &["(reverse ?g)"],
+            // Differentiated by the loop pass (`differentiate::loops`).
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
+        };
+        fixed.iter().map(|t| t.to_string()).collect()
+    }
+
+    /// Forward-mode rule: for each operand, a template for its contribution
+    /// to the result's tangent, where `?t` is that operand's tangent (and
+    /// `?out`, `?a`, `?b`, `?c` as in [`Op::vjp`]). The driver sums the
+    /// contributions of the operands that have a tangent.
+    pub fn jvp(&self) -> Vec<String> {
+        match self {
+            Op::Const(_) | Op::Zero => Vec::new(),
+            // Element-wise: the Jacobian is diagonal, so the tangent's
+            // contribution is the VJP template (linear in `?g`) with the
+            // tangent in place of the cotangent.
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            // Linear in their operand: the op applied to the tangent.
+            Op::Sum
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::Transpose
+            | Op::Reverse => vec![format!("({self} ?t)")],
+            // The tangents of every element equal to the extremum (the
+            // transpose of the VJP, which gives each of them the cotangent).
+            Op::MaxAll | Op::MinAll => vec!["(sum (select (eq ?a (bcast ?out)) ?t 0))".into()],
+            Op::MaxTail | Op::MinTail => {
+                vec!["(sumtail (select (eq ?a (spread ?out)) ?t 0))".into()]
+            }
+            Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
+            // Differentiated by the loop pass (`differentiate::loops`).
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
+        }
+    }
+
+    /// Is the result a symbolic zero whenever operand `i` is one (the op is
+    /// linear in that operand with no other term)? Used by the e-graph's
+    /// zero analysis.
+    pub fn zero_if_arg_zero(&self, i: usize) -> bool {
+        match self {
+            Op::Mul => true,
+            Op::Div => i == 0,
+            Op::Neg | Op::Sum | Op::Bcast => true,
+            Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse => true,
+            // Linear in the cotangent.
+            Op::LoopVjp(..) => i == 1,
+            Op::Loop(..) | Op::LoopTape(..) => false,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::MaxAll
+            | Op::MinAll => false,
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The reference evaluator ([`Op::eval`]) and egrad's fixed reduction order
+//! ([`fold_row`]).
+
+use super::real::{mask, maximum, minimum, Real};
+use super::Op;
+use crate::lang::types::DType;
+use crate::lang::value::Value;
+
+/// An element function on f64-held operands, computed in a dtype's precision.
+type ElemFn = fn(&[f64], DType) -> f64;
+
+/// Apply an element-wise function in the dtype's own precision.
+fn map_elems(dtype: DType, args: &[&Value], f: ElemFn) -> Value {
+    let n = args.iter().map(|a| a.len()).max().unwrap_or(0);
+    let shape = args
+        .iter()
+        .find(|a| a.len() == n)
+        .map(|a| a.shape.clone())
+        .unwrap_or_default();
+    let mut buf = vec![0.0; args.len()];
+    let mut data = Vec::with_capacity(n);
+    for i in 0..n {
+        for (k, a) in args.iter().enumerate() {
+            buf[k] = if a.len() == 1 { a.data[0] } else { a.data[i] };
+        }
+        data.push(f(&buf, dtype));
+    }
+    Value { dtype, shape, data }
+}
+
+/// Run a generic element function at the right precision.
+macro_rules! elem {
+    (|$($x:ident),*| $body:expr) => {
+        |xs: &[f64], dtype: DType| -> f64 {
+            fn go<T: Real>(xs: &[f64]) -> T {
+                let mut it = xs.iter().map(|v| T::from_f64(*v));
+                $(let $x: T = it.next().unwrap_or(T::from_f64(f64::NAN));)*
+                $body
+            }
+            match dtype {
+                DType::F32 => go::<f32>(xs).to_f64(),
+                // No op takes an `i64` operand (the type rules refuse it).
+                DType::F64 | DType::I64 => go::<f64>(xs).to_f64(),
+            }
+        }
+    };
+}
+
+/// How many interleaved partial results a reduction over a row keeps
+/// (`sum`, `maxall`, `minall`, and each row of `sumtail`, `maxtail`,
+/// `mintail`): see [`fold_row`].
+pub const FOLD_LANES: usize = 8;
+
+/// A reduction of one row in egrad's fixed order, shared by the reference
+/// evaluator, constant folding and native code (which runs it as four
+/// `f64x2` or two `f32x4` accumulators), so all three agree bit for bit.
+///
+/// Element `i` of the first `8 * floor(n / 8)` goes into partial `i mod 8`,
+/// left to right from the identity; the partials combine as
+/// `q_j = p_j ⊕ p_{j+4}`, `r_j = q_j ⊕ q_{j+2}`, `r_0 ⊕ r_1`; the
+/// remaining `n mod 8` elements are then added left to right. A row of
+/// fewer than 8 elements is therefore folded plainly left to right.
+pub fn fold_row(xs: &[f64], init: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
+    let main = xs.len() - xs.len() % FOLD_LANES;
+    let mut p = [init; FOLD_LANES];
+    for chunk in xs[..main].chunks_exact(FOLD_LANES) {
+        for (acc, &x) in p.iter_mut().zip(chunk) {
+            *acc = step(*acc, x);
+        }
+    }
+    let q: [f64; 4] = std::array::from_fn(|j| step(p[j], p[j + 4]));
+    let r: [f64; 2] = std::array::from_fn(|j| step(q[j], q[j + 2]));
+    let mut acc = step(r[0], r[1]);
+    for &x in &xs[main..] {
+        acc = step(acc, x);
+    }
+    acc
+}
+
+impl Op {
+    /// `fold_row` with this reduction's step, in the dtype's precision.
+    fn fold_row(&self, xs: &[f64], dtype: DType) -> f64 {
+        let (init, step) = self.fold();
+        fold_row(xs, init, &|a, b| step(&[a, b], dtype))
+    }
+
+    /// A reduction's identity and its step as an element function.
+    fn fold(&self) -> (f64, ElemFn) {
+        let (init, step) = self.reduction().unwrap_or((0.0, Op::Add));
+        let f: ElemFn = match step {
+            Op::Max => elem!(|a, b| maximum(a, b)),
+            Op::Min => elem!(|a, b| minimum(a, b)),
+            _ => elem!(|a, b| a.add(b)),
+        };
+        (init, f)
+    }
+    /// The reference evaluator. `out_shape` is the concrete result shape
+    /// (needed by [`Op::Zero`] and [`Op::Bcast`]); `dtype` the result dtype.
+    pub fn eval(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
+        let fill = |x: f64| Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data: vec![dtype.round(x); out_shape.iter().product()],
+        };
+        match self {
+            Op::Const(l) => Value::scalar(l.dtype, l.value()),
+            Op::Zero => fill(0.0),
+            // Their meaning is a loop body of the enclosing function: the
+            // interpreter runs them (`lang::interp`), and constant folding
+            // skips them (`Op::is_loop`).
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => {
+                unreachable!("`{self}` is evaluated with its loop body, not by Op::eval")
+            }
+            Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
+            Op::Sub => map_elems(dtype, args, elem!(|a, b| a.sub(b))),
+            Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),
+            Op::Div => map_elems(dtype, args, elem!(|a, b| a.div(b))),
+            Op::Neg => map_elems(dtype, args, elem!(|a| a.neg())),
+            Op::Sin => map_elems(dtype, args, elem!(|a| a.sin())),
+            Op::Cos => map_elems(dtype, args, elem!(|a| a.cos())),
+            Op::Exp => map_elems(dtype, args, elem!(|a| a.exp())),
+            Op::Log => map_elems(dtype, args, elem!(|a| a.ln())),
+            Op::Sqrt => map_elems(dtype, args, elem!(|a| a.sqrt())),
+            Op::Tanh => map_elems(dtype, args, elem!(|a| a.tanh())),
+            Op::Tan => map_elems(dtype, args, elem!(|a| a.tan())),
+            Op::Abs => map_elems(dtype, args, elem!(|a| a.abs())),
+            Op::Log1p => map_elems(dtype, args, elem!(|a| a.ln_1p())),
+            Op::Expm1 => map_elems(dtype, args, elem!(|a| a.exp_m1())),
+            Op::Pow => map_elems(dtype, args, elem!(|a, b| a.powf(b))),
+            Op::Max => map_elems(dtype, args, elem!(|a, b| maximum(a, b))),
+            Op::Min => map_elems(dtype, args, elem!(|a, b| minimum(a, b))),
+            Op::Lt => map_elems(dtype, args, elem!(|a, b| mask(a.lt(b)))),
+            Op::Le => map_elems(dtype, args, elem!(|a, b| mask(a.le(b)))),
+            Op::Gt => map_elems(dtype, args, elem!(|a, b| mask(b.lt(a)))),
+            Op::Ge => map_elems(dtype, args, elem!(|a, b| mask(b.le(a)))),
+            Op::Eq => map_elems(dtype, args, elem!(|a, b| mask(a.eq(b)))),
+            Op::Ne => map_elems(dtype, args, elem!(|a, b| mask(!a.eq(b)))),
+            Op::Select => map_elems(
+                dtype,
+                args,
+                elem!(|c, a, b| if c.eq(T::from_f64(0.0)) { b } else { a }),
+            ),
+            Op::Sum | Op::MaxAll | Op::MinAll => {
+                // egrad's fixed order, in the dtype's precision (the JIT's).
+                Value::scalar(dtype, self.fold_row(&args[0].data, dtype))
+            }
+            Op::Bcast => fill(args[0].as_scalar()),
+            Op::Slice(c) => {
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let n: usize = out_shape.iter().product();
+                let start = *c as usize * row;
+                let data = a.data.get(start..start + n).map(<[f64]>::to_vec);
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data: data.unwrap_or_else(|| vec![f64::NAN; n]),
+                }
+            }
+            Op::Pad(c) | Op::Unindex(c) => {
+                let a = args[0];
+                let mut out = fill(0.0);
+                let row: usize = out_shape[1..].iter().product();
+                let start = *c as usize * row;
+                if let Some(dst) = out.data.get_mut(start..start + a.data.len()) {
+                    dst.copy_from_slice(&a.data);
+                }
+                out
+            }
+            Op::Index(k) => {
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let start = *k as usize * row;
+                Value {
+                    dtype,
+                    shape: a.shape[1..].to_vec(),
+                    data: a
+                        .data
+                        .get(start..start + row)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_else(|| vec![f64::NAN; row]),
+                }
+            }
+            Op::Repeat => {
+                let a = args[0];
+                let n: usize = out_shape.iter().product();
+                let data = (0..n).map(|i| a.data[i % a.data.len().max(1)]).collect();
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data,
+                }
+            }
+            Op::Spread => {
+                let a = args[0];
+                let n: usize = out_shape.iter().product();
+                let row: usize = out_shape[1..].iter().product();
+                let data = (0..n).map(|i| a.data[i / row.max(1)]).collect();
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data,
+                }
+            }
+            Op::SumLead => {
+                // Row by row, top to bottom, from the identity (the JIT's order).
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let (init, step) = self.fold();
+                let mut data = vec![init; row];
+                for (i, x) in a.data.iter().enumerate() {
+                    let j = i % row.max(1);
+                    data[j] = step(&[data[j], *x], dtype);
+                }
+                Value {
+                    dtype,
+                    shape: a.shape[1..].to_vec(),
+                    data,
+                }
+            }
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
+                // Each row in egrad's fixed order (the JIT's).
+                let a = args[0];
+                let row: usize = a.shape[1..].iter().product();
+                let data = (0..a.shape[0])
+                    .map(|r| self.fold_row(&a.data[r * row..(r + 1) * row], dtype))
+                    .collect();
+                Value {
+                    dtype,
+                    shape: vec![a.shape[0]],
+                    data,
+                }
+            }
+            Op::MatMul => {
+                // out[i, j]: a chain of fused multiply-adds over k from +0
+                // (`crate::gemm`, the kernel native code calls too).
+                let (a, b) = (args[0], args[1]);
+                let (m, kk, n) = (a.shape[0], a.shape[1], b.shape[1]);
+                Value {
+                    dtype,
+                    shape: vec![m, n],
+                    data: crate::gemm::matmul(dtype == DType::F32, &a.data, &b.data, m, kk, n),
+                }
+            }
+            Op::Transpose => {
+                let a = args[0];
+                let (m, n) = (a.shape[0], a.shape[1]);
+                let mut data = Vec::with_capacity(m * n);
+                for j in 0..n {
+                    for i in 0..m {
+                        data.push(a.data[i * n + j]);
+                    }
+                }
+                Value {
+                    dtype,
+                    shape: vec![n, m],
+                    data,
+                }
+            }
+            Op::Reverse => {
+                // Row r of the result is row L-1-r of the operand.
+                let a = args[0];
+                let row: usize = a.shape.get(1..).unwrap_or(&[]).iter().product();
+                let data = if row == 0 {
+                    Vec::new()
+                } else {
+                    a.data.chunks(row).rev().flatten().copied().collect()
+                };
+                Value {
+                    dtype,
+                    shape: a.shape.clone(),
+                    data,
+                }
+            }
+        }
+    }
+}

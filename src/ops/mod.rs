@@ -1,0 +1,184 @@
+//! The op table: every fact about every primitive, in one place.
+//!
+//! Each fact is an exhaustive `match` over [`Op`] with no wildcard arm, so a
+//! new op does not compile until it has all of them:
+//!
+//! | fact | function |
+//! | --- | --- |
+//! | symbol and arity | [`Op::name`], [`Op::arity`] |
+//! | type rule | [`Op::result_type`] |
+//! | reference evaluator | [`Op::eval`] |
+//! | reverse-mode derivative (VJP template per argument) | [`Op::vjp`] |
+//! | symbolic-zero absorption | [`Op::zero_if_arg_zero`] |
+//! | cost (flops per element) | [`Op::flops`] |
+//! | Cranelift lowering | `backend::lower` (an exhaustive match there) |
+//!
+//! Ops act on whole arrays. Element-wise ops take operands of one shape
+//! (the front end inserts explicit [`Op::Bcast`] for scalar broadcasting), so
+//! every derivative template is shape-homogeneous.
+
+mod classify;
+mod cost;
+mod derivatives;
+mod eval;
+mod lit;
+mod names;
+mod real;
+#[cfg(test)]
+mod tests;
+mod type_rule;
+
+pub use eval::{fold_row, FOLD_LANES};
+pub use lit::{parse_number, Lit};
+pub use real::Real;
+pub use type_rule::OpTypeError;
+
+/// A primitive operation on arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// A scalar literal.
+    Const(Lit),
+    /// The symbolic zero tangent of the annotated type (materialises as +0.0).
+    Zero,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Neg,
+    Sin,
+    Cos,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Tan,
+    Abs,
+    /// `log(1 + x)`, accurate near 0.
+    Log1p,
+    /// `exp(x) - 1`, accurate near 0.
+    Expm1,
+    Pow,
+    /// Element-wise maximum; NaN if either operand is NaN; `max(-0, +0) = +0`.
+    Max,
+    /// Element-wise minimum; NaN if either operand is NaN; `min(-0, +0) = -0`.
+    Min,
+    /// Comparisons give a *mask* of the operands' type: 1 where true, +0
+    /// where false (NaN compares false except under `ne`). Masks carry the
+    /// language's `bool` values; they are piecewise constant (no derivative).
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    /// `select c a b`: `a` where the mask `c` is non-zero, else `b`
+    /// (element-wise; a dynamic `if` lowers to it).
+    Select,
+    /// Sum of all elements of an array (`+/`).
+    Sum,
+    /// Largest element (`max/`); NaN if any element is NaN; -inf if empty.
+    MaxAll,
+    /// Smallest element (`min/`); NaN if any element is NaN; +inf if empty.
+    MinAll,
+    /// A scalar repeated to the annotated array type.
+    Bcast,
+    /// `slice c`: rows `c .. c+L` of the leading axis (L from the annotation).
+    Slice(u64),
+    /// `pad c`: the operand placed at rows `c ..` of a zero array of the
+    /// annotated type (the adjoint of `slice`).
+    Pad(u64),
+    /// `index k`: row `k` of the leading axis (an element of a vector).
+    Index(u64),
+    /// `unindex k`: a zero array of the annotated type with row `k` set to
+    /// the operand (the adjoint of `index`).
+    Unindex(u64),
+    /// `repeat`: the operand repeated as every row of the annotated type
+    /// (`T[s..] -> T[L, s..]`).
+    Repeat,
+    /// `sumlead`: sum over the leading axis (`T[L, s..] -> T[s..]`).
+    SumLead,
+    /// `spread`: row `i` of the annotated type filled with element `i` of a
+    /// vector (`T[L] -> T[L, s..]`).
+    Spread,
+    /// `sumtail`: sum of each row (`T[L, s..] -> T[L]`).
+    SumTail,
+    /// `maxtail`: largest element of each row (`T[L, s..] -> T[L]`), like `maxall`.
+    MaxTail,
+    /// `mintail`: smallest element of each row, like `minall`.
+    MinTail,
+    /// Matrix product `[M, K] x [K, N] -> [M, N]`.
+    MatMul,
+    /// Matrix transpose `[M, N] -> [N, M]`.
+    Transpose,
+    /// `reverse`: the rows of the leading axis in reverse order
+    /// (`T[L, s..] -> T[L, s..]`; element `i` of a vector is `x[L-1-i]`).
+    Reverse,
+    /// `loop L`: loop `L` of the enclosing function
+    /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
+    /// from the operand (the loop's whole state, packed in one array).
+    ///
+    /// The flag marks a *scan* loop (`scan L`): it has a second operand, a
+    /// sequence whose row `t` the body reads at step `t` (its second
+    /// parameter); the count is the sequence's length.
+    Loop(u32, bool),
+    /// `looptape L k`: loop `L` run while keeping every `k`-th state. Row 0
+    /// of the result is the final state, row `1 + j` the state after `j·k`
+    /// steps (`j = 0 .. ⌈count/k⌉-1`). Annotated with its type
+    /// `T[⌈count/k⌉ + 1, state...]` (`T[ceil(n/k)+1, ...]` for a run-time
+    /// count `n`).
+    LoopTape(u32, u32, bool),
+    /// `loopvjp L k m`: the cotangent of loop `L`'s initial state, given its
+    /// `looptape L k` and the cotangent of the final state. The states
+    /// between checkpoints are recomputed: with `m = 0` each segment once,
+    /// into a buffer of `k - 1` states; with `m = 1` each state from its
+    /// segment's checkpoint (no buffer, `k(k-1)/2` steps per segment).
+    LoopVjp(u32, u32, u32, bool),
+}
+
+/// Every op, for tables and tests (constants excluded; ops with a row
+/// payload appear once, with payload 0).
+pub const ALL_OPS: &[Op] = &[
+    Op::Zero,
+    Op::Add,
+    Op::Sub,
+    Op::Mul,
+    Op::Div,
+    Op::Neg,
+    Op::Sin,
+    Op::Cos,
+    Op::Exp,
+    Op::Log,
+    Op::Sqrt,
+    Op::Tanh,
+    Op::Tan,
+    Op::Abs,
+    Op::Log1p,
+    Op::Expm1,
+    Op::Pow,
+    Op::Max,
+    Op::Min,
+    Op::Lt,
+    Op::Le,
+    Op::Gt,
+    Op::Ge,
+    Op::Eq,
+    Op::Ne,
+    Op::Select,
+    Op::Sum,
+    Op::MaxAll,
+    Op::MinAll,
+    Op::Bcast,
+    Op::Slice(0),
+    Op::Pad(0),
+    Op::Index(0),
+    Op::Unindex(0),
+    Op::Repeat,
+    Op::SumLead,
+    Op::Spread,
+    Op::SumTail,
+    Op::MaxTail,
+    Op::MinTail,
+    Op::MatMul,
+    Op::Transpose,
+    Op::Reverse,
+];

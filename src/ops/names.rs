@@ -1,0 +1,154 @@
+//! Symbol and arity: an op's name, its row payload and its number of operands.
+
+use super::{Op, ALL_OPS};
+use std::fmt;
+
+impl Op {
+    /// The op's name in the IR text form and in rule patterns.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Const(_) => "const",
+            Op::Zero => "zero",
+            Op::Add => "add",
+            Op::Sub => "sub",
+            Op::Mul => "mul",
+            Op::Div => "div",
+            Op::Neg => "neg",
+            Op::Sin => "sin",
+            Op::Cos => "cos",
+            Op::Exp => "exp",
+            Op::Log => "log",
+            Op::Sqrt => "sqrt",
+            Op::Tanh => "tanh",
+            Op::Tan => "tan",
+            Op::Abs => "abs",
+            Op::Log1p => "log1p",
+            Op::Expm1 => "expm1",
+            Op::Pow => "pow",
+            Op::Max => "max",
+            Op::Min => "min",
+            Op::Lt => "lt",
+            Op::Le => "le",
+            Op::Gt => "gt",
+            Op::Ge => "ge",
+            Op::Eq => "eq",
+            Op::Ne => "ne",
+            Op::Select => "select",
+            Op::Sum => "sum",
+            Op::MaxAll => "maxall",
+            Op::MinAll => "minall",
+            Op::Bcast => "bcast",
+            Op::Slice(_) => "slice",
+            Op::Pad(_) => "pad",
+            Op::Index(_) => "index",
+            Op::Unindex(_) => "unindex",
+            Op::Repeat => "repeat",
+            Op::SumLead => "sumlead",
+            Op::Spread => "spread",
+            Op::SumTail => "sumtail",
+            Op::MaxTail => "maxtail",
+            Op::MinTail => "mintail",
+            Op::MatMul => "matmul",
+            Op::Transpose => "transpose",
+            Op::Reverse => "reverse",
+            Op::Loop(_, false) => "loop",
+            Op::LoopTape(_, _, false) => "looptape",
+            Op::LoopVjp(_, _, _, false) => "loopvjp",
+            Op::Loop(_, true) => "scan",
+            Op::LoopTape(_, _, true) => "scantape",
+            Op::LoopVjp(_, _, _, true) => "scanvjp",
+        }
+    }
+
+    /// The row payload of `slice`, `pad`, `index` and `unindex`.
+    pub fn payload(&self) -> Option<u64> {
+        match self {
+            Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => Some(*k),
+            _ => None,
+        }
+    }
+
+    /// The same op with another row payload (ops without one are unchanged).
+    pub fn with_payload(self, k: u64) -> Op {
+        match self {
+            Op::Slice(_) => Op::Slice(k),
+            Op::Pad(_) => Op::Pad(k),
+            Op::Index(_) => Op::Index(k),
+            Op::Unindex(_) => Op::Unindex(k),
+            other => other,
+        }
+    }
+
+    /// Look up a payload-free op by name.
+    pub fn from_name(s: &str) -> Option<Op> {
+        ALL_OPS.iter().copied().find(|op| op.name() == s)
+    }
+
+    /// Number of array operands.
+    pub fn arity(&self) -> usize {
+        match self {
+            Op::Const(_) | Op::Zero => 0,
+            Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Loop(_, false)
+            | Op::LoopTape(_, _, false) => 1,
+            Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,
+            Op::LoopVjp(_, _, _, true) => 3,
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::MatMul => 2,
+            Op::Select => 3,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Const(l) => write!(f, "const {}", l.number_text()),
+            Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => {
+                write!(f, "{} {k}", self.name())
+            }
+            Op::Loop(l, _) => write!(f, "{} {l}", self.name()),
+            Op::LoopTape(l, k, _) => write!(f, "{} {l} {k}", self.name()),
+            Op::LoopVjp(l, k, m, _) => write!(f, "{} {l} {k} {m}", self.name()),
+            other => f.write_str(other.name()),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Arithmetic in the program's own precision ([`Real`], for `f32` and `f64`)
+//! and the IEEE `maximum`/`minimum` the evaluator uses.
+
+/// Arithmetic both precisions share, so the evaluator runs in the program's
+/// own precision (f32 math is done in f32, through the same libm the JIT calls).
+pub trait Real: Copy {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn tan(self) -> Self;
+    fn abs(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn powf(self, o: Self) -> Self;
+    fn lt(self, o: Self) -> bool;
+    fn le(self, o: Self) -> bool;
+    fn eq(self, o: Self) -> bool;
+    fn is_nan(self) -> bool;
+    fn is_sign_negative(self) -> bool;
+}
+
+/// IEEE 754-2019 `maximum`: NaN if either is NaN, and +0 above -0 (what
+/// Cranelift's `fmax` computes).
+pub(super) fn maximum<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if a.lt(b) {
+        b
+    } else if b.lt(a) || b.is_sign_negative() {
+        a
+    } else {
+        b
+    }
+}
+
+/// IEEE 754-2019 `minimum`: NaN if either is NaN, and -0 below +0.
+pub(super) fn minimum<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if a.lt(b) {
+        a
+    } else if b.lt(a) || b.is_sign_negative() {
+        b
+    } else {
+        a
+    }
+}
+
+pub(super) fn mask<T: Real>(c: bool) -> T {
+    T::from_f64(if c { 1.0 } else { 0.0 })
+}
+
+// The elementary functions are egrad's own kernels (`crate::vmath`): the
+// generated code emits the same op sequences, so the interpreter, constant
+// folding and native code agree bit for bit.
+macro_rules! impl_real {
+    ($t:ty, $sin:ident, $cos:ident, $exp:ident, $log:ident, $tanh:ident, $log1p:ident, $expm1:ident) => {
+        impl Real for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            fn neg(self) -> Self {
+                -self
+            }
+            fn sin(self) -> Self {
+                crate::vmath::$sin(self)
+            }
+            fn cos(self) -> Self {
+                crate::vmath::$cos(self)
+            }
+            fn exp(self) -> Self {
+                crate::vmath::$exp(self)
+            }
+            fn ln(self) -> Self {
+                crate::vmath::$log(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn tanh(self) -> Self {
+                crate::vmath::$tanh(self)
+            }
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn ln_1p(self) -> Self {
+                crate::vmath::$log1p(self)
+            }
+            fn exp_m1(self) -> Self {
+                crate::vmath::$expm1(self)
+            }
+            fn powf(self, o: Self) -> Self {
+                <$t>::powf(self, o)
+            }
+            fn lt(self, o: Self) -> bool {
+                self < o
+            }
+            fn le(self, o: Self) -> bool {
+                self <= o
+            }
+            fn eq(self, o: Self) -> bool {
+                self == o
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
+            }
+        }
+    };
+}
+impl_real!(f32, sin_f32, cos_f32, exp_f32, log_f32, tanh_f32, log1p_f32, expm1_f32);
+impl_real!(f64, sin_f64, cos_f64, exp_f64, log_f64, tanh_f64, log1p_f64, expm1_f64);

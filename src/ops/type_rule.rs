@@ -1,0 +1,223 @@
+//! The type rule ([`Op::result_type`]) and its error.
+
+use super::Op;
+use crate::lang::types::Type;
+use std::fmt;
+
+/// A type rule failed: the message names what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpTypeError(pub String);
+
+impl fmt::Display for OpTypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Op {
+    /// The type rule. For the loop ops it checks only what the operands
+    /// show; [`crate::lang::ir::Function::validate`] checks them against
+    /// the loop's body.
+    pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
+        if args.len() != self.arity() {
+            return Err(OpTypeError(format!(
+                "`{}` takes {} operand(s), got {}",
+                self.name(),
+                self.arity(),
+                args.len()
+            )));
+        }
+        let need_annot = || {
+            annot
+                .cloned()
+                .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
+        };
+        match self {
+            Op::Const(l) => Ok(Type::scalar(l.dtype)),
+            Op::Zero => need_annot(),
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne => {
+                if args[0] != args[1] {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs operands of one type, got {} and {}",
+                        self.name(),
+                        args[0],
+                        args[1]
+                    )));
+                }
+                Ok(args[0].clone())
+            }
+            Op::Select => {
+                if args[0] != args[1] || args[1] != args[2] {
+                    return Err(OpTypeError(format!(
+                        "`select` needs a mask and two operands of one type, got {}, {} and {}",
+                        args[0], args[1], args[2]
+                    )));
+                }
+                Ok(args[1].clone())
+            }
+            Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Exp
+            | Op::Log
+            | Op::Sqrt
+            | Op::Tanh
+            | Op::Tan
+            | Op::Abs
+            | Op::Log1p
+            | Op::Expm1 => Ok(args[0].clone()),
+            Op::Sum | Op::MaxAll | Op::MinAll => {
+                if args[0].is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
+                }
+                Ok(Type::scalar(args[0].dtype))
+            }
+            Op::Bcast => {
+                let t = need_annot()?;
+                if !args[0].is_scalar() || args[0].dtype != t.dtype {
+                    return Err(OpTypeError(format!(
+                        "`bcast` to {t} needs a {} scalar, got {}",
+                        t.dtype, args[0]
+                    )));
+                }
+                Ok(t)
+            }
+            Op::Slice(_) | Op::Pad(_) => {
+                // Same dtype and rank; equal trailing dims; the leading one
+                // changes (its bounds are checked when sizes are bound).
+                let t = need_annot()?;
+                let a = args[0];
+                if a.is_scalar()
+                    || a.dtype != t.dtype
+                    || a.rank() != t.rank()
+                    || a.shape[1..] != t.shape[1..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`{}` to {t} needs an array of the same rows, got {a}",
+                        self.name()
+                    )));
+                }
+                Ok(t)
+            }
+            Op::Index(_) | Op::SumLead => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
+                }
+                Ok(Type::array(a.dtype, a.shape[1..].to_vec()))
+            }
+            Op::Unindex(_) | Op::Repeat => {
+                let t = need_annot()?;
+                let a = args[0];
+                if t.is_scalar() || a.dtype != t.dtype || a.shape[..] != t.shape[1..] {
+                    return Err(OpTypeError(format!(
+                        "`{}` to {t} needs a {} row, got {a}",
+                        self.name(),
+                        Type::array(t.dtype, t.shape.get(1..).unwrap_or(&[]).to_vec())
+                    )));
+                }
+                Ok(t)
+            }
+            Op::Spread => {
+                let t = need_annot()?;
+                let a = args[0];
+                if t.is_scalar() || a.dtype != t.dtype || a.rank() != 1 || a.shape[0] != t.shape[0]
+                {
+                    return Err(OpTypeError(format!(
+                        "`spread` to {t} needs a vector of its leading length, got {a}"
+                    )));
+                }
+                Ok(t)
+            }
+            Op::SumTail | Op::MaxTail | Op::MinTail => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs an array operand",
+                        self.name()
+                    )));
+                }
+                Ok(Type::array(a.dtype, vec![a.shape[0].clone()]))
+            }
+            Op::MatMul => {
+                let (a, b) = (args[0], args[1]);
+                if a.rank() != 2 || b.rank() != 2 || a.dtype != b.dtype || a.shape[1] != b.shape[0]
+                {
+                    return Err(OpTypeError(format!(
+                        "`matmul` needs matrices [M, K] and [K, N], got {a} and {b}"
+                    )));
+                }
+                Ok(Type::array(
+                    a.dtype,
+                    vec![a.shape[0].clone(), b.shape[1].clone()],
+                ))
+            }
+            Op::Transpose => {
+                let a = args[0];
+                if a.rank() != 2 {
+                    return Err(OpTypeError(format!("`transpose` needs a matrix, got {a}")));
+                }
+                Ok(Type::array(
+                    a.dtype,
+                    vec![a.shape[1].clone(), a.shape[0].clone()],
+                ))
+            }
+            Op::Reverse => {
+                let a = args[0];
+                if a.is_scalar() {
+                    return Err(OpTypeError(format!(
+                        "`reverse` needs an array (rank 1 or more), got {a}"
+                    )));
+                }
+                Ok(a.clone())
+            }
+            Op::Loop(..) => Ok(args[0].clone()),
+            Op::LoopTape(_, k, _) => {
+                let t = need_annot()?;
+                if *k == 0
+                    || t.dtype != args[0].dtype
+                    || t.rank() != args[0].rank() + 1
+                    || t.shape[1..] != args[0].shape[..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`looptape` of a state {} gives rows of that state (keeping every k-th, k > 0), not {t}",
+                        args[0]
+                    )));
+                }
+                Ok(t)
+            }
+            Op::LoopVjp(_, k, m, _) => {
+                let (tape, ct) = (args[0], args[1]);
+                if *k == 0
+                    || *m > 1
+                    || tape.dtype != ct.dtype
+                    || tape.rank() != ct.rank() + 1
+                    || tape.shape[1..] != ct.shape[..]
+                {
+                    return Err(OpTypeError(format!(
+                        "`loopvjp` needs a tape of states, the cotangent of one state, k > 0 and mode 0 or 1; got {tape} and {ct}"
+                    )));
+                }
+                Ok(ct.clone())
+            }
+        }
+    }
+}
