@@ -27,11 +27,11 @@
 use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
 use crate::error::{Error, Result};
 use crate::lang::ir::{Function, Param, Stmt, VarId, VarInfo};
-use crate::lang::program::Program;
 use crate::lang::span::Span;
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
+use crate::program::Program;
 use crate::residuals::{Residual, ResidualKind};
 use std::collections::HashSet;
 use std::fmt::Write as _;

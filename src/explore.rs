@@ -7,9 +7,9 @@
 //! Without inputs, the model's flops stand in for the run time.
 
 use crate::error::{Error, Result};
-use crate::lang::program::Program;
 use crate::lang::value::Value;
 use crate::pipeline::{arg_error, optimize_gradient, GradProgram, Options};
+use crate::program::Program;
 use std::fmt::{self, Write};
 use std::time::{Duration, Instant};
 

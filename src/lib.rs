@@ -36,8 +36,8 @@ pub mod internals;
 pub mod error;
 
 pub(crate) use internals::{
-    backend, cache, differentiate, extract, gemm, gemv, lang, ops, pipeline, residuals, rewrites,
-    vmath,
+    backend, cache, differentiate, extract, gemm, gemv, lang, ops, pipeline, program, residuals,
+    rewrites, vmath,
 };
 
 pub use backend::{BackendOptions, CompiledFunction, NativeArg, NativeOut, Prepared, Workspace};
@@ -45,10 +45,10 @@ pub use error::span::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use error::{Error, ErrorKind, Result, EXIT_INTERNAL};
 pub use extract::cost::CostModel;
 pub use lang::ir::Function;
-pub use lang::program::Program;
 pub use lang::types::{DType, Dim, Type};
 pub use lang::value::Value;
 pub use pipeline::{
     optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Report,
 };
+pub use program::Program;
 pub use rewrites::Limits;

@@ -13,17 +13,17 @@
 //! [`GradProgram`]; [`GradProgram::compile`] runs the backend.
 
 use crate::backend::{self, BackendOptions, CompiledFunction};
-use crate::differentiate::{reverse, reverse::prune_dead, Reverse};
+use crate::differentiate::{reverse, reverse::prune_dead, AdError, Reverse};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::extract::ResidualChoice;
 use crate::lang::interp::ArgError;
 use crate::lang::ir::Function;
-use crate::lang::program::Program;
 use crate::lang::span::{Diagnostic, SourceFile};
 use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
+use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
 use crate::rewrites::{insert_split, recompute_rule, saturate, Limits, SaturationReport};
@@ -333,7 +333,36 @@ pub fn optimize_gradient_ir(
             shown.join(", ")
         )));
     }
-    let ad = reverse(primal, wrt).map_err(Error::internal)?;
+    let ad = match reverse(primal, wrt) {
+        Ok(ad) => ad,
+        // A documented limit: the user's error, at the first parameter
+        // differentiated (the IR keeps no other place).
+        Err(AdError::Unsupported(limit)) => {
+            let span = wrt
+                .first()
+                .and_then(|&i| primal.params.get(i))
+                .map(|p| p.span)
+                .unwrap_or_default();
+            return Err(Error::at(
+                file,
+                Diagnostic::unsupported(
+                    span,
+                    format!(
+                        "`{}` cannot be differentiated: {}",
+                        primal.name,
+                        limit.message()
+                    ),
+                )
+                .with_note(limit.note()),
+            ));
+        }
+        Err(e @ AdError::Invalid(_)) => {
+            return Err(Error::internal(format!(
+                "differentiating `{}`: {e}",
+                primal.name
+            )))
+        }
+    };
     let mut vg = ad.value_and_grad.clone();
     vg.name = name.to_string();
     let optimized = optimize_split(&vg, Some(ad.primal_len), options)?;

@@ -1,6 +1,7 @@
 //! Forward mode: the tangent of every value, in one pass in program order.
 
 use super::template::Template;
+use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
 use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
@@ -14,14 +15,14 @@ use std::collections::HashMap;
 /// parameters). Each op's JVP template comes from the op table; a value's
 /// tangent is the sum of its operands' contributions, so a shared value is
 /// differentiated once.
-pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<Function, IrError> {
+pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<Function, AdError> {
     f.validate()?;
     for &(p, t) in tangents {
         let (Some(pp), Some(tp)) = (f.params.get(p), f.params.get(t)) else {
-            return Err(IrError(format!("`{}`: no parameter {p} or {t}", f.name)));
+            return Err(invalid(format!("`{}`: no parameter {p} or {t}", f.name)));
         };
         if f.ty(pp.var) != f.ty(tp.var) {
-            return Err(IrError(format!(
+            return Err(invalid(format!(
                 "`{}`: the tangent of %{} must have its type",
                 f.name,
                 f.var_name(pp.var)
@@ -46,7 +47,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
     }
     // The tangent loop of each loop (numbered in `b`), made when needed.
     let mut tangent_loops: HashMap<usize, u32> = HashMap::new();
-    let mut tangent_id = |b: &mut Builder, l: usize| -> Result<u32, IrError> {
+    let mut tangent_id = |b: &mut Builder, l: usize| -> Result<u32, AdError> {
         if let Some(&id) = tangent_loops.get(&l) {
             return Ok(id);
         }
@@ -68,10 +69,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             && f.loops[s.op.loop_id().unwrap_or(0)].is_scan()
             && s.args.last().is_some_and(|a| tan[a.index()].is_some());
         if seq_tangent {
-            return Err(IrError(format!(
-                "`{}`: forward mode with respect to the sequence a `scan` reads is not supported yet",
-                f.name
-            )));
+            return Err(AdError::Unsupported(AdLimit::ForwardScanSequence));
         }
         if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
             let id = tangent_id(&mut b, l as usize)?;
@@ -85,15 +83,15 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         let packed_tape =
             |b: &mut Builder,
              map: &[Option<VarId>],
-             tangent_id: &mut dyn FnMut(&mut Builder, usize) -> Result<u32, IrError>,
+             tangent_id: &mut dyn FnMut(&mut Builder, usize) -> Result<u32, AdError>,
              tape: VarId,
              dx: Option<VarId>|
-             -> Result<VarId, IrError> {
+             -> Result<VarId, AdError> {
                 let d = defs[tape.index()]
                     .ok_or_else(|| IrError("forward mode: a tape without its `looptape`".into()))?;
                 let def = &f.stmts[d];
                 let Op::LoopTape(l, k, scan) = def.op else {
-                    return Err(IrError(
+                    return Err(invalid(
                         "forward mode: a `loopvjp` of something other than a tape".into(),
                     ));
                 };
@@ -104,10 +102,10 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     Some(t) => t,
                     None => b
                         .push("", Op::Zero, &[], Some(lp.state()))
-                        .map_err(IrError::from)?,
+                        .map_err(AdError::from)?,
                 };
                 let id = tangent_id(b, l as usize)?;
-                let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
+                let p0 = b.pack_rows(&[x, dx], &packed).map_err(AdError::from)?;
                 let mut shape = vec![lp.tape_rows(u64::from(k))];
                 shape.extend(packed.shape.iter().cloned());
                 let ty = Type::array(packed.dtype, shape);
@@ -116,13 +114,13 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     ins.push(m(map, def.args[1])?);
                 }
                 b.push("", Op::LoopTape(id, k, scan), &ins, Some(&ty))
-                    .map_err(IrError::from)
+                    .map_err(AdError::from)
             };
         match s.op {
             Op::LoopTape(..) if tan[s.args[0].index()].is_some() => {
                 let nv = b
                     .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 map[s.var.index()] = Some(nv);
                 let t = packed_tape(&mut b, &map, &mut tangent_id, s.var, tan[s.args[0].index()])?;
                 tape_tan.insert(s.var, t);
@@ -131,14 +129,14 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             Op::Index(k) if tape_tan.contains_key(&s.args[0]) => {
                 let nv = b
                     .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 map[s.var.index()] = Some(nv);
                 let row = b
                     .push("", Op::Index(k), &[tape_tan[&s.args[0]]], None)
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 let dt = b
                     .push("", Op::Index(1), &[row], None)
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 tan[s.var.index()] = Some(dt);
                 continue;
             }
@@ -147,11 +145,11 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             {
                 let nv = b
                     .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 map[s.var.index()] = Some(nv);
                 let lp = &f.loops[l as usize];
                 if lp.vjp.is_none() {
-                    return Err(IrError(format!("`{}`: loop {l} has no VJP", f.name)));
+                    return Err(invalid(format!("`{}`: loop {l} has no VJP", f.name)));
                 }
                 let tape = match tape_tan.get(&s.args[0]) {
                     Some(&t) => t,
@@ -161,12 +159,12 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     Some(t) => t,
                     None => b
                         .push("", Op::Zero, &[], Some(lp.state()))
-                        .map_err(IrError::from)?,
+                        .map_err(AdError::from)?,
                 };
                 let packed = packed_state(lp);
                 let q0 = b
                     .pack_rows(&[args[1], dg], &packed)
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 let id = tangent_id(&mut b, l as usize)?;
                 let mut ins = vec![tape, q0];
                 if scan {
@@ -174,26 +172,23 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                 }
                 let r = b
                     .push("", Op::LoopVjp(id, k, mode, scan), &ins, None)
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 let dt = b
                     .push("", Op::Index(1), &[r], None)
-                    .map_err(IrError::from)?;
+                    .map_err(AdError::from)?;
                 tan[s.var.index()] = Some(dt);
                 continue;
             }
             Op::LoopTape(..) | Op::LoopVjp(..)
                 if s.args.iter().any(|a| tan[a.index()].is_some()) =>
             {
-                return Err(IrError(format!(
-                    "`{}`: forward mode through this use of a loop's gradient is not supported yet",
-                    f.name
-                )));
+                return Err(AdError::Unsupported(AdLimit::ForwardLoopGradient));
             }
             _ => {}
         }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-            .map_err(IrError::from)?;
+            .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
         if s.op.is_piecewise_constant() {
             continue;
@@ -221,7 +216,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             total = Some(match total {
                 Some(prev) => b
                     .push("", Op::Add, &[prev, contrib], None)
-                    .map_err(IrError::from)?,
+                    .map_err(AdError::from)?,
                 None => contrib,
             });
         }
@@ -233,7 +228,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             Some(t) => t,
             None => b
                 .push("", Op::Zero, &[], Some(f.ty(*r)))
-                .map_err(IrError::from)?,
+                .map_err(AdError::from)?,
         };
         rets.push(t);
     }
@@ -256,7 +251,7 @@ fn packed_state(lp: &Loop) -> Type {
 /// `([s, ds], [g, dg])` to `[g', dg']`: `loopvjp` of the new loop walks a
 /// tape of `[state, tangent]` back, carrying a cotangent and its tangent
 /// (forward mode through a loop's gradient).
-fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, IrError> {
+fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
     let lp = &f.loops[l];
     let packed = packed_state(lp);
     let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
@@ -268,17 +263,17 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, IrError> {
         .map(|r| bb.param("x", r.clone(), Default::default()));
     let s = bb
         .push("s", Op::Index(0), &[p], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let ds = bb
         .push("ds", Op::Index(1), &[p], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let ins: Vec<VarId> = std::iter::once(s).chain(row).collect();
     let next = bb.inline(&lp.body, &ins)?[0];
     let jvp_ins: Vec<VarId> = ins.iter().copied().chain(std::iter::once(ds)).collect();
     let dnext = bb.inline(&body_jvp, &jvp_ins)?[0];
     let out = bb
         .pack_rows(&[next, dnext], &packed)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let body = bb.finish(vec![out]);
     let vjp = match &lp.vjp {
         None => None,
@@ -302,7 +297,7 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, IrError> {
             let g2 = vb.inline(v, &ins)?[0];
             let dins: Vec<VarId> = ins.iter().copied().chain([ds, dg]).collect();
             let dg2 = vb.inline(&dv, &dins)?[0];
-            let out = vb.pack_rows(&[g2, dg2], &packed).map_err(IrError::from)?;
+            let out = vb.pack_rows(&[g2, dg2], &packed).map_err(AdError::from)?;
             Some(vb.finish(vec![out]))
         }
     };
@@ -324,28 +319,28 @@ fn tangent_loop(
     args: &[VarId],
     dx: VarId,
     name: &str,
-) -> Result<(VarId, VarId), IrError> {
+) -> Result<(VarId, VarId), AdError> {
     let x = args[0];
     let lp = &f.loops[l];
     let packed = packed_state(lp);
-    let p0 = b.pack_rows(&[x, dx], &packed).map_err(IrError::from)?;
+    let p0 = b.pack_rows(&[x, dx], &packed).map_err(AdError::from)?;
     let loop_ins: Vec<VarId> = std::iter::once(p0).chain(args.get(1).copied()).collect();
     let pn = b
         .push("", Op::Loop(id, lp.is_scan()), &loop_ins, None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let y = b
         .push(name, Op::Index(0), &[pn], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let dy = b
         .push("", Op::Index(1), &[pn], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     Ok((y, dy))
 }
 
 /// Forward mode of `f` with respect to the parameters at `wrt`: a function
 /// of `f`'s parameters followed by one tangent per differentiated
 /// parameter (named `d<name>`), returning the results' tangents.
-pub fn jvp(f: &Function, wrt: &[usize], name: &str) -> Result<Function, IrError> {
+pub fn jvp(f: &Function, wrt: &[usize], name: &str) -> Result<Function, AdError> {
     let mut g = f.clone();
     let mut pairs = Vec::new();
     for &i in wrt {
@@ -373,7 +368,7 @@ pub fn jvp(f: &Function, wrt: &[usize], name: &str) -> Result<Function, IrError>
 /// tangent 1. For a few scalar parameters it costs about what reverse mode
 /// does, and it goes where reverse mode does not yet: through a loop's
 /// gradient (a second derivative through a loop).
-pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Function, IrError> {
+pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Function, AdError> {
     let mut b = Builder::new(name, f.size_params.clone());
     let params: Vec<VarId> = f
         .params
@@ -388,7 +383,7 @@ pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Funct
             .ok_or_else(|| IrError(format!("`{}`: no parameter {i}", f.name)))?;
         let ty = f.ty(p.var);
         if !ty.is_scalar() {
-            return Err(IrError(format!(
+            return Err(invalid(format!(
                 "`{}`: forward mode gives a gradient only for scalar parameters, not %{}: {ty}",
                 f.name,
                 f.var_name(p.var)

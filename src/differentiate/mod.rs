@@ -13,9 +13,96 @@
 //! ARCHITECTURE.md), so the sweep builds the adjoint and the e-graph then
 //! simplifies primal and adjoint together.
 
+pub mod derive;
 pub mod forward;
 pub mod reverse;
 pub mod template;
 
+pub use derive::Ad;
 pub use forward::{forward, forward_gradient, jvp};
 pub use reverse::{reverse, Reverse};
+
+use crate::lang::ir::IrError;
+use crate::ops::OpTypeError;
+use std::fmt;
+
+/// Why AD stopped.
+#[derive(Debug)]
+pub enum AdError {
+    /// A documented limit: valid code that AD does not handle yet. The
+    /// user's error to work around, never a bug.
+    Unsupported(AdLimit),
+    /// AD was given or made invalid IR: a bug in egrad.
+    Invalid(IrError),
+}
+
+/// The documented limits of AD (`docs/language.md`, "Not yet supported").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdLimit {
+    /// Reverse mode with respect to the sequence a `scan` reads.
+    ScanSequence,
+    /// Reverse mode through a loop's gradient (`looptape`/`loopvjp`).
+    LoopGradient,
+    /// Forward mode with respect to the sequence a `scan` reads.
+    ForwardScanSequence,
+    /// Forward mode through a use of a loop's gradient it cannot push.
+    ForwardLoopGradient,
+}
+
+impl AdLimit {
+    /// What is not supported, one line.
+    pub fn message(self) -> &'static str {
+        match self {
+            AdLimit::ScanSequence => {
+                "differentiating with respect to the sequence a `scan` reads is not supported yet"
+            }
+            AdLimit::LoopGradient => {
+                "differentiating a gradient through a loop is not supported yet"
+            }
+            AdLimit::ForwardScanSequence => {
+                "forward mode with respect to the sequence a `scan` reads is not supported yet"
+            }
+            AdLimit::ForwardLoopGradient => {
+                "forward mode through this use of a loop's gradient is not supported yet"
+            }
+        }
+    }
+
+    /// What the user can do instead.
+    pub fn note(self) -> &'static str {
+        match self {
+            AdLimit::ScanSequence | AdLimit::ForwardScanSequence => {
+                "the sequence of a `scan` is read, not differentiated; with an integer length and a state that a loop cannot carry, the `scan` is unrolled and differentiated like any expression"
+            }
+            AdLimit::LoopGradient | AdLimit::ForwardLoopGradient => {
+                "reverse mode does not go through a loop's gradient (`looptape`/`loopvjp`) yet: use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the loop a `static` count small enough to unroll"
+            }
+        }
+    }
+}
+
+/// A bug: AD was given or made invalid IR.
+pub(crate) fn invalid(message: String) -> AdError {
+    AdError::Invalid(IrError(message))
+}
+
+impl From<IrError> for AdError {
+    fn from(e: IrError) -> AdError {
+        AdError::Invalid(e)
+    }
+}
+
+impl From<OpTypeError> for AdError {
+    fn from(e: OpTypeError) -> AdError {
+        AdError::Invalid(IrError::from(e))
+    }
+}
+
+impl fmt::Display for AdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AdError::Unsupported(limit) => f.write_str(limit.message()),
+            AdError::Invalid(e) => write!(f, "{e}"),
+        }
+    }
+}

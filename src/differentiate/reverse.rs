@@ -1,6 +1,7 @@
 //! The reverse sweep.
 
 use super::template::Template;
+use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, VarId};
 use crate::lang::types::Type;
 use crate::ops::Op;
@@ -57,17 +58,17 @@ fn reads_primal(t: &Template) -> bool {
 
 /// Differentiate `f` (one scalar float result) with respect to the
 /// parameters at positions `wrt`.
-pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
+pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     f.validate()?;
     if f.rets.len() != 1 || !f.ty(f.rets[0]).is_scalar() {
-        return Err(IrError(format!(
+        return Err(invalid(format!(
             "`{}`: reverse mode needs one scalar result",
             f.name
         )));
     }
     for &i in wrt {
         if i >= f.params.len() {
-            return Err(IrError(format!("`{}`: no parameter {i}", f.name)));
+            return Err(invalid(format!("`{}`: no parameter {i}", f.name)));
         }
     }
     let active = activity(f, wrt);
@@ -88,10 +89,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
         if let Op::Loop(l, scan) = s.op {
             if active[s.var.index()] {
                 if scan && active[s.args[1].index()] {
-                    return Err(IrError(format!(
-                        "`{}`: differentiating with respect to the sequence a `scan` reads is not supported yet",
-                        f.name
-                    )));
+                    return Err(AdError::Unsupported(AdLimit::ScanSequence));
                 }
                 let (t, y) = taped_loop(&mut b, f, l as usize, &args, f.var_name(s.var))?;
                 tapes.insert(s.var, t);
@@ -100,14 +98,11 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             }
         }
         if matches!(s.op, Op::LoopTape(..) | Op::LoopVjp(..)) && active[s.var.index()] {
-            return Err(IrError(format!(
-                "`{}`: differentiating a gradient through a loop is not supported yet",
-                f.name
-            )));
+            return Err(AdError::Unsupported(AdLimit::LoopGradient));
         }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-            .map_err(IrError::from)?;
+            .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
     }
     let primal_len = b.function().stmts.len();
@@ -135,11 +130,11 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             }
             let contrib = b
                 .push("", Op::LoopVjp(l, 1, 0, scan), &ins, None)
-                .map_err(IrError::from)?;
+                .map_err(AdError::from)?;
             let total = match ct.get(&a) {
                 Some(&prev) => b
                     .push("", Op::Add, &[prev, contrib], None)
-                    .map_err(IrError::from)?,
+                    .map_err(AdError::from)?,
                 None => contrib,
             };
             ct.insert(a, total);
@@ -188,7 +183,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             let total = match ct.get(a) {
                 Some(&prev) => b
                     .push("", Op::Add, &[prev, contrib], None)
-                    .map_err(IrError::from)?,
+                    .map_err(AdError::from)?,
                 None => contrib,
             };
             ct.insert(*a, total);
@@ -201,7 +196,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, IrError> {
             Some(&g) => g,
             None => b
                 .push("", Op::Zero, &[], Some(f.ty(p.var)))
-                .map_err(IrError::from)?,
+                .map_err(AdError::from)?,
         };
         rets.push(g);
     }
@@ -233,7 +228,7 @@ fn taped_loop(
     l: usize,
     args: &[VarId],
     name: &str,
-) -> Result<(VarId, VarId), IrError> {
+) -> Result<(VarId, VarId), AdError> {
     if b.function().loops[l].vjp.is_none() {
         let vjp = body_vjp(&f.loops[l].body)?;
         b.loop_mut(l).vjp = Some(vjp);
@@ -252,10 +247,10 @@ fn taped_loop(
             args,
             Some(&tape_ty),
         )
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     let y = b
         .push(name, Op::Index(0), &[t], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     Ok((t, y))
 }
 
@@ -263,7 +258,7 @@ fn taped_loop(
 /// gradient of `h(s, g) = Σ s'(s) · g` with respect to `s`. A scan's body
 /// `(s, x) -> s'` gives `(s, x, g) -> gᵀ ∂s'/∂s` (the row `x` is not
 /// differentiated).
-pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
+pub fn body_vjp(body: &Function) -> Result<Function, AdError> {
     let mut b = Builder::new(body.name.clone(), body.size_params.clone());
     let st = body.ty(body.params[0].var).clone();
     let mut ins = vec![b.param("s", st.clone(), body.params[0].span)];
@@ -274,9 +269,9 @@ pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
     let next = b.inline(body, &ins)?[0];
     let mut h = b
         .push("", Op::Mul, &[next, g], None)
-        .map_err(IrError::from)?;
+        .map_err(AdError::from)?;
     if !st.is_scalar() {
-        h = b.push("", Op::Sum, &[h], None).map_err(IrError::from)?;
+        h = b.push("", Op::Sum, &[h], None).map_err(AdError::from)?;
     }
     let h = b.finish(vec![h]);
     let r = reverse(&h, &[0])?;
@@ -285,7 +280,7 @@ pub fn body_vjp(body: &Function) -> Result<Function, IrError> {
 
 /// Split a value-and-grad function into forward and pullback at `primal_len`
 /// (the statement after the primal is the seed constant).
-fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<String>), IrError> {
+fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<String>), AdError> {
     let seed = vg.stmts[primal_len].var;
     let is_primal = {
         let mut p = vec![false; vg.vars.len()];
@@ -340,7 +335,7 @@ fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<St
             .collect::<Result<_, _>>()?;
         let v = b
             .push(vg.var_name(s.var), s.op, &args, Some(vg.ty(s.var)))
-            .map_err(IrError::from)?;
+            .map_err(AdError::from)?;
         map[s.var.index()] = Some(v);
     }
     let rets = vg.rets[1..]

@@ -118,6 +118,11 @@ impl Diagnostic {
         Diagnostic::new(span, message).kind(ErrorKind::Unsupported)
     }
 
+    /// A program past one of egrad's size or depth limits.
+    pub fn limit(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(span, message).kind(ErrorKind::Limit)
+    }
+
     /// The same diagnostic with another kind.
     pub fn kind(mut self, kind: ErrorKind) -> Diagnostic {
         self.kind = kind;

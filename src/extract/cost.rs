@@ -25,8 +25,7 @@ use indexmap::IndexMap;
 use std::fmt;
 use std::ops::Add;
 
-/// Extent assumed for a size parameter with no `--dim`.
-pub const DEFAULT_DIM: u64 = 1000;
+pub use crate::lang::types::DEFAULT_DIM;
 
 /// Fixed cost of one emitted statement (loop set-up, a scalar instruction).
 pub const STMT_OVERHEAD: f64 = 1.0;

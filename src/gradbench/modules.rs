@@ -970,7 +970,7 @@ fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::program::Program;
+    use crate::program::Program;
 
     #[test]
     fn every_shipped_program_compiles_and_has_its_functions() {

@@ -26,7 +26,6 @@
 use super::ast::*;
 use super::lexer::{lex, Tok, Token};
 use super::span::{Diagnostic, Span};
-use crate::error::ErrorKind;
 
 /// Maximum nesting depth of expressions and types (including the length of
 /// operator chains, which nest to the left).
@@ -160,11 +159,10 @@ impl Parser {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(Diagnostic::new(
+            return Err(Diagnostic::limit(
                 self.span(),
                 format!("expression nested too deeply (the limit is {MAX_DEPTH} levels)"),
-            )
-            .kind(ErrorKind::Limit));
+            ));
         }
         Ok(())
     }

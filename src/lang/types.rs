@@ -59,6 +59,11 @@ impl fmt::Display for DType {
     }
 }
 
+/// Extent assumed for a size parameter whose value is not known when a
+/// choice is made (no `--dim`): the cost model's sizes and the checkpoint
+/// intervals offered for a loop with a run-time count.
+pub const DEFAULT_DIM: u64 = 1000;
+
 /// One dimension of an array type: a literal size or a size parameter
 /// (`N` in `fn f[N](x: f32[N])`), bound at call time from argument shapes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

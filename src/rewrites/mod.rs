@@ -258,9 +258,7 @@ fn checkpoint_choices(
         }
         let st = lp.state();
         // A run-time count: intervals for a count of a thousand.
-        let n = lp
-            .static_count()
-            .unwrap_or(crate::extract::cost::DEFAULT_DIM);
+        let n = lp.static_count().unwrap_or(crate::lang::types::DEFAULT_DIM);
         for k in checkpoint_intervals(n) {
             let rows = lp.tape_rows(k);
             let mut shape = vec![rows];

@@ -43,7 +43,7 @@ impl<'a> FnCx<'a> {
             }
         };
         if self.batched.contains(&x) {
-            self.error(Diagnostic::new(
+            self.error(Diagnostic::unsupported(
                 vspan,
                 "indexing a value that depends on the index of `tabulate` is not supported yet",
             ).with_note("index the arrays the value is computed from instead (`X[i][0] * w[0]`, not `(X[i] .* w)[0]`)"));
@@ -140,7 +140,7 @@ impl<'a> FnCx<'a> {
         hints: &[&str],
     ) -> Val {
         if self.batch.is_some() {
-            self.error(Diagnostic::new(
+            self.error(Diagnostic::unsupported(
                 span,
                 "`tabulate` inside `tabulate` is not supported yet",
             ));
@@ -273,7 +273,7 @@ impl<'a> FnCx<'a> {
         if self.batched.contains(&a) || self.batched.contains(&b) {
             let span = self.batch.as_ref().map_or(e.span, |(_, s)| *s);
             self.error(
-                Diagnostic::new(
+                Diagnostic::unsupported(
                     span,
                     "`concat` on a value that depends on the index of `tabulate` is not supported yet",
                 )

@@ -2,13 +2,12 @@
 //! type, and `@grad`, `@value_and_grad` and `@jvp` differentiation.
 
 use super::signature::type_list;
+use super::GradSpec;
 use super::{result_expr, CheckedFn, FnCx, Sig, Val};
-use crate::differentiate::forward;
-use crate::differentiate::reverse::{prune_dead, reverse};
 use crate::lang::ast::*;
-use crate::lang::ir::{Builder, IrError};
-use crate::lang::program::GradSpec;
+use crate::lang::ir::Builder;
 use crate::lang::span::{Diagnostic, Span};
+use crate::lang::transform::{Request, TransformError};
 use crate::lang::types::DType;
 
 impl<'a> FnCx<'a> {
@@ -89,30 +88,20 @@ impl<'a> FnCx<'a> {
                 return None;
             }
             let wrt_ir: Vec<usize> = wrt.iter().filter_map(|&i| ir_index[i]).collect();
-            let rev = match reverse(&primal, &wrt_ir) {
-                Ok(r) => r,
+            let request = Request::Grad {
+                primal: &primal,
+                wrt: &wrt_ir,
+                value_too: sig.value_too,
+            };
+            let derived = match self.transforms.derive(&fname, request) {
+                Ok(d) => d,
                 Err(e) => {
-                    // Through a loop's gradient reverse mode stops; for
-                    // scalar parameters forward mode gives the gradient.
-                    let scalars = wrt_ir
-                        .iter()
-                        .all(|&i| primal.ty(primal.params[i].var).is_scalar());
-                    if e.0.contains("a gradient through a loop") && scalars && !sig.value_too {
-                        match crate::differentiate::forward_gradient(&primal, &wrt_ir, &fname) {
-                            Ok(ir) => return Some(CheckedFn { ir, grad: None }),
-                            Err(e2) => {
-                                self.ad_failure("differentiating", &fname, f.name.span, e2);
-                                return None;
-                            }
-                        }
-                    }
-                    self.ad_failure("differentiating", &fname, f.name.span, e);
+                    self.transform_failure(&fname, f.name.span, e);
                     return None;
                 }
             };
+            let ir = derived.ir;
             if sig.value_too {
-                let mut ir = prune_dead(&rev.value_and_grad);
-                ir.name = fname.clone();
                 let value_ty = ir.ty(ir.rets[0]).clone();
                 if sig.ret.first() != Some(&value_ty) {
                     self.error(
@@ -130,10 +119,12 @@ impl<'a> FnCx<'a> {
                 }
                 return Some(CheckedFn { ir, grad: None });
             }
-            let ir = rev.gradient(&fname);
             if let Err(e) = ir.validate() {
                 self.bug(format!("gradient of `{fname}`: {e}"));
                 return None;
+            }
+            if !derived.reverse {
+                return Some(CheckedFn { ir, grad: None });
             }
             return Some(CheckedFn {
                 ir,
@@ -202,10 +193,17 @@ impl<'a> FnCx<'a> {
                 .iter()
                 .filter_map(|&(p, t)| Some((ir_index[p]?, ir_index[t]?)))
                 .collect();
-            return match forward(&ir, &pairs, &fname) {
-                Ok(ir) => Some(CheckedFn { ir, grad: None }),
+            let request = Request::Jvp {
+                f: &ir,
+                pairs: &pairs,
+            };
+            return match self.transforms.derive(&fname, request) {
+                Ok(d) => Some(CheckedFn {
+                    ir: d.ir,
+                    grad: None,
+                }),
                 Err(e) => {
-                    self.ad_failure("forward mode of", &fname, f.name.span, e);
+                    self.transform_failure(&fname, f.name.span, e);
                     None
                 }
             };
@@ -213,22 +211,17 @@ impl<'a> FnCx<'a> {
         Some(CheckedFn { ir, grad: None })
     }
 
-    /// AD failed on `fname`: a limit users can meet (a derivative through a
-    /// loop's gradient) is their error, anything else a bug.
-    fn ad_failure(&mut self, what: &str, fname: &str, span: Span, e: IrError) {
-        if e.0.contains("not supported yet") {
-            let why = e.0.rsplit(": ").next().unwrap_or(&e.0).to_string();
-            let note = if why.contains("sequence") {
-                "the sequence of a `scan` is read, not differentiated; with an integer length and a state that a loop cannot carry, the `scan` is unrolled and differentiated like any expression"
-            } else {
-                "reverse mode does not go through a loop's gradient (`looptape`/`loopvjp`) yet: use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the loop a `static` count small enough to unroll"
-            };
-            self.error(
-                Diagnostic::new(span, format!("`{fname}` cannot be differentiated: {why}"))
+    /// A transform of `fname` failed: a documented limit is the user's error,
+    /// reported at the function; anything else is a bug.
+    fn transform_failure(&mut self, fname: &str, span: Span, e: TransformError) {
+        match e {
+            TransformError::Unsupported { why, note } => self.error(
+                Diagnostic::unsupported(span, format!("`{fname}` cannot be differentiated: {why}"))
                     .with_note(note),
-            );
-        } else {
-            self.bug(format!("{what} `{fname}`: {e}"));
+            ),
+            TransformError::Internal(m) => {
+                self.bug(m);
+            }
         }
     }
 }

@@ -415,7 +415,7 @@ impl<'a> FnCx<'a> {
                     })
                     .collect();
                 self.error(
-                    Diagnostic::new(
+                    Diagnostic::limit(
                         e.span,
                         format!(
                             "`{name}` is specialized {MAX_SPECIALIZATION_DEPTH} calls deep (here with {})",
@@ -427,7 +427,15 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             }
             let lowered = self.lowered;
-            let mut cx = FnCx::new(sigs, lowered, self.by_name, self.module, fi, sig);
+            let mut cx = FnCx::new(
+                self.transforms,
+                sigs,
+                lowered,
+                self.by_name,
+                self.module,
+                fi,
+                sig,
+            );
             cx.depth = self.depth + 1;
             let spec = cx.lower_fn(decl, sig, &statics);
             self.errs.append(&mut cx.errs);
@@ -458,7 +466,7 @@ impl<'a> FnCx<'a> {
             if !self.too_large {
                 self.too_large = true;
                 let name = self.b.function().name.clone();
-                self.error(Diagnostic::new(
+                self.error(Diagnostic::limit(
                     span,
                     format!("`{name}` is too large after inlining calls (more than {MAX_STMTS} operations)"),
                 ));

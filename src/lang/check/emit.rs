@@ -6,12 +6,14 @@ use super::{CheckedFn, FnCx, Sig, Val};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, VarId};
 use crate::lang::span::Diagnostic;
+use crate::lang::transform::Transforms;
 use crate::lang::types::Type;
 use crate::ops::Op;
 use std::collections::{HashMap, HashSet};
 
 impl<'a> FnCx<'a> {
     pub(super) fn new(
+        transforms: &'a dyn Transforms,
         sigs: &'a [Option<Sig>],
         lowered: &'a [Option<CheckedFn>],
         by_name: &'a HashMap<String, usize>,
@@ -20,6 +22,7 @@ impl<'a> FnCx<'a> {
         sig: &'a Sig,
     ) -> FnCx<'a> {
         FnCx {
+            transforms,
             sigs,
             lowered,
             by_name,
@@ -96,7 +99,7 @@ impl<'a> FnCx<'a> {
                         Op::Repeat => "broadcasting a vector over rows".to_string(),
                         other => format!("the operation `{}`", other.name()),
                     };
-                    self.error(Diagnostic::new(
+                    self.error(Diagnostic::unsupported(
                         span,
                         format!(
                             "{what} on a value that depends on the index of `tabulate` is not supported yet"

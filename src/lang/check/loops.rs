@@ -57,7 +57,7 @@ impl<'a> FnCx<'a> {
             self.too_large = true;
             let fname = self.b.function().name.clone();
             self.error(
-                Diagnostic::new(
+                Diagnostic::limit(
                     span,
                     format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
                 )
@@ -134,7 +134,7 @@ impl<'a> FnCx<'a> {
         let xs_ty = self.ty(xs);
         let count = xs_ty.shape[0].clone();
         if !matches!(count, Dim::Lit(_) | Dim::Param(_)) {
-            self.error(Diagnostic::new(
+            self.error(Diagnostic::unsupported(
                 seq.span,
                 format!("`scan` over a sequence of length {count} is not supported yet; its length must be a size parameter or an integer"),
             ));

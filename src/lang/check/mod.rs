@@ -33,13 +33,11 @@ mod expr;
 mod graph;
 mod loops;
 mod signature;
-#[cfg(test)]
-mod tests;
 
 use super::ast::*;
 use super::ir::{Builder, Function, VarId};
-use super::program::GradSpec;
 use super::span::{Diagnostic, Span};
+use super::transform::Transforms;
 use super::types::{DType, Dim, Type};
 use super::value::Value;
 use crate::ops::Op;
@@ -163,9 +161,20 @@ enum Val {
     Err,
 }
 
+/// What a `@grad` function differentiates.
+#[derive(Clone, Debug)]
+pub struct GradSpec {
+    /// The body lowered as a function of the same parameters (one scalar result).
+    pub primal: Function,
+    /// Indices of the parameters differentiated, in `@grad(...)` order.
+    pub wrt: Vec<usize>,
+}
+
 /// Check and lower every function. Returns the functions by name, in
 /// source order.
-pub fn check(module: &Module) -> Result<Checked, CheckError> {
+/// `transforms` answers the transform attributes (`@grad`, `@jvp`, ...) as
+/// each such function is lowered.
+pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
     let n = module.items.len();
 
@@ -252,7 +261,7 @@ pub fn check(module: &Module) -> Result<Checked, CheckError> {
             templates.push((i, names));
             continue;
         }
-        let mut cx = FnCx::new(&sigs, &lowered, &by_name, module, i, sig);
+        let mut cx = FnCx::new(transforms, &sigs, &lowered, &by_name, module, i, sig);
         let result = cx.lower_fn(&module.items[i], sig, &[]);
         errs.append(&mut cx.errs);
         if internal.is_none() {
@@ -315,6 +324,8 @@ fn plural(n: usize, what: &str) -> String {
 
 /// Lowering state for one function body.
 struct FnCx<'a> {
+    /// Answers `@grad`, `@value_and_grad` and `@jvp` ([`Transforms`]).
+    transforms: &'a dyn Transforms,
     sigs: &'a [Option<Sig>],
     lowered: &'a [Option<CheckedFn>],
     by_name: &'a HashMap<String, usize>,

@@ -1,13 +1,17 @@
-//! A checked program: the front end's product, what the pipeline and the
-//! CLI consume. Parsing, checking and lowering of every function happen in
-//! [`Program::parse`].
+//! A checked program: what the pipeline and the CLI consume. Parsing,
+//! checking and lowering of every function happen in [`Program::parse`],
+//! which gives the front end the AD stage ([`Ad`]) to answer the transform
+//! attributes with: this is where `lang` and `differentiate` meet.
 
-use super::ast::Module;
-use super::check::{check, CheckError, CheckedFn};
-use super::ir::Function;
-use super::parser::parse;
-use super::span::{Diagnostics, SourceFile, Span};
+use crate::differentiate::Ad;
+use crate::error::span::{Diagnostics, SourceFile, Span};
 use crate::error::Error;
+use crate::lang::ast::Module;
+use crate::lang::check::{check, CheckError, CheckedFn};
+use crate::lang::ir::Function;
+use crate::lang::parser::parse;
+
+pub use crate::lang::check::GradSpec;
 
 /// A parsed, checked and lowered source file.
 #[derive(Clone, Debug)]
@@ -17,15 +21,6 @@ pub struct Program {
     functions: Vec<(String, CheckedFn)>,
     /// Functions with static parameters, and those parameters' names.
     templates: Vec<(String, Vec<String>)>,
-}
-
-/// What a `@grad` function differentiates.
-#[derive(Clone, Debug)]
-pub struct GradSpec {
-    /// The body lowered as a function of the same parameters (one scalar result).
-    pub primal: Function,
-    /// Indices of the parameters differentiated, in `@grad(...)` order.
-    pub wrt: Vec<usize>,
 }
 
 impl Program {
@@ -41,7 +36,7 @@ impl Program {
         if !errs.is_empty() {
             return Err(Error::Source(Diagnostics { file, items: errs }));
         }
-        match check(&ast) {
+        match check(&ast, &Ad) {
             Ok(checked) => Ok(Program {
                 file,
                 ast,

@@ -1,8 +1,9 @@
-//! Unit tests of checking and lowering.
+//! Checking and lowering, end to end through `Program::parse` (it moved out
+//! of `lang` with `Program`, which joins the checker to AD).
 
-use crate::lang::interp::run;
-use crate::lang::value::Value;
-use crate::{Error, Program};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::value::Value;
+use egrad::{Error, Program};
 
 const SEED: &str = "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {
   let pred = +/(w .* x)
@@ -49,7 +50,7 @@ fn seed_lowers_and_runs() {
     );
     let w = Value::f32(&[1.0, 2.0, 3.0]);
     let x = Value::f32(&[4.0, 5.0, 6.0]);
-    let y = Value::scalar(crate::lang::types::DType::F32, 0.5);
+    let y = Value::scalar(egrad::DType::F32, 0.5);
     let l = run1(&p, "loss", &[&w, &x, &y]);
     assert_eq!(l[0].as_scalar(), 31.5 * 31.5);
     let g = run1(&p, "dloss_dw", &[&w, &x, &y]);
@@ -73,7 +74,7 @@ fn scalars_broadcast() {
         "f",
         &[
             &Value::f64(&[1.0, 2.0]),
-            &Value::scalar(crate::lang::types::DType::F64, 3.0),
+            &Value::scalar(egrad::DType::F64, 3.0),
         ],
     );
     assert_eq!(r[0].data, vec![4.0, 7.0]);
@@ -133,7 +134,7 @@ fn grad_of_two_params_returns_a_tuple() {
              }",
     );
     let a = Value::f64(&[1.0, 2.0]);
-    let b = Value::scalar(crate::lang::types::DType::F64, 3.0);
+    let b = Value::scalar(egrad::DType::F64, 3.0);
     let r = run1(&p, "g", &[&a, &b]);
     assert_eq!(r.len(), 2);
     assert_eq!(r[0].data, vec![6.0, 12.0]);
@@ -151,7 +152,7 @@ fn higher_derivatives_through_grad_functions() {
              @grad(x)
              fn d2(x: f64) -> f64 = d1(x)",
     );
-    let x = Value::scalar(crate::lang::types::DType::F64, 2.0);
+    let x = Value::scalar(egrad::DType::F64, 2.0);
     assert_eq!(run1(&p, "d1", &[&x])[0].as_scalar(), 12.0);
     assert_eq!(run1(&p, "d2", &[&x])[0].as_scalar(), 12.0);
 }

@@ -1,0 +1,76 @@
+//! The AD stage's answer to the checker's transform requests
+//! ([`crate::lang::transform`]): reverse mode for `@grad` (forward mode when
+//! reverse mode meets a loop's gradient and every parameter differentiated
+//! is a scalar), `@value_and_grad` from the same sweep, forward mode for
+//! `@jvp`.
+
+use super::forward::{forward, forward_gradient};
+use super::reverse::{prune_dead, reverse};
+use super::{AdError, AdLimit};
+use crate::lang::ir::Function;
+use crate::lang::transform::{Derived, Request, TransformError, Transforms};
+
+/// Automatic differentiation as the checker's [`Transforms`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ad;
+
+impl Transforms for Ad {
+    fn derive(&self, name: &str, request: Request<'_>) -> Result<Derived, TransformError> {
+        match request {
+            Request::Grad {
+                primal,
+                wrt,
+                value_too,
+            } => grad(name, primal, wrt, value_too),
+            Request::Jvp { f, pairs } => match forward(f, pairs, name) {
+                Ok(ir) => Ok(Derived { ir, reverse: false }),
+                Err(e) => Err(failure("forward mode of", name, e)),
+            },
+        }
+    }
+}
+
+fn grad(
+    name: &str,
+    primal: &Function,
+    wrt: &[usize],
+    value_too: bool,
+) -> Result<Derived, TransformError> {
+    let rev = match reverse(primal, wrt) {
+        Ok(r) => r,
+        // Through a loop's gradient reverse mode stops; for scalar
+        // parameters forward mode gives the gradient.
+        Err(AdError::Unsupported(AdLimit::LoopGradient))
+            if !value_too
+                && wrt
+                    .iter()
+                    .all(|&i| primal.ty(primal.params[i].var).is_scalar()) =>
+        {
+            return match forward_gradient(primal, wrt, name) {
+                Ok(ir) => Ok(Derived { ir, reverse: false }),
+                Err(e) => Err(failure("differentiating", name, e)),
+            };
+        }
+        Err(e) => return Err(failure("differentiating", name, e)),
+    };
+    if value_too {
+        let mut ir = prune_dead(&rev.value_and_grad);
+        ir.name = name.to_string();
+        return Ok(Derived { ir, reverse: false });
+    }
+    Ok(Derived {
+        ir: rev.gradient(name),
+        reverse: true,
+    })
+}
+
+/// A limit users can meet is theirs to work around; anything else is a bug.
+fn failure(what: &str, name: &str, e: AdError) -> TransformError {
+    match e {
+        AdError::Unsupported(limit) => TransformError::Unsupported {
+            why: limit.message().to_string(),
+            note: limit.note().to_string(),
+        },
+        AdError::Invalid(e) => TransformError::Internal(format!("{what} `{name}`: {e}")),
+    }
+}
