@@ -32,7 +32,7 @@ use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
-use crate::residuals::{Residual, ResidualKind};
+use crate::residuals::{cut, Cut, Residual, ResidualKind};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
@@ -56,83 +56,18 @@ pub struct Split {
 /// pullback along `g.residuals`.
 pub fn split(g: &GradProgram) -> Result<Split> {
     let vg = g.value_and_grad_ir();
-    let defs = vg.definitions();
     let internal = |m: String| Error::internal(format!("aot: {m}"));
-    let residuals = &g.residuals.residuals;
-    let stored: Vec<Residual> = residuals
-        .iter()
-        .filter(|r| r.kind == ResidualKind::Stored)
-        .cloned()
-        .collect();
-    let mut inputs = Vec::new();
-    for r in residuals.iter().filter(|r| r.kind == ResidualKind::Input) {
-        let pos = vg
-            .params
-            .iter()
-            .position(|p| p.var == r.var)
-            .ok_or_else(|| internal(format!("residual %{} is not an input", r.name)))?;
-        inputs.push(pos);
-    }
-    inputs.sort_unstable();
-    let value = *vg
-        .rets
-        .first()
-        .ok_or_else(|| internal("the value-and-gradient program returns nothing".into()))?;
-
-    // The statements `rets` need, stopping at `leaves`.
-    let needed = |rets: &[VarId], leaves: &HashSet<VarId>| -> Result<Vec<Stmt>> {
-        let mut keep = vec![false; vg.stmts.len()];
-        let mut seen = vec![false; vg.vars.len()];
-        let mut stack: Vec<VarId> = rets.to_vec();
-        while let Some(v) = stack.pop() {
-            if std::mem::replace(&mut seen[v.index()], true) || leaves.contains(&v) {
-                continue;
-            }
-            let i = defs[v.index()].ok_or_else(|| {
-                internal(format!(
-                    "%{} is neither computed nor passed in",
-                    vg.var_name(v)
-                ))
-            })?;
-            keep[i] = true;
-            stack.extend(vg.stmts[i].args.iter().copied());
-        }
-        Ok(vg
-            .stmts
-            .iter()
-            .zip(keep)
-            .filter(|(_, k)| *k)
-            .map(|(s, _)| s.clone())
-            .collect())
-    };
-
-    // Forward: the value and the stored residuals, from the inputs.
-    let params: HashSet<VarId> = vg.params.iter().map(|p| p.var).collect();
-    let mut frets = vec![value];
-    frets.extend(stored.iter().map(|r| r.var));
-    let forward = Function {
-        name: format!("{}_forward", g.name),
-        stmts: needed(&frets, &params)?,
-        rets: frets,
-        ..vg.clone()
-    };
-
-    // Pullback: the gradients from the inputs it reads, the stored
-    // residuals and the cotangent (constants it recomputes).
-    let mut pparams: Vec<Param> = inputs.iter().map(|&i| vg.params[i].clone()).collect();
-    pparams.extend(stored.iter().map(|r| Param {
-        var: r.var,
-        span: Span::default(),
-    }));
-    let leaves: HashSet<VarId> = pparams.iter().map(|p| p.var).collect();
-    let grads: Vec<VarId> = vg.rets[1..].to_vec();
-    let mut pullback = Function {
-        name: format!("{}_pullback", g.name),
-        params: pparams,
-        stmts: needed(&grads, &leaves)?,
-        rets: Vec::new(),
-        ..vg.clone()
-    };
+    let Cut {
+        mut forward,
+        mut pullback,
+        inputs,
+        stored,
+    } = cut(vg, &g.residuals).map_err(|e| internal(e.0))?;
+    forward.name = format!("{}_forward", g.name);
+    pullback.name = format!("{}_pullback", g.name);
+    let value = vg.rets[0];
+    // The pullback scales each gradient by the cotangent.
+    let grads = std::mem::take(&mut pullback.rets);
     let dtype = vg.ty(value).dtype;
     let mut names: HashSet<String> = vg.vars.iter().map(|v| v.name.clone()).collect();
     let mut fresh = |f: &mut Function, hint: &str, ty: Type| -> VarId {

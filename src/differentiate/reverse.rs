@@ -5,6 +5,8 @@ use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, VarId};
 use crate::lang::types::Type;
 use crate::ops::Op;
+pub use crate::residuals::prune_dead;
+use crate::residuals::split_at;
 use indexmap::IndexMap;
 
 /// The result of differentiating a scalar function in reverse mode.
@@ -210,7 +212,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         }
     }
     vg.validate()?;
-    let (forward, pullback, residuals) = split(&vg, primal_len)?;
+    let (forward, pullback, residuals) = split_at(&vg, primal_len)?;
     Ok(Reverse {
         value_and_grad: vg,
         primal_len,
@@ -276,133 +278,6 @@ pub fn body_vjp(body: &Function) -> Result<Function, AdError> {
     let h = b.finish(vec![h]);
     let r = reverse(&h, &[0])?;
     Ok(r.gradient(&format!("{}.vjp", body.name)))
-}
-
-/// Split a value-and-grad function into forward and pullback at `primal_len`
-/// (the statement after the primal is the seed constant).
-fn split(vg: &Function, primal_len: usize) -> Result<(Function, Function, Vec<String>), AdError> {
-    let seed = vg.stmts[primal_len].var;
-    let is_primal = {
-        let mut p = vec![false; vg.vars.len()];
-        for prm in &vg.params {
-            p[prm.var.index()] = true;
-        }
-        for s in &vg.stmts[..primal_len] {
-            p[s.var.index()] = true;
-        }
-        p
-    };
-    let mut residuals: Vec<VarId> = Vec::new();
-    for s in &vg.stmts[primal_len + 1..] {
-        for a in &s.args {
-            if is_primal[a.index()] && !residuals.contains(a) {
-                residuals.push(*a);
-            }
-        }
-    }
-    for r in &vg.rets[1..] {
-        if is_primal[r.index()] && !residuals.contains(r) {
-            residuals.push(*r);
-        }
-    }
-
-    let mut fwd = vg.clone();
-    fwd.name = format!("{}.forward", vg.name);
-    fwd.stmts.truncate(primal_len);
-    fwd.rets = std::iter::once(vg.rets[0])
-        .chain(residuals.iter().copied())
-        .collect();
-    let fwd = renumber(&fwd);
-
-    let mut b = Builder::new(format!("{}.pullback", vg.name), vg.size_params.clone());
-    b.copy_loops(vg);
-    let mut map: Vec<Option<VarId>> = vec![None; vg.vars.len()];
-    for r in &residuals {
-        let span = vg
-            .params
-            .iter()
-            .find(|p| p.var == *r)
-            .map(|p| p.span)
-            .unwrap_or_default();
-        map[r.index()] = Some(b.param(vg.var_name(*r), vg.ty(*r).clone(), span));
-    }
-    map[seed.index()] = Some(b.param("ct", vg.ty(seed).clone(), Default::default()));
-    for s in &vg.stmts[primal_len + 1..] {
-        let args: Vec<VarId> = s
-            .args
-            .iter()
-            .map(|a| map[a.index()].ok_or_else(|| IrError("pullback reads a non-residual".into())))
-            .collect::<Result<_, _>>()?;
-        let v = b
-            .push(vg.var_name(s.var), s.op, &args, Some(vg.ty(s.var)))
-            .map_err(AdError::from)?;
-        map[s.var.index()] = Some(v);
-    }
-    let rets = vg.rets[1..]
-        .iter()
-        .map(|r| map[r.index()].ok_or_else(|| IrError("gradient not computed".into())))
-        .collect::<Result<_, _>>()?;
-    let pb = b.finish(rets);
-    pb.validate()?;
-    let names = residuals
-        .iter()
-        .map(|r| vg.var_name(*r).to_string())
-        .collect();
-    Ok((fwd, pb, names))
-}
-
-/// Drop statements whose values are never used (keeps names).
-pub fn prune_dead(f: &Function) -> Function {
-    let mut live = vec![false; f.vars.len()];
-    for r in &f.rets {
-        live[r.index()] = true;
-    }
-    for s in f.stmts.iter().rev() {
-        if live[s.var.index()] {
-            for a in &s.args {
-                live[a.index()] = true;
-            }
-        }
-    }
-    let mut g = f.clone();
-    g.stmts.retain(|s| live[s.var.index()]);
-    renumber(&g)
-}
-
-/// Drop variables that no longer have a definition (after slicing), keeping
-/// the order and names of the rest.
-fn renumber(f: &Function) -> Function {
-    let mut keep = vec![false; f.vars.len()];
-    for p in &f.params {
-        keep[p.var.index()] = true;
-    }
-    for s in &f.stmts {
-        keep[s.var.index()] = true;
-    }
-    let mut new_id = vec![None; f.vars.len()];
-    let mut vars = Vec::new();
-    for (i, v) in f.vars.iter().enumerate() {
-        if keep[i] {
-            new_id[i] = Some(VarId(vars.len() as u32));
-            vars.push(v.clone());
-        }
-    }
-    let r = |v: VarId| new_id[v.index()].unwrap_or(v);
-    let mut g = f.clone();
-    g.vars = vars;
-    for p in &mut g.params {
-        p.var = r(p.var);
-    }
-    for s in &mut g.stmts {
-        s.var = r(s.var);
-        for a in &mut s.args {
-            *a = r(*a);
-        }
-    }
-    for x in &mut g.rets {
-        *x = r(*x);
-    }
-    g
 }
 
 #[cfg(test)]

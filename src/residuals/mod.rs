@@ -8,6 +8,10 @@
 //! types and byte offsets in the residual buffer (8-byte aligned, in
 //! program order): that is the residual ABI.
 
+pub mod cut;
+
+pub use cut::{cut, needed, prune_dead, split_at, Cut};
+
 use crate::extract::cost::CostModel;
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::Type;
@@ -46,29 +50,23 @@ pub struct ResidualPlan {
 
 /// Find the residuals of a value-and-gradient function.
 pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
-    let mut forward = vec![false; vg.vars.len()];
-    for p in &vg.params {
-        forward[p.var.index()] = true;
-    }
     let defs = vg.definitions();
     let mut constant = vec![false; vg.vars.len()];
     for s in &vg.stmts {
         constant[s.var.index()] = s.args.iter().all(|a| constant[a.index()]);
     }
-    // Everything the primal value (return 0) depends on.
-    let mut stack: Vec<_> = vg.rets.first().copied().into_iter().collect();
-    while let Some(v) = stack.pop() {
-        if let Some(i) = defs[v.index()] {
-            if !forward[v.index()] {
-                forward[v.index()] = true;
-                stack.extend(vg.stmts[i].args.iter().copied());
-            }
-        }
+    // The inputs and everything the primal value (return 0) depends on.
+    let mut forward = cut::params_as_leaves(vg);
+    let roots: Vec<VarId> = vg.rets.first().copied().into_iter().collect();
+    // Valid IR defines every value it reads: nothing is missing.
+    let keep = needed(vg, &roots, &forward).unwrap_or_default();
+    for (s, k) in vg.stmts.iter().zip(keep) {
+        forward[s.var.index()] |= k;
     }
-    let mut needed = Vec::new();
+    let mut reads = Vec::new();
     let mut push = |v: VarId| {
-        if forward[v.index()] && !needed.contains(&v) {
-            needed.push(v);
+        if forward[v.index()] && !reads.contains(&v) {
+            reads.push(v);
         }
     };
     for s in &vg.stmts {
@@ -77,9 +75,9 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
         }
     }
     vg.rets.iter().skip(1).for_each(|r| push(*r));
-    needed.sort();
+    reads.sort();
     let mut out = ResidualPlan::default();
-    for v in needed {
+    for v in reads {
         let kind = if defs[v.index()].is_none() {
             ResidualKind::Input
         } else if constant[v.index()] {
