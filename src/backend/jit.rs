@@ -496,10 +496,32 @@ pub fn clif_text_with(f: &Function, opts: &BackendOptions) -> Result<String, Err
 
 pub(super) type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
 
+/// The JIT module that owns a compiled function's code and data memory.
+/// Nothing reads or writes it once the code is finalized; only
+/// `CompiledFunction`'s `drop` takes it out, to free the memory.
+struct OwnedModule(Option<JITModule>);
+
+// SAFETY: `JITModule` is neither `Send` nor `Sync` because it holds raw
+// pointers to its memory and interior-mutable symbol tables. After
+// finalization no code touches the module through a shared reference (no
+// method of `CompiledFunction` reads `module`), so sharing `&OwnedModule`
+// between threads shares nothing; the finalized code it backs is immutable
+// and reentrant. Moving it to another thread and freeing it there (`drop`,
+// with exclusive access) only unmaps plain memory, which has no thread
+// affinity.
+unsafe impl Send for OwnedModule {}
+// SAFETY: see above: nothing is accessed through `&OwnedModule`.
+unsafe impl Sync for OwnedModule {}
+
 /// A natively compiled function. Owns its JIT memory (freed on drop).
+///
+/// `Send + Sync`: the finalized code is immutable and reentrant (it writes
+/// only the buffers and scratch of its call), so threads may call one
+/// compiled function at once, each with its own [`Workspace`](super::Workspace)
+/// or through [`CompiledFunction::call`].
 pub struct CompiledFunction {
     /// `Some` until dropped; the entry pointer is valid only while it lives.
-    module: Option<JITModule>,
+    module: OwnedModule,
     pub(super) entry: Entry,
     pub(super) func: Function,
     pub(super) plan: Plan,
@@ -553,7 +575,7 @@ pub fn compile_keeping(
     // (pointer, pointer) -> () in the ISA's default (C) calling convention.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
     Ok(CompiledFunction {
-        module: Some(module),
+        module: OwnedModule(Some(module)),
         entry,
         func: f.clone(),
         plan,
@@ -723,7 +745,7 @@ impl Prepared<'_> {
 
 impl Drop for CompiledFunction {
     fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
+        if let Some(m) = self.module.0.take() {
             // SAFETY: `entry` points into this module's memory and is never
             // called again: `self` is being dropped.
             unsafe { m.free_memory() };
