@@ -157,7 +157,7 @@ fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
                     s
                 }
             },
-            ENodeOrVar::ENode(Node::Ty(t)) => Slot::Type(t.clone()),
+            ENodeOrVar::ENode(Node::Ty(t)) => Slot::Type(t.ty().clone()),
             ENodeOrVar::ENode(Node::Op(op, ch)) => {
                 let args: Option<Vec<VarId>> = ch[..op.arity()]
                     .iter()

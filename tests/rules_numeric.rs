@@ -116,7 +116,7 @@ fn type_of(p: &Pattern<Node>, i: usize, env: &BTreeMap<Var, Bound>) -> Option<Ty
                         Bound::Ty(t) => Some(t.clone()),
                         Bound::Val(_) => return None,
                     },
-                    ENodeOrVar::ENode(Node::Ty(t)) => Some(t.clone()),
+                    ENodeOrVar::ENode(Node::Ty(t)) => Some(t.ty().clone()),
                     _ => return None,
                 }
             } else {
@@ -635,11 +635,11 @@ fn instantiate(rule: &Rule) -> (RecExpr<Node>, Analysis) {
                         None => {
                             let name = v.to_string().trim_start_matches('?').to_string();
                             analysis.inputs.insert(name.clone(), t.clone());
-                            Node::Input(name)
+                            Node::Input(name.into())
                         }
                     }
                 }
-                Bound::Ty(t) => Node::Ty(t.clone()),
+                Bound::Ty(t) => Node::Ty(t.into()),
             },
             ENodeOrVar::ENode(e) => e.clone().map_children(|c| ids[usize::from(c)]),
         };

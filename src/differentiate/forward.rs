@@ -1,6 +1,6 @@
 //! Forward mode: the tangent of every value, in one pass in program order.
 
-use super::template::Template;
+use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
 use crate::lang::types::{Dim, Type};
@@ -193,12 +193,13 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         if s.op.is_piecewise_constant() {
             continue;
         }
-        let rules = s.op.jvp();
+        let rules = template::parsed(s.op, Rule::Jvp);
         let out_ty = f.ty(s.var).clone();
         let mut total: Option<VarId> = None;
         for (i, a) in s.args.iter().enumerate() {
             let Some(t) = tan[a.index()] else { continue };
-            let tmpl = Template::parse(&rules[i])
+            let tmpl = rules[i]
+                .as_ref()
                 .map_err(|e| IrError(format!("JVP of `{}`: {e}", s.op.name())))?;
             let bind = |v: &str| -> Option<VarId> {
                 match v {
@@ -402,6 +403,7 @@ pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Funct
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::differentiate::template::Template;
     use crate::lang::interp::run;
     use crate::lang::ir::parse_functions;
     use crate::lang::types::DType;

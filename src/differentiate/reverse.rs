@@ -1,6 +1,6 @@
 //! The reverse sweep.
 
-use super::template::Template;
+use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, VarId};
 use crate::lang::types::Type;
@@ -8,6 +8,7 @@ use crate::ops::Op;
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
 use indexmap::IndexMap;
+use std::borrow::Cow;
 
 /// The result of differentiating a scalar function in reverse mode.
 #[derive(Clone, Debug)]
@@ -142,13 +143,16 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
             ct.insert(a, total);
             continue;
         }
-        let rules = s.op.vjp();
+        let rules = template::parsed(s.op, Rule::Vjp);
         for (i, a) in s.args.iter().enumerate() {
             if !active[a.index()] {
                 continue;
             }
-            let mut tmpl = Template::parse(&rules[i])
-                .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
+            let mut tmpl = Cow::Borrowed(
+                rules[i]
+                    .as_ref()
+                    .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?,
+            );
             // The guard compares the cotangent element by element with the
             // contribution, which is right for element-wise ops and for a
             // scalar cotangent. A `matmul` mixes elements: its contribution
@@ -156,14 +160,14 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
             // untaken branch would reach the gradient).
             let guardable = s.op.is_elementwise() || f.ty(s.var).is_scalar();
             if masked[s.var.index()] && reads_primal(&tmpl) && guardable {
-                tmpl = Template::App(
+                tmpl = Cow::Owned(Template::App(
                     Op::Select,
                     vec![
                         Template::App(Op::Ne, vec![Template::Var("g".into()), Template::Num(0.0)]),
-                        tmpl,
+                        tmpl.into_owned(),
                         Template::Num(0.0),
                     ],
-                );
+                ));
             }
             if s.op == Op::Select || masked[s.var.index()] {
                 masked[a.index()] = true;

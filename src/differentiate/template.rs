@@ -4,7 +4,9 @@
 use crate::lang::ir::{Builder, VarId};
 use crate::lang::types::Type;
 use crate::ops::{parse_number, Op};
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A parsed template.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,6 +136,41 @@ impl Template {
     }
 }
 
+/// Which of the op table's derivative rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// [`Op::vjp`].
+    Vjp,
+    /// [`Op::jvp`].
+    Jvp,
+}
+
+/// An op's parsed templates for `rule`, one per operand (each as
+/// [`Template::parse`] gives it, error included).
+pub type Parsed = Arc<[Result<Template, TemplateError>]>;
+
+/// The op's `rule` templates, parsed once per process and shared: AD meets
+/// the same op in statement after statement. The op table's strings are a
+/// function of the op alone (its payload included, as in `(pad 2 ?g)`), so
+/// the op, payload and all, is the key.
+pub fn parsed(op: Op, rule: Rule) -> Parsed {
+    static CACHE: OnceLock<Mutex<HashMap<(Op, Rule), Parsed>>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry((op, rule))
+        .or_insert_with(|| {
+            let strings = match rule {
+                Rule::Vjp => op.vjp(),
+                Rule::Jvp => op.jvp(),
+            };
+            strings.iter().map(|s| Template::parse(s)).collect()
+        })
+        .clone()
+}
+
 fn tokenize(s: &str) -> Vec<String> {
     s.replace('(', " ( ")
         .replace(')', " ) ")
@@ -209,6 +246,23 @@ mod tests {
                     };
                     assert!(ok, "{op:?}: template `{t}` uses ?{v}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn parsed_once_is_parsed_each_time() {
+        let mut ops: Vec<Op> = ALL_OPS.to_vec();
+        for op in ALL_OPS {
+            if op.payload().is_some() {
+                ops.extend([op.with_payload(0), op.with_payload(1), op.with_payload(7)]);
+            }
+        }
+        for op in ops {
+            for (rule, strings) in [(Rule::Vjp, op.vjp()), (Rule::Jvp, op.jvp())] {
+                let want: Vec<_> = strings.iter().map(|s| Template::parse(s)).collect();
+                assert_eq!(parsed(op, rule).to_vec(), want, "{op:?} {rule:?}");
+                assert_eq!(parsed(op, rule).to_vec(), want, "{op:?} {rule:?} (cached)");
             }
         }
     }

@@ -592,7 +592,7 @@ pub fn extract(
     for p in &like.params {
         let v = b.param(like.var_name(p.var), like.ty(p.var).clone(), p.span);
         let id = eg
-            .lookup(Node::Input(like.var_name(p.var).to_string()))
+            .lookup(Node::Input(like.var_name(p.var).into()))
             .map(|i| eg.find(i));
         if let Some(id) = id {
             var_of.insert(id, v);

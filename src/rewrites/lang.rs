@@ -5,10 +5,14 @@
 use crate::lang::types::Type;
 use crate::lang::value::Value;
 use crate::ops::{Lit, Op};
-use egg::{DidMerge, EGraph, Id, Language};
+use egg::{DidMerge, EGraph, Id, Language, Symbol};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
+use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
 
 /// An e-node: an op from the op table, a function input, a type literal
 /// (the annotation child of `bcast` and `zero`), or one of the two residual
@@ -26,13 +30,149 @@ use std::fmt;
 /// node is not a program and cannot be extracted. Without the marker a
 /// recomputed term would be the primal term itself and the choice would
 /// vanish.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// **Interning.** Names and type literals are interned ([`Symbol`],
+/// [`TypeLit`]) so that cloning a node, comparing it and taking its
+/// [`Language::discriminant`] (hot in saturation) never allocates. The
+/// order ([`Ord`], which sorts a class's nodes and so decides which of two
+/// equal-cost nodes extraction meets first) compares names by their text and
+/// types structurally, never by interning order, which depends on what the
+/// process interned before.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Node {
     Op(Op, SmallVec<[Id; 2]>),
-    Input(String),
-    Ty(Type),
+    Input(Symbol),
+    Ty(TypeLit),
     Bwd([Id; 1]),
     Stash([Id; 1]),
+}
+
+impl Node {
+    /// Position of the variant, in declaration order.
+    fn rank(&self) -> u8 {
+        match self {
+            Node::Op(..) => 0,
+            Node::Input(_) => 1,
+            Node::Ty(_) => 2,
+            Node::Bwd(_) => 3,
+            Node::Stash(_) => 4,
+        }
+    }
+}
+
+/// The order a derived `Ord` would give with `Input(String)` and
+/// `Ty(Type)`: variant, then fields; names by text, not by symbol id.
+impl Ord for Node {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Node::Op(a, ca), Node::Op(b, cb)) => a.cmp(b).then_with(|| ca.cmp(cb)),
+            (Node::Input(a), Node::Input(b)) if a == b => Ordering::Equal,
+            (Node::Input(a), Node::Input(b)) => a.as_str().cmp(b.as_str()),
+            (Node::Ty(a), Node::Ty(b)) => a.cmp(b),
+            (Node::Bwd(a), Node::Bwd(b)) | (Node::Stash(a), Node::Stash(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for Node {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A type literal, interned: a `Copy` handle to one process-wide copy of
+/// the [`Type`] and of its token (the text in an s-expression).
+///
+/// Equal types share one entry, so equality and hashing look at the entry's
+/// address and token only; [`Ord`] compares the types themselves, as
+/// `Type`'s derived order does, so no order depends on interning order.
+#[derive(Clone, Copy)]
+pub struct TypeLit(&'static TypeEntry);
+
+struct TypeEntry {
+    ty: Type,
+    token: Symbol,
+}
+
+impl TypeLit {
+    /// The interned literal of `t` (its entry is made on first use).
+    pub fn new(t: &Type) -> TypeLit {
+        static TABLE: OnceLock<Mutex<HashMap<Type, &'static TypeEntry>>> = OnceLock::new();
+        let mut table = TABLE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = table.get(t) {
+            return TypeLit(e);
+        }
+        // Leaked on purpose: a process meets few distinct types, and a
+        // `'static` entry makes the handle `Copy`.
+        let e: &'static TypeEntry = Box::leak(Box::new(TypeEntry {
+            ty: t.clone(),
+            token: Symbol::from(type_token(t)),
+        }));
+        table.insert(t.clone(), e);
+        TypeLit(e)
+    }
+
+    /// The type.
+    pub fn ty(self) -> &'static Type {
+        &self.0.ty
+    }
+
+    /// The token (`f64[N]`), interned.
+    pub fn token(self) -> Symbol {
+        self.0.token
+    }
+}
+
+impl From<Type> for TypeLit {
+    fn from(t: Type) -> TypeLit {
+        TypeLit::new(&t)
+    }
+}
+
+impl From<&Type> for TypeLit {
+    fn from(t: &Type) -> TypeLit {
+        TypeLit::new(t)
+    }
+}
+
+impl PartialEq for TypeLit {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for TypeLit {}
+
+impl Hash for TypeLit {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.token.hash(state)
+    }
+}
+
+impl Ord for TypeLit {
+    fn cmp(&self, other: &Self) -> Ordering {
+        if self == other {
+            Ordering::Equal
+        } else {
+            self.0.ty.cmp(&other.0.ty)
+        }
+    }
+}
+
+impl PartialOrd for TypeLit {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for TypeLit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.ty.fmt(f)
+    }
 }
 
 /// Number of e-graph children of an op (IR operands plus a type child).
@@ -46,13 +186,13 @@ pub fn type_token(t: &Type) -> String {
 }
 
 impl Language for Node {
-    type Discriminant = (u8, Option<Op>, Option<String>);
+    type Discriminant = (u8, Option<Op>, Option<Symbol>);
 
     fn discriminant(&self) -> Self::Discriminant {
         match self {
             Node::Op(op, _) => (0, Some(*op), None),
-            Node::Input(n) => (1, None, Some(n.clone())),
-            Node::Ty(t) => (2, None, Some(type_token(t))),
+            Node::Input(n) => (1, None, Some(*n)),
+            Node::Ty(t) => (2, None, Some(t.token())),
             Node::Bwd(_) => (3, None, None),
             Node::Stash(_) => (4, None, None),
         }
@@ -90,8 +230,8 @@ impl fmt::Display for Node {
         match self {
             Node::Op(Op::Const(l), _) => write!(f, "{l}"),
             Node::Op(op, _) => f.write_str(op.name()),
-            Node::Input(n) => f.write_str(n),
-            Node::Ty(t) => f.write_str(&type_token(t)),
+            Node::Input(n) => f.write_str(n.as_str()),
+            Node::Ty(t) => f.write_str(t.token().as_str()),
             Node::Bwd(_) => f.write_str("bwd"),
             Node::Stash(_) => f.write_str("stash"),
         }
@@ -136,7 +276,7 @@ impl egg::FromOp for Node {
             return Ok(Node::Op(Op::Const(l), SmallVec::new()));
         }
         if let Some(t) = Type::parse(op) {
-            return Ok(Node::Ty(t));
+            return Ok(Node::Ty(t.into()));
         }
         if op
             .chars()
@@ -146,7 +286,7 @@ impl egg::FromOp for Node {
                 .chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
         {
-            return Ok(Node::Input(op.to_string()));
+            return Ok(Node::Input(Symbol::from(op)));
         }
         Err(NodeParseError(format!(
             "`{op}` is not an op, a literal, a type or a name"
@@ -183,12 +323,12 @@ impl egg::Analysis<Node> for Analysis {
         match enode {
             Node::Ty(t) => Data {
                 ty: None,
-                denotes: Some(t.clone()),
+                denotes: Some(t.ty().clone()),
                 konst: None,
                 zero: false,
             },
             Node::Input(n) => Data {
-                ty: egraph.analysis.inputs.get(n).cloned(),
+                ty: egraph.analysis.inputs.get(n.as_str()).cloned(),
                 denotes: None,
                 konst: None,
                 zero: false,
@@ -269,7 +409,7 @@ impl egg::Analysis<Node> for Analysis {
         }
         if data.zero {
             if let Some(t) = data.ty {
-                let tn = egraph.add(Node::Ty(t));
+                let tn = egraph.add(Node::Ty(t.into()));
                 let z = egraph.add(Node::Op(Op::Zero, [tn].into_iter().collect()));
                 egraph.union(id, z);
             }

@@ -98,7 +98,7 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
     let mut original: Vec<(Id, Node)> = Vec::new();
     let get = |class: &[Option<Id>], v: VarId| class[v.index()].expect("validated IR");
     for p in &f.params {
-        let id = eg.add(Node::Input(f.var_name(p.var).to_string()));
+        let id = eg.add(Node::Input(f.var_name(p.var).into()));
         class[p.var.index()] = Some(id);
     }
     let defs = f.definitions();
@@ -121,7 +121,7 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
     }
     for (i, s) in f.stmts.iter().enumerate() {
         let pullback = i >= split;
-        let ty_child = |eg: &mut EG| eg.add(Node::Ty(f.ty(s.var).clone()));
+        let ty_child = |eg: &mut EG| eg.add(Node::Ty(f.ty(s.var).into()));
         if pullback && !s.args.is_empty() {
             // The same op on the same primal values as a primal statement:
             // read that value through the marker, so it can be stored
@@ -263,7 +263,7 @@ fn checkpoint_choices(
             let rows = lp.tape_rows(k);
             let mut shape = vec![rows];
             shape.extend(st.shape.iter().cloned());
-            let ty = eg.add(Node::Ty(Type::array(st.dtype, shape)));
+            let ty = eg.add(Node::Ty(Type::array(st.dtype, shape).into()));
             let kids: SmallVec<[Id; 2]> = std::iter::once(x)
                 .chain(seq_fwd.iter().copied())
                 .chain(std::iter::once(ty))

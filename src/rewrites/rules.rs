@@ -7,7 +7,7 @@
 //! line is validated at start-up (ops and arity, variables, guards, unique
 //! names) and errors name `file:line`.
 
-use super::lang::{Analysis, Node, EG};
+use super::lang::{Analysis, Node, TypeLit, EG};
 use crate::lang::types::DType;
 use crate::ops::{parse_number, Lit, Op};
 use egg::{Applier, Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
@@ -213,10 +213,10 @@ impl Applier<Node, Analysis> for Rhs {
         let mut subst = subst.clone();
         for (t, a) in &self.types {
             // The guard checked that `?a` is typed.
-            let Some(ty) = subst.get(*a).and_then(|id| egraph[*id].data.ty.clone()) else {
+            let Some(ty) = subst.get(*a).and_then(|id| egraph[*id].data.ty.as_ref()) else {
                 return Vec::new();
             };
-            let id = egraph.add(Node::Ty(ty));
+            let id = egraph.add(Node::Ty(TypeLit::new(ty)));
             subst.insert(*t, id);
         }
         self.pattern
