@@ -29,39 +29,56 @@ use std::fmt;
 pub struct VarId(pub u32);
 
 impl VarId {
+    /// The variable's position in [`Function::vars`].
     pub fn index(self) -> usize {
         self.0 as usize
     }
 }
 
+/// A variable's name and type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VarInfo {
     /// Unique within the function; printed as `%name`.
     pub name: String,
+    /// Its type.
     pub ty: Type,
 }
 
+/// A parameter of a function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
+    /// The variable that holds it.
     pub var: VarId,
     /// Where the parameter is declared (for run-time argument errors).
     pub span: Span,
 }
 
+/// One statement: `%var: T = op %args...`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stmt {
+    /// The variable it defines.
     pub var: VarId,
+    /// The operation.
     pub op: Op,
+    /// The operands, in order.
     pub args: SmallVec<[VarId; 2]>,
 }
 
+/// A function in egrad's typed SSA IR: straight-line statements over
+/// whole arrays, plus the counted loops its loop statements run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {
+    /// Its name.
     pub name: String,
+    /// The size parameters (`N` in `f[N]`), bound from argument shapes.
     pub size_params: Vec<String>,
+    /// The parameters, in call order.
     pub params: Vec<Param>,
+    /// Every variable, indexed by [`VarId`].
     pub vars: Vec<VarInfo>,
+    /// The statements, in order (each defines one variable).
     pub stmts: Vec<Stmt>,
+    /// The results, in order.
     pub rets: Vec<VarId>,
     /// The loops its `loop`, `looptape` and `loopvjp` statements run, by
     /// number.
@@ -192,18 +209,22 @@ impl From<OpTypeError> for IrError {
 }
 
 impl Function {
+    /// The type of variable `v`.
     pub fn ty(&self, v: VarId) -> &Type {
         &self.vars[v.index()].ty
     }
 
+    /// The name of variable `v` (without the `%`).
     pub fn var_name(&self, v: VarId) -> &str {
         &self.vars[v.index()].name
     }
 
+    /// The parameters' types, in order.
     pub fn param_types(&self) -> Vec<Type> {
         self.params.iter().map(|p| self.ty(p.var).clone()).collect()
     }
 
+    /// The results' types, in order.
     pub fn ret_types(&self) -> Vec<Type> {
         self.rets.iter().map(|r| self.ty(*r).clone()).collect()
     }
