@@ -17,12 +17,11 @@ use egrad::internals::vmath::{self, VFn};
 struct Rng(u64);
 
 impl Rng {
+    /// splitmix64's stream: the suite's mixer of the state, then a step.
     fn next(&mut self) -> u64 {
+        let z = egrad::internals::suite::splitmix64(self.0);
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        z
     }
 
     /// Uniform in `[a, b]`.

@@ -133,12 +133,11 @@ fn compile(m: &mut JITModule, f: VFn, ty: Type) -> Kernel {
 struct Rng(u64);
 
 impl Rng {
+    /// splitmix64's stream: the suite's mixer of the state, then a step.
     fn next(&mut self) -> u64 {
+        let z = crate::internals::suite::splitmix64(self.0);
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        z
     }
     fn uniform(&mut self, a: f64, b: f64) -> f64 {
         a + (b - a) * ((self.next() >> 11) as f64 * 2f64.powi(-53))
