@@ -25,36 +25,22 @@
 //! For any other function the object holds one entry, `F`.
 
 use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
+use crate::error::span::Span;
 use crate::error::{Error, Result};
 use crate::lang::ir::{Function, Param, Stmt, VarId, VarInfo};
-use crate::lang::span::Span;
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
-use crate::residuals::{cut, Cut, Residual, ResidualKind};
+use crate::residuals::{cut, Cut, ResidualKind};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-/// The forward and pullback functions of a gradient, split from its
-/// optimized value-and-gradient program along its residual plan.
-#[derive(Clone, Debug)]
-pub struct Split {
-    /// `(inputs) -> (value, stored residuals...)`.
-    pub forward: Function,
-    /// `(inputs read in place..., stored residuals..., ct) -> (gradients...)`.
-    pub pullback: Function,
-    /// Positions (in the inputs) of the parameters the pullback reads in
-    /// place: its first parameters.
-    pub inputs: Vec<usize>,
-    /// The stored residuals, in residual-buffer order (the forward's
-    /// outputs after the value, the pullback's parameters after the inputs).
-    pub stored: Vec<Residual>,
-}
-
 /// Split `g`'s optimized value-and-gradient program into forward and
-/// pullback along `g.residuals`.
-pub fn split(g: &GradProgram) -> Result<Split> {
+/// pullback along `g.residuals` (`residuals::cut`),
+/// the pullback taking the cotangent `ct` as its last parameter and scaling
+/// each gradient by it.
+pub fn split(g: &GradProgram) -> Result<Cut> {
     let vg = g.value_and_grad_ir();
     let internal = |m: String| Error::internal(format!("aot: {m}"));
     let Cut {
@@ -117,7 +103,7 @@ pub fn split(g: &GradProgram) -> Result<Split> {
         f.validate()
             .map_err(|e| internal(format!("split: invalid IR: {e}")))?;
     }
-    Ok(Split {
+    Ok(Cut {
         forward,
         pullback,
         inputs,
@@ -659,7 +645,7 @@ fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> R
 fn gradient_header(
     opts: &BuildOptions,
     g: &GradProgram,
-    sp: &Split,
+    sp: &Cut,
     layouts: &[EntryLayout],
 ) -> Result<String> {
     let vg = g.value_and_grad_ir();

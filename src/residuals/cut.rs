@@ -5,8 +5,8 @@
 //! ([`prune_dead`]) and the plan's forward part ([`super::plan`]) all use it.
 
 use super::{Residual, ResidualKind, ResidualPlan};
+use crate::error::span::Span;
 use crate::lang::ir::{Builder, Function, IrError, Param, VarId};
-use crate::lang::span::Span;
 
 /// The one reachability walk: which statements of `f` the values `roots`
 /// need, not looking past `leaves` (indexed by variable; a leaf is given,
@@ -65,7 +65,8 @@ pub struct Cut {
     /// `(inputs) -> (value, stored residuals...)`: what the value and the
     /// stored residuals need.
     pub forward: Function,
-    /// `(inputs it reads..., stored residuals...) -> (gradients...)`.
+    /// `(inputs it reads..., stored residuals...) -> (gradients...)`
+    /// (`aot::split` adds the cotangent as a last parameter).
     pub pullback: Function,
     /// Positions of the value-and-gradient program's parameters the
     /// pullback reads, ascending.
