@@ -14,13 +14,13 @@
 
 use crate::backend::{self, BackendOptions, CompiledFunction};
 use crate::differentiate::{reverse, reverse::prune_dead, AdError, Reverse};
+use crate::error::span::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::extract::ResidualChoice;
 use crate::lang::interp::ArgError;
 use crate::lang::ir::Function;
-use crate::lang::span::{Diagnostic, SourceFile};
 use crate::lang::types::{DType, Type};
 use crate::lang::value::Value;
 use crate::program::Program;

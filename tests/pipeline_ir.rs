@@ -4,11 +4,11 @@
 use egrad::internals::backend::{self, BackendOptions};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::span::SourceFile;
 use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
 use egrad::internals::pipeline::{optimize_gradient_ir, Options};
 use egrad::internals::rewrites::Limits;
+use egrad::SourceFile;
 use std::time::Duration;
 
 fn seed() -> Function {

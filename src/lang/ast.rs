@@ -1,6 +1,6 @@
 //! The abstract syntax tree. Every node carries its byte [`Span`].
 
-use super::span::Span;
+use crate::error::span::Span;
 use std::fmt::Write;
 
 /// A name and where it is written.

@@ -16,8 +16,8 @@
 //! }
 //! ```
 
-use super::span::Span;
 use super::types::{DType, Dim, Type};
+use crate::error::span::Span;
 use crate::ops::{parse_number, Lit, Op, OpTypeError};
 use indexmap::IndexMap;
 use smallvec::SmallVec;

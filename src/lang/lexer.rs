@@ -6,7 +6,7 @@
 //! none. Consecutive line breaks collapse into one token. `//` starts a
 //! comment that runs to the end of the line.
 
-use super::span::{Diagnostic, Span};
+use crate::error::span::{Diagnostic, Span};
 use std::fmt;
 
 /// One token.

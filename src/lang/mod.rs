@@ -7,7 +7,6 @@ pub mod interp;
 pub mod ir;
 pub mod lexer;
 pub mod parser;
-pub mod span;
 pub mod transform;
 pub mod types;
 pub mod value;

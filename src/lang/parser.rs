@@ -25,7 +25,7 @@
 
 use super::ast::*;
 use super::lexer::{lex, Tok, Token};
-use super::span::{Diagnostic, Span};
+use crate::error::span::{Diagnostic, Span};
 
 /// Maximum nesting depth of expressions and types (including the length of
 /// operator chains, which nest to the left).

@@ -2,9 +2,9 @@
 //! array builtins `reverse` and `concat`.
 
 use super::{arity_message, exact_int, result_expr, FnCx, Val};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::VarId;
-use crate::lang::span::{Diagnostic, Span};
 use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 

@@ -4,9 +4,9 @@
 use super::signature::type_list;
 use super::GradSpec;
 use super::{result_expr, CheckedFn, FnCx, Sig, Val};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::Builder;
-use crate::lang::span::{Diagnostic, Span};
 use crate::lang::transform::{Request, TransformError};
 use crate::lang::types::DType;
 

@@ -2,7 +2,7 @@
 //! the two-argument element-wise builtins (`pow`, `max`, `min`).
 
 use super::{fold, FnCx, Val};
-use crate::lang::span::{Diagnostic, Span};
+use crate::error::span::{Diagnostic, Span};
 use crate::ops::Op;
 
 /// The built-in element-wise math functions of one argument.

@@ -5,9 +5,9 @@
 use super::builtins::{builtin, builtin2, matrix_builtin};
 use super::signature::signature_with;
 use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Function, Loop, VarId};
-use crate::lang::span::{Diagnostic, Span};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;

@@ -3,9 +3,9 @@
 //! and coercion.
 
 use super::{CheckedFn, FnCx, Sig, Val};
+use crate::error::span::Diagnostic;
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, VarId};
-use crate::lang::span::Diagnostic;
 use crate::lang::transform::Transforms;
 use crate::lang::types::Type;
 use crate::ops::Op;

@@ -3,9 +3,9 @@
 
 use super::builtins::is_reserved;
 use super::{fold, plural, result_expr, FnCx, Val};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::VarId;
-use crate::lang::span::{Diagnostic, Span};
 use crate::ops::Op;
 
 /// A run-time `i64` used where only a loop count (or a call's `i64`

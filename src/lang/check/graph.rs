@@ -1,8 +1,8 @@
 //! The call graph: the calls in each body, calls through templates, and a
 //! callee-first order that reports each cycle.
 
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
-use crate::lang::span::{Diagnostic, Span};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 pub(super) fn collect_calls(

@@ -2,9 +2,9 @@
 //! an IR loop.
 
 use super::{result_expr, FnCx, Val, MAX_STMTS};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, Function, Loop, Stmt, VarId};
-use crate::lang::span::{Diagnostic, Span};
 use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;

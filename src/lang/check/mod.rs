@@ -36,10 +36,10 @@ mod signature;
 
 use super::ast::*;
 use super::ir::{Builder, Function, VarId};
-use super::span::{Diagnostic, Span};
 use super::transform::Transforms;
 use super::types::{DType, Dim, Type};
 use super::value::Value;
+use crate::error::span::{Diagnostic, Span};
 use crate::ops::Op;
 use std::collections::{HashMap, HashSet};
 

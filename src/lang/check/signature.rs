@@ -2,8 +2,8 @@
 //! return types, and the attributes `@grad`, `@value_and_grad`, `@jvp`.
 
 use super::{plural, Sig, StaticKind};
+use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
-use crate::lang::span::{Diagnostic, Span};
 use crate::lang::types::{DType, Dim, Type};
 use std::collections::HashMap;
 
