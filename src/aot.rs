@@ -28,6 +28,7 @@ use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
 use crate::error::span::Span;
 use crate::error::{Error, Result};
 use crate::lang::ir::{Function, Param, Stmt, VarId, VarInfo};
+use crate::lang::size::Size;
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
@@ -291,6 +292,25 @@ impl Sizes {
                 self.c(p),
                 k.saturating_sub(1)
             ),
+            Dim::Expr(s) => {
+                // `(INT64_C(2) * N * M - N + INT64_C(1))`.
+                let mut out = String::new();
+                for (i, (c, ps)) in s.terms().enumerate() {
+                    let mut t: Vec<String> = ps.iter().map(|p| self.c(p).to_string()).collect();
+                    if c.unsigned_abs() != 1 || t.is_empty() {
+                        t.insert(0, format!("INT64_C({})", c.unsigned_abs()));
+                    }
+                    let sign = match (i, c < 0) {
+                        (0, true) => "-",
+                        (0, false) => "",
+                        (_, true) => " - ",
+                        (_, false) => " + ",
+                    };
+                    out.push_str(sign);
+                    out.push_str(&t.join(" * "));
+                }
+                format!("({out})")
+            }
         }
     }
 
@@ -339,8 +359,10 @@ fn size_conditions(f: &Function, sizes: &Sizes, out: &mut Vec<String>) {
     };
     for v in &f.vars {
         for d in &v.ty.shape {
-            if let Dim::Sub(p, k) = d {
-                push(format!("{} >= INT64_C({k})", sizes.c(p)));
+            match d {
+                Dim::Sub(p, k) => push(format!("{} >= INT64_C({k})", sizes.c(p))),
+                Dim::Expr(_) if d.may_be_negative() => push(format!("{} >= 0", sizes.dim(d))),
+                _ => {}
             }
         }
     }
@@ -355,7 +377,14 @@ fn size_conditions(f: &Function, sizes: &Sizes, out: &mut Vec<String>) {
             Op::Unindex(_) => (&f.ty(s.var).shape, Some(&Dim::Lit(1))),
             _ => continue,
         };
+        // Rows that fit at every size (`N+1` rows from 1 of an `N`) need
+        // no test (and C compilers warn about one that always holds).
+        let fits = |h: &Dim, t: &Dim| {
+            let k = Size::constant(i64::try_from(k).ok()?);
+            h.size()?.sub(&t.size()?)?.sub(&k)
+        };
         match (rows.first(), taken) {
+            (Some(h), Some(t)) if fits(h, t).is_some_and(|d| !d.may_be_negative()) => {}
             (Some(h), Some(t)) => push(format!(
                 "{} >= {} + INT64_C({k})",
                 sizes.dim(h),

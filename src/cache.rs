@@ -409,7 +409,9 @@ fn walk(e: &Expr, visit: &mut dyn FnMut(&Expr)) {
             walk(then, visit);
             walk(els, visit);
         }
-        ExprKind::Lambda { body, .. } | ExprKind::Tabulate { body, .. } => walk(body, visit),
+        ExprKind::Lambda { body, .. }
+        | ExprKind::Tabulate { body, .. }
+        | ExprKind::Reshape { arg: body, .. } => walk(body, visit),
         ExprKind::Index { base, indices } => {
             walk(base, visit);
             for i in indices {

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use egrad::error::{Error, Result};
 use egrad::internals::backend;
 use egrad::internals::lang::interp;
-use egrad::internals::lang::types::{DType, Dim, Type};
+use egrad::internals::lang::types::{DType, Type};
 use egrad::internals::lang::value::{format_elem, Value};
 use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
 use egrad::internals::program::Program;
@@ -657,19 +657,23 @@ fn random_args(
         }
         let mut shape = Vec::new();
         for d in &ty.shape {
-            shape.push(match d {
-                Dim::Lit(k) => *k as usize,
-                Dim::Sub(n, _) | Dim::Rows(n, _) => {
-                    return Err(Error::Usage(format!(
-                        "random inputs: `{name}` has a computed size (from {n}), which parameters cannot have"
-                    )))
-                }
-                Dim::Param(n) => *dims.get(n).ok_or_else(|| {
-                    Error::Usage(format!(
-                        "random inputs: give the size of `{n}` (for `{name}`) with --dim {n}=SIZE"
-                    ))
-                })? as usize,
-            });
+            let get = |p: &str| dims.get(p).copied();
+            let Some(n) = d.extent(&get) else {
+                let missing: Vec<&str> = d
+                    .params()
+                    .into_iter()
+                    .filter(|p| get(p).is_none())
+                    .collect();
+                return Err(Error::Usage(match missing.first() {
+                    Some(p) => format!(
+                        "random inputs: give the size of `{p}` (for `{name}`) with --dim {p}=SIZE"
+                    ),
+                    None => format!(
+                        "random inputs: `{name}` would have a length {d}, which is negative at these sizes"
+                    ),
+                }));
+            };
+            shape.push(n as usize);
         }
         let n: usize = shape.iter().product();
         let data = (0..n as u64)

@@ -6,13 +6,16 @@
 //! (an empty part, `N-1` at `N = 1`, sizes refused before running), and a
 //! clear diagnostic for every misuse.
 
+mod common;
+
+use common::{assert_jit_equals_interpreter, check_gradient, check_jvp, eval};
 use egrad::internals::backend::{compile, BackendOptions};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::ir::Function;
 use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
 use egrad::internals::ops::Op;
-use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::Program;
 
 const PROGRAM: &str = r#"
@@ -109,7 +112,9 @@ fn args_for(f: &Function, n: usize) -> Vec<Value> {
                     Dim::Lit(m) => *m as usize,
                     Dim::Param(q) if q == "K" => 3,
                     Dim::Param(_) => n,
-                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
+                    Dim::Sub(..) | Dim::Rows(..) | Dim::Expr(..) => {
+                        panic!("parameters have plain sizes")
+                    }
                 })
                 .collect();
             let len: usize = shape.iter().product();
@@ -119,58 +124,6 @@ fn args_for(f: &Function, n: usize) -> Vec<Value> {
             Value::array(t.dtype, shape, data)
         })
         .collect()
-}
-
-fn eval(f: &Function, args: &[Value]) -> Vec<Value> {
-    let refs: Vec<&Value> = args.iter().collect();
-    run(f, &refs).unwrap_or_else(|e| panic!("{}: {e}", f.name))
-}
-
-/// Central differences of a scalar function with respect to parameters `wrt`.
-fn central(f: &Function, args: &[Value], wrt: &[usize]) -> Vec<Value> {
-    let value = |a: &[Value]| eval(f, a)[0].as_scalar();
-    wrt.iter()
-        .map(|&i| {
-            let mut g = args[i].clone();
-            for j in 0..g.data.len() {
-                let h = 1e-6 * (1.0 + args[i].data[j].abs());
-                let mut up = args.to_vec();
-                up[i].data[j] += h;
-                let mut down = args.to_vec();
-                down[i].data[j] -= h;
-                g.data[j] = (value(&up) - value(&down)) / (2.0 * h);
-            }
-            g
-        })
-        .collect()
-}
-
-fn assert_close(got: &Value, want: &Value, what: &str) {
-    assert_eq!(got.shape, want.shape, "{what}");
-    for (k, (a, b)) in got.data.iter().zip(&want.data).enumerate() {
-        assert!(
-            (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
-            "{what}: element {k}: {a} vs {b}\n{got:?}\n{want:?}"
-        );
-    }
-}
-
-/// Native code of `f` gives the interpreter's bits.
-fn assert_jit_equals_interpreter(f: &Function, args: &[Value], what: &str) {
-    let refs: Vec<&Value> = args.iter().collect();
-    let native = compile(f, &BackendOptions::verified()).unwrap_or_else(|e| panic!("{what}: {e}"));
-    match run(f, &refs) {
-        Ok(want) => {
-            let got = native.call(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(got.len(), want.len(), "{what}");
-            for (g, w) in got.iter().zip(&want) {
-                assert!(g.bits_eq(w), "{what}: JIT {g:?} vs interpreter {w:?}");
-            }
-        }
-        // Sizes refused by the interpreter are refused by native code too,
-        // before it runs.
-        Err(e) => assert!(native.call(&refs).is_err(), "{what}: {e}"),
-    }
 }
 
 #[test]
@@ -359,42 +312,12 @@ const GRADS: &[(&str, &str, usize)] = &[
 fn gradients_match_finite_differences() {
     let p = program();
     for &(grad, loss, nwrt) in GRADS {
-        let primal = p.ir(loss).unwrap();
-        let wrt: Vec<usize> = (0..nwrt).collect();
         for n in [1usize, 2, 5] {
             if n < 2 && grad == "dlast_rows" {
                 continue; // N-2 rows: refused at N = 1 (see sizes_at_the_edges)
             }
-            let args = args_for(primal, n);
-            let want = central(primal, &args, &wrt);
-            // The checker's gradient function, as callers inline it.
-            let got = eval(p.ir(grad).unwrap(), &args);
-            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_close(g, w, &format!("{grad} n={n} gradient {k} (AD)"));
-            }
-            // The optimized value and gradient, interpreted and native.
-            for lambda in [0.0, 1e6] {
-                let g = optimize_gradient(&p, &Options::default().function(grad).lambda(lambda))
-                    .unwrap_or_else(|e| panic!("{grad}: {e}"));
-                let vg = g.value_and_grad_ir();
-                let refs: Vec<&Value> = args.iter().collect();
-                let interp = run(vg, &refs).unwrap();
-                assert_eq!(interp.len(), nwrt + 1, "{vg}");
-                let value = eval(primal, &args)[0].as_scalar();
-                let v = interp[0].as_scalar();
-                assert!(
-                    (v - value).abs() <= 1e-12 * (1.0 + value.abs()),
-                    "{grad}: {v} vs {value}"
-                );
-                for (k, (g, w)) in interp[1..].iter().zip(&want).enumerate() {
-                    let what = format!("{grad} n={n} λ={lambda} gradient {k} (optimized)");
-                    assert_close(g, w, &what);
-                }
-                let native = g.compile().unwrap().native().call(&refs).unwrap();
-                for (a, b) in native.iter().zip(&interp) {
-                    assert!(a.bits_eq(b), "{grad} n={n} λ={lambda}: JIT {a:?} vs {b:?}");
-                }
-            }
+            let args = args_for(p.ir(loss).unwrap(), n);
+            check_gradient(&p, grad, loss, nwrt, &args, &format!("{grad} n={n}"));
         }
     }
 }
@@ -415,44 +338,9 @@ const JVPS: &[(&str, &str, usize)] = &[
 fn forward_mode_matches_finite_differences() {
     let p = program();
     for &(jvp, loss, nwrt) in JVPS {
-        let primal = p.ir(loss).unwrap();
-        let j = p.ir(jvp).unwrap();
         for n in [2usize, 5] {
-            let args = args_for(primal, n);
-            // Tangent directions of the differentiated parameters.
-            let dirs: Vec<Value> = args[..nwrt]
-                .iter()
-                .map(|a| Value {
-                    data: a.data.iter().map(|x| (3.0 * x + 1.0).cos()).collect(),
-                    ..a.clone()
-                })
-                .collect();
-            let h = 1e-6;
-            let moved = |s: f64| -> f64 {
-                let mut a = args.clone();
-                for (x, d) in a.iter_mut().zip(&dirs) {
-                    for (xi, di) in x.data.iter_mut().zip(&d.data) {
-                        *xi += s * h * di;
-                    }
-                }
-                eval(primal, &a)[0].as_scalar()
-            };
-            let want = (moved(1.0) - moved(-1.0)) / (2.0 * h);
-            let mut jargs = args.clone();
-            jargs.extend(dirs.iter().cloned());
-            let got = eval(j, &jargs)[0].as_scalar();
-            assert!(
-                (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
-                "{jvp} n={n}: {got} vs finite differences {want}"
-            );
-            // Optimized and native: the same number.
-            let opt = optimize_ir(j, &Options::default()).unwrap().after;
-            assert_jit_equals_interpreter(&opt, &jargs, &format!("{jvp} n={n}"));
-            let o = eval(&opt, &jargs)[0].as_scalar();
-            assert!(
-                (o - got).abs() <= 1e-12 * (1.0 + got.abs()),
-                "{jvp}: {o} vs {got}"
-            );
+            let args = args_for(p.ir(loss).unwrap(), n);
+            check_jvp(&p, jvp, loss, nwrt, &args, &format!("{jvp} n={n}"));
         }
     }
     // A vector-valued `@jvp`: the tangent of `shift` element by element.
@@ -509,25 +397,10 @@ fn misuse_gives_a_clear_diagnostic() {
             "fn f[N](X: f64[N, 3], r: f64[1, 2]) -> f64 = +/concat(r, X)",
             "`concat` joins arrays whose rows have one shape (the same dimensions after the first), but got f64[1, 2] and f64[N, 3]",
         ),
-        (
-            "fn f[N](x: f64[N], y: f64[1]) -> f64 = +/concat(x, y)",
-            "`concat` of f64[N] and f64[1] would have N + 1 rows, and that size is not supported",
-        ),
-        (
-            "fn f[N, M](x: f64[N], y: f64[M]) -> f64 = +/concat(x, y)",
-            "`concat` of f64[N] and f64[M] would have N + M rows, and that size is not supported",
-        ),
-        (
-            "fn f[N](x: f64[N], y: f64[2]) -> f64 = +/concat(y, tabulate[N-1](i => x[i]))",
-            "`concat` of f64[2] and f64[N-1] would have 2 + (N-1) rows, and that size is not supported",
-        ),
-        (
-            "fn f[N, M](x: f64[N], y: f64[M]) -> f64 = +/concat(x, tabulate[M-1](i => y[i]))",
-            "would have N + (M-1) rows",
-        ),
+        // Any two lengths add up (see tests/sizes.rs), but to the sum.
         (
             "fn f[N](x: f64[N], y: f64[1]) -> f64[N] = concat(x, y)",
-            "one part must have an integer length that cancels the other's `-k`",
+            "`f` is declared to return f64[N], but its body has type f64[N+1]",
         ),
         (
             "fn f[N](X: f64[N, 3]) -> f64[N, 3] = tabulate[N](i => reverse(X[i]))",
@@ -551,12 +424,12 @@ fn misuse_gives_a_clear_diagnostic() {
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N] = concat(x, x)",
-            "would have N + N rows",
+            "its body has type f64[2*N]",
         ),
         // A declared result that is not what concat gives.
         (
             "fn f[N](x: f64[N]) -> f64[N] = concat(tabulate[2](i => x[i]), tabulate[N-1](i => x[i]))",
-            "would have 2 + (N-1) rows",
+            "its body has type f64[N+1]",
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N] = concat(tabulate[1](i => x[i]), tabulate[N-2](i => x[i]))",

@@ -12,7 +12,7 @@ mod common;
 use egrad::internals::differentiate::{jvp, reverse};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::{DType, Dim};
+use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
 use egrad::internals::ops::{Op, ALL_OPS};
 use egrad::internals::pipeline::{optimize_ir, Options};
@@ -84,6 +84,7 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::MatMul => ("fn f[N](%a: f64[N, 3], %b: f64[3, 2]) -> f64 {\n  %0: f64[N, 2] = matmul %a %b\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", -2.0, 2.0),
         Op::Transpose => ("fn f[N](%a: f64[N, 2], %b: f64[2, N]) -> f64 {\n  %0: f64[2, N] = transpose %a\n  %1: f64[2, N] = mul %0 %b\n  %2: f64[2, N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::Reverse => ("fn f[N](%a: f64[N, 2], %b: f64[N, 2]) -> f64 {\n  %0: f64[N, 2] = reverse %a\n  %1: f64[N, 2] = mul %0 %b\n  %2: f64[N, 2] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+        Op::Reshape => ("fn f[N](%a: f64[N, 2], %b: f64[N, 2]) -> f64 {\n  %0: f64[2*N] = reshape %a\n  %1: f64[2*N] = sin %0\n  %2: f64[N, 2] = reshape %1\n  %3: f64[N, 2] = mul %2 %b\n  %4: f64[2, N] = reshape %3\n  %5: f64[2, N] = mul %4 %4\n  %6: f64 = sum %5\n  ret %6\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
@@ -144,14 +145,11 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
                 // A run-time loop count.
                 return Value::scalar(t.dtype, 25.0);
             }
+            // Sizes such as `N+1` or `2*N` at `N` = n.
             let shape: Vec<usize> = t
                 .shape
                 .iter()
-                .map(|d| match d {
-                    Dim::Lit(k) => *k as usize,
-                    Dim::Param(_) => n,
-                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
-                })
+                .map(|d| d.extent(&|_| Some(n as u64)).expect("a parameter's size") as usize)
                 .collect();
             let len = shape.iter().product();
             Value::array(t.dtype, shape, (0..len).map(|_| next()).collect())

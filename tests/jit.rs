@@ -332,7 +332,7 @@ fn args_for(f: &Function, n: usize, m: usize, rng: &mut Lcg) -> Vec<Value> {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(p) if p == "N" => n,
                     Dim::Param(_) => m,
-                    Dim::Sub(..) | Dim::Rows(..) => {
+                    Dim::Sub(..) | Dim::Rows(..) | Dim::Expr(..) => {
                         panic!("{}: parameters have plain sizes", f.name)
                     }
                 })

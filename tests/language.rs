@@ -338,7 +338,10 @@ fn array_errors_name_the_problem() {
             "fn f(a: f64[2, 3], b: f64[2, 3]) -> f64[2, 3] = matmul(a, b)",
             &["`matmul` needs matrices [M, K] and [K, N]"],
         ),
-        ("fn f[N](x: f64[N-1]) -> f64 = +/x", &["computed size"]),
+        (
+            "fn f[N, M](x: f64[N*M]) -> f64 = +/x",
+            &["size parameter `N` of `f` cannot be read from the parameter types"],
+        ),
         (
             "fn d[N](x: f64[N]) -> f64[N-2] = tabulate[N-2](i => x[i])\nfn g(x: f64[1]) -> f64 = +/d(x)",
             &["negative at the sizes of this call"],

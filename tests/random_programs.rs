@@ -3918,7 +3918,9 @@ fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
                     Dim::Lit(k) => *k as usize,
                     Dim::Param(name) if name == "N" => n,
                     Dim::Param(_) => m,
-                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
+                    Dim::Sub(..) | Dim::Rows(..) | Dim::Expr(..) => {
+                        panic!("parameters have plain sizes")
+                    }
                 })
                 .collect();
             let len: usize = shape.iter().product();

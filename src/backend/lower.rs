@@ -61,12 +61,13 @@ mod vmath_clif_test;
 
 /// Does element `i` of the result read element `i - offset` of the operand
 /// (or zero outside it)? Such an index map (`slice`, `index`, `pad`,
-/// `unindex`) computes an element-wise operand in place at the shifted
-/// index; the other index maps read their operand from a buffer.
+/// `unindex`, and `reshape`, whose offset is 0) computes an element-wise
+/// operand in place at the shifted index; the other index maps read their
+/// operand from a buffer.
 fn shifts(op: Op) -> bool {
     matches!(
         op,
-        Op::Slice(_) | Op::Index(_) | Op::Pad(_) | Op::Unindex(_)
+        Op::Slice(_) | Op::Index(_) | Op::Pad(_) | Op::Unindex(_) | Op::Reshape
     )
 }
 
@@ -128,7 +129,8 @@ fn access(op: Op) -> Access {
         | Op::Repeat
         | Op::Spread
         | Op::Transpose
-        | Op::Reverse => Access::IndexMap,
+        | Op::Reverse
+        | Op::Reshape => Access::IndexMap,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
     }

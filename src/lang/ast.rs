@@ -75,12 +75,23 @@ pub enum DimExpr {
     Name(Ident),
     /// `N-k`: a size parameter less a constant.
     Sub(Ident, u64, Span),
+    /// `a + b`, `a - b` or `a * b` of dimensions (a size expression such
+    /// as `N+1`, `2*N`, `N*M`; parentheses group).
+    Bin(DimOp, Box<DimExpr>, Box<DimExpr>, Span),
+}
+
+/// The operator of a [`DimExpr::Bin`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DimOp {
+    Add,
+    Sub,
+    Mul,
 }
 
 impl DimExpr {
     pub fn span(&self) -> Span {
         match self {
-            DimExpr::Lit(_, s) | DimExpr::Sub(_, _, s) => *s,
+            DimExpr::Lit(_, s) | DimExpr::Sub(_, _, s) | DimExpr::Bin(.., s) => *s,
             DimExpr::Name(i) => i.span,
         }
     }
@@ -90,6 +101,40 @@ impl DimExpr {
             DimExpr::Lit(n, _) => n.to_string(),
             DimExpr::Name(i) => i.name.clone(),
             DimExpr::Sub(i, k, _) => format!("{}-{k}", i.name),
+            DimExpr::Bin(op, l, r, _) => {
+                // Parentheses where the text would otherwise group another way.
+                let sum = |d: &DimExpr| {
+                    matches!(
+                        d,
+                        DimExpr::Sub(..) | DimExpr::Bin(DimOp::Add | DimOp::Sub, ..)
+                    )
+                };
+                let wrap = |d: &DimExpr, paren: bool| {
+                    if paren {
+                        format!("({})", d.text())
+                    } else {
+                        d.text()
+                    }
+                };
+                match op {
+                    DimOp::Add => format!("{}+{}", l.text(), r.text()),
+                    DimOp::Sub => format!("{}-{}", l.text(), wrap(r, sum(r))),
+                    DimOp::Mul => format!("{}*{}", wrap(l, sum(l)), wrap(r, sum(r))),
+                }
+            }
+        }
+    }
+
+    /// The names it mentions, in order.
+    pub fn names(&self) -> Vec<&Ident> {
+        match self {
+            DimExpr::Lit(..) => Vec::new(),
+            DimExpr::Name(i) | DimExpr::Sub(i, ..) => vec![i],
+            DimExpr::Bin(_, l, r, _) => {
+                let mut v = l.names();
+                v.extend(r.names());
+                v
+            }
         }
     }
 }
@@ -223,6 +268,11 @@ pub enum ExprKind {
         size: DimExpr,
         param: Ident,
         body: Box<Expr>,
+    },
+    /// `reshape[d, ...](x)`: the elements of `x`, in order, in that shape.
+    Reshape {
+        shape: Vec<DimExpr>,
+        arg: Box<Expr>,
     },
 }
 
@@ -404,6 +454,11 @@ impl Expr {
             ExprKind::Tabulate { size, param, body } => {
                 let _ = writeln!(out, "{pad}tabulate [{}] {} {s}", size.text(), param.name);
                 body.dump(out, depth + 1);
+            }
+            ExprKind::Reshape { shape, arg } => {
+                let d: Vec<String> = shape.iter().map(DimExpr::text).collect();
+                let _ = writeln!(out, "{pad}reshape [{}] {s}", d.join(", "));
+                arg.dump(out, depth + 1);
             }
         }
     }

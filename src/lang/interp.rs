@@ -3,6 +3,7 @@
 //! rewrite rules are checked against.
 
 use super::ir::{Function, Loop};
+use super::size::{Misfit, Size, Unifier};
 use super::types::{DType, Dim, Type};
 use super::value::Value;
 use crate::ops::Op;
@@ -70,8 +71,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             ),
         });
     }
-    let mut dims = Dims::new();
-    let mut bound_by: IndexMap<String, usize> = IndexMap::new();
+    let mut unifier = Unifier::new();
     for (i, (p, a)) in f.params.iter().zip(args).enumerate() {
         let name = f.var_name(p.var);
         let ty = f.ty(p.var);
@@ -93,8 +93,10 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                 });
             }
             if f.size_params.iter().any(|p| p == name) {
-                dims.insert(name.to_string(), x as u64);
-                bound_by.insert(name.to_string(), i);
+                let (pattern, actual) = ([Dim::Param(name.to_string())], [Dim::Lit(x as u64)]);
+                if let Err(m) = unifier.add(i, &pattern, &actual) {
+                    return Err(misfit(f, i, &m, &unifier, &[x as usize]));
+                }
             }
             continue;
         }
@@ -114,57 +116,36 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                 ),
             });
         }
-        for (d, &n) in ty.shape.iter().zip(a.shape()) {
-            match d {
-                Dim::Rows(..) => {
-                    return Err(ArgError {
-                        param: Some(i),
-                        message: format!("parameter `{name}` has a computed size ({ty}); parameters need plain sizes"),
-                    });
-                }
-                Dim::Lit(k) if *k != n as u64 => {
-                    return Err(ArgError {
-                        param: Some(i),
-                        message: format!("argument `{name}` must have length {k}, got {n}"),
-                    });
-                }
-                Dim::Lit(_) => {}
-                Dim::Sub(..) => {
-                    return Err(ArgError {
-                        param: Some(i),
-                        message: format!("parameter `{name}` has a computed size ({ty}); parameters need plain sizes"),
-                    });
-                }
-                Dim::Param(p) => match dims.get(p) {
-                    Some(&k) if k != n as u64 => {
-                        let other = bound_by[p];
-                        return Err(ArgError {
-                            param: Some(i),
-                            message: format!(
-                                "argument `{name}` has length {n}, but `{p}` = {k} from argument `{}`",
-                                f.var_name(f.params[other].var)
-                            ),
-                        });
-                    }
-                    Some(_) => {}
-                    None => {
-                        dims.insert(p.clone(), n as u64);
-                        bound_by.insert(p.clone(), i);
-                    }
-                },
-            }
+        if ty.shape.iter().any(|d| matches!(d, Dim::Rows(..))) {
+            return Err(ArgError {
+                param: Some(i),
+                message: format!("parameter `{name}` has the size of a loop's tape ({ty}); parameters need sizes of their own"),
+            });
+        }
+        let actual: Vec<Dim> = a.shape().iter().map(|&n| Dim::Lit(n as u64)).collect();
+        if let Err(m) = unifier.add(i, &ty.shape, &actual) {
+            return Err(misfit(f, i, &m, &unifier, a.shape()));
         }
     }
+    if let Some((i, m)) = unifier.finish().first() {
+        return Err(misfit(f, *i, m, &unifier, args[*i].shape()));
+    }
+    let mut dims = Dims::new();
     for p in &f.size_params {
-        if !dims.contains_key(p) {
-            // A size parameter no argument mentions: only outputs use it.
-            return Err(ArgError {
-                param: None,
-                message: format!(
-                    "size parameter `{p}` of `{}` is not bound by any argument",
-                    f.name
-                ),
-            });
+        match unifier.bound.get(p) {
+            Some(Dim::Lit(n)) => {
+                dims.insert(p.clone(), *n);
+            }
+            _ => {
+                // A size parameter no argument mentions: only outputs use it.
+                return Err(ArgError {
+                    param: None,
+                    message: format!(
+                        "size parameter `{p}` of `{}` is not bound by any argument",
+                        f.name
+                    ),
+                });
+            }
         }
     }
     check_bounds(f, &dims)?;
@@ -192,14 +173,32 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
     };
     for v in &f.vars {
         for d in &v.ty.shape {
+            if d.extent(&get).is_some() {
+                continue;
+            }
             if let Dim::Sub(p, k) = d {
-                if d.extent(&get).is_none() {
-                    let n = get(p).unwrap_or(0);
-                    return fail(format!(
-                        "`{}` needs `{p}` >= {k} (it uses arrays of length {p}-{k}), but `{p}` = {n}",
-                        f.name
-                    ));
-                }
+                let n = get(p).unwrap_or(0);
+                return fail(format!(
+                    "`{}` needs `{p}` >= {k} (it uses arrays of length {p}-{k}), but `{p}` = {n}",
+                    f.name
+                ));
+            }
+            if let Dim::Expr(_) = d {
+                let shown: Vec<String> = d
+                    .params()
+                    .into_iter()
+                    .map(|p| format!("`{p}` = {}", get(p).unwrap_or(0)))
+                    .collect();
+                let why = if d.may_be_negative() {
+                    "negative"
+                } else {
+                    "too large"
+                };
+                return fail(format!(
+                    "`{}` uses arrays of length {d}, which is {why} at these sizes ({})",
+                    f.name,
+                    shown.join(", ")
+                ));
             }
         }
     }
@@ -233,6 +232,85 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
     Ok(())
 }
 
+/// The error for argument `i` of shape `shape` that does not fit its
+/// parameter's type (see [`Misfit`]).
+fn misfit(f: &Function, i: usize, m: &Misfit, u: &Unifier, shape: &[usize]) -> ArgError {
+    let p = &f.params[i];
+    let (name, ty) = (f.var_name(p.var), f.ty(p.var));
+    let axis = m.axis();
+    let n = shape.get(axis).copied().unwrap_or(0);
+    let d = ty
+        .shape
+        .get(axis)
+        .cloned()
+        .unwrap_or(Dim::Param(name.to_string()));
+    let value = |q: &str| match u.bound.get(q) {
+        Some(Dim::Lit(v)) => Some(*v),
+        _ => None,
+    };
+    // `N` = 3 (from argument `x`), for the bound parameters of `d`.
+    let sizes = || {
+        let shown: Vec<String> = d
+            .params()
+            .into_iter()
+            .filter_map(|q| {
+                let v = value(q)?;
+                Some(match u.from.get(q) {
+                    Some(&j) if j != i => {
+                        format!(
+                            "`{q}` = {v} from argument `{}`",
+                            f.var_name(f.params[j].var)
+                        )
+                    }
+                    _ => format!("`{q}` = {v}"),
+                })
+            })
+            .collect();
+        shown.join(", ")
+    };
+    let message = match (m, &d) {
+        (Misfit::Mismatch(_), Dim::Lit(k)) => {
+            format!("argument `{name}` must have length {k}, got {n}")
+        }
+        (Misfit::Mismatch(_), Dim::Param(q)) => {
+            let other = u.from.get(q).map_or(name, |&j| f.var_name(f.params[j].var));
+            let k = value(q).unwrap_or(0);
+            format!("argument `{name}` has length {n}, but `{q}` = {k} from argument `{other}`")
+        }
+        (Misfit::Mismatch(_), _) => {
+            // The size at the bound parameters (`N*M` is 0 at `M` = 0).
+            let with = |q: &str| Some(value(q).map_or_else(|| Size::param(q), |v| Size::constant(v as i64)));
+            let want = d.size().and_then(|s| s.substitute(&with));
+            match want.as_ref().and_then(Size::as_constant) {
+                Some(c) if c < 0 => format!(
+                    "argument `{name}` has length {n}, but its type {ty} needs {d}, which is negative at these sizes ({})",
+                    sizes()
+                ),
+                _ => format!(
+                    "argument `{name}` has length {n}, but its type {ty} needs {d} = {} ({})",
+                    want.map_or_else(|| d.to_string(), |w| w.to_string()),
+                    sizes()
+                ),
+            }
+        }
+        (Misfit::Negative(_, q, v), _) => format!(
+            "argument `{name}` has length {n}, too short for its type {ty}: `{q}` would be {v}"
+        ),
+        (Misfit::Fraction(_, q), _) => format!(
+            "argument `{name}` has length {n}, but its type {ty} needs a length {d} for a whole number `{q}`{}",
+            if d.params().len() > 1 { format!(" ({})", sizes()) } else { String::new() }
+        ),
+        (Misfit::Undetermined(_, q), _) => format!(
+            "argument `{name}` of type {ty} does not give `{q}` at these sizes ({}), and no other argument does",
+            sizes()
+        ),
+    };
+    ArgError {
+        param: Some(i),
+        message,
+    }
+}
+
 fn describe_rank(t: &Type) -> String {
     if t.is_scalar() {
         format!("a {} scalar", t.dtype)
@@ -245,13 +323,7 @@ fn describe_rank(t: &Type) -> String {
 pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
     t.shape
         .iter()
-        .map(|d| match d {
-            Dim::Lit(k) => *k as usize,
-            Dim::Param(p) => dims.get(p).copied().unwrap_or(0) as usize,
-            Dim::Sub(..) | Dim::Rows(..) => {
-                d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize
-            }
-        })
+        .map(|d| d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize)
         .collect()
 }
 

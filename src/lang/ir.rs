@@ -136,6 +136,13 @@ impl Loop {
         match &self.count {
             Dim::Lit(n) => Dim::Lit(n.div_ceil(k) + 1),
             Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => Dim::Rows(p.clone(), k),
+            // Never a count (`validate`: a literal or a size parameter).
+            Dim::Expr(s) => Dim::Rows(
+                s.params()
+                    .first()
+                    .map_or_else(String::new, |p| p.to_string()),
+                k,
+            ),
         }
     }
 
@@ -267,7 +274,7 @@ impl Function {
                 )));
             }
             for d in &v.ty.shape {
-                if let Some(p) = d.param() {
+                for p in d.params() {
                     if !self.size_params.iter().any(|q| q == p) {
                         return Err(IrError(format!(
                             "{}: %{} uses unknown size parameter {p}",

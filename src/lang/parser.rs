@@ -9,12 +9,16 @@
 //! attr    := '@' IDENT [ '(' [ IDENT {',' IDENT} ] ')' ]
 //! param   := IDENT ':' type
 //! type    := IDENT [ '[' dim {',' dim} ']' ] | '(' type {',' type} ')'
-//! dim     := INT | IDENT
+//! dim     := dprod { ('+' | '-') dprod }
+//! dprod   := datom { '*' datom }
+//! datom   := INT | IDENT | '(' dim ')'
 //! expr    := mul { ('+' | '-') NL? mul }
 //! mul     := unary { ('*' | '/' | '.*' | './') NL? unary }
 //! unary   := ('-' | '+/') unary | primary
 //! primary := NUM | IDENT [ '(' [ expr {',' expr} ] ')' ]
 //!          | '(' expr {',' expr} ')' | block
+//!          | 'tabulate' '[' dim ']' '(' IDENT '=>' expr ')'
+//!          | 'reshape' '[' dim {',' dim} ']' '(' expr ')'
 //! block   := '{' { NL | ';' } { stmt (NL | ';') { NL | ';' } } expr { NL | ';' } '}'
 //! stmt    := 'let' ( IDENT | '(' IDENT {',' IDENT} ')' ) '=' NL? expr
 //! ```
@@ -114,6 +118,14 @@ impl Parser {
             self.pos += 1;
         }
         t
+    }
+
+    /// Whether `[` follows the current token (`tabulate[`, `reshape[`).
+    fn bracket_next(&self) -> bool {
+        matches!(
+            self.toks.get(self.pos + 1).map(|t| &t.tok),
+            Some(Tok::LBracket)
+        )
     }
 
     fn eat(&mut self, t: &Tok) -> bool {
@@ -301,8 +313,44 @@ impl Parser {
         Ok(TypeExpr::Named { dtype, dims, span })
     }
 
-    /// A dimension: `N`, `3` or `N-1`.
+    /// A dimension: `N`, `3`, `N-1`, or a size expression of them with
+    /// `+`, `-`, `*` and parentheses (`2*N+1`, `N*M`, `2*(N-1)`).
     fn dim(&mut self) -> PResult<DimExpr> {
+        self.enter()?;
+        let r = self.dim_sum();
+        self.leave();
+        r
+    }
+
+    fn dim_sum(&mut self) -> PResult<DimExpr> {
+        let mut l = self.dim_product()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Plus => DimOp::Add,
+                Tok::Minus => DimOp::Sub,
+                _ => return Ok(l),
+            };
+            self.bump();
+            let r = self.dim_product()?;
+            let span = l.span().to(r.span());
+            l = match (op, l, r) {
+                (DimOp::Sub, DimExpr::Name(id), DimExpr::Lit(k, _)) => DimExpr::Sub(id, k, span),
+                (op, l, r) => DimExpr::Bin(op, Box::new(l), Box::new(r), span),
+            };
+        }
+    }
+
+    fn dim_product(&mut self) -> PResult<DimExpr> {
+        let mut l = self.dim_atom()?;
+        while self.eat(&Tok::Star) {
+            let r = self.dim_atom()?;
+            let span = l.span().to(r.span());
+            l = DimExpr::Bin(DimOp::Mul, Box::new(l), Box::new(r), span);
+        }
+        Ok(l)
+    }
+
+    fn dim_atom(&mut self) -> PResult<DimExpr> {
         match self.peek().clone() {
             Tok::Num { int: Some(n), .. } => {
                 let s = self.bump().span;
@@ -310,24 +358,17 @@ impl Parser {
             }
             Tok::Ident(name) => {
                 let s = self.bump().span;
-                let id = Ident { name, span: s };
-                if self.eat(&Tok::Minus) {
-                    match self.peek().clone() {
-                        Tok::Num { int: Some(k), .. } => {
-                            let e = self.bump().span;
-                            Ok(DimExpr::Sub(id, k, s.to(e)))
-                        }
-                        _ => {
-                            Err(self
-                                .error_expected("a non-negative integer after `-` in a dimension"))
-                        }
-                    }
-                } else {
-                    Ok(DimExpr::Name(id))
-                }
+                Ok(DimExpr::Name(Ident { name, span: s }))
             }
-            _ => Err(self
-                .error_expected("a dimension (a size parameter, a non-negative integer or `N-k`)")),
+            Tok::LParen => {
+                self.bump();
+                let d = self.dim()?;
+                self.expect(&Tok::RParen)?;
+                Ok(d)
+            }
+            _ => Err(self.error_expected(
+                "a dimension (a size parameter, a non-negative integer, or a size expression such as `N-1`, `N+1` or `2*N`)",
+            )),
         }
     }
 
@@ -649,13 +690,7 @@ impl Parser {
                 })
             }
             Tok::If => self.if_expr(),
-            Tok::Ident(name)
-                if name == "tabulate"
-                    && matches!(
-                        self.toks.get(self.pos + 1).map(|t| &t.tok),
-                        Some(Tok::LBracket)
-                    ) =>
-            {
+            Tok::Ident(name) if name == "tabulate" && self.bracket_next() => {
                 self.bump();
                 self.bump();
                 let size = self.dim()?;
@@ -671,6 +706,25 @@ impl Parser {
                         size,
                         param,
                         body: Box::new(body),
+                    },
+                    span: start.to(end),
+                })
+            }
+            Tok::Ident(name) if name == "reshape" && self.bracket_next() => {
+                self.bump();
+                self.bump();
+                let mut shape = vec![self.dim()?];
+                while self.eat(&Tok::Comma) {
+                    shape.push(self.dim()?);
+                }
+                self.expect(&Tok::RBracket)?;
+                self.expect(&Tok::LParen)?;
+                let arg = self.expr()?;
+                let end = self.expect(&Tok::RParen)?;
+                Ok(Expr {
+                    kind: ExprKind::Reshape {
+                        shape,
+                        arg: Box::new(arg),
                     },
                     span: start.to(end),
                 })

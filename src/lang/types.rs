@@ -1,5 +1,6 @@
 //! Element types, dimensions and array types.
 
+use super::size::Size;
 use std::fmt;
 
 /// Element type of a value.
@@ -65,7 +66,10 @@ impl fmt::Display for DType {
 pub const DEFAULT_DIM: u64 = 1000;
 
 /// One dimension of an array type: a literal size or a size parameter
-/// (`N` in `fn f[N](x: f32[N])`), bound at call time from argument shapes.
+/// (`N` in `fn f[N](x: f32[N])`), bound at call time from argument shapes,
+/// or a size expression of them. Every size has one representation (the
+/// first variant that can hold it, see [`Dim::from_size`]), so equal sizes
+/// are equal `Dim`s.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dim {
     /// A literal size (`f64[3]`).
@@ -78,6 +82,10 @@ pub enum Dim {
     /// `⌈p/k⌉ + 1`: the rows of a loop's tape keeping every `k`-th of its
     /// `p` states, and its final state.
     Rows(String, u64),
+    /// Any other size expression (`N+1`, `2*N`, `M*N`, `M+N-1`), in the
+    /// canonical form of [`Size`]; arguments are checked to make it
+    /// non-negative when it has a negative coefficient.
+    Expr(Size),
 }
 
 impl Dim {
@@ -88,15 +96,73 @@ impl Dim {
             Dim::Param(p) => dims(p),
             Dim::Sub(p, k) => dims(p)?.checked_sub(*k),
             Dim::Rows(p, k) => dims(p)?.div_ceil((*k).max(1)).checked_add(1),
+            Dim::Expr(s) => u64::try_from(s.eval(dims)?).ok(),
         }
     }
 
-    /// The size parameter this dimension depends on, if any.
-    pub fn param(&self) -> Option<&str> {
+    /// The size parameters this dimension depends on.
+    pub fn params(&self) -> Vec<&str> {
         match self {
-            Dim::Lit(_) => None,
-            Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => Some(p),
+            Dim::Lit(_) => Vec::new(),
+            Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => vec![p],
+            Dim::Expr(s) => s.params(),
         }
+    }
+
+    /// Whether the size can be negative for some sizes (`N-1`, `N-M`):
+    /// arguments are checked to make it non-negative.
+    pub fn may_be_negative(&self) -> bool {
+        match self {
+            Dim::Lit(_) | Dim::Param(_) | Dim::Rows(..) => false,
+            Dim::Sub(..) => true,
+            Dim::Expr(s) => s.may_be_negative(),
+        }
+    }
+
+    /// The dimension holding size `s`: a literal, `N`, `N-k` or else
+    /// [`Dim::Expr`] (None for a negative constant).
+    pub fn from_size(s: &Size) -> Option<Dim> {
+        if let Some(c) = s.as_constant() {
+            return u64::try_from(c).ok().map(Dim::Lit);
+        }
+        let ps = s.params();
+        if let [p] = ps.as_slice() {
+            let rest = s.sub(&Size::param(p))?;
+            match rest.as_constant() {
+                Some(0) => return Some(Dim::Param(p.to_string())),
+                Some(c) if c < 0 => return Some(Dim::Sub(p.to_string(), c.unsigned_abs())),
+                _ => {}
+            }
+        }
+        Some(Dim::Expr(s.clone()))
+    }
+
+    /// The size as an expression (None for the rows of a tape, and for a
+    /// literal past `i64::MAX`).
+    pub fn size(&self) -> Option<Size> {
+        match self {
+            Dim::Lit(k) => i64::try_from(*k).ok().map(Size::constant),
+            Dim::Param(p) => Some(Size::param(p)),
+            Dim::Sub(p, k) => Size::param(p).sub(&Size::constant(i64::try_from(*k).ok()?)),
+            Dim::Rows(..) => None,
+            Dim::Expr(s) => Some(s.clone()),
+        }
+    }
+
+    /// `self + other` (None for tape rows, on overflow, or if negative).
+    pub fn plus(&self, other: &Dim) -> Option<Dim> {
+        Dim::from_size(&self.size()?.add(&other.size()?)?)
+    }
+
+    /// `self * other` (None for tape rows or on overflow).
+    pub fn times(&self, other: &Dim) -> Option<Dim> {
+        Dim::from_size(&self.size()?.mul(&other.size()?)?)
+    }
+
+    /// The number of elements of an array of this shape, as a dimension
+    /// (`1` for a scalar; None for tape rows or on overflow).
+    pub fn product(shape: &[Dim]) -> Option<Dim> {
+        shape.iter().try_fold(Dim::Lit(1), |acc, d| acc.times(d))
     }
 
     /// This dimension less `k` (None if a literal would go negative).
@@ -109,6 +175,9 @@ impl Dim {
             Dim::Param(p) => Some(Dim::Sub(p.clone(), k)),
             Dim::Sub(p, j) => j.checked_add(k).map(|t| Dim::Sub(p.clone(), t)),
             Dim::Rows(..) => None,
+            Dim::Expr(_) => {
+                Dim::from_size(&self.size()?.sub(&Size::constant(i64::try_from(k).ok()?))?)
+            }
         }
     }
 }
@@ -127,6 +196,7 @@ impl fmt::Display for Dim {
             Dim::Param(p) => f.write_str(p),
             Dim::Sub(p, k) => write!(f, "{p}-{k}"),
             Dim::Rows(p, k) => write!(f, "ceil({p}/{k})+1"),
+            Dim::Expr(s) => write!(f, "{s}"),
         }
     }
 }
@@ -212,26 +282,8 @@ impl Type {
                         return None;
                     }
                     shape.push(Dim::Rows(name.trim().to_string(), k.trim().parse().ok()?));
-                } else if let Some((name, k)) = part.split_once('-') {
-                    let name = name.trim();
-                    let ok = name
-                        .chars()
-                        .next()
-                        .is_some_and(|c| c.is_alphabetic() || c == '_')
-                        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-                    if !ok {
-                        return None;
-                    }
-                    shape.push(Dim::Sub(name.to_string(), k.trim().parse().ok()?));
-                } else if part
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
-                {
-                    shape.push(Dim::Param(part.to_string()));
                 } else {
-                    return None;
+                    shape.push(Dim::from_size(&Size::parse(part)?)?);
                 }
             }
             if shape.is_empty() {
@@ -272,6 +324,9 @@ mod tests {
             "f64[3]",
             "f64[N-1, 2]",
             "f64[ceil(n/4)+1, 2]",
+            "f64[N+1]",
+            "f64[2*N+1, M*N]",
+            "f32[M+N-1, N*N]",
             "i64",
         ] {
             let t = Type::parse(s).unwrap();
@@ -280,5 +335,16 @@ mod tests {
         assert!(Type::parse("f16").is_none());
         assert!(Type::parse("f32[]").is_none());
         assert!(Type::parse("f32[N").is_none());
+        assert!(Type::parse("f32[N+]").is_none());
+        assert!(Type::parse("f32[1-2]").is_none());
+        // Canonical forms: the same size written another way.
+        assert_eq!(
+            Type::parse("f64[N*M, 2*(N+1)]").unwrap().to_string(),
+            "f64[M*N, 2*N+2]"
+        );
+        assert_eq!(
+            Type::parse("f64[N+0, 1+2]").unwrap().to_string(),
+            "f64[N, 3]"
+        );
     }
 }

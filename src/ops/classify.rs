@@ -47,6 +47,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
+            | Op::Reshape
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,
@@ -101,6 +102,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
+            | Op::Reshape
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -115,6 +117,7 @@ impl Op {
             Op::Repeat | Op::Spread => true,
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::Reverse => false,
+            Op::Reshape => true,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
             Op::Loop(..) | Op::LoopVjp(..) => false,
@@ -192,6 +195,7 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
+            | Op::Reshape
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => false,

@@ -22,7 +22,7 @@ impl Op {
             Op::Pow => 40.0,
             // Data movement, fused into the consumer's loop.
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,
-            Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse => 0.0,
+            Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse | Op::Reshape => 0.0,
             // Priced from the loop's body (see `extract::cost`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
             // Per operand element (see `extract::cost`).

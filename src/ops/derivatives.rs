@@ -54,6 +54,8 @@ impl Op {
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
             Op::Reverse => &["(reverse ?g)"],
+            // Back to the operand's shape (the annotation from the context).
+            Op::Reshape => &["(reshape ?g)"],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
@@ -107,7 +109,8 @@ impl Op {
             | Op::Spread
             | Op::SumTail
             | Op::Transpose
-            | Op::Reverse => vec![format!("({self} ?t)")],
+            | Op::Reverse
+            | Op::Reshape => vec![format!("({self} ?t)")],
             // The tangents of every element equal to the extremum (the
             // transpose of the VJP, which gives each of them the cotangent).
             Op::MaxAll | Op::MinAll => vec!["(sum (select (eq ?a (bcast ?out)) ?t 0))".into()],
@@ -140,7 +143,8 @@ impl Op {
             | Op::MinTail
             | Op::MatMul
             | Op::Transpose
-            | Op::Reverse => true,
+            | Op::Reverse
+            | Op::Reshape => true,
             // Linear in the cotangent.
             Op::LoopVjp(..) => i == 1,
             Op::Loop(..) | Op::LoopTape(..) => false,

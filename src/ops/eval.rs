@@ -242,6 +242,11 @@ impl Op {
                     data: crate::gemm::matmul(dtype == DType::F32, &a.data, &b.data, m, kk, n),
                 }
             }
+            Op::Reshape => Value {
+                dtype,
+                shape: out_shape.to_vec(),
+                data: args[0].data.clone(),
+            },
             Op::Transpose => {
                 let a = args[0];
                 let (m, n) = (a.shape[0], a.shape[1]);

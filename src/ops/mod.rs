@@ -113,6 +113,9 @@ pub enum Op {
     /// `reverse`: the rows of the leading axis in reverse order
     /// (`T[L, s..] -> T[L, s..]`; element `i` of a vector is `x[L-1-i]`).
     Reverse,
+    /// `reshape`: the operand's elements, in row-major order, in the
+    /// annotated shape (of as many elements: `T[N, M] -> T[M*N]`).
+    Reshape,
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -181,4 +184,5 @@ pub const ALL_OPS: &[Op] = &[
     Op::MatMul,
     Op::Transpose,
     Op::Reverse,
+    Op::Reshape,
 ];

@@ -51,6 +51,7 @@ impl Op {
             Op::MatMul => "matmul",
             Op::Transpose => "transpose",
             Op::Reverse => "reverse",
+            Op::Reshape => "reshape",
             Op::Loop(_, false) => "loop",
             Op::LoopTape(_, _, false) => "looptape",
             Op::LoopVjp(_, _, _, false) => "loopvjp",
@@ -115,6 +116,7 @@ impl Op {
             | Op::MinTail
             | Op::Transpose
             | Op::Reverse
+            | Op::Reshape
             | Op::Loop(_, false)
             | Op::LoopTape(_, _, false) => 1,
             Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,

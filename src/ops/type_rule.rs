@@ -1,7 +1,7 @@
 //! The type rule ([`Op::result_type`]) and its error.
 
 use super::Op;
-use crate::lang::types::Type;
+use crate::lang::types::{Dim, Type};
 use std::fmt;
 
 /// A type rule failed: the message names what was expected.
@@ -188,6 +188,23 @@ impl Op {
                     )));
                 }
                 Ok(a.clone())
+            }
+            Op::Reshape => {
+                // As many elements, compared as size expressions (`M*N`
+                // is `N*M`); tape rows only as themselves.
+                let t = need_annot()?;
+                let a = args[0];
+                let count = |t: &Type| Dim::product(&t.shape);
+                let same = match (count(a), count(&t)) {
+                    (Some(x), Some(y)) => x == y,
+                    _ => a.shape == t.shape,
+                };
+                if a.is_scalar() || t.is_scalar() || a.dtype != t.dtype || !same {
+                    return Err(OpTypeError(format!(
+                        "`reshape` to {t} needs an array of as many elements, got {a}"
+                    )));
+                }
+                Ok(t)
             }
             Op::Loop(..) => Ok(args[0].clone()),
             Op::LoopTape(_, k, _) => {

@@ -35,7 +35,6 @@ pub fn sample_args(
     f: &egrad::internals::lang::ir::Function,
     n: usize,
 ) -> Vec<egrad::internals::lang::value::Value> {
-    use egrad::internals::lang::types::Dim;
     f.params
         .iter()
         .enumerate()
@@ -44,14 +43,11 @@ pub fn sample_args(
             if t.dtype == egrad::internals::lang::types::DType::I64 {
                 return egrad::internals::lang::value::Value::scalar(t.dtype, n as f64);
             }
+            // Sizes such as `N+1` or `2*N` at `N` = n.
             let shape: Vec<usize> = t
                 .shape
                 .iter()
-                .map(|d| match d {
-                    Dim::Lit(m) => *m as usize,
-                    Dim::Param(_) => n,
-                    Dim::Sub(..) | Dim::Rows(..) => panic!("parameters have plain sizes"),
-                })
+                .map(|d| d.extent(&|_| Some(n as u64)).expect("a parameter's size") as usize)
                 .collect();
             let len: usize = shape.iter().product();
             let data = (0..len)
@@ -85,4 +81,178 @@ pub fn check_golden(path: &std::path::Path, text: &str, bless: bool, failures: &
             path.display()
         )),
     }
+}
+
+/// Run `f` with the interpreter (panics on an argument error).
+#[allow(dead_code)]
+pub fn eval(
+    f: &egrad::internals::lang::ir::Function,
+    args: &[egrad::internals::lang::value::Value],
+) -> Vec<egrad::internals::lang::value::Value> {
+    let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
+    egrad::internals::lang::interp::run(f, &refs).unwrap_or_else(|e| panic!("{}: {e}", f.name))
+}
+
+/// Central differences of a scalar function with respect to parameters
+/// `wrt` (step `1e-6 (1 + |x|)`).
+#[allow(dead_code)]
+pub fn central(
+    f: &egrad::internals::lang::ir::Function,
+    args: &[egrad::internals::lang::value::Value],
+    wrt: &[usize],
+) -> Vec<egrad::internals::lang::value::Value> {
+    let value = |a: &[egrad::internals::lang::value::Value]| eval(f, a)[0].as_scalar();
+    wrt.iter()
+        .map(|&i| {
+            let mut g = args[i].clone();
+            for j in 0..g.data.len() {
+                let h = 1e-6 * (1.0 + args[i].data[j].abs());
+                let mut up = args.to_vec();
+                up[i].data[j] += h;
+                let mut down = args.to_vec();
+                down[i].data[j] -= h;
+                g.data[j] = (value(&up) - value(&down)) / (2.0 * h);
+            }
+            g
+        })
+        .collect()
+}
+
+/// `got` is `want` within `1e-6 (1 + |want|)` element by element.
+#[allow(dead_code)]
+pub fn assert_close(
+    got: &egrad::internals::lang::value::Value,
+    want: &egrad::internals::lang::value::Value,
+    what: &str,
+) {
+    assert_eq!(got.shape, want.shape, "{what}");
+    for (k, (a, b)) in got.data.iter().zip(&want.data).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
+            "{what}: element {k}: {a} vs {b}\n{got:?}\n{want:?}"
+        );
+    }
+}
+
+/// Native code of `f` gives the interpreter's bits; arguments the
+/// interpreter refuses, native code refuses too, before it runs.
+#[allow(dead_code)]
+pub fn assert_jit_equals_interpreter(
+    f: &egrad::internals::lang::ir::Function,
+    args: &[egrad::internals::lang::value::Value],
+    what: &str,
+) {
+    use egrad::internals::backend::{compile, BackendOptions};
+    let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
+    let native = compile(f, &BackendOptions::verified()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    match egrad::internals::lang::interp::run(f, &refs) {
+        Ok(want) => {
+            let got = native.call(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(g.bits_eq(w), "{what}: JIT {g:?} vs interpreter {w:?}");
+            }
+        }
+        Err(e) => assert!(native.call(&refs).is_err(), "{what}: {e}"),
+    }
+}
+
+/// The gradient function `grad` of `p` (differentiating the first `nwrt`
+/// parameters of the scalar `loss`) at `args`: as the checker made it and
+/// optimized at λ = 0 and 1e6, against central differences of `loss`; the
+/// optimized value is `loss`'s and native code gives the interpreter's
+/// bits.
+#[allow(dead_code)]
+pub fn check_gradient(
+    p: &egrad::Program,
+    grad: &str,
+    loss: &str,
+    nwrt: usize,
+    args: &[egrad::internals::lang::value::Value],
+    what: &str,
+) {
+    use egrad::internals::pipeline::{optimize_gradient, Options};
+    let primal = p.ir(loss).unwrap();
+    let wrt: Vec<usize> = (0..nwrt).collect();
+    let want = central(primal, args, &wrt);
+    // The checker's gradient function, as callers inline it.
+    let got = eval(p.ir(grad).unwrap(), args);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_close(g, w, &format!("{what} gradient {k} (AD)"));
+    }
+    // The optimized value and gradient, interpreted and native.
+    for lambda in [0.0, 1e6] {
+        let g = optimize_gradient(p, &Options::default().function(grad).lambda(lambda))
+            .unwrap_or_else(|e| panic!("{grad}: {e}"));
+        let vg = g.value_and_grad_ir();
+        let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
+        let interp = egrad::internals::lang::interp::run(vg, &refs).unwrap();
+        assert_eq!(interp.len(), nwrt + 1, "{vg}");
+        let value = eval(primal, args)[0].as_scalar();
+        let v = interp[0].as_scalar();
+        assert!(
+            (v - value).abs() <= 1e-12 * (1.0 + value.abs()),
+            "{what}: {v} vs {value}"
+        );
+        for (k, (g, w)) in interp[1..].iter().zip(&want).enumerate() {
+            assert_close(g, w, &format!("{what} λ={lambda} gradient {k} (optimized)"));
+        }
+        let native = g.compile().unwrap().native().call(&refs).unwrap();
+        for (a, b) in native.iter().zip(&interp) {
+            assert!(a.bits_eq(b), "{what} λ={lambda}: JIT {a:?} vs {b:?}");
+        }
+    }
+}
+
+/// The `@jvp` function `jvp` of `p` (tangents of the first `nwrt`
+/// parameters of the scalar `loss`, passed last) at `args` in a fixed
+/// direction, against a central difference of `loss` along it; optimized,
+/// native code gives the interpreter's bits and the same number.
+#[allow(dead_code)]
+pub fn check_jvp(
+    p: &egrad::Program,
+    jvp: &str,
+    loss: &str,
+    nwrt: usize,
+    args: &[egrad::internals::lang::value::Value],
+    what: &str,
+) {
+    use egrad::internals::lang::value::Value;
+    use egrad::internals::pipeline::{optimize_ir, Options};
+    let primal = p.ir(loss).unwrap();
+    let j = p.ir(jvp).unwrap();
+    // Tangent directions of the differentiated parameters.
+    let dirs: Vec<Value> = args[..nwrt]
+        .iter()
+        .map(|a| Value {
+            data: a.data.iter().map(|x| (3.0 * x + 1.0).cos()).collect(),
+            ..a.clone()
+        })
+        .collect();
+    let h = 1e-6;
+    let moved = |s: f64| -> f64 {
+        let mut a = args.to_vec();
+        for (x, d) in a.iter_mut().zip(&dirs) {
+            for (xi, di) in x.data.iter_mut().zip(&d.data) {
+                *xi += s * h * di;
+            }
+        }
+        eval(primal, &a)[0].as_scalar()
+    };
+    let want = (moved(1.0) - moved(-1.0)) / (2.0 * h);
+    let mut jargs = args.to_vec();
+    jargs.extend(dirs.iter().cloned());
+    let got = eval(j, &jargs)[0].as_scalar();
+    assert!(
+        (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+        "{what}: {got} vs finite differences {want}"
+    );
+    // Optimized and native: the same number.
+    let opt = optimize_ir(j, &Options::default()).unwrap().after;
+    assert_jit_equals_interpreter(&opt, &jargs, what);
+    let o = eval(&opt, &jargs)[0].as_scalar();
+    assert!(
+        (o - got).abs() <= 1e-12 * (1.0 + got.abs()),
+        "{what}: {o} vs {got}"
+    );
 }

@@ -76,6 +76,17 @@ impl<'a, 'b> Translator<'a, 'b> {
         Ok(())
     }
 
+    /// The value of size parameter `p` (loaded from `dims`).
+    fn size_param(&self, p: &str) -> Result<ir::Value, Error> {
+        let idx = self
+            .f
+            .size_params
+            .iter()
+            .position(|q| q == p)
+            .ok_or_else(|| Error::internal(format!("backend: unknown size parameter {p}")))?;
+        Ok(self.dims[idx])
+    }
+
     /// Number of elements of `ty`: the product of its dims (literal or
     /// loaded from `dims`).
     pub(super) fn translate_len(&mut self, ty: Type) -> Result<ir::Value, Error> {
@@ -91,15 +102,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     lit = k;
                 }
                 Dim::Param(p) | Dim::Sub(p, _) | Dim::Rows(p, _) => {
-                    let idx = self
-                        .f
-                        .size_params
-                        .iter()
-                        .position(|q| q == p)
-                        .ok_or_else(|| {
-                            Error::internal(format!("backend: unknown size parameter {p}"))
-                        })?;
-                    let mut dv = self.dims[idx];
+                    let mut dv = self.size_param(p)?;
                     if let Dim::Sub(_, k) = d {
                         // Non-negative: checked when the sizes were bound.
                         let k = i64::try_from(*k)
@@ -114,6 +117,39 @@ impl<'a, 'b> Translator<'a, 'b> {
                         let q = self.b.ins().udiv_imm_s(up, k);
                         dv = self.b.ins().iadd_imm_s(q, 1);
                     }
+                    len = Some(match len {
+                        Some(l) => self.b.ins().imul(l, dv),
+                        None => dv,
+                    });
+                }
+                Dim::Expr(s) => {
+                    // Σ c · Π p, in wrapping i64 arithmetic: the value is
+                    // non-negative and fits (checked when the sizes were
+                    // bound), so the wrapped intermediate sums give it.
+                    let mut sum: Option<ir::Value> = None;
+                    for (c, ps) in s.terms() {
+                        let mut t: Option<ir::Value> = None;
+                        for p in ps {
+                            let v = self.size_param(p)?;
+                            t = Some(match t {
+                                Some(t) => self.b.ins().imul(t, v),
+                                None => v,
+                            });
+                        }
+                        let t = match t {
+                            Some(t) if c == 1 => t,
+                            Some(t) => self.b.ins().imul_imm_s(t, c),
+                            None => self.b.ins().iconst(types::I64, c),
+                        };
+                        sum = Some(match sum {
+                            Some(acc) => self.b.ins().iadd(acc, t),
+                            None => t,
+                        });
+                    }
+                    let dv = match sum {
+                        Some(v) => v,
+                        None => self.b.ins().iconst(types::I64, 0),
+                    };
                     len = Some(match len {
                         Some(l) => self.b.ins().imul(l, dv),
                         None => dv,

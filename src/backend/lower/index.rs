@@ -1,5 +1,5 @@
 //! Index maps (`slice`, `index`, `pad`, `unindex`, `repeat`, `spread`,
-//! `transpose`, `reverse`) and the row context of row reductions, which
+//! `transpose`, `reverse`, `reshape`) and the row context of row reductions, which
 //! spares their divisions.
 
 use super::{access, cl_type, Access, Read, RowCtx, Translator};
@@ -231,6 +231,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                     &mut |t| Ok(t.translate_const(dtype, 0.0)),
                 )
             }
+            // Row-major in both shapes: element i is element i. Its rows
+            // are not the operand's, so no row context goes in.
+            Op::Reshape => self.within_row(None, &mut |t| t.translate_elem(a, i)),
             Op::Repeat | Op::Spread | Op::Transpose if self.row.is_some() => {
                 match self.row_read(s, i) {
                     Some(j) => self.translate_leaf(a, j),

@@ -74,6 +74,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Spread
             | Op::Transpose
             | Op::Reverse
+            | Op::Reshape
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail

@@ -202,7 +202,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// An index map's elements `i .. i + W`: a row offset (`slice`,
-    /// `index`) is its operand's vector at the offset, `pad` and `unindex`
+    /// `index`) is its operand's vector at the offset (`reshape`: at the
+    /// same index), `pad` and `unindex`
     /// too when every lane is inside the operand; `repeat` is one when the
     /// lanes do not wrap around the repeated row, `spread` a splat when
     /// they fall in one row; anything else is gathered lane by lane.
@@ -222,6 +223,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let row = self.shifted_row(s);
                 self.within_row(row, &mut |t| t.translate_elem_vec(a, j))
             }
+            Op::Reshape => self.within_row(None, &mut |t| t.translate_elem_vec(a, i)),
             Op::Pad(_) | Op::Unindex(_) => {
                 let row = self.shifted_row(s);
                 // Element i reads i - start when that is inside the operand

@@ -8,24 +8,6 @@ use crate::lang::ir::VarId;
 use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 
-/// The length of `concat` of parts of lengths `a` and `b`, if it is a size
-/// a type can hold: `k + m` for integers; `k + (N-j)` (either order) is
-/// `N-(j-k)` when `j >= k` (`N` when they are equal). Anything else (`N +
-/// 1`, `N + M`) is not a size (None).
-fn concat_len(a: &Dim, b: &Dim) -> Option<Dim> {
-    let (k, d) = match (a, b) {
-        (Dim::Lit(k), d) | (d, Dim::Lit(k)) => (*k, d),
-        _ => return None,
-    };
-    match d {
-        Dim::Lit(m) => k.checked_add(*m).map(Dim::Lit),
-        _ if k == 0 => Some(d.clone()),
-        Dim::Sub(p, j) if *j == k => Some(Dim::Param(p.clone())),
-        Dim::Sub(p, j) if *j > k => Some(Dim::Sub(p.clone(), j - k)),
-        Dim::Param(_) | Dim::Sub(..) | Dim::Rows(..) => None,
-    }
-}
-
 impl<'a> FnCx<'a> {
     /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of
     /// the enclosing `tabulate`).
@@ -146,41 +128,8 @@ impl<'a> FnCx<'a> {
             ));
             return Val::Err;
         }
-        let static_int = |cx: &Self, n: &str| {
-            cx.env
-                .iter()
-                .rev()
-                .find(|(k, _)| k == n)
-                .and_then(|(_, v)| v.as_static_int())
-        };
-        let (name, minus) = match size {
-            DimExpr::Lit(n, _) => (None, *n),
-            DimExpr::Name(id) => (Some(id), 0),
-            DimExpr::Sub(id, k, _) => (Some(id), *k),
-        };
-        let len = match name {
-            None => Some(Dim::Lit(minus)),
-            Some(id) if self.sizes.contains(&id.name) => Dim::Param(id.name.clone()).minus(minus),
-            Some(id) => match static_int(self, &id.name) {
-                Some(n) if n >= minus as i64 => Some(Dim::Lit(n as u64 - minus)),
-                Some(n) => {
-                    self.error(Diagnostic::new(
-                        size.span(),
-                        format!("the length of `tabulate` is negative ({n} - {minus})"),
-                    ));
-                    return Val::Err;
-                }
-                None => {
-                    self.error(
-                        Diagnostic::new(size.span(), format!("the length of `tabulate` must be a size parameter or a static integer, but `{}` is neither", id.name))
-                            .with_note("declare it as a size parameter (`fn f[N](...)`) or a `static` parameter"),
-                    );
-                    return Val::Err;
-                }
-            },
-        };
-        let Some(len) = len else {
-            return self.bug("tabulate length");
+        let Some(len) = self.body_dim(size, "the length of `tabulate`") else {
+            return Val::Err;
         };
         self.batch = Some((len.clone(), span));
         let mark = self.env.len();
@@ -219,8 +168,8 @@ impl<'a> FnCx<'a> {
 
     /// A two-argument builtin (`pow`, `max`, `min`): element-wise with
     /// scalar broadcasting, like the arithmetic operators.
-    /// The arguments of `reverse` (one) or `concat` (two), each an array
-    /// of rank 1 or more; None after reporting an error.
+    /// The arguments of `reverse` or `flatten` (one) or `concat` (two),
+    /// each an array of rank 1 or more; None after reporting an error.
     pub(super) fn array_args(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Option<Vec<VarId>> {
         let want = if name == "concat" { 2 } else { 1 };
         let vals: Vec<Val> = args
@@ -240,34 +189,21 @@ impl<'a> FnCx<'a> {
         let mut xs = Vec::with_capacity(want);
         let mut ok = true;
         for (v, a) in vals.into_iter().zip(args) {
-            match v {
-                Val::Var(x) if !self.ty(x).is_scalar() => xs.push(x),
-                Val::Err => ok = false,
-                other => {
-                    let t = self.describe(&other);
-                    let t = match other {
-                        Val::Var(_) => format!("a scalar ({t})"),
-                        _ => t,
-                    };
-                    self.error(Diagnostic::new(
-                        a.span,
-                        format!(
-                            "`{name}` needs an array (a vector, a matrix, ...: rank 1 or more), but this is {t}"
-                        ),
-                    ));
-                    ok = false;
-                }
+            match self.array_arg(name, v, a.span) {
+                Some(x) => xs.push(x),
+                None => ok = false,
             }
         }
         ok.then_some(xs)
     }
 
-    /// `concat(a, b)`: the rows of `a`, then those of `b`. No op of its
-    /// own: with `a` of integer length `k`, `pad 0 a + pad k b` (each
-    /// placed in a zero array of the result's type); otherwise `b` has the
-    /// integer length and the parts are swapped between two reversals,
-    /// `reverse(concat(reverse(b), reverse(a)))`. Gradients follow from
-    /// those of `pad`, `add` and `reverse`.
+    /// `concat(a, b)`: the rows of `a`, then those of `b`; its length is
+    /// the sum of theirs (`N+1`, `M+N`). No op of its own: with `a` of
+    /// integer length `k`, `pad 0 a + pad k b` (each placed in a zero
+    /// array of the result's type); with `b` of integer length, the parts
+    /// swapped between two reversals, `reverse(concat(reverse(b),
+    /// reverse(a)))`; with neither, `pad 0 a + reverse(pad 0 (reverse
+    /// b))`. Gradients follow from those of `pad`, `add` and `reverse`.
     pub(super) fn concat(&mut self, e: &Expr, args: &[Expr], xs: &[VarId], hint: &str) -> Val {
         let (a, b) = (xs[0], xs[1]);
         if self.batched.contains(&a) || self.batched.contains(&b) {
@@ -301,24 +237,19 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         }
         let (la, lb) = (&ta.shape[0], &tb.shape[0]);
-        let Some(len) = concat_len(la, lb) else {
+        let Some(len) = la.plus(lb) else {
             let show = |d: &Dim| match d {
-                Dim::Sub(..) => format!("({d})"),
+                Dim::Sub(..) | Dim::Expr(_) => format!("({d})"),
                 _ => d.to_string(),
             };
-            self.error(
-                Diagnostic::new(
-                    e.span,
-                    format!(
-                        "`concat` of {ta} and {tb} would have {} + {} rows, and that size is not supported",
-                        show(la),
-                        show(lb)
-                    ),
-                )
-                .with_note(
-                    "sizes are `N`, an integer or `N-k`: one part must have an integer length that cancels the other's `-k` (an f64[1] and an f64[N-1] make an f64[N])",
+            self.error(Diagnostic::new(
+                e.span,
+                format!(
+                    "`concat` of {ta} and {tb} would have {} + {} rows, and that size is not supported",
+                    show(la),
+                    show(lb)
                 ),
-            );
+            ));
             return Val::Err;
         };
         // Joining an empty part changes nothing.
@@ -331,21 +262,35 @@ impl<'a> FnCx<'a> {
         let mut shape = vec![len];
         shape.extend(ta.shape[1..].iter().cloned());
         let out = Type::array(ta.dtype, shape);
-        match la {
-            Dim::Lit(k) => self.join(hint, a, *k, b, &out),
-            _ => {
-                let Dim::Lit(k) = *lb else {
-                    return self.bug("concat: no part of integer length");
-                };
+        match (la, lb) {
+            (Dim::Lit(k), _) => self.join(hint, a, *k, b, &out),
+            (_, Dim::Lit(k)) => {
                 let (Val::Var(rb), Val::Var(ra)) =
                     (self.reverse_rows("", b), self.reverse_rows("", a))
                 else {
                     return Val::Err;
                 };
-                let Val::Var(j) = self.join("", rb, k, ra, &out) else {
+                let Val::Var(j) = self.join("", rb, *k, ra, &out) else {
                     return Val::Err;
                 };
                 self.reverse_rows(hint, j)
+            }
+            _ => {
+                // No part of integer length: `b` placed at the end by
+                // reversing it into rows `0..` of the reversed result.
+                let Val::Var(rb) = self.reverse_rows("", b) else {
+                    return Val::Err;
+                };
+                let (Val::Var(pa), Val::Var(pb)) = (
+                    self.push("", Op::Pad(0), &[a], Some(&out)),
+                    self.push("", Op::Pad(0), &[rb], Some(&out)),
+                ) else {
+                    return Val::Err;
+                };
+                let Val::Var(end) = self.reverse_rows("", pb) else {
+                    return Val::Err;
+                };
+                self.push(hint, Op::Add, &[pa, end], None)
             }
         }
     }

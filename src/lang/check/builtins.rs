@@ -25,10 +25,11 @@ pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min
 /// The built-in matrix functions.
 pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose", Op::Transpose)];
 
-/// The built-in functions on the leading axis of an array of any rank:
+/// The built-in functions on arrays of any rank: on the leading axis,
 /// `reverse(x)` (the op [`Op::Reverse`]) and `concat(a, b)` (lowered to
-/// `pad`, `add` and `reverse`, see `FnCx::concat`).
-pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat"];
+/// `pad`, `add` and `reverse`, see `FnCx::concat`); `flatten(x)` and
+/// `reshape[d, ...](x)` (the op [`Op::Reshape`]).
+pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat", "flatten", "reshape"];
 
 /// Names with a meaning of their own (not functions one may define).
 pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan"];

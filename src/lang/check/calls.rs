@@ -8,6 +8,7 @@ use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Function, Loop, VarId};
+use crate::lang::size::{Misfit, Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;
@@ -117,6 +118,22 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             };
             return self.concat(e, args, &xs, hint);
+        }
+        if name == "flatten" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.flatten(e, xs[0], hint);
+        }
+        if name == "reshape" {
+            for a in args {
+                self.lower(a, &[]);
+            }
+            self.error(
+                Diagnostic::new(callee.span, "`reshape` needs the new shape in brackets")
+                    .with_note("write `reshape[M, K](x)`, as `tabulate[N](...)` takes its length"),
+            );
+            return Val::Err;
         }
         let Some(&fi) = self.by_name.get(name) else {
             for a in args {
@@ -256,8 +273,10 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
-        // Unify the callee's size parameters with the argument shapes.
-        let mut subst: HashMap<String, Dim> = HashMap::new();
+        // Unify the callee's size parameters with the argument shapes
+        // (plain dimensions first, then `N+1`, `2*N`, ...: `size::Unifier`).
+        let mut unifier = Unifier::new();
+        let mut shaped: HashMap<usize, Type> = HashMap::new();
         for (k, v) in vals.iter().enumerate() {
             if sig.statics.get(k).copied().flatten().is_some() {
                 continue;
@@ -279,7 +298,8 @@ impl<'a> FnCx<'a> {
                 };
                 match d {
                     Some(d) => {
-                        subst.insert(pname.clone(), d);
+                        // No parameter type names it: this binds it.
+                        let _ = unifier.add(k, &[Dim::Param(pname.clone())], &[d]);
                     }
                     None => {
                         ok = false;
@@ -316,38 +336,59 @@ impl<'a> FnCx<'a> {
                 }
             };
             let at = self.ty(x);
-            let mut fits = at.dtype == pty.dtype && at.rank() == pty.rank();
+            let fits = at.dtype == pty.dtype
+                && at.rank() == pty.rank()
+                && unifier.add(k, &pty.shape, &at.shape).is_ok();
             if fits {
-                let mut trial = subst.clone();
-                for (pd, ad) in pty.shape.iter().zip(&at.shape) {
-                    match pd {
-                        Dim::Lit(_) | Dim::Sub(..) | Dim::Rows(..) => fits &= pd == ad,
-                        Dim::Param(p) => match trial.get(p) {
-                            Some(bound) => fits &= bound == ad,
-                            None => {
-                                trial.insert(p.clone(), ad.clone());
-                            }
-                        },
-                    }
-                }
-                if fits {
-                    subst = trial;
-                }
+                shaped.insert(k, at);
+                continue;
             }
-            if !fits {
-                ok = false;
-                let want = subst_type(pty, &subst);
-                self.error(
-                    Diagnostic::new(
-                        args[k].span,
-                        format!(
-                            "argument `{pname}` of `{name}` must have type {want}, but it has type {at}"
-                        ),
-                    )
-                    .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
-                );
-            }
+            ok = false;
+            let want = subst_type(pty, &unifier.bound);
+            self.error(
+                Diagnostic::new(
+                    args[k].span,
+                    format!(
+                        "argument `{pname}` of `{name}` must have type {want}, but it has type {at}"
+                    ),
+                )
+                .with_label(*pspan, format!("`{pname}` is declared here as {pty}")),
+            );
         }
+        for (k, m) in unifier.finish() {
+            ok = false;
+            let (pname, pty, pspan) = &sig.params[k];
+            let at = shaped.get(&k).map(|t| t.to_string()).unwrap_or_default();
+            let want = subst_type(pty, &unifier.bound);
+            let mut d = Diagnostic::new(
+                args[k].span,
+                format!(
+                    "argument `{pname}` of `{name}` must have type {want}, but it has type {at}"
+                ),
+            )
+            .with_label(*pspan, format!("`{pname}` is declared here as {pty}"));
+            let dim = pty
+                .shape
+                .get(m.axis())
+                .map(|d| d.to_string())
+                .unwrap_or_default();
+            match &m {
+                Misfit::Mismatch(_) => {}
+                Misfit::Negative(_, p, v) => {
+                    d = d.with_note(format!("`{p}` would be {v}, and a size cannot be negative"))
+                }
+                Misfit::Fraction(_, p) => {
+                    d = d.with_note(format!("that length is {dim} for no whole number `{p}`"))
+                }
+                Misfit::Undetermined(_, p) => {
+                    d = d.with_note(format!(
+                        "`{p}` cannot be read from a length {dim} at these sizes"
+                    ))
+                }
+            }
+            self.error(d);
+        }
+        let subst = unifier.bound;
         if !ok {
             return Val::Err;
         }
@@ -380,7 +421,7 @@ impl<'a> FnCx<'a> {
                     let unbound = pty
                         .shape
                         .iter()
-                        .any(|d| matches!(d, Dim::Param(p) if !subst.contains_key(p)));
+                        .any(|d| d.params().iter().any(|p| !subst.contains_key(*p)));
                     if unbound {
                         self.error(Diagnostic::new(
                             args[k].span,
@@ -590,15 +631,16 @@ fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {
     )
 }
 
-/// A callee's dimension in the caller's terms (None if `N-k` goes negative).
+/// A callee's dimension in the caller's terms (None if `N-k`, or another
+/// size, goes negative).
 fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
     match d {
         Dim::Lit(_) => Some(d.clone()),
         Dim::Param(p) => Some(subst.get(p).cloned().unwrap_or_else(|| d.clone())),
-        Dim::Sub(p, k) => match subst.get(p) {
-            Some(b) => b.minus(*k),
-            None => Some(d.clone()),
-        },
+        Dim::Sub(..) | Dim::Expr(_) => {
+            let with = |p: &str| subst.get(p).map_or(Some(Size::param(p)), Dim::size);
+            Dim::from_size(&d.size()?.substitute(&with)?)
+        }
         Dim::Rows(p, k) => match subst.get(p) {
             Some(Dim::Lit(n)) => Some(Dim::Lit(n.div_ceil((*k).max(1)) + 1)),
             Some(Dim::Param(q)) => Some(Dim::Rows(q.clone(), *k)),

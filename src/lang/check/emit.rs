@@ -88,6 +88,10 @@ impl<'a> FnCx<'a> {
                 (Op::Sum, _) => self.push_plain(hint, Op::SumTail, args, None),
                 (Op::MaxAll, _) => self.push_plain(hint, Op::MaxTail, args, None),
                 (Op::MinAll, _) => self.push_plain(hint, Op::MinTail, args, None),
+                // Row-major: each row reshaped is the stack reshaped.
+                (Op::Reshape, Some(t)) => {
+                    self.push_plain(hint, Op::Reshape, args, Some(&stacked(t)))
+                }
                 _ => {
                     let what = match op {
                         Op::MaxAll => "`max/`".to_string(),

@@ -120,6 +120,9 @@ impl<'a> FnCx<'a> {
             ExprKind::Tabulate { size, param, body } => {
                 self.tabulate(e.span, size, param, body, hints)
             }
+            ExprKind::Reshape { shape, arg } => {
+                self.reshape(e, shape, arg, hints.first().copied().unwrap_or(""))
+            }
             ExprKind::Lambda { .. } => {
                 self.error(Diagnostic::new(
                     e.span,

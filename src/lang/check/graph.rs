@@ -42,9 +42,9 @@ pub(super) fn collect_calls(
             collect_calls(then, by_name, out);
             collect_calls(els, by_name, out);
         }
-        ExprKind::Lambda { body, .. } | ExprKind::Tabulate { body, .. } => {
-            collect_calls(body, by_name, out)
-        }
+        ExprKind::Lambda { body, .. }
+        | ExprKind::Tabulate { body, .. }
+        | ExprKind::Reshape { arg: body, .. } => collect_calls(body, by_name, out),
         ExprKind::Index { base, indices } => {
             collect_calls(base, by_name, out);
             for i in indices {

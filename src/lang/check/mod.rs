@@ -33,6 +33,7 @@ mod expr;
 mod graph;
 mod loops;
 mod signature;
+mod sizes;
 
 use super::ast::*;
 use super::ir::{Builder, Function, VarId};

@@ -1,9 +1,11 @@
 //! Signatures: size, element-type and static parameters, parameter and
 //! return types, and the attributes `@grad`, `@value_and_grad`, `@jvp`.
 
+use super::sizes::{dim_size, overflow, DimError};
 use super::{plural, Sig, StaticKind};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
+use crate::lang::size::{Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use std::collections::HashMap;
 
@@ -76,27 +78,32 @@ fn resolve_type_with(
             };
             let mut shape = Vec::new();
             for dim in dims {
-                match dim {
-                    DimExpr::Lit(k, _) => shape.push(Dim::Lit(*k)),
-                    DimExpr::Sub(id, k, _) if sizes.iter().any(|s| s.name == id.name) => {
-                        shape.push(Dim::Sub(id.name.clone(), *k))
+                let size = dim_size(dim, &mut |id| {
+                    if sizes.iter().any(|s| s.name == id.name) {
+                        return Some(Size::param(&id.name));
                     }
-                    DimExpr::Name(id) | DimExpr::Sub(id, _, _) => {
-                        if sizes.iter().any(|s| s.name == id.name) {
-                            shape.push(Dim::Param(id.name.clone()));
-                        } else {
-                            ok = false;
-                            errs.push(
-                                Diagnostic::new(
-                                    id.span,
-                                    format!("unknown size parameter `{}`", id.name),
-                                )
-                                .with_note(format!(
-                                    "declare it in brackets after the function name, as in `fn f[{}](...)`",
-                                    id.name
-                                )),
-                            );
-                        }
+                    errs.push(
+                        Diagnostic::new(id.span, format!("unknown size parameter `{}`", id.name))
+                            .with_note(format!(
+                            "declare it in brackets after the function name, as in `fn f[{}](...)`",
+                            id.name
+                        )),
+                    );
+                    None
+                });
+                match size.map(|s| (Dim::from_size(&s), s)) {
+                    Ok((Some(d), _)) => shape.push(d),
+                    Ok((None, s)) => {
+                        ok = false;
+                        errs.push(Diagnostic::new(
+                            dim.span(),
+                            format!("the size `{}` is negative ({s})", dim.text()),
+                        ));
+                    }
+                    Err(DimError::Name) => ok = false,
+                    Err(DimError::Overflow(span)) => {
+                        ok = false;
+                        errs.push(overflow(span, dim));
                     }
                 }
             }
@@ -173,6 +180,7 @@ pub(super) fn signature_with(
     let mut seen: HashMap<&str, Span> = HashMap::new();
     let mut params = Vec::new();
     let mut statics = Vec::new();
+    let mut unresolved: Vec<String> = Vec::new();
     for p in &f.params {
         if let Some(first) = seen.insert(&p.name.name, p.name.span) {
             errs.push(
@@ -204,14 +212,11 @@ pub(super) fn signature_with(
             params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
             statics.push(None);
         } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
-            if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
-                errs.push(
-                    Diagnostic::new(p.ty.span(), format!("the type of parameter `{}` has a computed size", p.name.name))
-                        .with_note("parameter sizes are size parameters or integers; sizes such as `N-1` are for results"),
-                );
-            }
             params.push((p.name.name.clone(), t, p.span));
             statics.push(None);
+        } else if let TypeExpr::Named { dims, .. } = &p.ty {
+            // Its sizes count as read (no second error about them).
+            unresolved.extend(dims.iter().flat_map(|d| d.names()).map(|i| i.name.clone()));
         }
     }
     // Every element-type parameter must be the element type of a parameter.
@@ -229,23 +234,29 @@ pub(super) fn signature_with(
             ));
         }
     }
-    // Every size parameter must be inferable from a parameter type.
-    for s in &f.size_params {
-        let used = f.params.iter().any(|p| match &p.ty {
-            TypeExpr::Named { dims, .. } => dims
-                .iter()
-                .any(|d| matches!(d, DimExpr::Name(i) if i.name == s.name)),
-            TypeExpr::Tuple { .. } => false,
-        });
-        if !used {
-            errs.push(Diagnostic::new(
+    // Every size parameter must be read from the parameters' shapes, as
+    // `interp::bind_args` and calls do (`size::Unifier`).
+    let shapes: Vec<&[Dim]> = params.iter().map(|p| p.1.shape.as_slice()).collect();
+    let names: Vec<String> = f.size_params.iter().map(|s| s.name.clone()).collect();
+    for (name, occurs) in Unifier::determinable(&shapes, &names, &unresolved) {
+        let Some(s) = f.size_params.iter().find(|s| s.name == name) else {
+            continue;
+        };
+        let d = if occurs {
+            Diagnostic::new(
                 s.span,
-                format!(
-                    "size parameter `{}` of `{fname}` is not used in any parameter type, so it cannot be inferred",
-                    s.name
-                ),
-            ));
-        }
+                format!("size parameter `{name}` of `{fname}` cannot be read from the parameter types"),
+            )
+            .with_note(format!(
+                "a size is read from a dimension where it is the only size not known from elsewhere, occurring once and not squared (`{name}`, `{name}+1`, `2*{name}`, or `{name}` times sizes known from other dimensions); give `{name}` a dimension of its own"
+            ))
+        } else {
+            Diagnostic::new(
+                s.span,
+                format!("size parameter `{name}` of `{fname}` is not used in any parameter type, so it cannot be inferred"),
+            )
+        };
+        errs.push(d);
     }
     // Return type.
     let (ret, ret_tuple) = match &f.ret {
