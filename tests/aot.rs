@@ -333,3 +333,57 @@ fn build_errors_are_clear() {
     assert!(h.contains("void rosenbrock_raw(void *const *bufs, const int64_t *dims);"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const SIZES_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    /* Sizes N, H, W, O: x0 is an f64[1], x an f64[N], img an f64[H, W],
+       Wt an f64[O, H*W], y an f64[O], xy an f64[2*N]. */
+    enum { N = 3, H = 2, W = 3, O = 2 };
+    double x0[1] = {0.25}, x[N], img[H * W], Wt[O * H * W], y[O], xy[2 * N];
+    for (int i = 0; i < N; i++) x[i] = 0.1 * i - 0.2;
+    for (int i = 0; i < H * W; i++) img[i] = 0.3 - 0.07 * i;
+    for (int i = 0; i < O * H * W; i++) Wt[i] = 0.05 * (i % 5) - 0.1;
+    for (int i = 0; i < O; i++) y[i] = 0.5 * i;
+    for (int i = 0; i < 2 * N; i++) xy[i] = 0.2 * i + 0.1;
+    double value, g0[1], gx[N], gWt[O * H * W], gxy[2 * N];
+    void *scratch = malloc(dloss_value_and_grad_scratch_bytes(N, H, W, O) + 1);
+    if (dloss_value_and_grad(N, H, W, O, x0, x, img, Wt, y, xy, &value, g0, gx, gWt, gxy, scratch) != 0) return 1;
+    printf("%.17g\n%.17g\n", value, g0[0]);
+    for (int i = 0; i < N; i++) printf("%.17g\n", gx[i]);
+    for (int i = 0; i < O * H * W; i++) printf("%.17g\n", gWt[i]);
+    for (int i = 0; i < 2 * N; i++) printf("%.17g\n", gxy[i]);
+    /* A size that makes a computed length negative is refused. */
+    if (dloss_check_sizes(-1, H, W, O) == 0) return 2;
+    free(scratch);
+    return 0;
+}
+"#;
+
+/// Size expressions in the signature (`f64[O, H*W]`, `f64[2*N]`) and in
+/// the program (`N+1`, `reshape`, `flatten`): the header computes every
+/// length from the sizes, and the object gives the JIT's bits.
+#[test]
+fn size_expressions_link_and_match_the_jit() {
+    let file = "examples/sizes.eg";
+    let c = build_and_run("sizes", file, "dloss", SIZES_MAIN);
+    let (n, h, w, o) = (3usize, 2usize, 3usize, 2usize);
+    let f = |len: usize, g: &dyn Fn(usize) -> f64| (0..len).map(g).collect::<Vec<f64>>();
+    let args = [
+        Value::f64(&[0.25]),
+        Value::f64(&f(n, &|i| 0.1 * i as f64 - 0.2)),
+        Value::array(DType::F64, vec![h, w], f(h * w, &|i| 0.3 - 0.07 * i as f64)),
+        Value::array(
+            DType::F64,
+            vec![o, h * w],
+            f(o * h * w, &|i| 0.05 * (i % 5) as f64 - 0.1),
+        ),
+        Value::f64(&f(o, &|i| 0.5 * i as f64)),
+        Value::f64(&f(2 * n, &|i| 0.2 * i as f64 + 0.1)),
+    ];
+    let (vg, _) = jit(file, "dloss", &args, None);
+    assert_bits("value_and_grad", &c, &vg);
+}

@@ -129,6 +129,27 @@ const CASES: &[Case] = &[
         at: "1:6",
         says: "argument `x`",
     },
+    Case {
+        file: "size-unreadable",
+        action: Action::Check,
+        kind: ErrorKind::Type,
+        at: "1:6",
+        says: "size parameter `N` of `f` cannot be read from the parameter types",
+    },
+    Case {
+        file: "reshape-count",
+        action: Action::Check,
+        kind: ErrorKind::Type,
+        at: "1:37",
+        says: "`reshape` to f64[N, 2*M] needs 2*M*N elements",
+    },
+    Case {
+        file: "run-size",
+        action: Action::RunWithTwo("f"),
+        kind: ErrorKind::Type,
+        at: "1:9",
+        says: "argument `x` has length 2, too short for its type f64[N+3]: `N` would be -1",
+    },
 ];
 
 fn path(case: &Case) -> String {
