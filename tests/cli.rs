@@ -74,6 +74,48 @@ fn random_inputs_are_reproducible() {
     assert!(err.contains("--dim N=SIZE"), "{err}");
 }
 
+/// Parameters typed with size expressions (`f64[O, H*W]`, `f64[2*N]`):
+/// random inputs take their lengths from `--dim`, the cost model prices
+/// them there, and a wrong length is refused naming the parameter.
+#[test]
+fn size_expressions_in_parameters() {
+    let (code, out, err) = egrad(&[
+        "run",
+        "examples/sizes.eg",
+        "--fn",
+        "norms",
+        "--arg",
+        "xy=[3,4,6,8]",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "[5, 10]\n");
+    let mut args = vec!["run", "examples/sizes.eg", "--fn", "dloss", "--random"];
+    args.extend([
+        "--dim", "N=5", "--dim", "H=2", "--dim", "W=3", "--dim", "O=4",
+    ]);
+    let (code, out, err) = egrad(&args);
+    assert_eq!(code, 0, "{err}");
+    // The gradients, of lengths 1, N, O*H*W and 2*N.
+    let lens: Vec<usize> = out.lines().map(|l| l.split(',').count()).collect();
+    assert_eq!(lens, vec![1, 5, 24, 10], "{out}");
+    let (code, _, err) = egrad(&["run", "examples/sizes.eg", "--fn", "norms", "--random"]);
+    assert_eq!(code, 2, "a usage error");
+    assert!(err.contains("--dim N=SIZE"), "{err}");
+    let (code, _, err) = egrad(&[
+        "run",
+        "examples/sizes.eg",
+        "--fn",
+        "norms",
+        "--arg",
+        "xy=[3,4,6]",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("argument `xy` has length 3, but its type f64[2*N] needs a length 2*N for a whole number `N`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn extracted_gradient_has_no_zero_and_no_duplicates() {
     let (code, out, err) = egrad(&[

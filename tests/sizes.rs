@@ -37,6 +37,9 @@ fn swap_dims[N, M](X: f64[N, M]) -> f64[M, N] = reshape[M, N](exp(X))
 fn gram_flat[N, M](X: f64[N, M]) -> f64[M*M] = flatten(matmul(transpose(X), X))
 fn rows_flat[N, M](X: f64[N, M, 2]) -> f64[N, 2*M] = tabulate[N](i => flatten(X[i]) * 2)
 fn same[N](x: f64[N]) -> f64[N] = flatten(reshape[N](x))
+// A loop (3,000 steps) whose state is an f64[N+1].
+fn relax[N](x: f64[N], y: f64[1], a: f64) -> f64[N+1] =
+  iterate(3000, concat(x, y), s => 0.999 * s + 0.001 * tanh(a * s + 1))
 
 // Scalar losses: weights w make every position count differently.
 fn append_loss[N](x: f64[N], y: f64[1], w: f64[N+1]) -> f64 = +/(sin(append(x, y)) .* w)
@@ -50,6 +53,7 @@ fn unflat_loss[N, M](x: f64[N*M], y: f64[M], W: f64[N, M]) -> f64 = +/(sin(unfla
 fn pairs_loss[N](x: f64[2*N], W: f64[N, 2]) -> f64 = +/(cos(pairs(x)) .* W)
 fn gram_loss[N, M](X: f64[N, M], w: f64[M*M]) -> f64 = +/(gram_flat(X) .* w)
 fn rows_loss[N, M](X: f64[N, M, 2], W: f64[N, 2*M]) -> f64 = +/(sin(rows_flat(X)) .* W)
+fn relax_loss[N](x: f64[N], y: f64[1], a: f64, w: f64[N+1]) -> f64 = +/(relax(x, y, a) .* w)
 
 @grad(x, y)
 fn dappend[N](x: f64[N], y: f64[1], w: f64[N+1]) -> (f64[N], f64[1]) = append_loss(x, y, w)
@@ -72,6 +76,9 @@ fn dpairs[N](x: f64[2*N], W: f64[N, 2]) -> f64[2*N] = pairs_loss(x, W)
 fn dgram[N, M](X: f64[N, M], w: f64[M*M]) -> f64[N, M] = gram_loss(X, w)
 @grad(X)
 fn drows[N, M](X: f64[N, M, 2], W: f64[N, 2*M]) -> f64[N, M, 2] = rows_loss(X, W)
+@grad(x, y, a)
+fn drelax[N](x: f64[N], y: f64[1], a: f64, w: f64[N+1]) -> (f64[N], f64[1], f64) =
+  relax_loss(x, y, a, w)
 
 // Forward mode: the tangents come last.
 @jvp(a, b)
@@ -240,6 +247,7 @@ fn native_code_equals_the_interpreter() {
         "gram_flat",
         "rows_flat",
         "same",
+        "relax",
     ] {
         let f = p.ir(name).unwrap();
         let opt = optimize_ir(f, &Options::default()).unwrap().after;
@@ -270,6 +278,7 @@ const GRADS: &[(&str, &str, usize)] = &[
     ("dpairs", "pairs_loss", 1),
     ("dgram", "gram_loss", 1),
     ("drows", "rows_loss", 1),
+    ("drelax", "relax_loss", 3),
 ];
 
 #[test]
