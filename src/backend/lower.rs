@@ -303,6 +303,9 @@ pub(crate) struct Translator<'a, 'b> {
     simd: bool,
     /// `matmul` of operands in memory through a GEMM kernel call.
     gemm: bool,
+    /// Whether the function has an `i64` value at all (else no element
+    /// tree needs [`Translator::vectorizable`]'s walk).
+    ints: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
     /// Every lane of the element tree being computed lies inside every
@@ -348,6 +351,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             defs: f.definitions(),
             simd: opts.simd,
             gemm: opts.gemm,
+            ints: f.vars.iter().any(|v| v.ty.dtype == DType::I64),
             row: None,
             pads_inside: false,
         }

@@ -30,7 +30,7 @@ mod type_rule;
 
 pub use eval::{fold_row, FOLD_LANES};
 pub use lit::{parse_number, Lit};
-pub use real::Real;
+pub use real::{floor_div_rem, Real};
 pub use type_rule::OpTypeError;
 
 use crate::lang::types::DType;

@@ -147,6 +147,26 @@ macro_rules! impl_real {
 impl_real!(f32, sin_f32, cos_f32, exp_f32, log_f32, tanh_f32, log1p_f32, expm1_f32);
 impl_real!(f64, sin_f64, cos_f64, exp_f64, log_f64, tanh_f64, log1p_f64, expm1_f64);
 
+/// `a / b` rounded toward minus infinity and `a % b` with the divisor's
+/// sign (NumPy's `//` and `%`); `(0, 0)` for `b = 0`, and `(-a, 0)`
+/// (wrapping) for `b = -1`. The one definition of integer division: the
+/// evaluator, static folding and (instruction for instruction) the native
+/// lowering follow it.
+pub fn floor_div_rem(a: i64, b: i64) -> (i64, i64) {
+    match b {
+        0 => (0, 0),
+        -1 => (a.wrapping_neg(), 0),
+        _ => {
+            let (q, r) = (a / b, a % b);
+            if r != 0 && ((r < 0) != (b < 0)) {
+                (q - 1, r + b)
+            } else {
+                (q, r)
+            }
+        }
+    }
+}
+
 /// Integers, as native code computes them: `+ - *` and negation wrap
 /// around (two's complement); `/` rounds toward minus infinity and `%` has
 /// the divisor's sign (NumPy's `//` and `%`); dividing by zero gives 0 for
@@ -171,31 +191,10 @@ impl Real for i64 {
         self.wrapping_mul(o)
     }
     fn div(self, o: Self) -> Self {
-        match o {
-            0 => 0,
-            -1 => self.wrapping_neg(),
-            _ => {
-                let (q, r) = (self / o, self % o);
-                if r != 0 && ((r < 0) != (o < 0)) {
-                    q - 1
-                } else {
-                    q
-                }
-            }
-        }
+        floor_div_rem(self, o).0
     }
     fn rem(self, o: Self) -> Self {
-        match o {
-            0 | -1 => 0,
-            _ => {
-                let r = self % o;
-                if r != 0 && ((r < 0) != (o < 0)) {
-                    r + o
-                } else {
-                    r
-                }
-            }
-        }
+        floor_div_rem(self, o).1
     }
     fn neg(self) -> Self {
         self.wrapping_neg()

@@ -88,6 +88,9 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// or reads an `i64` value (integers run in scalar code; a `gather`'s
     /// indices are read lane by lane).
     pub(super) fn vectorizable(&self, v: VarId) -> Result<bool, Error> {
+        if !self.ints {
+            return Ok(true);
+        }
         if self.f.ty(v).dtype == DType::I64 {
             return Ok(false);
         }

@@ -596,13 +596,13 @@ impl<'a> FnCx<'a> {
                     self.error(Diagnostic::new(op_span, "static integer division by zero"));
                     return Val::Err;
                 }
-                // Rounded toward minus infinity, as at run time.
-                let (q, r) = (a.checked_div(b), a.checked_rem(b));
-                let down = |r: i64| r != 0 && ((r < 0) != (b < 0));
-                match (op, q, r) {
-                    (BinOp::Div, Some(q), Some(r)) => Some(if down(r) { q - 1 } else { q }),
-                    (_, _, Some(r)) => Some(if down(r) { r + b } else { r }),
-                    _ => None,
+                // Rounded toward minus infinity, as at run time; the one
+                // overflow (the least i64 over -1) is an error here.
+                let (q, r) = crate::ops::floor_div_rem(a, b);
+                match (op, a.checked_div(b)) {
+                    (_, None) => None,
+                    (BinOp::Div, _) => Some(q),
+                    _ => Some(r),
                 }
             }
             BinOp::Lt => return Val::Bool(a < b),
