@@ -82,29 +82,7 @@ impl<'a> FnCx<'a> {
             return self.scan(e, args, hints);
         }
         if let Some(op) = matrix_builtin(name) {
-            let mut xs = Vec::new();
-            for a in args {
-                let v = self.lower(a, &[]);
-                match self.single(v, a.span) {
-                    Val::Var(x) => xs.push(x),
-                    Val::Err => return Val::Err,
-                    other => {
-                        let t = self.describe(&other);
-                        self.error(Diagnostic::new(
-                            a.span,
-                            format!("`{name}` needs matrices, but this has type {t}"),
-                        ));
-                        return Val::Err;
-                    }
-                }
-            }
-            let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
-            let refs: Vec<&Type> = tys.iter().collect();
-            if let Err(err) = op.result_type(&refs, None) {
-                self.error(Diagnostic::new(e.span, err.0));
-                return Val::Err;
-            }
-            return self.push(hint, op, &xs, None);
+            return self.matrix(e, op, name, args, hint);
         }
         if name == "reverse" {
             let Some(xs) = self.array_args(e, name, args) else {
