@@ -219,7 +219,7 @@ impl<'a> FnCx<'a> {
                     mismatch(format!(
                         "`matmul` of two vectors ({ta} and {tb}) is not defined"
                     ))
-                    .with_note("for their dot product write `+/(a .* b)`"),
+                    .with_note("for their dot product write `dot(a, b)`, for their outer product `outer(a, b)` (from the prelude)"),
                 );
                 return Val::Err;
             }

@@ -8,6 +8,7 @@ use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Function, Loop, VarId};
+use crate::lang::prelude;
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;
@@ -102,6 +103,10 @@ impl<'a> FnCx<'a> {
             }
             let d = if self.env.iter().any(|(k, _)| k == name) {
                 Diagnostic::new(callee.span, format!("`{name}` is a value, not a function"))
+            } else if self.scopes.prelude.is_empty() && prelude::exports(name) {
+                Diagnostic::new(callee.span, format!("unknown function `{name}`")).with_note(
+                    format!("`{name}` is the prelude's, and this program is checked without it"),
+                )
             } else {
                 Diagnostic::new(callee.span, format!("unknown function `{name}`"))
             };
@@ -119,7 +124,7 @@ impl<'a> FnCx<'a> {
         let Some(sig) = sigs.get(fi).and_then(|s| s.as_ref()) else {
             return Val::Err;
         };
-        let decl = &self.module.items[fi];
+        let decl = self.items[fi];
         // A generic callee: its element types come from the arguments.
         let spec_sig;
         let generic = !sig.generic.is_empty();
@@ -409,13 +414,21 @@ impl<'a> FnCx<'a> {
                 self.transforms,
                 sigs,
                 lowered,
-                self.by_name,
-                self.module,
+                self.scopes,
+                self.items,
                 fi,
                 sig,
             );
             cx.depth = self.depth + 1;
             let spec = cx.lower_fn(decl, sig, &statics);
+            if self.scopes.is_prelude(fi) && !self.scopes.is_prelude(self.item) {
+                // An error in the prelude's code is the program's call's.
+                for d in &mut cx.errs {
+                    let inner = std::mem::replace(&mut d.span, e.span);
+                    d.labels
+                        .insert(0, (inner, format!("in `{name}`, from the prelude")));
+                }
+            }
             self.errs.append(&mut cx.errs);
             if let Some(m) = cx.internal.take() {
                 return self.bug(m);

@@ -50,7 +50,7 @@ pub(super) fn through_templates(
 
 /// Kahn's algorithm; reports each function that lies on a cycle.
 pub(super) fn callee_first_order(
-    module: &Module,
+    items: &[&FnDef],
     calls: &[Vec<(usize, Span)>],
     defined: &[bool],
     errs: &mut Vec<Diagnostic>,
@@ -133,12 +133,9 @@ pub(super) fn callee_first_order(
         let span = first_call
             .get(&first)
             .copied()
-            .unwrap_or(module.items[start].name.span);
-        let names: Vec<&str> = path
-            .iter()
-            .map(|&i| module.items[i].name.name.as_str())
-            .collect();
-        let fname = &module.items[start].name.name;
+            .unwrap_or(items[start].name.span);
+        let names: Vec<&str> = path.iter().map(|&i| items[i].name.name.as_str()).collect();
+        let fname = &items[start].name.name;
         let msg = if path.len() <= 2 {
             format!("`{fname}` calls itself")
         } else {
