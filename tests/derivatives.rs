@@ -87,6 +87,12 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Reverse => ("fn f[N](%a: f64[N, 2], %b: f64[N, 2]) -> f64 {\n  %0: f64[N, 2] = reverse %a\n  %1: f64[N, 2] = mul %0 %b\n  %2: f64[N, 2] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+        // Integers carry no derivative: the gradient flows around them.
+        Op::Rem => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %j: i64[N] = toi64 %b\n  %r: i64[N] = rem %i %j\n  %x: f64[N] = tof64 %r\n  %y: f64[N] = mul %x %a\n  %2: f64 = sum %y\n  ret %2\n}", 1.0, 4.0),
+        Op::Convert(_) => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %x: f64[N] = tof64 %i\n  %y: f64[N] = mul %x %a\n  %2: f64 = sum %y\n  ret %2\n}", -3.0, 3.0),
+        // Rows picked by indices computed from `b` (in 0 ..= 3).
+        Op::Gather(_) => ("fn f[N](%a: f64[4, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[N, 2] = gather 0 %a %k\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
+        Op::Scatter(_) => ("fn f[N](%a: f64[N, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[4, 2] = scatter 0 %k %a\n  %1: f64[4, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),

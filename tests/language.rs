@@ -167,7 +167,7 @@ fn errors_name_the_problem() {
         ("fn f(x: f64) -> f64 = if x > 0.0 { x }", &["has no `else`"]),
         ("fn f(x: f64) -> f64 = if x { x } else { x }", &["condition of `if` must be a bool"]),
         ("fn f(x: f64) -> bool = x < 1.0 < 2.0", &["comparisons do not chain"]),
-        ("fn f(n: i64[3]) -> f64 = 1.0", &["can only be static"]),
+        ("fn f(b: bool) -> f64 = 1.0", &["can only be static"]),
         ("fn f(static x: f64[3]) -> f64 = 1.0", &["static parameter must be a scalar"]),
         (
             "@grad(n)\nfn f(static n: i64, x: f64) -> f64 = x",
@@ -299,7 +299,7 @@ fn array_errors_name_the_problem() {
         ("fn f(x: f64[3]) -> f64 = x[0.5]", &["an index must be an integer"]),
         (
             "fn f(x: f64[3], k: f64) -> f64 = x[k]",
-            &["an index must be a static integer or the index of `tabulate`", "run-time"],
+            &["an index must be an integer", "convert a floating-point index with `i64(...)`"],
         ),
         ("fn f(x: f64) -> f64 = x[0]", &["only arrays can be indexed"]),
         (

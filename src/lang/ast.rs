@@ -102,6 +102,8 @@ pub enum BinOp {
     Mul,
     /// `/` and `./`
     Div,
+    /// `%` (integers)
+    Rem,
     Lt,
     Le,
     Gt,
@@ -119,6 +121,7 @@ impl BinOp {
             BinOp::Sub => "sub",
             BinOp::Mul => "mul",
             BinOp::Div => "div",
+            BinOp::Rem => "rem",
             BinOp::Lt => "lt",
             BinOp::Le => "le",
             BinOp::Gt => "gt",

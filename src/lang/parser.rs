@@ -11,7 +11,7 @@
 //! type    := IDENT [ '[' dim {',' dim} ']' ] | '(' type {',' type} ')'
 //! dim     := INT | IDENT
 //! expr    := mul { ('+' | '-') NL? mul }
-//! mul     := unary { ('*' | '/' | '.*' | './') NL? unary }
+//! mul     := unary { ('*' | '/' | '%' | '.*' | './') NL? unary }
 //! unary   := ('-' | '+/') unary | primary
 //! primary := NUM | IDENT [ '(' [ expr {',' expr} ] ')' ]
 //!          | '(' expr {',' expr} ')' | block
@@ -456,6 +456,7 @@ impl Parser {
             (4, Tok::Star) => Some((BinOp::Mul, "*")),
             (4, Tok::DotStar) => Some((BinOp::Mul, ".*")),
             (4, Tok::Slash) => Some((BinOp::Div, "/")),
+            (4, Tok::Percent) => Some((BinOp::Rem, "%")),
             (4, Tok::DotSlash) => Some((BinOp::Div, "./")),
             _ => None,
         }

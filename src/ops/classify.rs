@@ -9,6 +9,9 @@ impl Op {
     pub fn is_piecewise_constant(&self) -> bool {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
+            // Integers carry no derivative.
+            Op::Rem | Op::Convert(_) => true,
+            Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -101,6 +104,10 @@ impl Op {
             | Op::MatMul
             | Op::Transpose
             | Op::Reverse
+            | Op::Rem
+            | Op::Convert(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -115,6 +122,8 @@ impl Op {
             Op::Repeat | Op::Spread => true,
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::Reverse => false,
+            Op::Scatter(_) => true,
+            Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
             Op::Loop(..) | Op::LoopVjp(..) => false,
@@ -177,7 +186,10 @@ impl Op {
             | Op::Ge
             | Op::Eq
             | Op::Ne
-            | Op::Select => true,
+            | Op::Select
+            | Op::Rem
+            | Op::Convert(_) => true,
+            Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
             Op::Slice(_)
             | Op::Pad(_)

@@ -54,6 +54,12 @@ impl Op {
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
             Op::Reverse => &["(reverse ?g)"],
+            Op::Rem => &["(zero)", "(zero)"],
+            Op::Convert(_) => &["(zero)"],
+            // The adjoint of a gather is a scatter-add and the other way
+            // round; the indices are integers (no derivative).
+            Op::Gather(s) => return vec![format!("(scatter {s} ?b ?g)"), "(zero)".into()],
+            Op::Scatter(s) => return vec!["(zero)".into(), format!("(gather {s} ?g ?a)")],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
@@ -94,7 +100,12 @@ impl Op {
             | Op::Ge
             | Op::Eq
             | Op::Ne
-            | Op::Select => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            | Op::Select
+            | Op::Rem
+            | Op::Convert(_) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            // Linear in the array operand.
+            Op::Gather(s) => vec![format!("(gather {s} ?t ?b)"), "(zero)".into()],
+            Op::Scatter(s) => vec!["(zero)".into(), format!("(scatter {s} ?a ?t)")],
             // Linear in their operand: the op applied to the tangent.
             Op::Sum
             | Op::Bcast
@@ -143,6 +154,9 @@ impl Op {
             | Op::Reverse => true,
             // Linear in the cotangent.
             Op::LoopVjp(..) => i == 1,
+            Op::Gather(_) => i == 0,
+            Op::Scatter(_) => i == 1,
+            Op::Rem | Op::Convert(_) => false,
             Op::Loop(..) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero

@@ -6,7 +6,7 @@ use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::Expr;
 use crate::lang::ir::VarId;
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 
 /// The built-in element-wise math functions of one argument.
@@ -30,9 +30,25 @@ pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min
 pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose", Op::Transpose)];
 
 /// The built-in functions on the leading axis of an array of any rank:
-/// `reverse(x)` (the op [`Op::Reverse`]) and `concat(a, b)` (lowered to
-/// `pad`, `add` and `reverse`, see `FnCx::concat`).
-pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat"];
+/// `reverse(x)` (the op [`Op::Reverse`]), `concat(a, b)` (lowered to
+/// `pad`, `add` and `reverse`, see `FnCx::concat`) and `scatter_add(x,
+/// idx, rows)` (lowered to [`Op::Scatter`] and `add`).
+pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat", "scatter_add"];
+
+/// The conversions between integers and floating point, named by the
+/// element type they give ([`Op::Convert`]).
+pub const CONVERSIONS: &[(&str, DType)] = &[
+    ("f64", DType::F64),
+    ("f32", DType::F32),
+    ("i64", DType::I64),
+];
+
+pub(super) fn conversion(name: &str) -> Option<DType> {
+    CONVERSIONS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, d)| *d)
+}
 
 /// Names with a meaning of their own (not functions one may define).
 pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan"];
@@ -60,6 +76,7 @@ pub(super) fn is_reserved(name: &str) -> bool {
         || builtin2(name).is_some()
         || matrix_builtin(name).is_some()
         || ARRAY_BUILTINS.contains(&name)
+        || conversion(name).is_some()
         || SPECIAL_FORMS.contains(&name)
 }
 

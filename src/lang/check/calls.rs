@@ -48,7 +48,25 @@ impl<'a> FnCx<'a> {
                 ));
                 return Val::Err;
             }
-            let mut vals = vals.into_iter().map(|v| match v {
+            // Integers only take `abs`, `max` and `min`.
+            for (v, a) in vals.iter().zip(args) {
+                if let Val::Var(x) = v {
+                    let t = self.ty(*x);
+                    if t.dtype == DType::I64 && !matches!(op, Op::Abs | Op::Max | Op::Min) {
+                        self.error(
+                            Diagnostic::new(
+                                a.span,
+                                format!(
+                                    "`{name}` needs floating-point operands, but this has type {t}"
+                                ),
+                            )
+                            .with_note("convert integers with `f64(...)`"),
+                        );
+                        return Val::Err;
+                    }
+                }
+            }
+            let mut vals = vals.into_iter().map(|v| match v.into_number() {
                 Val::Int(i) => Val::Const(i as f64),
                 v => v,
             });
@@ -84,6 +102,12 @@ impl<'a> FnCx<'a> {
         }
         if let Some(op) = matrix_builtin(name) {
             return self.matrix(e, op, name, args, hint);
+        }
+        if let Some(to) = super::builtins::conversion(name) {
+            return self.convert(e, to, args, hint);
+        }
+        if name == "scatter_add" {
+            return self.scatter_add(e, args, hint);
         }
         if name == "reverse" {
             let Some(xs) = self.array_args(e, name, args) else {
@@ -246,7 +270,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, pspan) = &sig.params[k];
-            if pty.dtype == DType::I64 {
+            if pty.dtype == DType::I64 && pty.is_scalar() {
                 // A run-time integer binds the callee's size parameter of
                 // its name: to the caller's one, or to a static value.
                 let d = match v {
@@ -341,13 +365,13 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, _) = &sig.params[k];
-            if pty.dtype == DType::I64 {
+            if pty.dtype == DType::I64 && pty.is_scalar() {
                 // Never read by the callee's statements (it gives a size).
                 arg_vars.push(match v {
                     Val::Count(_, x) => *x,
                     _ => self
                         .b
-                        .constant(DType::F64, v.as_static_int().unwrap_or(0) as f64),
+                        .constant(DType::I64, v.as_static_int().unwrap_or(0) as f64),
                 });
                 continue;
             }

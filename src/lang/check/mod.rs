@@ -49,7 +49,9 @@ use crate::ops::Op;
 use std::collections::{HashMap, HashSet};
 
 use builtins::is_reserved;
-pub use builtins::{ARRAY_BUILTINS, BUILTINS, BUILTINS2, MATRIX_BUILTINS, SPECIAL_FORMS};
+pub use builtins::{
+    ARRAY_BUILTINS, BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS,
+};
 pub use calls::MAX_SPECIALIZATION_DEPTH;
 use graph::{callee_first_order, collect_calls, through_templates};
 pub use loops::UNROLL_STMTS;
@@ -72,6 +74,14 @@ fn exact_int(x: f64) -> Option<i64> {
 }
 
 impl Val {
+    /// A run-time `i64` parameter as the number it is (its variable).
+    fn into_number(self) -> Val {
+        match self {
+            Val::Count(_, v) => Val::Var(v),
+            v => v,
+        }
+    }
+
     /// The value as a static integer: a static `i64`, or a number that is
     /// an exact integer.
     fn as_static_int(&self) -> Option<i64> {

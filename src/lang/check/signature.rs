@@ -47,22 +47,16 @@ fn resolve_type_with(
         }
         TypeExpr::Named { dtype, dims, .. } => {
             let mut ok = true;
-            let d = match DType::from_name(&dtype.name)
-                .filter(|d| *d != DType::I64)
-                .or_else(|| dtypes.get(&dtype.name).copied())
+            let d = match DType::from_name(&dtype.name).or_else(|| dtypes.get(&dtype.name).copied())
             {
                 Some(d) => Some(d),
-                None if matches!(dtype.name.as_str(), "i64" | "bool") => {
+                None if dtype.name == "bool" => {
                     errs.push(
                         Diagnostic::new(
                             dtype.span,
                             format!("`{}` values can only be static for now", dtype.name),
                         )
-                        .with_note(if dtype.name == "i64" {
-                            "write `static name: i64` for a value fixed where the function is called; a run-time `i64` can only be a scalar parameter (a loop count)".to_string()
-                        } else {
-                            "write `static name: bool` for a value fixed where the function is called; run-time booleans are only comparisons' results".to_string()
-                        }),
+                        .with_note("write `static name: bool` for a value fixed where the function is called; run-time booleans are comparisons' results (`f64(c)` or `i64(c)` makes one a number)"),
                     );
                     None
                 }
@@ -455,7 +449,7 @@ pub(super) fn signature_with(
             .chain(
                 params
                     .iter()
-                    .filter(|p| p.1.dtype == DType::I64)
+                    .filter(|p| p.1.dtype == DType::I64 && p.1.is_scalar())
                     .map(|p| p.0.clone()),
             )
             .collect(),
