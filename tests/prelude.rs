@@ -240,6 +240,10 @@ fn matvec_size_errors_point_at_the_call() {
             &["`matmul` on a value that depends on the index of `tabulate`"],
         ),
         (
+            "fn f(A: i64[3, 4], v: i64[4]) -> i64[3] = matmul(A, v)",
+            &["`matmul` needs floating-point operands", "`f64(...)`"],
+        ),
+        (
             "fn f(v: f64[4]) -> f64 = +/matmul(2, v)",
             &["`matmul` needs matrices or vectors, but this has type a number"],
         ),
@@ -532,6 +536,12 @@ fn a_program_function_shadows_the_prelude_one() {
     assert_eq!(got[0].as_scalar(), 3.0 - 2.0);
     assert_eq!(p.function_names(), ["dot", "_ones", "f"]);
     assert!(p.ir("dot").is_ok());
+    // The prelude is for real numbers.
+    let e = err("fn f[N](k: i64[N]) -> i64 = mean(k)");
+    assert!(
+        e.contains("the prelude's `mean` takes f32 or f64 values"),
+        "{e}"
+    );
     // The prelude's private helper is not the program's to call.
     let e = err("fn f[N](x: f64[N]) -> f64[N] = _ones(x)");
     assert!(e.contains("unknown function `_ones`"), "{e}");

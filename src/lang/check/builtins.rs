@@ -195,6 +195,15 @@ impl<'a> FnCx<'a> {
             return self.push(hint, Op::MatMul, &[a, b], None);
         }
         let mismatch = |message: String| Diagnostic::new(e.span, message);
+        if ta.dtype == DType::I64 || tb.dtype == DType::I64 {
+            self.error(
+                mismatch(format!(
+                    "`matmul` needs floating-point operands, but they are {ta} and {tb}"
+                ))
+                .with_note("convert integers with `f64(...)`"),
+            );
+            return Val::Err;
+        }
         if ta.dtype != tb.dtype {
             self.error(
                 mismatch(format!(

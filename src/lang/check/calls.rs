@@ -163,6 +163,19 @@ impl<'a> FnCx<'a> {
                     continue;
                 }
                 let d = self.ty(*x).dtype;
+                if d == DType::I64 && self.scopes.is_prelude(fi) {
+                    // The prelude is for real numbers (`mean` of integers
+                    // would divide as integers).
+                    let t = self.ty(*x);
+                    self.error(
+                        Diagnostic::new(
+                            args[k].span,
+                            format!("the prelude's `{name}` takes f32 or f64 values, but this has type {t}"),
+                        )
+                        .with_note("convert integers with `f64(...)`"),
+                    );
+                    return Val::Err;
+                }
                 match dtypes.get(&dtype.name) {
                     Some(&d0) if d0 != d => {
                         let other = &decl.params[from[&dtype.name]].name.name;
