@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::finite_differences;
 use egrad::internals::differentiate::{jvp, reverse};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::ir::{parse_functions, Function};
@@ -96,29 +97,6 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
     }
-}
-
-/// Central differences of a scalar function, per input element.
-fn finite_differences(f: &Function, args: &[Value], wrt: &[usize]) -> Vec<Value> {
-    let eval = |a: &[Value]| {
-        let refs: Vec<&Value> = a.iter().collect();
-        run(f, &refs).unwrap()[0].as_scalar()
-    };
-    let mut out = Vec::new();
-    for &i in wrt {
-        let mut g = args[i].clone();
-        for k in 0..args[i].len() {
-            let x = args[i].data[k];
-            let h = 1e-6 * x.abs().max(1.0);
-            let mut plus = args.to_vec();
-            plus[i].data[k] = x + h;
-            let mut minus = args.to_vec();
-            minus[i].data[k] = x - h;
-            g.data[k] = (eval(&plus) - eval(&minus)) / (2.0 * h);
-        }
-        out.push(g);
-    }
-    out
 }
 
 fn assert_close(got: &[Value], want: &[Value], what: &str) {

@@ -2,22 +2,14 @@
 //! evaluation, `iterate`, static and dynamic `if`, comparisons and logic,
 //! and their errors. Results through the JIT must equal the interpreter's.
 
+mod common;
+
+use common::{err, prog};
 use egrad::internals::backend::{compile, BackendOptions};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
 use egrad::Program;
-
-fn prog(src: &str) -> Program {
-    Program::parse(src).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(src: &str) -> String {
-    match Program::parse(src) {
-        Ok(_) => panic!("should be rejected:\n{src}"),
-        Err(e) => e.to_string(),
-    }
-}
 
 /// Run `f` through the interpreter and the JIT; they must agree bit for bit.
 fn run_both(p: &Program, f: &str, args: &[Value]) -> Vec<Value> {

@@ -7,6 +7,7 @@ pub mod interp;
 pub mod ir;
 pub mod lexer;
 pub mod parser;
+pub mod prelude;
 pub mod transform;
 pub mod types;
 pub mod value;

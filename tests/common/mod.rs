@@ -86,3 +86,47 @@ pub fn check_golden(path: &std::path::Path, text: &str, bless: bool, failures: &
         )),
     }
 }
+
+/// Parse and check `src` (named `<input>`); panics with the diagnostics.
+#[allow(dead_code)]
+pub fn prog(src: &str) -> egrad::Program {
+    egrad::Program::parse(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The rendered error of a program that must be rejected.
+#[allow(dead_code)]
+pub fn err(src: &str) -> String {
+    match egrad::Program::parse(src) {
+        Ok(_) => panic!("should be rejected:\n{src}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Central differences of a scalar function (run by the interpreter), per
+/// element of each parameter in `wrt`.
+#[allow(dead_code)]
+pub fn finite_differences(
+    f: &egrad::Function,
+    args: &[egrad::Value],
+    wrt: &[usize],
+) -> Vec<egrad::Value> {
+    let eval = |a: &[egrad::Value]| {
+        let refs: Vec<&egrad::Value> = a.iter().collect();
+        egrad::internals::lang::interp::run(f, &refs).unwrap()[0].as_scalar()
+    };
+    let mut out = Vec::new();
+    for &i in wrt {
+        let mut g = args[i].clone();
+        for k in 0..args[i].len() {
+            let x = args[i].data[k];
+            let h = 1e-6 * x.abs().max(1.0);
+            let mut plus = args.to_vec();
+            plus[i].data[k] = x + h;
+            let mut minus = args.to_vec();
+            minus[i].data[k] = x - h;
+            g.data[k] = (eval(&plus) - eval(&minus)) / (2.0 * h);
+        }
+        out.push(g);
+    }
+    out
+}

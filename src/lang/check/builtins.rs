@@ -1,9 +1,12 @@
-//! The builtin functions: their tables, lookups, the reserved names, and
-//! the two-argument element-wise builtins (`pow`, `max`, `min`).
+//! The builtin functions: their tables, lookups, the reserved names, the
+//! two-argument element-wise builtins (`pow`, `max`, `min`) and the matrix
+//! builtins (`matmul`, also with a vector, and `transpose`).
 
 use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
-use crate::lang::types::DType;
+use crate::lang::ast::Expr;
+use crate::lang::ir::VarId;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 
 /// The built-in element-wise math functions of one argument.
@@ -123,5 +126,139 @@ impl<'a> FnCx<'a> {
             }
         }
         self.elementwise2(op, name, span, (xs[0], lspan), (xs[1], rspan), hint)
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `matmul(a, b)` or `transpose(a)`. `matmul` of a matrix and a vector
+    /// (either side) is lowered by [`FnCx::matvec`].
+    pub(super) fn matrix(
+        &mut self,
+        e: &Expr,
+        op: Op,
+        name: &str,
+        args: &[Expr],
+        hint: &str,
+    ) -> Val {
+        let want = if op == Op::MatMul {
+            "matrices or vectors"
+        } else {
+            "matrices"
+        };
+        let mut xs = Vec::new();
+        for a in args {
+            let v = self.lower(a, &[]);
+            match self.single(v, a.span) {
+                Val::Var(x) => xs.push(x),
+                Val::Err => return Val::Err,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!("`{name}` needs {want}, but this has type {t}"),
+                    ));
+                    return Val::Err;
+                }
+            }
+        }
+        let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
+        if let ([a, b], [ta, tb]) = (xs.as_slice(), tys.as_slice()) {
+            if op == Op::MatMul && (ta.rank() == 1 || tb.rank() == 1) {
+                return self.matvec(e, (*a, ta), (*b, tb), hint);
+            }
+        }
+        let refs: Vec<&Type> = tys.iter().collect();
+        if let Err(err) = op.result_type(&refs, None) {
+            self.error(Diagnostic::new(e.span, err.0));
+            return Val::Err;
+        }
+        self.push(hint, op, &xs, None)
+    }
+
+    /// `matmul` with a vector, from existing ops (so AD, the e-graph and
+    /// the backend need nothing new): `A · v` (`T[M, K]` and `T[K]`, a
+    /// `T[M]`) is `sumtail (mul A (repeat v))`, the dot product of each
+    /// row with `v`; `v · A` (`T[K]` and `T[K, N]`, a `T[N]`) is `sumlead
+    /// (mul (spread v) A)`, the rows weighted by `v` and summed. These are
+    /// the forms the backend runs as egrad's row-dot and column-sum kernels
+    /// (`crate::gemv`), summed in egrad's fixed orders, not in `matmul`'s
+    /// chain of fused multiply-adds.
+    fn matvec(
+        &mut self,
+        e: &Expr,
+        (a, ta): (VarId, &Type),
+        (b, tb): (VarId, &Type),
+        hint: &str,
+    ) -> Val {
+        if self.batched.contains(&a) || self.batched.contains(&b) {
+            // Reported as for two matrices.
+            return self.push(hint, Op::MatMul, &[a, b], None);
+        }
+        let mismatch = |message: String| Diagnostic::new(e.span, message);
+        if ta.dtype == DType::I64 || tb.dtype == DType::I64 {
+            self.error(
+                mismatch(format!(
+                    "`matmul` needs floating-point operands, but they are {ta} and {tb}"
+                ))
+                .with_note("convert integers with `f64(...)`"),
+            );
+            return Val::Err;
+        }
+        if ta.dtype != tb.dtype {
+            self.error(
+                mismatch(format!(
+                    "`matmul` needs operands of one element type, but they are {ta} and {tb}"
+                ))
+                .with_note("there is no implicit conversion between f32 and f64"),
+            );
+            return Val::Err;
+        }
+        let (r, sum) = match (ta.rank(), tb.rank()) {
+            (2, 1) if ta.shape[1] == tb.shape[0] => {
+                let Val::Var(r) = self.push("", Op::Repeat, &[b], Some(ta)) else {
+                    return Val::Err;
+                };
+                (self.push("", Op::Mul, &[a, r], None), Op::SumTail)
+            }
+            (1, 2) if ta.shape[0] == tb.shape[0] => {
+                let Val::Var(s) = self.push("", Op::Spread, &[a], Some(tb)) else {
+                    return Val::Err;
+                };
+                (self.push("", Op::Mul, &[s, b], None), Op::SumLead)
+            }
+            (2, 1) => {
+                self.error(mismatch(format!(
+                    "`matmul` of a matrix {ta} and a vector {tb}: the vector's length must be the matrix's number of columns, {}",
+                    ta.shape[1]
+                )));
+                return Val::Err;
+            }
+            (1, 2) => {
+                self.error(mismatch(format!(
+                    "`matmul` of a vector {ta} and a matrix {tb}: the vector's length must be the matrix's number of rows, {}",
+                    tb.shape[0]
+                )));
+                return Val::Err;
+            }
+            (1, 1) => {
+                self.error(
+                    mismatch(format!(
+                        "`matmul` of two vectors ({ta} and {tb}) is not defined"
+                    ))
+                    .with_note("for their dot product write `dot(a, b)`, for their outer product `outer(a, b)` (from the prelude)"),
+                );
+                return Val::Err;
+            }
+            _ => {
+                self.error(mismatch(format!(
+                    "`matmul` needs a matrix and a matrix or a vector ([M, K] and [K, N], [M, K] and [K], or [K] and [K, N]), but they are {ta} and {tb}"
+                )));
+                return Val::Err;
+            }
+        };
+        match r {
+            Val::Var(p) => self.push(hint, sum, &[p], None),
+            other => other,
+        }
     }
 }

@@ -144,18 +144,15 @@ pub(super) fn signature_with(
     let before = errs.len();
     let fname = &f.name.name;
     let all_sizes = &f.size_params;
+    // The size parameters proper (without the element-type ones).
     let size_params: Vec<Ident> = all_sizes
         .iter()
         .filter(|s| !dtypes.contains_key(&s.name))
         .cloned()
         .collect();
-    let f = &FnDef {
-        size_params: size_params.clone(),
-        ..f.clone()
-    };
     // Size parameters.
     let mut seen: HashMap<&str, Span> = HashMap::new();
-    for s in &f.size_params {
+    for s in &size_params {
         if let Some(first) = seen.insert(&s.name, s.span) {
             errs.push(
                 Diagnostic::new(s.span, format!("duplicate size parameter `{}`", s.name))
@@ -197,7 +194,7 @@ pub(super) fn signature_with(
             }
             params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
             statics.push(None);
-        } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
+        } else if let Some(t) = resolve_type_with(&p.ty, &size_params, dtypes, errs) {
             if t.shape.iter().any(|d| matches!(d, Dim::Sub(..))) {
                 errs.push(
                     Diagnostic::new(p.ty.span(), format!("the type of parameter `{}` has a computed size", p.name.name))
@@ -224,7 +221,7 @@ pub(super) fn signature_with(
         }
     }
     // Every size parameter must be inferable from a parameter type.
-    for s in &f.size_params {
+    for s in &size_params {
         let used = f.params.iter().any(|p| match &p.ty {
             TypeExpr::Named { dims, .. } => dims
                 .iter()
@@ -251,14 +248,14 @@ pub(super) fn signature_with(
                         *span,
                         "nested tuple types are not supported",
                     ));
-                } else if let Some(t) = resolve_type_with(e, &f.size_params, dtypes, errs) {
+                } else if let Some(t) = resolve_type_with(e, &size_params, dtypes, errs) {
                     ret.push(t);
                 }
             }
             (ret, true)
         }
         t => (
-            resolve_type_with(t, &f.size_params, dtypes, errs)
+            resolve_type_with(t, &size_params, dtypes, errs)
                 .into_iter()
                 .collect(),
             false,
@@ -446,8 +443,7 @@ pub(super) fn signature_with(
         return None;
     }
     Some(Sig {
-        size_params: f
-            .size_params
+        size_params: size_params
             .iter()
             .map(|s| s.name.clone())
             .chain(
