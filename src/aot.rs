@@ -144,6 +144,20 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             "`{name}` is not a C identifier, so it cannot name the exported symbols"
         )));
     }
+    // Native code reports an index out of range in status slots the JIT
+    // provides before `dims`; an object file's C signature has none yet.
+    if let Ok(f) = program.ir(name) {
+        let checked = |f: &Function| {
+            f.stmts
+                .iter()
+                .any(|s| matches!(s.op, Op::Gather(_) | Op::Scatter(_)))
+        };
+        if checked(f) || f.loops.iter().any(|l| checked(&l.body)) {
+            return Err(Error::Usage(format!(
+                "`egrad build` cannot compile `{name}` yet: it indexes with run-time values, whose range checks report through the JIT (use `egrad run`, or the library)"
+            )));
+        }
+    }
     let gradient = opts.gradient || program.grad_spec(name).is_some();
     // The optimizer's backend options (`gemm` has no kernel to call in an
     // object file: its loop nest gives the same bits).

@@ -33,7 +33,7 @@
 use crate::backend::{self, CompiledFunction};
 use crate::error::{Error, Result};
 use crate::extract::cost::DEFAULT_LAMBDA;
-use crate::lang::ast::{Expr, ExprKind, FnDef};
+use crate::lang::ast::{ExprKind, FnDef};
 use crate::lang::ir::Function;
 use crate::pipeline::{optimize_gradient, optimize_ir, CompiledGradient, GradProgram, Options};
 use crate::program::Program;
@@ -357,7 +357,7 @@ pub fn static_calls(program: &Program, name: &str) -> Vec<String> {
     };
     let text = &program.file().text;
     let mut out = Vec::new();
-    walk(&def.body, &mut |e| {
+    def.body.walk(&mut |e| {
         if let ExprKind::Call { callee, args } = &e.kind {
             if let Some(t) = fn_def(program, &callee.name) {
                 let shown: Vec<String> = t
@@ -382,43 +382,6 @@ pub fn static_calls(program: &Program, name: &str) -> Vec<String> {
         }
     });
     out
-}
-
-fn walk(e: &Expr, visit: &mut dyn FnMut(&Expr)) {
-    visit(e);
-    match &e.kind {
-        ExprKind::Num { .. } | ExprKind::Name(_) | ExprKind::Bool(_) => {}
-        ExprKind::Unary { operand, .. } => walk(operand, visit),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk(lhs, visit);
-            walk(rhs, visit);
-        }
-        ExprKind::Call { args, .. } | ExprKind::Tuple(args) => {
-            for a in args {
-                walk(a, visit);
-            }
-        }
-        ExprKind::Block(b) => {
-            for l in &b.lets {
-                walk(&l.value, visit);
-            }
-            walk(&b.result, visit);
-        }
-        ExprKind::If { cond, then, els } => {
-            walk(cond, visit);
-            walk(then, visit);
-            walk(els, visit);
-        }
-        ExprKind::Lambda { body, .. }
-        | ExprKind::Tabulate { body, .. }
-        | ExprKind::Reshape { arg: body, .. } => walk(body, visit),
-        ExprKind::Index { base, indices } => {
-            walk(base, visit);
-            for i in indices {
-                walk(i, visit);
-            }
-        }
-    }
 }
 
 /// A cached compiled program.

@@ -7,7 +7,7 @@ use egrad::internals::lang::interp;
 use egrad::internals::lang::types::{DType, Type};
 use egrad::internals::lang::value::{format_elem, Value};
 use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
-use egrad::internals::program::Program;
+use egrad::internals::program::{ParseOptions, Program};
 use egrad::internals::rewrites::Limits;
 use egrad::internals::suite;
 use indexmap::IndexMap;
@@ -37,7 +37,12 @@ const EXIT_CODES: &str = "Exit codes:
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Parse and type-check a program (and differentiate its @grad functions).
-    Check { file: PathBuf },
+    Check {
+        file: PathBuf,
+        /// Check the program without the prelude (dot, mean, softmax, ...).
+        #[arg(long)]
+        no_prelude: bool,
+    },
     /// Run a function through the JIT and print its results.
     Run(RunArgs),
     /// Differentiate a function and show the stages and the report.
@@ -172,6 +177,9 @@ pub struct OptArgs {
     /// (the same results, bit for bit; slower: for comparing).
     #[arg(long)]
     pub no_gemm: bool,
+    /// Check the program without the prelude (dot, mean, softmax, ...).
+    #[arg(long)]
+    pub no_prelude: bool,
 }
 
 #[derive(Args, Debug)]
@@ -240,7 +248,7 @@ pub struct GradArgs {
 /// Run the CLI; returns the process exit code.
 pub fn main_with(cli: Cli) -> i32 {
     let result = match cli.command {
-        Command::Check { file } => check(&file),
+        Command::Check { file, no_prelude } => check(&file, no_prelude),
         Command::Run(a) => run(&a),
         Command::Grad(a) => grad(&a),
         Command::Explore(a) => explore(&a),
@@ -271,8 +279,13 @@ pub fn main_with(cli: Cli) -> i32 {
     }
 }
 
-fn check(file: &PathBuf) -> Result<String> {
-    let p = Program::from_file(file)?;
+/// Read and check a program, with the prelude unless `no_prelude`.
+fn load(file: &PathBuf, no_prelude: bool) -> Result<Program> {
+    Program::from_file_with(file, &ParseOptions::default().prelude(!no_prelude))
+}
+
+fn check(file: &PathBuf, no_prelude: bool) -> Result<String> {
+    let p = load(file, no_prelude)?;
     Ok(format!(
         "ok: {} function(s): {}\n",
         p.function_names().len(),
@@ -519,7 +532,7 @@ pub fn show(v: &Value) -> String {
 }
 
 fn run(a: &RunArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let mut opts = options(&a.opt)?;
     let f = program.ir(&a.function)?.clone();
     let args = build_args(&f, a, &opts.dims)?;
@@ -550,7 +563,7 @@ fn run(a: &RunArgs) -> Result<String> {
 }
 
 fn bench(a: &ExploreArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
     let inputs =
         inputs.ok_or_else(|| Error::Usage("bench: --no-run leaves nothing to time".into()))?;
@@ -622,7 +635,7 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
 }
 
 fn explore(a: &ExploreArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
     let timing = egrad::internals::explore::Timing {
         budget: Duration::from_millis(a.time_ms),
@@ -711,7 +724,7 @@ fn with_wrt(
 }
 
 fn grad(a: &GradArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(
         &program,
         &a.function,
@@ -744,7 +757,7 @@ fn grad(a: &GradArgs) -> Result<String> {
 }
 
 fn explain(a: &ExplainArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, false, options(&a.opt)?)?;
     let mut out = egrad::internals::cache::explain(&program, &a.function, &opts)?;
     if let Some(l) = a.lambda_before {
@@ -778,7 +791,7 @@ fn explain(a: &ExplainArgs) -> Result<String> {
 }
 
 fn build(a: &BuildArgs) -> Result<String> {
-    let program = Program::from_file(&a.file)?;
+    let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, a.grad, options(&a.opt)?)?;
     let header = match &a.header {
         Some(h) => h.clone(),

@@ -101,12 +101,13 @@ pub fn time_interleaved(
         );
     }
     let mut batches = Vec::with_capacity(gs.len());
-    for p in &mut prepared {
+    for (p, g) in prepared.iter_mut().zip(gs) {
+        let file = &g.file;
         let mut batch: u32 = 1;
         loop {
             let t = Instant::now();
             for _ in 0..batch {
-                p.run();
+                p.run().map_err(|e| arg_error(p.function(), file, e))?;
             }
             if t.elapsed() >= Duration::from_micros(100) || batch >= 1 << 20 {
                 break;
@@ -119,10 +120,11 @@ pub fn time_interleaved(
     let start = Instant::now();
     let mut samples = 0;
     while samples < timing.min_calls || start.elapsed() < timing.budget * gs.len() as u32 {
-        for ((p, &batch), b) in prepared.iter_mut().zip(&batches).zip(&mut best) {
+        for (((p, &batch), b), g) in prepared.iter_mut().zip(&batches).zip(&mut best).zip(gs) {
+            let file = &g.file;
             let t = Instant::now();
             for _ in 0..batch {
-                p.run();
+                p.run().map_err(|e| arg_error(p.function(), file, e))?;
             }
             *b = (*b).min(t.elapsed() / batch);
         }

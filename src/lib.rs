@@ -50,5 +50,5 @@ pub use lang::value::Value;
 pub use pipeline::{
     optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Report,
 };
-pub use program::Program;
+pub use program::{ParseOptions, Program};
 pub use rewrites::Limits;

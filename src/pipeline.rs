@@ -14,7 +14,7 @@
 
 use crate::backend::{self, BackendOptions, CompiledFunction};
 use crate::differentiate::{reverse, reverse::prune_dead, AdError, Reverse};
-use crate::error::span::{Diagnostic, SourceFile};
+use crate::error::span::{Diagnostic, SourceFile, Span};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
@@ -575,6 +575,18 @@ impl<'a> Arg<'a> {
 
 /// Turn a run-time argument error into a diagnostic at the parameter.
 pub fn arg_error(f: &Function, file: &SourceFile, e: ArgError) -> Error {
+    if let Some(site) = e.site {
+        let (start, end) = crate::lang::interp::site_span(site);
+        return Error::at(
+            file,
+            Diagnostic::new(Span::new(start as usize, end as usize), e.message)
+                .kind(crate::error::ErrorKind::Runtime)
+                .with_note(format!(
+                    "found while running `{}`; nothing outside the array was read",
+                    f.name
+                )),
+        );
+    }
     match e.param {
         Some(i) => {
             let span = f.params[i].span;

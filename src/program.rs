@@ -1,7 +1,9 @@
 //! A checked program: what the pipeline and the CLI consume. Parsing,
 //! checking and lowering of every function happen in [`Program::parse`],
 //! which gives the front end the AD stage ([`Ad`]) to answer the transform
-//! attributes with: this is where `lang` and `differentiate` meet.
+//! attributes with: this is where `lang` and `differentiate` meet. The
+//! prelude (`lang::prelude`) is checked with the program unless
+//! [`ParseOptions`] says otherwise.
 
 use crate::differentiate::Ad;
 use crate::error::span::{Diagnostics, SourceFile, Span};
@@ -10,8 +12,32 @@ use crate::lang::ast::Module;
 use crate::lang::check::{check, CheckError, CheckedFn};
 use crate::lang::ir::Function;
 use crate::lang::parser::parse;
+use crate::lang::prelude;
 
 pub use crate::lang::check::GradSpec;
+
+/// How a source file is read ([`Program::parse_with`]).
+#[derive(Clone, Debug)]
+pub struct ParseOptions {
+    /// Check the program with the prelude (`dot`, `mean`, `softmax`, ...;
+    /// see `docs/language.md`). On by default; a program's own function of
+    /// a prelude name replaces the prelude's either way.
+    pub prelude: bool,
+}
+
+impl Default for ParseOptions {
+    fn default() -> ParseOptions {
+        ParseOptions { prelude: true }
+    }
+}
+
+impl ParseOptions {
+    /// With or without the prelude.
+    pub fn prelude(mut self, yes: bool) -> ParseOptions {
+        self.prelude = yes;
+        self
+    }
+}
 
 /// A parsed, checked and lowered source file.
 #[derive(Clone, Debug)]
@@ -31,12 +57,31 @@ impl Program {
 
     /// Parse and check `source`, named `name` in diagnostics.
     pub fn parse_named(name: &str, source: &str) -> Result<Program, Error> {
-        let file = SourceFile::new(name, source);
+        Program::parse_with(name, source, &ParseOptions::default())
+    }
+
+    /// Parse and check `source`, named `name` in diagnostics, as `options`
+    /// say.
+    pub fn parse_with(name: &str, source: &str, options: &ParseOptions) -> Result<Program, Error> {
+        let mut file = SourceFile::new(name, source);
+        if options.prelude && !prelude::fits(source.len()) {
+            return Err(Error::Limit(format!(
+                "{name} is {} bytes: egrad reads programs under {} bytes",
+                source.len(),
+                prelude::BASE
+            )));
+        }
         let (ast, errs) = parse(source);
         if !errs.is_empty() {
             return Err(Error::Source(Diagnostics { file, items: errs }));
         }
-        match check(&ast, &Ad) {
+        let prelude_items = if options.prelude && prelude::called_by(&ast) {
+            file = prelude::source_file(file);
+            prelude::items().map_err(Error::Internal)?
+        } else {
+            &[]
+        };
+        match check(&ast, prelude_items, &Ad) {
             Ok(checked) => Ok(Program {
                 file,
                 ast,
@@ -50,10 +95,19 @@ impl Program {
 
     /// Read and check a file; diagnostics name it as `path` was given.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Program, Error> {
+        Program::from_file_with(path, &ParseOptions::default())
+    }
+
+    /// Read and check a file as `options` say; diagnostics name it as
+    /// `path` was given.
+    pub fn from_file_with(
+        path: impl AsRef<std::path::Path>,
+        options: &ParseOptions,
+    ) -> Result<Program, Error> {
         let path = path.as_ref();
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", &shown, e))?;
-        Program::parse_named(&shown, &text)
+        Program::parse_with(&shown, &text, options)
     }
 
     /// The source text and its name, as diagnostics show it.
@@ -61,7 +115,8 @@ impl Program {
         &self.file
     }
 
-    /// The syntax tree (every node with its span).
+    /// The program's syntax tree (every node with its span; not the
+    /// prelude's).
     pub fn ast(&self) -> &Module {
         &self.ast
     }
@@ -101,11 +156,16 @@ impl Program {
                     .iter()
                     .map(|n| format!("`{n}`"))
                     .collect();
-                let avail = if names.is_empty() {
+                let mut avail = if names.is_empty() {
                     "the program defines no functions".to_string()
                 } else {
                     format!("available: {}", names.join(", "))
                 };
+                if prelude::exports(name) {
+                    avail.push_str(&format!(
+                        "; `{name}` is the prelude's, compiled where a function of the program calls it"
+                    ));
+                }
                 Err(Error::Usage(format!(
                     "no function named `{name}` ({avail})"
                 )))

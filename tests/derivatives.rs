@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::finite_differences;
 use egrad::internals::differentiate::{jvp, reverse};
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::ir::{parse_functions, Function};
@@ -87,33 +88,16 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Reshape => ("fn f[N](%a: f64[N, 2], %b: f64[N, 2]) -> f64 {\n  %0: f64[2*N] = reshape %a\n  %1: f64[2*N] = sin %0\n  %2: f64[N, 2] = reshape %1\n  %3: f64[N, 2] = mul %2 %b\n  %4: f64[2, N] = reshape %3\n  %5: f64[2, N] = mul %4 %4\n  %6: f64 = sum %5\n  ret %6\n}", -2.0, 2.0),
         Op::Sum => ("fn f[N](%a: f64[N]) -> f64 {\n  %0: f64 = sum %a\n  %1: f64 = mul %0 %0\n  ret %1\n}", -2.0, 2.0),
         Op::Bcast => ("fn f[N](%a: f64[N], %s: f64) -> f64 {\n  %0: f64[N] = bcast %s\n  %1: f64[N] = mul %0 %a\n  %2: f64[N] = sin %1\n  %3: f64 = sum %2\n  ret %3\n}", -2.0, 2.0),
+        // Integers carry no derivative: the gradient flows around them.
+        Op::Rem => ("fn f[N](%a: f64[N], %b: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %j: i64[N] = toi64 %b\n  %r: i64[N] = rem %i %j\n  %x: f64[N] = tof64 %r\n  %y: f64[N] = mul %x %a\n  %2: f64 = sum %y\n  ret %2\n}", 1.0, 4.0),
+        Op::Convert(_) => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %x: f64[N] = tof64 %i\n  %y: f64[N] = mul %x %a\n  %2: f64 = sum %y\n  ret %2\n}", -3.0, 3.0),
+        // Rows picked by indices computed from `b` (in 0 ..= 3).
+        Op::Gather(_) => ("fn f[N](%a: f64[4, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[N, 2] = gather 0 %a %k\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
+        Op::Scatter(_) => ("fn f[N](%a: f64[N, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[4, 2] = scatter 0 %k %a\n  %1: f64[4, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
     }
-}
-
-/// Central differences of a scalar function, per input element.
-fn finite_differences(f: &Function, args: &[Value], wrt: &[usize]) -> Vec<Value> {
-    let eval = |a: &[Value]| {
-        let refs: Vec<&Value> = a.iter().collect();
-        run(f, &refs).unwrap()[0].as_scalar()
-    };
-    let mut out = Vec::new();
-    for &i in wrt {
-        let mut g = args[i].clone();
-        for k in 0..args[i].len() {
-            let x = args[i].data[k];
-            let h = 1e-6 * x.abs().max(1.0);
-            let mut plus = args.to_vec();
-            plus[i].data[k] = x + h;
-            let mut minus = args.to_vec();
-            minus[i].data[k] = x - h;
-            g.data[k] = (eval(&plus) - eval(&minus)) / (2.0 * h);
-        }
-        out.push(g);
-    }
-    out
 }
 
 fn assert_close(got: &[Value], want: &[Value], what: &str) {

@@ -385,7 +385,7 @@ fn run_time_counts_have_clear_limits() {
     for (src, want) in [
         (
             "fn f(n: i64, x: f64) -> f64 = x * n",
-            "a run-time i64 can only be a loop count",
+            "`*` mixes element types f64 and i64",
         ),
         (
             "fn f(n: i64, x: f64) -> f64 = iterate(n, x, s => s * 0.5)\n@grad(n, x)\nfn df(n: i64, x: f64) -> (f64, f64) = f(n, x)",

@@ -520,7 +520,7 @@ fn scratch_bytes_count_loop_buffers() {
         let x = sample(DType::F64, &[17], 0);
         let c = sample(DType::F64, &[17], 1);
         let mut p = native.prepare(&[&x, &c]).unwrap();
-        p.run();
+        p.run().unwrap();
         p.scratch_bytes()
     };
     let state = 17 * 8;
@@ -611,7 +611,7 @@ fn time_a_thousand_step_scalar_loop() {
     let reps = 2000;
     let t = std::time::Instant::now();
     for _ in 0..reps {
-        p.run();
+        p.run().unwrap();
     }
     let jit = t.elapsed().as_secs_f64() / reps as f64 / 3.0;
     let reps = 20;

@@ -4,7 +4,7 @@
 //! [`cranelift_module::Module`]: the object-file writer
 //! ([`super::object`]) uses it too.
 
-use super::lower::{Import, LoopRefs, Plan, Translator};
+use super::lower::{Import, LoopRefs, Plan, Translator, STATUS_SLOTS};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError};
@@ -494,7 +494,7 @@ pub fn clif_text_with(f: &Function, opts: &BackendOptions) -> Result<String, Err
         .join("\n"))
 }
 
-pub(super) type Entry = unsafe extern "C" fn(*const *mut u8, *const i64);
+pub(super) type Entry = unsafe extern "C" fn(*const *mut u8, *mut i64);
 
 /// The JIT module that owns a compiled function's code and data memory.
 /// Nothing reads or writes it once the code is finalized; only
@@ -582,26 +582,36 @@ pub fn compile_keeping(
     })
 }
 
+/// The failure the native code recorded in the status slots at the start
+/// of `dims` (see [`STATUS_SLOTS`]), if any.
+pub(super) fn check_status(dims: &[i64]) -> Result<(), ArgError> {
+    match dims {
+        [site, k, n, ..] if *site != 0 => Err(ArgError::out_of_range(*site as u64 - 1, *k, *n)),
+        _ => Ok(()),
+    }
+}
+
 /// A buffer in the dtype's native layout.
 pub(super) enum NativeBuf {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    I64(Vec<i64>),
 }
 
 impl NativeBuf {
     fn from_value(v: &Value) -> NativeBuf {
         match v.dtype {
             DType::F32 => NativeBuf::F32(v.data.iter().map(|&x| x as f32).collect()),
-            // An `i64` argument only gives a size (read from `dims`); its
-            // buffer is never read.
-            DType::F64 | DType::I64 => NativeBuf::F64(v.data.clone()),
+            DType::F64 => NativeBuf::F64(v.data.clone()),
+            DType::I64 => NativeBuf::I64(v.data.iter().map(|&x| x as i64).collect()),
         }
     }
 
     pub(super) fn zeros(dtype: DType, n: usize) -> NativeBuf {
         match dtype {
             DType::F32 => NativeBuf::F32(vec![0.0; n]),
-            DType::F64 | DType::I64 => NativeBuf::F64(vec![0.0; n]),
+            DType::F64 => NativeBuf::F64(vec![0.0; n]),
+            DType::I64 => NativeBuf::I64(vec![0; n]),
         }
     }
 
@@ -609,6 +619,7 @@ impl NativeBuf {
         match self {
             NativeBuf::F32(v) => v.as_mut_ptr().cast(),
             NativeBuf::F64(v) => v.as_mut_ptr().cast(),
+            NativeBuf::I64(v) => v.as_mut_ptr().cast(),
         }
     }
 
@@ -616,6 +627,7 @@ impl NativeBuf {
         match self {
             NativeBuf::F32(v) => v.into_iter().map(|x| x as f64).collect(),
             NativeBuf::F64(v) => v,
+            NativeBuf::I64(v) => v.into_iter().map(|x| x as f64).collect(),
         }
     }
 }
@@ -625,7 +637,7 @@ impl CompiledFunction {
     /// lengths) before any native code runs.
     pub fn call(&self, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
         let mut p = self.prepare(args)?;
-        p.run();
+        p.run()?;
         Ok(p.into_outputs())
     }
 
@@ -637,10 +649,11 @@ impl CompiledFunction {
         let f = &self.func;
         let dims = bind_args(f, args)?;
         let too_big = |what: &str| ArgError {
+            site: None,
             param: None,
             message: format!("`{}`: the {what} is too large to allocate", f.name),
         };
-        let mut dim_vals = Vec::with_capacity(f.size_params.len());
+        let mut dim_vals = vec![0; STATUS_SLOTS];
         for p in &f.size_params {
             let d = dims.get(p).copied().unwrap_or(0);
             dim_vals.push(i64::try_from(d).map_err(|_| too_big("size parameter"))?);
@@ -714,14 +727,29 @@ impl Prepared<'_> {
     }
 
     /// Run the native code once on the bound buffers (the outputs are
-    /// overwritten; the inputs are only read).
-    pub fn run(&mut self) {
+    /// overwritten; the inputs are only read). An index found outside its
+    /// array at run time is an error (what was computed is then
+    /// meaningless; nothing outside any buffer was read or written).
+    pub fn run(&mut self) -> Result<(), ArgError> {
+        self.dim_vals[..STATUS_SLOTS].fill(0);
         // SAFETY: the module is alive (borrowed from its owner); `ptrs`
         // holds one buffer per input, output and scratch slot, each sized
-        // from the bound dims, and `dim_vals` one value per size parameter,
-        // which is exactly what the code indexes (loops run over 0..len
-        // only). The buffers live as long as `self`.
-        unsafe { (self.owner.entry)(self.ptrs.as_ptr(), self.dim_vals.as_ptr()) };
+        // from the bound dims, and `dim_vals` the status slots then one
+        // value per size parameter, which is exactly what the code indexes
+        // (loops run over 0..len only, run-time indices are checked). The
+        // buffers live as long as `self`.
+        unsafe {
+            (self.owner.entry)(
+                self.ptrs.as_ptr(),
+                self.dim_vals.as_mut_ptr().add(STATUS_SLOTS),
+            )
+        };
+        check_status(&self.dim_vals)
+    }
+
+    /// The function this runs.
+    pub fn function(&self) -> &Function {
+        &self.owner.func
     }
 
     /// The outputs of the last run.

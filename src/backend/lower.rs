@@ -59,6 +59,15 @@ pub(crate) use vmath_clif::emit as emit_kernel;
 #[cfg(test)]
 mod vmath_clif_test;
 
+/// Where a failed run-time check (an index out of range) is recorded:
+/// three `i64` slots just before the `dims` array every function (entry,
+/// loop body, VJP) receives, so each finds them at the same place. Slot
+/// `-3` holds the check's source offset plus one (0: no failure), `-2` the
+/// index, `-1` the length it was checked against; the first failure is
+/// kept. The caller zeroes them before the call and reads them after
+/// ([`crate::backend::jit`]).
+pub(crate) const STATUS_SLOTS: usize = 3;
+
 /// Does element `i` of the result read element `i - offset` of the operand
 /// (or zero outside it)? Such an index map (`slice`, `index`, `pad`,
 /// `unindex`, and `reshape`, whose offset is 0) computes an element-wise
@@ -120,7 +129,9 @@ fn access(op: Op) -> Access {
         | Op::Ge
         | Op::Eq
         | Op::Ne
-        | Op::Select => Access::Elementwise,
+        | Op::Select
+        | Op::Rem
+        | Op::Convert(_) => Access::Elementwise,
         Op::Sum | Op::MaxAll | Op::MinAll => Access::Reduce,
         Op::Slice(_)
         | Op::Pad(_)
@@ -130,7 +141,9 @@ fn access(op: Op) -> Access {
         | Op::Spread
         | Op::Transpose
         | Op::Reverse
-        | Op::Reshape => Access::IndexMap,
+        | Op::Reshape
+        | Op::Gather(_) => Access::IndexMap,
+        Op::Scatter(_) => Access::Nest,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
     }
@@ -215,8 +228,8 @@ struct LoopBufs {
 fn cl_type(d: DType) -> ir::Type {
     match d {
         DType::F32 => types::F32,
-        // An `i64` parameter's buffer is never read (it gives a size).
-        DType::F64 | DType::I64 => types::F64,
+        DType::F64 => types::F64,
+        DType::I64 => types::I64,
     }
 }
 
@@ -292,6 +305,9 @@ pub(crate) struct Translator<'a, 'b> {
     simd: bool,
     /// `matmul` of operands in memory through a GEMM kernel call.
     gemm: bool,
+    /// Whether the function has an `i64` value at all (else no element
+    /// tree needs [`Translator::vectorizable`]'s walk).
+    ints: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
     /// Every lane of the element tree being computed lies inside every
@@ -337,6 +353,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             defs: f.definitions(),
             simd: opts.simd,
             gemm: opts.gemm,
+            ints: f.vars.iter().any(|v| v.ty.dtype == DType::I64),
             row: None,
             pads_inside: false,
         }

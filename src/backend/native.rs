@@ -4,7 +4,8 @@
 //! hot loop calls [`CompiledFunction::call_into`] with no heap allocation
 //! per call.
 
-use super::jit::{CompiledFunction, NativeBuf};
+use super::jit::{check_status, CompiledFunction, NativeBuf};
+use super::lower::STATUS_SLOTS;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError, ArgShape};
 use crate::lang::types::{DType, Type};
 use std::marker::PhantomData;
@@ -32,8 +33,15 @@ pub enum NativeArg<'a> {
         /// The extents, outermost first (empty for a scalar).
         shape: &'a [usize],
     },
-    /// The value of an `i64` parameter.
+    /// The value of an `i64` scalar parameter.
     I64(i64),
+    /// An `i64` array of shape `shape` (indices, counts).
+    I64s {
+        /// The elements, row-major.
+        data: &'a [i64],
+        /// The extents, outermost first.
+        shape: &'a [usize],
+    },
 }
 
 impl<'a> NativeArg<'a> {
@@ -69,11 +77,17 @@ impl<'a> NativeArg<'a> {
         NativeArg::I64(n)
     }
 
+    /// An `i64` array of shape `shape`.
+    pub fn i64s(data: &'a [i64], shape: &'a [usize]) -> NativeArg<'a> {
+        NativeArg::I64s { data, shape }
+    }
+
     /// Elements of the data (1 for an `i64`).
     fn data_len(&self) -> usize {
         match self {
             NativeArg::F64 { data, .. } => data.len(),
             NativeArg::F32 { data, .. } => data.len(),
+            NativeArg::I64s { data, .. } => data.len(),
             NativeArg::I64(_) => 1,
         }
     }
@@ -83,6 +97,7 @@ impl<'a> NativeArg<'a> {
         match self {
             NativeArg::F64 { data, .. } => data.as_ptr().cast(),
             NativeArg::F32 { data, .. } => data.as_ptr().cast(),
+            NativeArg::I64s { data, .. } => data.as_ptr().cast(),
             NativeArg::I64(_) => std::ptr::null(),
         }
     }
@@ -91,7 +106,7 @@ impl<'a> NativeArg<'a> {
     fn int(&self) -> i64 {
         match self {
             NativeArg::I64(n) => *n,
-            NativeArg::F64 { .. } | NativeArg::F32 { .. } => 0,
+            NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => 0,
         }
     }
 }
@@ -101,13 +116,15 @@ impl ArgShape for NativeArg<'_> {
         match self {
             NativeArg::F64 { .. } => DType::F64,
             NativeArg::F32 { .. } => DType::F32,
-            NativeArg::I64(_) => DType::I64,
+            NativeArg::I64(_) | NativeArg::I64s { .. } => DType::I64,
         }
     }
 
     fn shape(&self) -> &[usize] {
         match self {
-            NativeArg::F64 { shape, .. } | NativeArg::F32 { shape, .. } => shape,
+            NativeArg::F64 { shape, .. }
+            | NativeArg::F32 { shape, .. }
+            | NativeArg::I64s { shape, .. } => shape,
             NativeArg::I64(_) => &[],
         }
     }
@@ -117,22 +134,24 @@ impl ArgShape for NativeArg<'_> {
     fn scalar(&self) -> Option<f64> {
         match self {
             NativeArg::I64(n) => Some(*n as f64),
-            NativeArg::F64 { .. } | NativeArg::F32 { .. } => None,
+            NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => None,
         }
     }
 }
 
 /// A caller-provided output buffer for [`CompiledFunction::call_into`]: one
 /// per returned position, in order, of the returned value's dtype (`f64`
-/// for an `i64` result), holding exactly its number of elements (1 for a
+/// or `i64`), holding exactly its number of elements (1 for a
 /// scalar; [`CompiledFunction::output_shapes`] gives the shapes). Every
 /// element is overwritten; its previous contents are never read.
 #[derive(Debug)]
 pub enum NativeOut<'a> {
-    /// For an `f64` (or `i64`) result.
+    /// For an `f64` result.
     F64(&'a mut [f64]),
     /// For an `f32` result.
     F32(&'a mut [f32]),
+    /// For an `i64` result.
+    I64(&'a mut [i64]),
 }
 
 impl NativeOut<'_> {
@@ -140,6 +159,7 @@ impl NativeOut<'_> {
         match self {
             NativeOut::F64(_) => DType::F64,
             NativeOut::F32(_) => DType::F32,
+            NativeOut::I64(_) => DType::I64,
         }
     }
 
@@ -147,6 +167,7 @@ impl NativeOut<'_> {
         match self {
             NativeOut::F64(v) => v.len(),
             NativeOut::F32(v) => v.len(),
+            NativeOut::I64(v) => v.len(),
         }
     }
 
@@ -154,6 +175,7 @@ impl NativeOut<'_> {
         match self {
             NativeOut::F64(v) => v.as_mut_ptr().cast(),
             NativeOut::F32(v) => v.as_mut_ptr().cast(),
+            NativeOut::I64(v) => v.as_mut_ptr().cast(),
         }
     }
 }
@@ -199,7 +221,7 @@ pub struct Workspace<'f> {
     scratch_bytes: usize,
     /// The buffer of each `i64` parameter (its value; native code loads
     /// scalar parameters at entry but only uses an `i64` through `dims`).
-    ints: Vec<f64>,
+    ints: Vec<i64>,
     /// The buffer table handed to native code: rewritten on every call
     /// before it runs, so between calls its pointers are never used.
     ptrs: Vec<*mut u8>,
@@ -254,14 +276,6 @@ impl std::fmt::Debug for Workspace<'_> {
 /// Elements of a shape, `None` on overflow.
 fn elements(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k))
-}
-
-/// The dtype of the native buffer of a value of type `dtype`.
-fn native_dtype(dtype: DType) -> DType {
-    match dtype {
-        DType::F32 => DType::F32,
-        DType::F64 | DType::I64 => DType::F64,
-    }
 }
 
 impl CompiledFunction {
@@ -330,6 +344,7 @@ impl CompiledFunction {
         let f = &self.func;
         if ws.owner != self as *const CompiledFunction as usize {
             return Err(ArgError {
+                site: None,
                 param: None,
                 message: format!(
                     "this workspace was made for another compiled function (`{}`), not `{}`",
@@ -343,6 +358,7 @@ impl CompiledFunction {
         }
         if outs.len() != f.rets.len() {
             return Err(ArgError {
+                site: None,
                 param: None,
                 message: format!(
                     "`{}` returns {} value(s), got {} output buffer(s)",
@@ -353,9 +369,10 @@ impl CompiledFunction {
             });
         }
         for (k, (o, r)) in outs.iter().zip(&f.rets).enumerate() {
-            let want = native_dtype(f.ty(*r).dtype);
+            let want = f.ty(*r).dtype;
             if o.dtype() != want {
                 return Err(ArgError {
+                    site: None,
                     param: None,
                     message: format!(
                         "output {k} of `{}` must be an {want} buffer, got {}",
@@ -368,6 +385,7 @@ impl CompiledFunction {
         for (k, (o, &n)) in outs.iter().zip(&ws.out_lens).enumerate() {
             if o.len() != n {
                 return Err(ArgError {
+                    site: None,
                     param: None,
                     message: format!(
                         "output {k} of `{}` must have {n} element(s) at these sizes, got {}",
@@ -397,7 +415,9 @@ impl CompiledFunction {
                 // returned store and every loop state or tape buffer is an
                 // output or a scratch buffer, and a loop body or VJP called
                 // on an input reads it as its own input.
-                NativeArg::F64 { .. } | NativeArg::F32 { .. } => a.data_ptr().cast_mut(),
+                NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => {
+                    a.data_ptr().cast_mut()
+                }
             };
         }
         for (slot, o) in out_ptrs.iter_mut().zip(outs.iter_mut()) {
@@ -418,8 +438,9 @@ impl CompiledFunction {
         // these lengths (loops run over 0..len). The outputs are `&mut`
         // borrows, so they alias neither each other nor the inputs, and
         // every buffer outlives the call.
-        unsafe { (self.entry)(ws.ptrs.as_ptr(), ws.dim_vals.as_ptr()) };
-        Ok(())
+        ws.dim_vals[..STATUS_SLOTS].fill(0);
+        unsafe { (self.entry)(ws.ptrs.as_ptr(), ws.dim_vals.as_mut_ptr().add(STATUS_SLOTS)) };
+        check_status(&ws.dim_vals)
     }
 
     /// Each array argument's data must have as many elements as its shape.
@@ -436,6 +457,7 @@ impl CompiledFunction {
                 .map_or_else(|| format!("{i}"), |p| f.var_name(p.var).to_string());
             let need = elements(shape).map_or_else(|| "too many".to_string(), |n| n.to_string());
             return Err(ArgError {
+                site: None,
                 param: (i < f.params.len()).then_some(i),
                 message: format!(
                     "argument `{name}` has {} element(s), but its shape {shape:?} has {need}",
@@ -458,6 +480,7 @@ impl CompiledFunction {
             if let NativeArg::I64(n) = *a {
                 if f.ty(p.var).dtype == DType::I64 && !(0..=(1i64 << 53)).contains(&n) {
                     return Err(ArgError {
+                        site: None,
                         param: Some(i),
                         message: format!(
                             "argument `{}` must be a non-negative integer, got {n}",
@@ -471,6 +494,7 @@ impl CompiledFunction {
         let dims = bind_args(f, &refs)?;
 
         let too_big = |what: &str| ArgError {
+            site: None,
             param: None,
             message: format!("`{}`: the {what} is too large to allocate", f.name),
         };
@@ -483,6 +507,7 @@ impl CompiledFunction {
                 .ok_or_else(|| too_big("result"))
         };
         ws.dim_vals.clear();
+        ws.dim_vals.resize(STATUS_SLOTS, 0);
         for p in &f.size_params {
             let d = dims.get(p).copied().unwrap_or(0);
             ws.dim_vals
@@ -505,12 +530,12 @@ impl CompiledFunction {
         ws.scratch.truncate(self.plan.scratch.len());
         for (k, (ty, &n)) in self.plan.scratch.iter().zip(&scratch_lens).enumerate() {
             let reuse = match ws.scratch.get_mut(k) {
-                Some(NativeBuf::F32(v)) if native_dtype(ty.dtype) == DType::F32 => {
+                Some(NativeBuf::F32(v)) if ty.dtype == DType::F32 => {
                     v.clear();
                     v.resize(n, 0.0);
                     true
                 }
-                Some(NativeBuf::F64(v)) if native_dtype(ty.dtype) == DType::F64 => {
+                Some(NativeBuf::F64(v)) if ty.dtype == DType::F64 => {
                     v.clear();
                     v.resize(n, 0.0);
                     true
@@ -528,7 +553,7 @@ impl CompiledFunction {
         ws.scratch_bytes = scratch_bytes;
 
         ws.ints.clear();
-        ws.ints.extend(args.iter().map(|a| a.int() as f64));
+        ws.ints.extend(args.iter().map(|a| a.int()));
         ws.ptrs.clear();
         ws.ptrs
             .resize(self.plan.n_buffers(), std::ptr::null_mut::<u8>());

@@ -3,7 +3,7 @@
 use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;
 
@@ -190,7 +190,8 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
-        if s.op.is_piecewise_constant() {
+        // Masks and integers carry no derivative.
+        if s.op.is_piecewise_constant() || f.ty(s.var).dtype == DType::I64 {
             continue;
         }
         let rules = template::parsed(s.op, Rule::Jvp);

@@ -3,7 +3,7 @@
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, VarId};
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
@@ -37,14 +37,18 @@ impl Reverse {
 }
 
 /// Which variables depend differentiably on the differentiated parameters
-/// (a comparison's mask is piecewise constant: never active).
+/// (a comparison's mask is piecewise constant, and an integer carries no
+/// derivative: never active).
 fn activity(f: &Function, wrt: &[usize]) -> Vec<bool> {
     let mut active = vec![false; f.vars.len()];
     for &i in wrt {
         active[f.params[i].var.index()] = true;
     }
     for s in &f.stmts {
-        if !s.op.is_piecewise_constant() && s.args.iter().any(|a| active[a.index()]) {
+        if !s.op.is_piecewise_constant()
+            && f.ty(s.var).dtype != DType::I64
+            && s.args.iter().any(|a| active[a.index()])
+        {
             active[s.var.index()] = true;
         }
     }

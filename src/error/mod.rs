@@ -27,6 +27,8 @@ pub enum ErrorKind {
     Usage,
     /// A file could not be read or written.
     Io,
+    /// A check at run time failed: an index outside its array.
+    Runtime,
     /// egrad broke one of its own invariants: a bug in egrad.
     Internal,
 }
@@ -42,12 +44,14 @@ impl ErrorKind {
             ErrorKind::Limit => "limit",
             ErrorKind::Usage => "usage",
             ErrorKind::Io => "io",
+            ErrorKind::Runtime => "runtime",
             ErrorKind::Internal => "internal",
         }
     }
 
     /// The CLI's exit code for an error of this kind: 1 for an error in the
-    /// user's program or input (syntax, type, unsupported, limit, io), 2 for
+    /// user's program or input (syntax, type, unsupported, limit, io,
+    /// runtime), 2 for
     /// a usage error, [`EXIT_INTERNAL`] for a bug in egrad.
     pub fn exit_code(self) -> i32 {
         match self {
@@ -55,7 +59,8 @@ impl ErrorKind {
             | ErrorKind::Type
             | ErrorKind::Unsupported
             | ErrorKind::Limit
-            | ErrorKind::Io => 1,
+            | ErrorKind::Io
+            | ErrorKind::Runtime => 1,
             ErrorKind::Usage => 2,
             ErrorKind::Internal => EXIT_INTERNAL,
         }

@@ -35,12 +35,19 @@ impl Span {
 }
 
 /// A named source text. Cheap to clone.
+///
+/// Another source may be attached at a byte offset past the end of the
+/// text ([`SourceFile::with_attached`]): spans from that offset on point
+/// into it, so one span space covers a program and code it is checked
+/// with (the prelude), and each diagnostic shows the file it points into.
 #[derive(Clone, Debug)]
 pub struct SourceFile {
     /// The name diagnostics show (the path as the user gave it).
     pub name: Arc<str>,
     /// The whole text.
     pub text: Arc<str>,
+    /// The attached source and the offset its spans start at.
+    attached: Option<Arc<(u32, SourceFile)>>,
 }
 
 impl SourceFile {
@@ -49,6 +56,30 @@ impl SourceFile {
         SourceFile {
             name: name.into(),
             text: text.into(),
+            attached: None,
+        }
+    }
+
+    /// This file with `other` attached at `base` (at least the length of
+    /// this file's text): a span from `base` on points into `other`, at
+    /// `span - base`.
+    pub fn with_attached(mut self, base: u32, other: SourceFile) -> SourceFile {
+        self.attached = Some(Arc::new((base, other)));
+        self
+    }
+
+    /// The file a span points into (this one or the attached one) and the
+    /// span within that file's text.
+    pub fn resolve(&self, span: Span) -> (&SourceFile, Span) {
+        match self.attached.as_deref() {
+            Some((base, other)) if span.start >= *base => {
+                let (inner, local) = other.resolve(Span {
+                    start: span.start - base,
+                    end: span.end.saturating_sub(*base),
+                });
+                (inner, local)
+            }
+            _ => (self, span),
         }
     }
 
@@ -62,10 +93,12 @@ impl SourceFile {
         (line, col)
     }
 
-    /// `file:line:col` of a span's start.
+    /// `file:line:col` of a span's start (the attached file's name for a
+    /// span in it).
     pub fn location(&self, span: Span) -> String {
-        let (l, c) = self.line_col(span.start);
-        format!("{}:{}:{}", self.name, l, c)
+        let (file, span) = self.resolve(span);
+        let (l, c) = file.line_col(span.start);
+        format!("{}:{}:{}", file.name, l, c)
     }
 
     fn line_text(&self, line: usize) -> &str {
@@ -163,6 +196,7 @@ impl Diagnostic {
 }
 
 fn snippet(file: &SourceFile, span: Span, label: Option<&str>) -> String {
+    let (file, span) = file.resolve(span);
     let (line, col) = file.line_col(span.start);
     let text = file.line_text(line);
     let width = line.to_string().len();
@@ -231,6 +265,24 @@ mod tests {
             d.render(&f),
             "error: unknown name `yy`\n --> a.eg:2:11\n  |\n2 |   let x = yy\n  |           ^^\n"
         );
+    }
+
+    #[test]
+    fn spans_past_the_base_point_into_the_attached_file() {
+        let other = SourceFile::new("<prelude>", "fn g() {\n  zz\n}\n");
+        let f = SourceFile::new("a.eg", "x").with_attached(100, other);
+        let d = Diagnostic::new(Span::new(111, 113), "unknown name `zz`")
+            .with_label(Span::new(0, 1), "used here");
+        assert_eq!(
+            d.render(&f),
+            "error: unknown name `zz`\n --> <prelude>:2:3\n  |\n2 |   zz\n  |   ^^\n --> a.eg:1:1\n  |\n1 | x\n  | ^ used here\n"
+        );
+        assert_eq!(f.location(Span::new(111, 113)), "<prelude>:2:3");
+        assert_eq!(f.location(Span::new(0, 1)), "a.eg:1:1");
+        // Past the attached text: clamped there, never a panic.
+        assert!(d
+            .render(&SourceFile::new("a.eg", "x").with_attached(100, SourceFile::new("p", "")))
+            .contains("p:1:1"));
     }
 
     #[test]

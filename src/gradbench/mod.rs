@@ -186,7 +186,8 @@ impl Tool {
         while runs < min_runs.max(1) || total.as_secs_f64() < min_seconds {
             let t = Instant::now();
             for p in &mut prepared {
-                p.run();
+                p.run()
+                    .map_err(|e| arg_error(compiled.function(), program.file(), e).to_string())?;
             }
             let d = t.elapsed();
             total += d;

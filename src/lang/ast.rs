@@ -147,6 +147,8 @@ pub enum BinOp {
     Mul,
     /// `/` and `./`
     Div,
+    /// `%` (integers)
+    Rem,
     Lt,
     Le,
     Gt,
@@ -164,6 +166,7 @@ impl BinOp {
             BinOp::Sub => "sub",
             BinOp::Mul => "mul",
             BinOp::Div => "div",
+            BinOp::Rem => "rem",
             BinOp::Lt => "lt",
             BinOp::Le => "le",
             BinOp::Gt => "gt",
@@ -386,6 +389,45 @@ impl FnDef {
 }
 
 impl Expr {
+    /// Visit this expression and every expression in it, each before the
+    /// ones inside it, in source order.
+    pub fn walk(&self, visit: &mut dyn FnMut(&Expr)) {
+        visit(self);
+        match &self.kind {
+            ExprKind::Num { .. } | ExprKind::Name(_) | ExprKind::Bool(_) => {}
+            ExprKind::Unary { operand, .. } => operand.walk(visit),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                lhs.walk(visit);
+                rhs.walk(visit);
+            }
+            ExprKind::Call { args, .. } | ExprKind::Tuple(args) => {
+                for a in args {
+                    a.walk(visit);
+                }
+            }
+            ExprKind::Block(b) => {
+                for l in &b.lets {
+                    l.value.walk(visit);
+                }
+                b.result.walk(visit);
+            }
+            ExprKind::If { cond, then, els } => {
+                cond.walk(visit);
+                then.walk(visit);
+                els.walk(visit);
+            }
+            ExprKind::Lambda { body, .. }
+            | ExprKind::Tabulate { body, .. }
+            | ExprKind::Reshape { arg: body, .. } => body.walk(visit),
+            ExprKind::Index { base, indices } => {
+                base.walk(visit);
+                for i in indices {
+                    i.walk(visit);
+                }
+            }
+        }
+    }
+
     fn dump(&self, out: &mut String, depth: usize) {
         let pad = "  ".repeat(depth);
         let s = sp(self.span);

@@ -16,9 +16,35 @@ pub type Dims = IndexMap<String, u64>;
 /// A run-time argument does not fit the function's signature.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgError {
-    /// The offending parameter (None: the argument count is wrong).
+    /// The offending parameter (None: the argument count is wrong, or a
+    /// check failed while running).
     pub param: Option<usize>,
     pub message: String,
+    /// A run-time check that failed (an index outside its array): the
+    /// source span of the index, packed as by [`site_span`].
+    pub site: Option<u64>,
+}
+
+/// The source span `(start, end)` of a run-time check packed into an op's
+/// payload (`gather`, `scatter`): `start << 32 | end`.
+pub fn pack_site(start: u32, end: u32) -> u64 {
+    (u64::from(start) << 32) | u64::from(end)
+}
+
+/// The `(start, end)` byte offsets packed by [`pack_site`].
+pub fn site_span(site: u64) -> (u32, u32) {
+    ((site >> 32) as u32, site as u32)
+}
+
+impl ArgError {
+    /// A failed run-time index check at `site` (see [`pack_site`]).
+    pub fn out_of_range(site: u64, index: i64, len: i64) -> ArgError {
+        ArgError {
+            param: None,
+            message: format!("index {index} is out of range for an array of length {len}"),
+            site: Some(site),
+        }
+    }
 }
 
 impl fmt::Display for ArgError {
@@ -62,6 +88,7 @@ impl ArgShape for Value {
 pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims, ArgError> {
     if args.len() != f.params.len() {
         return Err(ArgError {
+            site: None,
             param: None,
             message: format!(
                 "`{}` takes {} argument(s), got {}",
@@ -75,12 +102,13 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
     for (i, (p, a)) in f.params.iter().zip(args).enumerate() {
         let name = f.var_name(p.var);
         let ty = f.ty(p.var);
-        if ty.dtype == DType::I64 {
+        if ty.dtype == DType::I64 && ty.is_scalar() {
             // A run-time integer: the size parameter of its name.
             let x = match (a.shape().is_empty(), a.scalar()) {
                 (true, Some(x)) => x,
                 _ => {
                     return Err(ArgError {
+                        site: None,
                         param: Some(i),
                         message: format!("argument `{name}` must be an i64 scalar"),
                     })
@@ -88,6 +116,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             };
             if !(x >= 0.0 && x.fract() == 0.0 && x <= (1u64 << 53) as f64) {
                 return Err(ArgError {
+                    site: None,
                     param: Some(i),
                     message: format!("argument `{name}` must be a non-negative integer, got {x}"),
                 });
@@ -102,12 +131,14 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         }
         if a.dtype() != ty.dtype {
             return Err(ArgError {
+                site: None,
                 param: Some(i),
                 message: format!("argument `{name}` must be {}, got {}", ty.dtype, a.dtype()),
             });
         }
         if a.shape().len() != ty.rank() {
             return Err(ArgError {
+                site: None,
                 param: Some(i),
                 message: format!(
                     "argument `{name}` must be {}, got a value of rank {}",
@@ -118,6 +149,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         }
         if ty.shape.iter().any(|d| matches!(d, Dim::Rows(..))) {
             return Err(ArgError {
+                site: None,
                 param: Some(i),
                 message: format!("parameter `{name}` has the size of a loop's tape ({ty}); parameters need sizes of their own"),
             });
@@ -139,6 +171,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             _ => {
                 // A size parameter no argument mentions: only outputs use it.
                 return Err(ArgError {
+                    site: None,
                     param: None,
                     message: format!(
                         "size parameter `{p}` of `{}` is not bound by any argument",
@@ -167,6 +200,7 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
     let get = |p: &str| dims.get(p).copied();
     let fail = |message: String| {
         Err(ArgError {
+            site: None,
             param: None,
             message,
         })
@@ -306,6 +340,7 @@ fn misfit(f: &Function, i: usize, m: &Misfit, u: &Unifier, shape: &[usize]) -> A
         ),
     };
     ArgError {
+        site: None,
         param: Some(i),
         message,
     }
@@ -330,11 +365,25 @@ pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
 /// Run `f` on `args`.
 pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
     let dims = bind_args(f, args)?;
-    Ok(exec(f, args.iter().map(|a| (*a).clone()).collect(), &dims))
+    exec(f, args.iter().map(|a| (*a).clone()).collect(), &dims)
+}
+
+/// An index of a `gather` or `scatter` outside its array: the first one,
+/// as an error at the op's source place.
+fn check_indices(op: Op, vals: &[&Value], out_shape: &[usize]) -> Result<(), ArgError> {
+    let (site, idx, rows) = match op {
+        Op::Gather(site) => (site, vals[1], vals[0].shape[0]),
+        Op::Scatter(site) => (site, vals[0], out_shape[0]),
+        _ => return Ok(()),
+    };
+    match idx.data.iter().find(|&&k| !(k >= 0.0 && k < rows as f64)) {
+        Some(&k) => Err(ArgError::out_of_range(site, k as i64, rows as i64)),
+        None => Ok(()),
+    }
 }
 
 /// Run a validated function on arguments that fit it under `dims`.
-fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Vec<Value> {
+fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgError> {
     let mut env: Vec<Option<Value>> = vec![None; f.vars.len()];
     for (p, a) in f.params.iter().zip(args) {
         env[p.var.index()] = Some(a);
@@ -351,31 +400,38 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Vec<Value> {
                     .expect("validated IR: defined before use")
             })
             .collect();
+        check_indices(s.op, &vals, &shape)?;
         let v = match s.op.loop_id() {
-            Some(l) => run_loop(&f.loops[l], s.op, &vals, &shape, dims),
+            Some(l) => run_loop(&f.loops[l], s.op, &vals, &shape, dims)?,
             None => s.op.eval(&vals, ty.dtype, &shape),
         };
         env[s.var.index()] = Some(v);
     }
-    f.rets
+    Ok(f.rets
         .iter()
         .map(|r| {
             env[r.index()]
                 .clone()
                 .expect("validated IR: returns are defined")
         })
-        .collect()
+        .collect())
 }
 
 /// One application of a one-argument, one-result function (a loop's body).
-fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Value {
-    exec(f, args, dims)
+fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Value, ArgError> {
+    Ok(exec(f, args, dims)?
         .pop()
-        .expect("validated IR: a loop body has one result")
+        .expect("validated IR: a loop body has one result"))
 }
 
 /// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
-fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims) -> Value {
+fn run_loop(
+    lp: &Loop,
+    op: Op,
+    args: &[&Value],
+    out_shape: &[usize],
+    dims: &Dims,
+) -> Result<Value, ArgError> {
     // A scan's step `t` also reads row `t` of its sequence (the last operand).
     let seq = lp.is_scan().then(|| args[args.len() - 1]);
     let row = |t: u64| -> Vec<Value> {
@@ -395,8 +451,8 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
         apply(&lp.body, a, dims)
     };
     let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
-    match op {
-        Op::Loop(..) => (0..count).fold(args[0].clone(), step_at),
+    Ok(match op {
+        Op::Loop(..) => (0..count).try_fold(args[0].clone(), step_at)?,
         Op::LoopTape(_, k, _) => {
             // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
@@ -406,7 +462,7 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                 if t % k == 0 {
                     rows.extend_from_slice(&s.data);
                 }
-                s = step_at(s, t);
+                s = step_at(s, t)?;
             }
             let mut data = s.data.clone();
             data.extend(rows);
@@ -433,7 +489,7 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                 }];
                 let end = ((j + 1) * k).min(count);
                 for t in j * k..end - 1 {
-                    let next = step_at(states[states.len() - 1].clone(), t);
+                    let next = step_at(states[states.len() - 1].clone(), t)?;
                     states.push(next);
                 }
                 // State `j*k + i` goes with row `j*k + i`.
@@ -441,13 +497,13 @@ fn run_loop(lp: &Loop, op: Op, args: &[&Value], out_shape: &[usize], dims: &Dims
                     let mut a = vec![s];
                     a.extend(row(j * k + i as u64));
                     a.push(g);
-                    g = apply(vjp, a, dims);
+                    g = apply(vjp, a, dims)?;
                 }
             }
             g
         }
         _ => unreachable!("run_loop is called for loop ops"),
-    }
+    })
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub enum Tok {
     Minus,
     Star,
     Slash,
+    Percent,
     DotStar,
     DotSlash,
     /// `+/`, the sum reduction.
@@ -88,6 +89,7 @@ impl fmt::Display for Tok {
             Tok::Minus => "`-`",
             Tok::Star => "`*`",
             Tok::Slash => "`/`",
+            Tok::Percent => "`%`",
             Tok::DotStar => "`.*`",
             Tok::DotSlash => "`./`",
             Tok::PlusSlash => "`+/`",
@@ -203,6 +205,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b'@' => i += push(Tok::At, 1, &mut toks),
             b'*' => i += push(Tok::Star, 1, &mut toks),
             b'/' => i += push(Tok::Slash, 1, &mut toks),
+            b'%' => i += push(Tok::Percent, 1, &mut toks),
             b'+' if at(i + 1) == b'/' => i += push(Tok::PlusSlash, 2, &mut toks),
             b'+' => i += push(Tok::Plus, 1, &mut toks),
             b'-' if at(i + 1) == b'>' => i += push(Tok::Arrow, 2, &mut toks),

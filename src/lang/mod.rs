@@ -8,6 +8,7 @@ pub mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod size;
+pub mod prelude;
 pub mod transform;
 pub mod types;
 pub mod value;

@@ -13,7 +13,7 @@
 //! dprod   := datom { '*' datom }
 //! datom   := INT | IDENT | '(' dim ')'
 //! expr    := mul { ('+' | '-') NL? mul }
-//! mul     := unary { ('*' | '/' | '.*' | './') NL? unary }
+//! mul     := unary { ('*' | '/' | '%' | '.*' | './') NL? unary }
 //! unary   := ('-' | '+/') unary | primary
 //! primary := NUM | IDENT [ '(' [ expr {',' expr} ] ')' ]
 //!          | '(' expr {',' expr} ')' | block
@@ -43,7 +43,25 @@ type PResult<T> = Result<T, Diagnostic>;
 /// Parse a whole file. Returns the functions that parsed and every error
 /// (one per broken item at most, plus lexical errors).
 pub fn parse(src: &str) -> (Module, Vec<Diagnostic>) {
-    let (toks, mut errs) = lex(src);
+    parse_at(src, 0)
+}
+
+/// [`parse`] with every span moved `base` bytes on: for a source that
+/// shares the span space of another one, attached at `base`
+/// ([`crate::error::span::SourceFile::with_attached`]).
+pub fn parse_at(src: &str, base: u32) -> (Module, Vec<Diagnostic>) {
+    let (mut toks, mut errs) = lex(src);
+    if base != 0 {
+        let shift = |s: &mut Span| {
+            s.start = s.start.saturating_add(base);
+            s.end = s.end.saturating_add(base);
+        };
+        toks.iter_mut().for_each(|t| shift(&mut t.span));
+        errs.iter_mut().for_each(|d| {
+            shift(&mut d.span);
+            d.labels.iter_mut().for_each(|(s, _)| shift(s));
+        });
+    }
     let mut p = Parser {
         toks,
         pos: 0,
@@ -479,6 +497,7 @@ impl Parser {
             (4, Tok::Star) => Some((BinOp::Mul, "*")),
             (4, Tok::DotStar) => Some((BinOp::Mul, ".*")),
             (4, Tok::Slash) => Some((BinOp::Div, "/")),
+            (4, Tok::Percent) => Some((BinOp::Rem, "%")),
             (4, Tok::DotSlash) => Some((BinOp::Div, "./")),
             _ => None,
         }

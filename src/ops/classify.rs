@@ -9,6 +9,9 @@ impl Op {
     pub fn is_piecewise_constant(&self) -> bool {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
+            // Integers carry no derivative.
+            Op::Rem | Op::Convert(_) => true,
+            Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add
@@ -103,6 +106,10 @@ impl Op {
             | Op::Transpose
             | Op::Reverse
             | Op::Reshape
+            | Op::Rem
+            | Op::Convert(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -118,6 +125,8 @@ impl Op {
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::Reverse => false,
             Op::Reshape => true,
+            Op::Scatter(_) => true,
+            Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
             Op::Loop(..) | Op::LoopVjp(..) => false,
@@ -180,7 +189,10 @@ impl Op {
             | Op::Ge
             | Op::Eq
             | Op::Ne
-            | Op::Select => true,
+            | Op::Select
+            | Op::Rem
+            | Op::Convert(_) => true,
+            Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
             Op::Slice(_)
             | Op::Pad(_)

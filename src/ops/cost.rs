@@ -15,7 +15,12 @@ impl Op {
             Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
             Op::Abs | Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::Select => 1.0,
-            Op::Div => 4.0,
+            Op::Div | Op::Rem => 4.0,
+            Op::Convert(_) => 1.0,
+            // A load of the index and a bounds test, fused into the consumer.
+            Op::Gather(_) => 1.0,
+            // Per added element.
+            Op::Scatter(_) => 1.0,
             Op::Sqrt => 6.0,
             Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
             Op::Tan | Op::Log1p | Op::Expm1 => 20.0,

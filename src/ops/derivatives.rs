@@ -56,6 +56,12 @@ impl Op {
             Op::Reverse => &["(reverse ?g)"],
             // Back to the operand's shape (the annotation from the context).
             Op::Reshape => &["(reshape ?g)"],
+            Op::Rem => &["(zero)", "(zero)"],
+            Op::Convert(_) => &["(zero)"],
+            // The adjoint of a gather is a scatter-add and the other way
+            // round; the indices are integers (no derivative).
+            Op::Gather(s) => return vec![format!("(scatter {s} ?b ?g)"), "(zero)".into()],
+            Op::Scatter(s) => return vec!["(zero)".into(), format!("(gather {s} ?g ?a)")],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
         };
@@ -96,7 +102,12 @@ impl Op {
             | Op::Ge
             | Op::Eq
             | Op::Ne
-            | Op::Select => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            | Op::Select
+            | Op::Rem
+            | Op::Convert(_) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            // Linear in the array operand.
+            Op::Gather(s) => vec![format!("(gather {s} ?t ?b)"), "(zero)".into()],
+            Op::Scatter(s) => vec!["(zero)".into(), format!("(scatter {s} ?a ?t)")],
             // Linear in their operand: the op applied to the tangent.
             Op::Sum
             | Op::Bcast
@@ -147,6 +158,9 @@ impl Op {
             | Op::Reshape => true,
             // Linear in the cotangent.
             Op::LoopVjp(..) => i == 1,
+            Op::Gather(_) => i == 0,
+            Op::Scatter(_) => i == 1,
+            Op::Rem | Op::Convert(_) => false,
             Op::Loop(..) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero

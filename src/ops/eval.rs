@@ -39,8 +39,8 @@ macro_rules! elem {
             }
             match dtype {
                 DType::F32 => go::<f32>(xs).to_f64(),
-                // No op takes an `i64` operand (the type rules refuse it).
-                DType::F64 | DType::I64 => go::<f64>(xs).to_f64(),
+                DType::F64 => go::<f64>(xs).to_f64(),
+                DType::I64 => go::<i64>(xs).to_f64(),
             }
         }
     };
@@ -75,6 +75,20 @@ pub fn fold_row(xs: &[f64], init: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
         acc = step(acc, x);
     }
     acc
+}
+
+/// `x` converted to `d` (see [`Op::Convert`]).
+fn convert(x: f64, d: DType) -> f64 {
+    match d {
+        DType::I64 => x as i64 as f64,
+        DType::F32 | DType::F64 => d.round(x),
+    }
+}
+
+/// The first element of row `k` of an array of `rows` rows of `row`
+/// elements, if `k` is a row.
+pub(crate) fn row_start(k: f64, rows: usize, row: usize) -> Option<usize> {
+    (k >= 0.0 && k < rows as f64).then(|| k as usize * row)
 }
 
 impl Op {
@@ -180,6 +194,50 @@ impl Op {
                         .map(<[f64]>::to_vec)
                         .unwrap_or_else(|| vec![f64::NAN; row]),
                 }
+            }
+            Op::Rem => map_elems(dtype, args, elem!(|a, b| a.rem(b))),
+            Op::Convert(d) => {
+                let a = args[0];
+                let data = a.data.iter().map(|&x| convert(x, *d)).collect();
+                Value {
+                    dtype: *d,
+                    shape: a.shape.clone(),
+                    data,
+                }
+            }
+            Op::Gather(_) => {
+                // An index out of range reads NaN here; the interpreter
+                // reports it before evaluating (`lang::interp`).
+                let (x, idx) = (args[0], args[1]);
+                let row: usize = x.shape[1..].iter().product();
+                let mut data = Vec::with_capacity(idx.len() * row);
+                for &k in &idx.data {
+                    match row_start(k, x.shape[0], row) {
+                        Some(start) => data.extend_from_slice(&x.data[start..start + row]),
+                        None => data.extend(std::iter::repeat_n(f64::NAN, row)),
+                    }
+                }
+                let mut shape = idx.shape.clone();
+                shape.extend_from_slice(&x.shape[1..]);
+                Value { dtype, shape, data }
+            }
+            Op::Scatter(_) => {
+                // Rows added in index order (native code's order); an index
+                // out of range is skipped here and reported by the
+                // interpreter.
+                let (idx, vals) = (args[0], args[1]);
+                let mut out = fill(0.0);
+                let row: usize = out_shape[1..].iter().product();
+                let add: ElemFn = elem!(|a, b| a.add(b));
+                for (j, &k) in idx.data.iter().enumerate() {
+                    if let Some(start) = row_start(k, out_shape[0], row) {
+                        for r in 0..row {
+                            let y = &mut out.data[start + r];
+                            *y = add(&[*y, vals.data[j * row + r]], dtype);
+                        }
+                    }
+                }
+                out
             }
             Op::Repeat => {
                 let a = args[0];

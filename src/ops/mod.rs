@@ -30,8 +30,10 @@ mod type_rule;
 
 pub use eval::{fold_row, FOLD_LANES};
 pub use lit::{parse_number, Lit};
-pub use real::Real;
+pub use real::{floor_div_rem, Real};
 pub use type_rule::OpTypeError;
+
+use crate::lang::types::DType;
 
 /// A primitive operation on arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,6 +118,25 @@ pub enum Op {
     /// `reshape`: the operand's elements, in row-major order, in the
     /// annotated shape (of as many elements: `T[N, M] -> T[M*N]`).
     Reshape,
+    /// Integer remainder with the sign of the divisor (floor modulo, as
+    /// NumPy's `%`): `a - floor(a / b) * b`; `a % 0` is 0. `i64` only.
+    Rem,
+    /// `toi64`, `tof64`, `tof32`: element-wise conversion to the dtype.
+    /// To `i64`: truncation toward zero, saturating at the `i64` range,
+    /// NaN to 0 (Rust's `as`); from `i64`: the nearest float. Piecewise
+    /// constant (it only ever converts to or from integers, which carry no
+    /// derivative).
+    Convert(DType),
+    /// `gather s x idx`: rows `idx[j]` of `x` (leading axis), one per
+    /// element of the `i64` array (or scalar) `idx`: the result has shape
+    /// `idx.shape ++ x.shape[1..]`. An index outside `0 .. rows` is a
+    /// run-time error reported at source byte offset `s` (never read).
+    Gather(u64),
+    /// `scatter s idx vals`: a zero array of the annotated type `T[L, s..]`
+    /// with row `vals[j]` added at row `idx[j]` for every `j`, in order
+    /// (the adjoint of `gather`); an index outside `0 .. L` is a run-time
+    /// error at source byte offset `s`.
+    Scatter(u64),
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -185,4 +206,10 @@ pub const ALL_OPS: &[Op] = &[
     Op::Transpose,
     Op::Reverse,
     Op::Reshape,
+    Op::Rem,
+    Op::Convert(DType::F32),
+    Op::Convert(DType::F64),
+    Op::Convert(DType::I64),
+    Op::Gather(0),
+    Op::Scatter(0),
 ];

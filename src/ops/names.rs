@@ -1,6 +1,7 @@
 //! Symbol and arity: an op's name, its row payload and its number of operands.
 
 use super::{Op, ALL_OPS};
+use crate::lang::types::DType;
 use std::fmt;
 
 impl Op {
@@ -52,6 +53,12 @@ impl Op {
             Op::Transpose => "transpose",
             Op::Reverse => "reverse",
             Op::Reshape => "reshape",
+            Op::Rem => "rem",
+            Op::Convert(DType::F32) => "tof32",
+            Op::Convert(DType::F64) => "tof64",
+            Op::Convert(DType::I64) => "toi64",
+            Op::Gather(_) => "gather",
+            Op::Scatter(_) => "scatter",
             Op::Loop(_, false) => "loop",
             Op::LoopTape(_, _, false) => "looptape",
             Op::LoopVjp(_, _, _, false) => "loopvjp",
@@ -61,10 +68,12 @@ impl Op {
         }
     }
 
-    /// The row payload of `slice`, `pad`, `index` and `unindex`.
+    /// The payload of `slice`, `pad`, `index` and `unindex` (a row), and of
+    /// `gather` and `scatter` (the source offset of their bounds check).
     pub fn payload(&self) -> Option<u64> {
         match self {
             Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => Some(*k),
+            Op::Gather(k) | Op::Scatter(k) => Some(*k),
             _ => None,
         }
     }
@@ -76,6 +85,8 @@ impl Op {
             Op::Pad(_) => Op::Pad(k),
             Op::Index(_) => Op::Index(k),
             Op::Unindex(_) => Op::Unindex(k),
+            Op::Gather(_) => Op::Gather(k),
+            Op::Scatter(_) => Op::Scatter(k),
             other => other,
         }
     }
@@ -117,6 +128,7 @@ impl Op {
             | Op::Transpose
             | Op::Reverse
             | Op::Reshape
+            | Op::Convert(_)
             | Op::Loop(_, false)
             | Op::LoopTape(_, _, false) => 1,
             Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,
@@ -134,7 +146,10 @@ impl Op {
             | Op::Ge
             | Op::Eq
             | Op::Ne
-            | Op::MatMul => 2,
+            | Op::MatMul
+            | Op::Rem
+            | Op::Gather(_)
+            | Op::Scatter(_) => 2,
             Op::Select => 3,
         }
     }
@@ -144,7 +159,12 @@ impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Op::Const(l) => write!(f, "const {}", l.number_text()),
-            Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => {
+            Op::Slice(k)
+            | Op::Pad(k)
+            | Op::Index(k)
+            | Op::Unindex(k)
+            | Op::Gather(k)
+            | Op::Scatter(k) => {
                 write!(f, "{} {k}", self.name())
             }
             Op::Loop(l, _) => write!(f, "{} {l}", self.name()),

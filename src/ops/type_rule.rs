@@ -1,7 +1,7 @@
 //! The type rule ([`Op::result_type`]) and its error.
 
 use super::Op;
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::{DType, Dim, Type};
 use std::fmt;
 
 /// A type rule failed: the message names what was expected.
@@ -32,6 +32,14 @@ impl Op {
                 .cloned()
                 .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
         };
+        if self.float_only() {
+            if let Some(a) = args.iter().find(|a| a.dtype == DType::I64) {
+                return Err(OpTypeError(format!(
+                    "`{}` needs floating-point operands, got {a}",
+                    self.name()
+                )));
+            }
+        }
         match self {
             Op::Const(l) => Ok(Type::scalar(l.dtype)),
             Op::Zero => need_annot(),
@@ -47,7 +55,14 @@ impl Op {
             | Op::Gt
             | Op::Ge
             | Op::Eq
-            | Op::Ne => {
+            | Op::Ne
+            | Op::Rem => {
+                if *self == Op::Rem && args[0].dtype != DType::I64 {
+                    return Err(OpTypeError(format!(
+                        "`rem` needs i64 operands, got {}",
+                        args[0]
+                    )));
+                }
                 if args[0] != args[1] {
                     return Err(OpTypeError(format!(
                         "`{}` needs operands of one type, got {} and {}",
@@ -206,6 +221,34 @@ impl Op {
                 }
                 Ok(t)
             }
+            Op::Convert(d) => Ok(Type::array(*d, args[0].shape.clone())),
+            Op::Gather(_) => {
+                let (x, idx) = (args[0], args[1]);
+                if x.is_scalar() || idx.dtype != DType::I64 {
+                    return Err(OpTypeError(format!(
+                        "`gather` needs an array and i64 indices, got {x} and {idx}"
+                    )));
+                }
+                let mut shape = idx.shape.clone();
+                shape.extend(x.shape[1..].iter().cloned());
+                Ok(Type::array(x.dtype, shape))
+            }
+            Op::Scatter(_) => {
+                let t = need_annot()?;
+                let (idx, vals) = (args[0], args[1]);
+                let mut want = idx.shape.clone();
+                want.extend(t.shape.get(1..).unwrap_or(&[]).iter().cloned());
+                if t.is_scalar()
+                    || idx.dtype != DType::I64
+                    || vals.dtype != t.dtype
+                    || vals.shape != want
+                {
+                    return Err(OpTypeError(format!(
+                        "`scatter` to {t} needs i64 indices and one row of it per index, got {idx} and {vals}"
+                    )));
+                }
+                Ok(t)
+            }
             Op::Loop(..) => Ok(args[0].clone()),
             Op::LoopTape(_, k, _) => {
                 let t = need_annot()?;
@@ -236,5 +279,26 @@ impl Op {
                 Ok(ct.clone())
             }
         }
+    }
+}
+
+impl Op {
+    /// Ops of real analysis (transcendental functions, powers, `matmul`)
+    /// that refuse `i64` operands.
+    fn float_only(&self) -> bool {
+        matches!(
+            self,
+            Op::Sin
+                | Op::Cos
+                | Op::Exp
+                | Op::Log
+                | Op::Sqrt
+                | Op::Tanh
+                | Op::Tan
+                | Op::Log1p
+                | Op::Expm1
+                | Op::Pow
+                | Op::MatMul
+        )
     }
 }

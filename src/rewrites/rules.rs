@@ -168,7 +168,8 @@ impl Guard {
 }
 
 /// All guards of a rule must hold, and the matched class must have the
-/// dtype of a generic rule's instance.
+/// dtype of a generic rule's instance (and never `i64`: integer division
+/// and overflow make real arithmetic's identities false).
 #[derive(Clone, Debug)]
 struct Guards {
     guards: Vec<Guard>,
@@ -183,7 +184,13 @@ impl Condition<Node, Analysis> for Guards {
                 .ty
                 .as_ref()
                 .is_some_and(|t| t.dtype == d),
-            None => true,
+            // The rules are real (floating-point) arithmetic: `i64` values
+            // (indices, counts) are left as written.
+            None => egraph[eclass]
+                .data
+                .ty
+                .as_ref()
+                .is_none_or(|t| t.dtype != DType::I64),
         };
         dtype_ok && self.guards.iter().all(|g| g.holds(egraph, subst))
     }

@@ -93,31 +93,6 @@ pub fn eval(
     egrad::internals::lang::interp::run(f, &refs).unwrap_or_else(|e| panic!("{}: {e}", f.name))
 }
 
-/// Central differences of a scalar function with respect to parameters
-/// `wrt` (step `1e-6 (1 + |x|)`).
-#[allow(dead_code)]
-pub fn central(
-    f: &egrad::internals::lang::ir::Function,
-    args: &[egrad::internals::lang::value::Value],
-    wrt: &[usize],
-) -> Vec<egrad::internals::lang::value::Value> {
-    let value = |a: &[egrad::internals::lang::value::Value]| eval(f, a)[0].as_scalar();
-    wrt.iter()
-        .map(|&i| {
-            let mut g = args[i].clone();
-            for j in 0..g.data.len() {
-                let h = 1e-6 * (1.0 + args[i].data[j].abs());
-                let mut up = args.to_vec();
-                up[i].data[j] += h;
-                let mut down = args.to_vec();
-                down[i].data[j] -= h;
-                g.data[j] = (value(&up) - value(&down)) / (2.0 * h);
-            }
-            g
-        })
-        .collect()
-}
-
 /// `got` is `want` within `1e-6 (1 + |want|)` element by element.
 #[allow(dead_code)]
 pub fn assert_close(
@@ -174,7 +149,7 @@ pub fn check_gradient(
     use egrad::internals::pipeline::{optimize_gradient, Options};
     let primal = p.ir(loss).unwrap();
     let wrt: Vec<usize> = (0..nwrt).collect();
-    let want = central(primal, args, &wrt);
+    let want = finite_differences(primal, args, &wrt);
     // The checker's gradient function, as callers inline it.
     let got = eval(p.ir(grad).unwrap(), args);
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -255,4 +230,48 @@ pub fn check_jvp(
         (o - got).abs() <= 1e-12 * (1.0 + got.abs()),
         "{what}: {o} vs {got}"
     );
+}
+
+/// Parse and check `src` (named `<input>`); panics with the diagnostics.
+#[allow(dead_code)]
+pub fn prog(src: &str) -> egrad::Program {
+    egrad::Program::parse(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The rendered error of a program that must be rejected.
+#[allow(dead_code)]
+pub fn err(src: &str) -> String {
+    match egrad::Program::parse(src) {
+        Ok(_) => panic!("should be rejected:\n{src}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Central differences of a scalar function (run by the interpreter), per
+/// element of each parameter in `wrt`.
+#[allow(dead_code)]
+pub fn finite_differences(
+    f: &egrad::Function,
+    args: &[egrad::Value],
+    wrt: &[usize],
+) -> Vec<egrad::Value> {
+    let eval = |a: &[egrad::Value]| {
+        let refs: Vec<&egrad::Value> = a.iter().collect();
+        egrad::internals::lang::interp::run(f, &refs).unwrap()[0].as_scalar()
+    };
+    let mut out = Vec::new();
+    for &i in wrt {
+        let mut g = args[i].clone();
+        for k in 0..args[i].len() {
+            let x = args[i].data[k];
+            let h = 1e-6 * x.abs().max(1.0);
+            let mut plus = args.to_vec();
+            plus[i].data[k] = x + h;
+            let mut minus = args.to_vec();
+            minus[i].data[k] = x - h;
+            g.data[k] = (eval(&plus) - eval(&minus)) / (2.0 * h);
+        }
+        out.push(g);
+    }
+    out
 }

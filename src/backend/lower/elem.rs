@@ -6,6 +6,7 @@ use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
+use crate::lang::types::DType;
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
@@ -43,6 +44,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             })
         };
         // A loop with a scalar state: run into its one-element buffer.
+        if self.simd && !self.vectorizable(stmt.var)? {
+            return self.scalar_code(&mut |t| t.translate_scalar(s));
+        }
         if stmt.op.is_loop() {
             let out = self
                 .loop_bufs(stmt.var)?
@@ -63,6 +67,11 @@ impl<'a, 'b> Translator<'a, 'b> {
             let zero = self.b.ins().iconst(types::I64, 0);
             return self.translate_fold(a, zero, len, dtype, fold);
         }
+        if let Op::Gather(_) = stmt.op {
+            // One row of a vector: element 0 of the index map.
+            let zero = self.b.ins().iconst(types::I64, 0);
+            return self.translate_index_map(s, zero);
+        }
         if let Op::Index(k) = stmt.op {
             let k = i64::try_from(k).map_err(|_| Error::internal("backend: row overflows"))?;
             let j = self.b.ins().iconst(types::I64, k);
@@ -75,8 +84,45 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.translate_op(stmt.op, dtype, &args)
     }
 
+    /// Can `v`'s element tree run in SIMD vectors? Not when it computes
+    /// or reads an `i64` value (integers run in scalar code; a `gather`'s
+    /// indices are read lane by lane).
+    pub(super) fn vectorizable(&self, v: VarId) -> Result<bool, Error> {
+        if !self.ints {
+            return Ok(true);
+        }
+        if self.f.ty(v).dtype == DType::I64 {
+            return Ok(false);
+        }
+        if self.defs.get(v.index()).copied().flatten().is_none() {
+            return Ok(true);
+        }
+        for s in self.tree_nodes(v)? {
+            let st = &self.f.stmts[s];
+            let ints = |a: &VarId| self.f.ty(*a).dtype == DType::I64;
+            if ints(&st.var) || (access(st.op) != Access::IndexMap && st.args.iter().any(ints)) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `emit` with SIMD off (scalar code with the same results).
+    pub(super) fn scalar_code<T>(
+        &mut self,
+        emit: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let was = std::mem::replace(&mut self.simd, false);
+        let out = emit(self);
+        self.simd = was;
+        out
+    }
+
     /// The loop writing a materialised statement `v` into buffer `k`.
     fn translate_materialise(&mut self, v: VarId, k: usize) -> Result<(), Error> {
+        if self.simd && !self.vectorizable(v)? {
+            return self.scalar_code(&mut |t| t.translate_materialise(v, k));
+        }
         let ty = self.f.ty(v).clone();
         if let Some(s) = self.defs.get(v.index()).copied().flatten() {
             if self.f.stmts[s].op.is_loop() {
@@ -95,6 +141,18 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// after every value is computed.
     pub(super) fn translate_stores(&mut self) -> Result<(), Error> {
         for &(v, k) in &self.plan.stores {
+            if self.simd && !self.vectorizable(v)? {
+                self.scalar_code(&mut |t| t.translate_store_one(v, k))?;
+            } else {
+                self.translate_store_one(v, k)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Store returned value `v` into buffer `k`.
+    fn translate_store_one(&mut self, v: VarId, k: usize) -> Result<(), Error> {
+        {
             let ty = self.f.ty(v).clone();
             let base = self.buf(k)?;
             if ty.is_scalar() {

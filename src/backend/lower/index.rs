@@ -281,11 +281,85 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let j = self.b.ins().iadd(base, c);
                 self.translate_leaf(a, j)
             }
+            Op::Gather(site) => {
+                // Element i = j * row + c reads row idx[j] of the operand,
+                // checked to be a row (a failure is recorded, 0 read).
+                let idx = *stmt
+                    .args
+                    .get(1)
+                    .ok_or_else(|| Error::internal("backend: `gather` without indices"))?;
+                let row = self.translate_len(tail(&at))?;
+                let rows = self.translate_len(Type::array(dtype, vec![at.shape[0].clone()]))?;
+                let (j, c) = match self.known(row) {
+                    Some(1) => (i, self.b.ins().iconst(types::I64, 0)),
+                    _ => (self.b.ins().udiv(i, row), self.b.ins().urem(i, row)),
+                };
+                let k = self.translate_elem(idx, j)?;
+                self.translate_checked_row(site, k, rows, cl_type(dtype), &mut |t| {
+                    let kr = t.b.ins().imul(k, row);
+                    let jj = t.b.ins().iadd(kr, c);
+                    t.translate_leaf(a, jj)
+                })
+            }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not an index map",
                 other.name()
             ))),
         }
+    }
+
+    /// `read()` if `0 <= k < rows`; else the failure of the check at source
+    /// offset `site` is recorded (see [`super::STATUS_SLOTS`]) and the
+    /// result is zero: nothing outside an array is ever read or written.
+    pub(super) fn translate_checked_row(
+        &mut self,
+        site: u64,
+        k: ir::Value,
+        rows: ir::Value,
+        ty: ir::Type,
+        read: &mut dyn FnMut(&mut Self) -> Result<ir::Value, Error>,
+    ) -> Result<ir::Value, Error> {
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, k, rows);
+        self.translate_if(inside, ty, read, &mut |t| {
+            t.translate_check_failed(site, k, rows)?;
+            Ok(if ty == types::I64 {
+                t.b.ins().iconst(types::I64, 0)
+            } else if ty == types::F32 {
+                t.b.ins().f32const(0.0)
+            } else {
+                t.b.ins().f64const(0.0)
+            })
+        })
+    }
+
+    /// Record a failed check (the first one is kept): the source offset
+    /// plus one, the index and the length, in the status slots before
+    /// `dims`.
+    pub(super) fn translate_check_failed(
+        &mut self,
+        site: u64,
+        k: ir::Value,
+        rows: ir::Value,
+    ) -> Result<(), Error> {
+        let dims = self
+            .dims_ptr
+            .ok_or_else(|| Error::internal("backend: a check before the entry block"))?;
+        let site =
+            i64::try_from(site + 1).map_err(|_| Error::internal("backend: site overflows"))?;
+        let flags = cranelift_codegen::ir::MemFlagsData::trusted();
+        let slot = |n: usize| -8 * (super::STATUS_SLOTS - n) as i32;
+        let old = self.b.ins().load(types::I64, flags, dims, slot(0));
+        let first = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+        let site = self.b.ins().iconst(types::I64, site);
+        let old_k = self.b.ins().load(types::I64, flags, dims, slot(1));
+        let old_n = self.b.ins().load(types::I64, flags, dims, slot(2));
+        let new_site = self.b.ins().select(first, site, old);
+        let new_k = self.b.ins().select(first, k, old_k);
+        let new_n = self.b.ins().select(first, rows, old_n);
+        self.b.ins().store(flags, new_site, dims, slot(0));
+        self.b.ins().store(flags, new_k, dims, slot(1));
+        self.b.ins().store(flags, new_n, dims, slot(2));
+        Ok(())
     }
 
     /// `i` plus `c` rows of `a` (`slice` and `index` read element `i` of

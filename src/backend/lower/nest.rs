@@ -3,11 +3,11 @@
 //! row dot products and column sums) that replace them.
 
 use super::vector;
-use super::{Read, Translator};
+use super::{cl_type, Read, Translator};
 use crate::backend::jit::Libm;
 use crate::error::Error;
 use crate::lang::ir::VarId;
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder};
 
@@ -84,6 +84,43 @@ impl<'a, 'b> Translator<'a, 'b> {
                         })
                     },
                 )
+            }
+            Op::Scatter(site) => {
+                // Zeros, then row vals[j] added at row idx[j] for each j in
+                // order (checked; a failure is recorded and the row skipped).
+                let vals = *stmt
+                    .args
+                    .get(1)
+                    .ok_or_else(|| Error::internal("backend: `scatter` without rows"))?;
+                let out = self.f.ty(stmt.var).clone();
+                let len = self.translate_len(out.clone())?;
+                self.translate_fill_zero(dtype, base, len)?;
+                let rows = self.translate_len(Type::array(dtype, vec![out.shape[0].clone()]))?;
+                let row = self.translate_len(Type::array(
+                    dtype,
+                    out.shape.get(1..).unwrap_or(&[]).to_vec(),
+                ))?;
+                let n = self.translate_len(at.clone())?;
+                self.translate_loop(n, &mut |t, j| {
+                    let k = t.translate_elem(a, j)?;
+                    t.translate_checked_row(site, k, rows, types::I64, &mut |t| {
+                        let start = t.b.ins().imul(k, row);
+                        let from = t.b.ins().imul(j, row);
+                        t.translate_loop(row, &mut |t, c| {
+                            let at = t.b.ins().iadd(start, c);
+                            let src = t.b.ins().iadd(from, c);
+                            let x = t.translate_elem(vals, src)?;
+                            let addr = t.translate_addr(dtype, base, at);
+                            let flags = cranelift_codegen::ir::MemFlagsData::trusted();
+                            let y = t.b.ins().load(cl_type(dtype), flags, addr, 0);
+                            let sum = t.translate_op(Op::Add, dtype, &[y, x])?;
+                            t.b.ins().store(flags, sum, addr, 0);
+                            Ok(())
+                        })?;
+                        Ok(t.b.ins().iconst(types::I64, 0))
+                    })?;
+                    Ok(())
+                })
             }
             Op::MatMul => {
                 let b = *stmt
@@ -306,5 +343,19 @@ impl<'a, 'b> Translator<'a, 'b> {
         let s = self.defs.get(v.index()).copied().flatten()?;
         let st = &self.f.stmts[s];
         (st.op == Op::Transpose).then(|| st.args[0])
+    }
+
+    /// `len` zeros of `dtype` at `base`.
+    fn translate_fill_zero(
+        &mut self,
+        dtype: DType,
+        base: ir::Value,
+        len: ir::Value,
+    ) -> Result<(), Error> {
+        self.translate_loop(len, &mut |t, i| {
+            let zero = t.translate_op(Op::Zero, dtype, &[])?;
+            t.translate_store(dtype, base, i, zero);
+            Ok(())
+        })
     }
 }

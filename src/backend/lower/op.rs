@@ -8,8 +8,8 @@ use crate::error::Error;
 use crate::lang::types::DType;
 use crate::ops::Op;
 use crate::vmath::VFn;
-use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{self, FuncRef, InstBuilder};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder};
 
 impl<'a, 'b> Translator<'a, 'b> {
     /// The op on element (or scalar) operands; the arithmetic arms serve
@@ -27,7 +27,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Error::internal(format!("backend: `{}` is missing operand {k}", op.name()))
             })
         };
+        if dtype == DType::I64 {
+            return self.translate_int_op(op, args);
+        }
         Ok(match op {
+            Op::Convert(d) => self.translate_convert(d, arg(0)?),
+            Op::Rem => return Err(Error::internal("backend: `rem` of floating-point operands")),
             Op::Const(l) => self.translate_const(l.dtype, l.value()),
             Op::Zero => self.translate_const(dtype, 0.0),
             Op::Add => self.b.ins().fadd(arg(0)?, arg(1)?),
@@ -75,6 +80,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Transpose
             | Op::Reverse
             | Op::Reshape
+            | Op::Gather(_)
+            | Op::Scatter(_)
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail
@@ -94,7 +101,102 @@ impl<'a, 'b> Translator<'a, 'b> {
     pub(super) fn translate_const(&mut self, dtype: DType, x: f64) -> ir::Value {
         match dtype {
             DType::F32 => self.b.ins().f32const(x as f32),
-            DType::F64 | DType::I64 => self.b.ins().f64const(x),
+            DType::F64 => self.b.ins().f64const(x),
+            // Saturating, like the evaluator's conversion (`-inf`, the
+            // identity of `maxall`, is the least `i64`).
+            DType::I64 => self.b.ins().iconst(types::I64, x as i64),
+        }
+    }
+
+    /// The op on `i64` operands (see `ops::Real for i64`): `+ - *` wrap,
+    /// `/` and `%` round toward minus infinity and give 0 for a zero
+    /// divisor, comparisons give 1 or 0.
+    fn translate_int_op(&mut self, op: Op, args: &[ir::Value]) -> Result<ir::Value, Error> {
+        let arg = |k: usize| {
+            args.get(k).copied().ok_or_else(|| {
+                Error::internal(format!("backend: `{}` is missing operand {k}", op.name()))
+            })
+        };
+        let cmp = |t: &mut Self, cc: IntCC| -> Result<ir::Value, Error> {
+            let c = t.b.ins().icmp(cc, arg(0)?, arg(1)?);
+            Ok(t.b.ins().uextend(types::I64, c))
+        };
+        Ok(match op {
+            Op::Const(l) => self.translate_const(DType::I64, l.value()),
+            Op::Zero => self.b.ins().iconst(types::I64, 0),
+            Op::Add => self.b.ins().iadd(arg(0)?, arg(1)?),
+            Op::Sub => self.b.ins().isub(arg(0)?, arg(1)?),
+            Op::Mul => self.b.ins().imul(arg(0)?, arg(1)?),
+            Op::Neg => self.b.ins().ineg(arg(0)?),
+            Op::Abs => self.b.ins().iabs(arg(0)?),
+            Op::Max => self.b.ins().smax(arg(0)?, arg(1)?),
+            Op::Min => self.b.ins().smin(arg(0)?, arg(1)?),
+            Op::Div | Op::Rem => self.translate_floor_div(op == Op::Rem, arg(0)?, arg(1)?),
+            Op::Lt => cmp(self, IntCC::SignedLessThan)?,
+            Op::Le => cmp(self, IntCC::SignedLessThanOrEqual)?,
+            Op::Gt => cmp(self, IntCC::SignedGreaterThan)?,
+            Op::Ge => cmp(self, IntCC::SignedGreaterThanOrEqual)?,
+            Op::Eq => cmp(self, IntCC::Equal)?,
+            Op::Ne => cmp(self, IntCC::NotEqual)?,
+            Op::Select => {
+                let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, arg(0)?, 0);
+                self.b.ins().select(c, arg(1)?, arg(2)?)
+            }
+            Op::Bcast => arg(0)?,
+            Op::Convert(d) => self.translate_convert(d, arg(0)?),
+            other => {
+                return Err(Error::internal(format!(
+                    "backend: `{}` of i64 operands",
+                    other.name()
+                )))
+            }
+        })
+    }
+
+    /// `a // b` or `a % b` rounded toward minus infinity; 0 when `b` is 0,
+    /// and `-a` (wrapping) or 0 when `b` is -1 (where `sdiv` would trap on
+    /// the least `i64`).
+    fn translate_floor_div(&mut self, rem: bool, a: ir::Value, b: ir::Value) -> ir::Value {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let one = self.b.ins().iconst(types::I64, 1);
+        let b_zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+        let b_neg1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+        let special = self.b.ins().bor(b_zero, b_neg1);
+        let d = self.b.ins().select(special, one, b);
+        let q = self.b.ins().sdiv(a, d);
+        let r = self.b.ins().srem(a, d);
+        // Round toward minus infinity when the remainder's sign differs
+        // from the divisor's.
+        let r_nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+        let x = self.b.ins().bxor(r, d);
+        let signs = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+        let adjust = self.b.ins().band(r_nz, signs);
+        if rem {
+            let r_plus = self.b.ins().iadd(r, d);
+            let r = self.b.ins().select(adjust, r_plus, r);
+            self.b.ins().select(special, zero, r)
+        } else {
+            let q_minus = self.b.ins().iadd_imm_s(q, -1);
+            let q = self.b.ins().select(adjust, q_minus, q);
+            let neg = self.b.ins().ineg(a);
+            let q = self.b.ins().select(b_neg1, neg, q);
+            self.b.ins().select(b_zero, zero, q)
+        }
+    }
+
+    /// `x` (of whatever type it has) converted to `d` (see
+    /// [`Op::Convert`]): truncation toward zero, saturating, NaN to 0, to
+    /// `i64`; the nearest float from `i64`.
+    fn translate_convert(&mut self, d: DType, x: ir::Value) -> ir::Value {
+        let from = self.b.func.dfg.value_type(x);
+        let to = cl_type(d);
+        match (from == types::I64, d == DType::I64) {
+            (true, true) => x,
+            (false, true) => self.b.ins().fcvt_to_sint_sat(types::I64, x),
+            (true, false) => self.b.ins().fcvt_from_sint(to, x),
+            (false, false) if from == to => x,
+            (false, false) if to == types::F64 => self.b.ins().fpromote(to, x),
+            (false, false) => self.b.ins().fdemote(to, x),
         }
     }
 

@@ -38,7 +38,9 @@ use std::collections::HashMap;
 pub(super) fn vec_type(d: DType) -> ir::Type {
     match d {
         DType::F32 => types::F32X4,
-        DType::F64 | DType::I64 => types::F64X2,
+        DType::F64 => types::F64X2,
+        // Never used: integer trees run in scalar code (`Translator::vectorizable`).
+        DType::I64 => types::I64X2,
     }
 }
 

@@ -4,8 +4,9 @@
 use super::{arity_message, exact_int, result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
+use crate::lang::interp::pack_site;
 use crate::lang::ir::VarId;
-use crate::lang::types::{Dim, Type};
+use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
 
 impl<'a> FnCx<'a> {
@@ -91,19 +92,157 @@ impl<'a> FnCx<'a> {
                 }
                 r
             }
+            Val::Count(_, k) => self.gather(x, k, kspan, hint),
+            Val::Var(k) if self.ty(k).dtype == DType::I64 => self.gather(x, k, kspan, hint),
             other => {
                 let what = self.describe(&other);
                 let float = matches!(other, Val::Var(_));
                 let mut d = Diagnostic::new(
                     kspan,
-                    format!("an index must be a static integer or the index of `tabulate`, but this is {what}"),
+                    format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"),
                 );
                 if float {
-                    d = d.with_note(
-                        "indexing with a run-time (floating-point) value is not supported",
-                    );
+                    d = d.with_note("convert a floating-point index with `i64(...)`");
                 }
                 self.error(d);
+                Val::Err
+            }
+        }
+    }
+
+    /// `x[k]` with run-time `i64` indices `k` (a scalar or an array, or a
+    /// stack of them inside `tabulate`): rows `k` of `x`, each checked at
+    /// run time (an error at `kspan` when outside).
+    pub(super) fn gather(&mut self, x: VarId, k: VarId, kspan: Span, hint: &str) -> Val {
+        let site = pack_site(kspan.start, kspan.end);
+        let r = self.push_plain(hint, Op::Gather(site), &[x, k], None);
+        if let Val::Var(g) = r {
+            if self.batched.contains(&k) {
+                self.batched.insert(g);
+            }
+        }
+        r
+    }
+
+    /// `scatter_add(x, idx, rows)`: `x` with `rows[j]` added at row
+    /// `idx[j]` of it, for every `j` (the adjoint of `x[idx]`).
+    pub(super) fn scatter_add(&mut self, e: &Expr, args: &[Expr], hint: &str) -> Val {
+        if args.len() != 3 {
+            self.error(Diagnostic::new(
+                e.span,
+                arity_message("scatter_add", 3, args.len()),
+            ));
+            return Val::Err;
+        }
+        let mut vals = Vec::new();
+        for a in args {
+            let v = self.lower(a, &[]);
+            vals.push(self.single(v, a.span).into_number());
+        }
+        let x = match &vals[0] {
+            Val::Var(x) if !self.ty(*x).is_scalar() => *x,
+            Val::Err => return Val::Err,
+            other => {
+                let t = self.describe(other);
+                self.error(Diagnostic::new(
+                    args[0].span,
+                    format!("`scatter_add` adds into an array, but this has type {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        let idx = match &vals[1] {
+            Val::Var(k) if self.ty(*k).dtype == DType::I64 => *k,
+            Val::Int(n) => self.b.constant(DType::I64, *n as f64),
+            Val::Const(c) if exact_int(*c).is_some() => self.b.constant(DType::I64, *c),
+            Val::Err => return Val::Err,
+            other => {
+                let t = self.describe(other);
+                self.error(Diagnostic::new(
+                    args[1].span,
+                    format!("the indices of `scatter_add` must be i64, but this has type {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        let xt = self.ty(x);
+        let mut rows = self.ty(idx).shape.clone();
+        rows.extend(xt.shape[1..].iter().cloned());
+        let rows = Type::array(xt.dtype, rows);
+        let v = match &vals[2] {
+            Val::Const(c) => match self.materialize(*c, &rows, "") {
+                Val::Var(v) => v,
+                _ => return Val::Err,
+            },
+            Val::Var(v) => *v,
+            Val::Err => return Val::Err,
+            other => {
+                let t = self.describe(other);
+                self.error(Diagnostic::new(
+                    args[2].span,
+                    format!("`scatter_add` adds numbers or arrays, but this has type {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        if self.ty(v) != rows {
+            let vt = self.ty(v);
+            self.error(
+                Diagnostic::new(args[2].span, format!("`scatter_add` needs one row per index, of type {rows}, but this has type {vt}"))
+                    .with_label(args[1].span, format!("indices of type {}", self.ty(idx))),
+            );
+            return Val::Err;
+        }
+        if [x, idx, v].iter().any(|a| self.batched.contains(a)) {
+            self.error(Diagnostic::unsupported(e.span, "`scatter_add` on values that depend on the index of `tabulate` is not supported yet"));
+            return Val::Err;
+        }
+        let site = pack_site(args[1].span.start, args[1].span.end);
+        let Val::Var(s) = self.push_plain("", Op::Scatter(site), &[idx, v], Some(&xt)) else {
+            return Val::Err;
+        };
+        self.push_plain(hint, Op::Add, &[x, s], None)
+    }
+
+    /// `f64(x)`, `f32(x)`, `i64(x)`: a number or array converted to the
+    /// element type (see [`Op::Convert`]); a condition gives 1 or 0.
+    pub(super) fn convert(&mut self, e: &Expr, to: DType, args: &[Expr], hint: &str) -> Val {
+        let name = to.name();
+        if args.len() != 1 {
+            self.error(Diagnostic::new(e.span, arity_message(name, 1, args.len())));
+            return Val::Err;
+        }
+        let v = self.lower(&args[0], &[]);
+        let v = self.single(v, args[0].span).into_number();
+        let int = to == DType::I64;
+        match v {
+            Val::Err => Val::Err,
+            Val::Bool(b) => Val::Const(f64::from(u8::from(b))),
+            Val::Int(i) if int => Val::Int(i),
+            Val::Int(i) => Val::Const(i as f64),
+            Val::Const(c) if int => Val::Int(c as i64),
+            Val::Const(c) => Val::Const(c),
+            Val::Mask(m) => Val::Var(self.mask_as(m, to)),
+            Val::Var(x) => {
+                let from = self.ty(x).dtype;
+                if from == to {
+                    Val::Var(x)
+                } else if from == DType::I64 || int {
+                    self.push(hint, Op::Convert(to), &[x], None)
+                } else {
+                    self.error(
+                        Diagnostic::unsupported(e.span, format!("converting {from} to {to} is not supported yet"))
+                            .with_note("`f64(...)`, `f32(...)` and `i64(...)` convert between integers and floating point"),
+                    );
+                    Val::Err
+                }
+            }
+            other => {
+                let t = self.describe(&other);
+                self.error(Diagnostic::new(
+                    args[0].span,
+                    format!("`{name}` converts numbers, but this has type {t}"),
+                ));
                 Val::Err
             }
         }

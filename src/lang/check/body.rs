@@ -30,7 +30,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let v = self.b.param(name, ty.clone(), *span);
-            if ty.dtype == DType::I64 {
+            if ty.dtype == DType::I64 && ty.is_scalar() {
                 self.env.push((name.clone(), Val::Count(name.clone(), v)));
             } else {
                 self.env.push((name.clone(), Val::Var(v)));

@@ -8,6 +8,7 @@ use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Function, Loop, VarId};
+use crate::lang::prelude;
 use crate::lang::size::{Misfit, Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
@@ -48,7 +49,25 @@ impl<'a> FnCx<'a> {
                 ));
                 return Val::Err;
             }
-            let mut vals = vals.into_iter().map(|v| match v {
+            // Integers only take `abs`, `max` and `min`.
+            for (v, a) in vals.iter().zip(args) {
+                if let Val::Var(x) = v {
+                    let t = self.ty(*x);
+                    if t.dtype == DType::I64 && !matches!(op, Op::Abs | Op::Max | Op::Min) {
+                        self.error(
+                            Diagnostic::new(
+                                a.span,
+                                format!(
+                                    "`{name}` needs floating-point operands, but this has type {t}"
+                                ),
+                            )
+                            .with_note("convert integers with `f64(...)`"),
+                        );
+                        return Val::Err;
+                    }
+                }
+            }
+            let mut vals = vals.into_iter().map(|v| match v.into_number() {
                 Val::Int(i) => Val::Const(i as f64),
                 v => v,
             });
@@ -83,29 +102,13 @@ impl<'a> FnCx<'a> {
             return self.scan(e, args, hints);
         }
         if let Some(op) = matrix_builtin(name) {
-            let mut xs = Vec::new();
-            for a in args {
-                let v = self.lower(a, &[]);
-                match self.single(v, a.span) {
-                    Val::Var(x) => xs.push(x),
-                    Val::Err => return Val::Err,
-                    other => {
-                        let t = self.describe(&other);
-                        self.error(Diagnostic::new(
-                            a.span,
-                            format!("`{name}` needs matrices, but this has type {t}"),
-                        ));
-                        return Val::Err;
-                    }
-                }
-            }
-            let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
-            let refs: Vec<&Type> = tys.iter().collect();
-            if let Err(err) = op.result_type(&refs, None) {
-                self.error(Diagnostic::new(e.span, err.0));
-                return Val::Err;
-            }
-            return self.push(hint, op, &xs, None);
+            return self.matrix(e, op, name, args, hint);
+        }
+        if let Some(to) = super::builtins::conversion(name) {
+            return self.convert(e, to, args, hint);
+        }
+        if name == "scatter_add" {
+            return self.scatter_add(e, args, hint);
         }
         if name == "reverse" {
             let Some(xs) = self.array_args(e, name, args) else {
@@ -141,6 +144,10 @@ impl<'a> FnCx<'a> {
             }
             let d = if self.env.iter().any(|(k, _)| k == name) {
                 Diagnostic::new(callee.span, format!("`{name}` is a value, not a function"))
+            } else if self.scopes.prelude.is_empty() && prelude::exports(name) {
+                Diagnostic::new(callee.span, format!("unknown function `{name}`")).with_note(
+                    format!("`{name}` is the prelude's, and this program is checked without it"),
+                )
             } else {
                 Diagnostic::new(callee.span, format!("unknown function `{name}`"))
             };
@@ -158,7 +165,7 @@ impl<'a> FnCx<'a> {
         let Some(sig) = sigs.get(fi).and_then(|s| s.as_ref()) else {
             return Val::Err;
         };
-        let decl = &self.module.items[fi];
+        let decl = self.items[fi];
         // A generic callee: its element types come from the arguments.
         let spec_sig;
         let generic = !sig.generic.is_empty();
@@ -173,6 +180,19 @@ impl<'a> FnCx<'a> {
                     continue;
                 }
                 let d = self.ty(*x).dtype;
+                if d == DType::I64 && self.scopes.is_prelude(fi) {
+                    // The prelude is for real numbers (`mean` of integers
+                    // would divide as integers).
+                    let t = self.ty(*x);
+                    self.error(
+                        Diagnostic::new(
+                            args[k].span,
+                            format!("the prelude's `{name}` takes f32 or f64 values, but this has type {t}"),
+                        )
+                        .with_note("convert integers with `f64(...)`"),
+                    );
+                    return Val::Err;
+                }
                 match dtypes.get(&dtype.name) {
                     Some(&d0) if d0 != d => {
                         let other = &decl.params[from[&dtype.name]].name.name;
@@ -282,7 +302,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, pspan) = &sig.params[k];
-            if pty.dtype == DType::I64 {
+            if pty.dtype == DType::I64 && pty.is_scalar() {
                 // A run-time integer binds the callee's size parameter of
                 // its name: to the caller's one, or to a static value.
                 let d = match v {
@@ -399,13 +419,13 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, _) = &sig.params[k];
-            if pty.dtype == DType::I64 {
+            if pty.dtype == DType::I64 && pty.is_scalar() {
                 // Never read by the callee's statements (it gives a size).
                 arg_vars.push(match v {
                     Val::Count(_, x) => *x,
                     _ => self
                         .b
-                        .constant(DType::F64, v.as_static_int().unwrap_or(0) as f64),
+                        .constant(DType::I64, v.as_static_int().unwrap_or(0) as f64),
                 });
                 continue;
             }
@@ -472,13 +492,21 @@ impl<'a> FnCx<'a> {
                 self.transforms,
                 sigs,
                 lowered,
-                self.by_name,
-                self.module,
+                self.scopes,
+                self.items,
                 fi,
                 sig,
             );
             cx.depth = self.depth + 1;
             let spec = cx.lower_fn(decl, sig, &statics);
+            if self.scopes.is_prelude(fi) && !self.scopes.is_prelude(self.item) {
+                // An error in the prelude's code is the program's call's.
+                for d in &mut cx.errs {
+                    let inner = std::mem::replace(&mut d.span, e.span);
+                    d.labels
+                        .insert(0, (inner, format!("in `{name}`, from the prelude")));
+                }
+            }
             self.errs.append(&mut cx.errs);
             if let Some(m) = cx.internal.take() {
                 return self.bug(m);

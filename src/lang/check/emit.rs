@@ -2,22 +2,22 @@
 //! pushes and broadcasts, the types and descriptions of values, constants
 //! and coercion.
 
-use super::{CheckedFn, FnCx, Sig, Val};
+use super::{CheckedFn, FnCx, Scopes, Sig, Val};
 use crate::error::span::Diagnostic;
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, VarId};
 use crate::lang::transform::Transforms;
 use crate::lang::types::Type;
 use crate::ops::Op;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 impl<'a> FnCx<'a> {
     pub(super) fn new(
         transforms: &'a dyn Transforms,
         sigs: &'a [Option<Sig>],
         lowered: &'a [Option<CheckedFn>],
-        by_name: &'a HashMap<String, usize>,
-        module: &'a Module,
+        scopes: &'a Scopes,
+        items: &'a [&'a FnDef],
         i: usize,
         sig: &'a Sig,
     ) -> FnCx<'a> {
@@ -25,10 +25,12 @@ impl<'a> FnCx<'a> {
             transforms,
             sigs,
             lowered,
-            by_name,
-            module,
+            scopes,
+            by_name: scopes.of(i),
+            items,
+            item: i,
             sizes: &sig.size_params,
-            b: Builder::new(module.items[i].name.name.clone(), sig.size_params.clone()),
+            b: Builder::new(items[i].name.name.clone(), sig.size_params.clone()),
             env: Vec::new(),
             errs: Vec::new(),
             internal: None,

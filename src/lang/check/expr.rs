@@ -6,18 +6,8 @@ use super::{fold, plural, result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::VarId;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
-
-/// A run-time `i64` used where only a loop count (or a call's `i64`
-/// argument) can go.
-fn count_only(at: Span, value: Span, what: &str) -> Diagnostic {
-    Diagnostic::new(
-        at,
-        format!("a run-time i64 can only be a loop count (`iterate(n, ...)`) or an `i64` argument for now, not an operand of `{what}`"),
-    )
-    .with_label(value, "this is a run-time i64")
-    .with_note("declare it `static` to compute with it at compile time")
-}
 
 impl<'a> FnCx<'a> {
     /// A non-tuple value, or an error.
@@ -135,6 +125,7 @@ impl<'a> FnCx<'a> {
 
     /// A unary operator on a lowered operand.
     fn unary(&mut self, op: UnOp, op_span: Span, (v, span): (Val, Span), hint: &str) -> Val {
+        let v = v.into_number();
         let reduction = match op {
             UnOp::Sum => Some((Op::Sum, "+/", "sums")),
             UnOp::Max => Some((Op::MaxAll, "max/", "takes the largest of")),
@@ -320,6 +311,14 @@ impl<'a> FnCx<'a> {
                         return Val::Err;
                     }
                 };
+                // A condition on integers selects values of any type (its
+                // mask is converted); floats of two precisions do not mix.
+                let (m, mask_ty) = if mask_ty.dtype == DType::I64 && ty.dtype != DType::I64 {
+                    let c = self.mask_as(m, ty.dtype);
+                    (c, self.ty(c))
+                } else {
+                    (m, mask_ty)
+                };
                 if mask_ty.dtype != ty.dtype {
                     self.error(Diagnostic::new(aspan, format!(
                         "the condition compares {} values but the branches are {}; compare values of the branches' precision",
@@ -391,6 +390,7 @@ impl<'a> FnCx<'a> {
             BinOp::Sub => Op::Sub,
             BinOp::Mul => Op::Mul,
             BinOp::Div => Op::Div,
+            BinOp::Rem => Op::Rem,
             BinOp::Lt => Op::Lt,
             BinOp::Le => Op::Le,
             BinOp::Gt => Op::Gt,
@@ -421,17 +421,13 @@ impl<'a> FnCx<'a> {
                 }
             };
         }
-        for (v, span) in [(&l, lspan), (&r, rspan)] {
-            if matches!(v, Val::Count(..)) {
-                self.error(count_only(op_span, span, op_text));
-                return Val::Err;
-            }
-        }
+        // A run-time `i64` parameter is a number too.
+        let (l, r) = (l.into_number(), r.into_number());
         let cmp = op.is_comparison();
         // Static integers stay integers (counts, indices, sizes); a division
         // is an integer division only between two static integers.
         let int_op = match op {
-            BinOp::Div => matches!((&l, &r), (Val::Int(_), Val::Int(_))),
+            BinOp::Div | BinOp::Rem => matches!((&l, &r), (Val::Int(_), Val::Int(_))),
             _ => matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)),
         };
         if int_op {
@@ -473,6 +469,9 @@ impl<'a> FnCx<'a> {
             }
             (Val::Var(a), Val::Const(c)) => {
                 let t = self.ty(a);
+                if !self.integral(c, &t, rspan) {
+                    return Val::Err;
+                }
                 let Val::Var(b) = self.materialize(c, &t, "") else {
                     return Val::Err;
                 };
@@ -480,6 +479,9 @@ impl<'a> FnCx<'a> {
             }
             (Val::Const(c), Val::Var(b)) => {
                 let t = self.ty(b);
+                if !self.integral(c, &t, lspan) {
+                    return Val::Err;
+                }
                 let Val::Var(a) = self.materialize(c, &t, "") else {
                     return Val::Err;
                 };
@@ -494,6 +496,33 @@ impl<'a> FnCx<'a> {
             Val::Var(x) if cmp => Val::Mask(x),
             v => v,
         }
+    }
+
+    /// A mask (1 or 0) as a mask of element type `d`.
+    pub(super) fn mask_as(&mut self, m: VarId, d: DType) -> VarId {
+        if self.ty(m).dtype == d {
+            return m;
+        }
+        match self.push_plain("", Op::Convert(d), &[m], None) {
+            Val::Var(x) => x,
+            _ => m,
+        }
+    }
+
+    /// Can the number `c` meet a value of type `t`? Not a fraction for an
+    /// `i64` (an error at `span`).
+    pub(super) fn integral(&mut self, c: f64, t: &Type, span: Span) -> bool {
+        if t.dtype != DType::I64 || super::exact_int(c).is_some() {
+            return true;
+        }
+        self.error(
+            Diagnostic::new(
+                span,
+                format!("{c} is not an integer, but it meets an i64 value"),
+            )
+            .with_note("convert the integer with `f64(...)` to compute in floating point"),
+        );
+        false
     }
 
     /// An element-wise op on two typed values of one element type: a scalar
@@ -520,7 +549,11 @@ impl<'a> FnCx<'a> {
                 )
                 .with_label(lspan, format!("this has type {ta}"))
                 .with_label(rspan, format!("this has type {tb}"))
-                .with_note("there is no implicit conversion between f32 and f64"),
+                .with_note(if ta.dtype == DType::I64 || tb.dtype == DType::I64 {
+                    "integers are not converted implicitly: write `f64(n)` (or `i64(x)`, which truncates)"
+                } else {
+                    "there is no implicit conversion between f32 and f64"
+                }),
             );
             return Val::Err;
         }
@@ -561,12 +594,19 @@ impl<'a> FnCx<'a> {
             BinOp::Add => a.checked_add(b),
             BinOp::Sub => a.checked_sub(b),
             BinOp::Mul => a.checked_mul(b),
-            BinOp::Div => {
+            BinOp::Div | BinOp::Rem => {
                 if b == 0 {
                     self.error(Diagnostic::new(op_span, "static integer division by zero"));
                     return Val::Err;
                 }
-                a.checked_div(b)
+                // Rounded toward minus infinity, as at run time; the one
+                // overflow (the least i64 over -1) is an error here.
+                let (q, r) = crate::ops::floor_div_rem(a, b);
+                match (op, a.checked_div(b)) {
+                    (_, None) => None,
+                    (BinOp::Div, _) => Some(q),
+                    _ => Some(r),
+                }
             }
             BinOp::Lt => return Val::Bool(a < b),
             BinOp::Le => return Val::Bool(a <= b),
@@ -613,6 +653,12 @@ impl<'a> FnCx<'a> {
                 }
             }
             (Val::Mask(a), Val::Mask(b)) => {
+                // A condition on integers joins one on floats as a float mask.
+                let (a, b) = match (self.ty(a).dtype, self.ty(b).dtype) {
+                    (DType::I64, d) if d != DType::I64 => (self.mask_as(a, d), b),
+                    (d, DType::I64) if d != DType::I64 => (a, self.mask_as(b, d)),
+                    _ => (a, b),
+                };
                 let (ta, tb) = (self.ty(a), self.ty(b));
                 let (a, b) = if ta == tb {
                     (a, b)

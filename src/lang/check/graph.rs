@@ -10,48 +10,13 @@ pub(super) fn collect_calls(
     by_name: &HashMap<String, usize>,
     out: &mut Vec<(usize, Span)>,
 ) {
-    match &e.kind {
-        ExprKind::Num { .. } | ExprKind::Name(_) => {}
-        ExprKind::Unary { operand, .. } => collect_calls(operand, by_name, out),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            collect_calls(lhs, by_name, out);
-            collect_calls(rhs, by_name, out);
-        }
-        ExprKind::Call { callee, args } => {
+    e.walk(&mut |x| {
+        if let ExprKind::Call { callee, .. } = &x.kind {
             if let Some(&i) = by_name.get(&callee.name) {
-                out.push((i, e.span));
-            }
-            for a in args {
-                collect_calls(a, by_name, out);
+                out.push((i, x.span));
             }
         }
-        ExprKind::Tuple(es) => {
-            for x in es {
-                collect_calls(x, by_name, out);
-            }
-        }
-        ExprKind::Block(b) => {
-            for l in &b.lets {
-                collect_calls(&l.value, by_name, out);
-            }
-            collect_calls(&b.result, by_name, out);
-        }
-        ExprKind::Bool(_) => {}
-        ExprKind::If { cond, then, els } => {
-            collect_calls(cond, by_name, out);
-            collect_calls(then, by_name, out);
-            collect_calls(els, by_name, out);
-        }
-        ExprKind::Lambda { body, .. }
-        | ExprKind::Tabulate { body, .. }
-        | ExprKind::Reshape { arg: body, .. } => collect_calls(body, by_name, out),
-        ExprKind::Index { base, indices } => {
-            collect_calls(base, by_name, out);
-            for i in indices {
-                collect_calls(i, by_name, out);
-            }
-        }
-    }
+    });
 }
 
 /// The call graph with every call to a template (a function lowered at its
@@ -85,7 +50,7 @@ pub(super) fn through_templates(
 
 /// Kahn's algorithm; reports each function that lies on a cycle.
 pub(super) fn callee_first_order(
-    module: &Module,
+    items: &[&FnDef],
     calls: &[Vec<(usize, Span)>],
     defined: &[bool],
     errs: &mut Vec<Diagnostic>,
@@ -168,12 +133,9 @@ pub(super) fn callee_first_order(
         let span = first_call
             .get(&first)
             .copied()
-            .unwrap_or(module.items[start].name.span);
-        let names: Vec<&str> = path
-            .iter()
-            .map(|&i| module.items[i].name.name.as_str())
-            .collect();
-        let fname = &module.items[start].name.name;
+            .unwrap_or(items[start].name.span);
+        let names: Vec<&str> = path.iter().map(|&i| items[i].name.name.as_str()).collect();
+        let fname = &items[start].name.name;
         let msg = if path.len() <= 2 {
             format!("`{fname}` calls itself")
         } else {

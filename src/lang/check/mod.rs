@@ -1,13 +1,17 @@
 //! Name resolution, type checking and lowering to IR.
 //!
-//! Checking happens in three passes over a parsed [`Module`]:
+//! Checking happens in three passes over a parsed [`Module`] and the
+//! prelude's functions it calls (see `Scopes`):
 //!
-//! 1. **Signatures**: every function's size parameters, parameter and return
+//! 1. **Call graph**: the calls in each body, from the program's functions
+//!    to the prelude's they reach; the prelude's other functions are left
+//!    out from here on, so an unused one costs nothing.
+//! 2. **Signatures**: every function's size parameters, parameter and return
 //!    types and attributes are resolved, so functions may be used before
-//!    their definition.
-//! 2. **Call graph**: calls are inlined, so the call graph must be acyclic;
-//!    each cycle is reported at a call site, and the remaining functions are
-//!    put in callee-first order.
+//!    their definition. Calls are inlined, so the call graph must be
+//!    acyclic (through templates, see `graph::through_templates`); each
+//!    cycle is reported at a call site, and the functions are put in
+//!    callee-first order.
 //! 3. **Bodies**: each function body is type-checked and lowered to an IR
 //!    [`Function`] in one walk. A call is inlined: the callee's IR is copied
 //!    with its size parameters replaced by the caller's dimensions. A
@@ -37,6 +41,7 @@ mod sizes;
 
 use super::ast::*;
 use super::ir::{Builder, Function, VarId};
+use super::prelude;
 use super::transform::Transforms;
 use super::types::{DType, Dim, Type};
 use super::value::Value;
@@ -45,7 +50,9 @@ use crate::ops::Op;
 use std::collections::{HashMap, HashSet};
 
 use builtins::is_reserved;
-pub use builtins::{ARRAY_BUILTINS, BUILTINS, BUILTINS2, MATRIX_BUILTINS, SPECIAL_FORMS};
+pub use builtins::{
+    ARRAY_BUILTINS, BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS,
+};
 pub use calls::MAX_SPECIALIZATION_DEPTH;
 use graph::{callee_first_order, collect_calls, through_templates};
 pub use loops::UNROLL_STMTS;
@@ -68,6 +75,14 @@ fn exact_int(x: f64) -> Option<i64> {
 }
 
 impl Val {
+    /// A run-time `i64` parameter as the number it is (its variable).
+    fn into_number(self) -> Val {
+        match self {
+            Val::Count(_, v) => Val::Var(v),
+            v => v,
+        }
+    }
+
     /// The value as a static integer: a static `i64`, or a number that is
     /// an exact integer.
     fn as_static_int(&self) -> Option<i64> {
@@ -171,13 +186,46 @@ pub struct GradSpec {
     pub wrt: Vec<usize>,
 }
 
-/// Check and lower every function. Returns the functions by name, in
-/// source order.
+/// Which function a called name means, per item: the program's items
+/// (`items[..first_prelude]`) call their own functions, then the prelude's
+/// not named with [`prelude::PRIVATE`] (a program's function shadows the
+/// prelude's of its name); the prelude's items call the prelude's only.
+struct Scopes {
+    program: HashMap<String, usize>,
+    prelude: HashMap<String, usize>,
+    first_prelude: usize,
+}
+
+impl Scopes {
+    fn is_prelude(&self, item: usize) -> bool {
+        item >= self.first_prelude
+    }
+
+    /// The names the body of `item` may call.
+    fn of(&self, item: usize) -> &HashMap<String, usize> {
+        if self.is_prelude(item) {
+            &self.prelude
+        } else {
+            &self.program
+        }
+    }
+}
+
+/// Check and lower every function of `module`, with the functions of
+/// `prelude` (see [`crate::lang::prelude`]; `&[]` for none) callable from
+/// it. Returns the module's functions by name, in source order.
 /// `transforms` answers the transform attributes (`@grad`, `@jvp`, ...) as
 /// each such function is lowered.
-pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, CheckError> {
+pub fn check(
+    module: &Module,
+    prelude: &[FnDef],
+    transforms: &dyn Transforms,
+) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
-    let n = module.items.len();
+    let items: Vec<&FnDef> = module.items.iter().chain(prelude).collect();
+    let items = items.as_slice();
+    let n = items.len();
+    let first_prelude = module.items.len();
 
     // Names → first definition.
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -205,10 +253,43 @@ pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, Ch
             by_name.insert(f.name.name.clone(), i);
         }
     }
+    let mut in_prelude: HashMap<String, usize> = HashMap::new();
+    for (i, f) in prelude.iter().enumerate() {
+        let name = &f.name.name;
+        in_prelude.entry(name.clone()).or_insert(first_prelude + i);
+        if !name.starts_with(prelude::PRIVATE) {
+            by_name.entry(name.clone()).or_insert(first_prelude + i);
+        }
+    }
+    let scopes = Scopes {
+        program: by_name,
+        prelude: in_prelude,
+        first_prelude,
+    };
 
-    // Pass 1: signatures.
-    let sigs: Vec<Option<Sig>> = module
-        .items
+    // Pass 1: the call graph, from the program's functions to the
+    // prelude's they reach (the others are not looked at again).
+    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
+    let mut reached: Vec<bool> = (0..n).map(|i| i < first_prelude).collect();
+    let mut todo: Vec<usize> = (0..first_prelude).collect();
+    while let Some(i) = todo.pop() {
+        if !defined[i] {
+            continue;
+        }
+        collect_calls(&items[i].body, scopes.of(i), &mut calls[i]);
+        for &(c, _) in &calls[i] {
+            if !reached[c] {
+                reached[c] = true;
+                todo.push(c);
+            }
+        }
+    }
+    for (d, r) in defined.iter_mut().zip(&reached) {
+        *d &= *r;
+    }
+
+    // Pass 2: signatures.
+    let sigs: Vec<Option<Sig>> = items
         .iter()
         .enumerate()
         .map(|(i, f)| {
@@ -220,13 +301,6 @@ pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, Ch
         })
         .collect();
 
-    // Pass 2: call graph.
-    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
-    for (i, f) in module.items.iter().enumerate() {
-        if defined[i] {
-            collect_calls(&f.body, &by_name, &mut calls[i]);
-        }
-    }
     // A function with static parameters (or generic over its element type)
     // is lowered where it is called, so it need not come before its
     // callers, and it may call itself with other static values (the
@@ -237,7 +311,7 @@ pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, Ch
         .map(|s| s.as_ref().is_some_and(Sig::is_template))
         .collect();
     let order_calls = through_templates(&calls, &is_template);
-    let order = callee_first_order(module, &order_calls, &defined, &mut errs);
+    let order = callee_first_order(items, &order_calls, &defined, &mut errs);
 
     // Pass 3: bodies.
     let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
@@ -262,8 +336,8 @@ pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, Ch
             templates.push((i, names));
             continue;
         }
-        let mut cx = FnCx::new(transforms, &sigs, &lowered, &by_name, module, i, sig);
-        let result = cx.lower_fn(&module.items[i], sig, &[]);
+        let mut cx = FnCx::new(transforms, &sigs, &lowered, &scopes, items, i, sig);
+        let result = cx.lower_fn(items[i], sig, &[]);
         errs.append(&mut cx.errs);
         if internal.is_none() {
             internal = cx.internal.take();
@@ -282,10 +356,13 @@ pub fn check(module: &Module, transforms: &dyn Transforms) -> Result<Checked, Ch
         return Err(CheckError::Internal(m));
     }
     let mut out = Checked::default();
+    // The program's functions only (the prelude's are all templates,
+    // lowered where they are called).
     templates.sort_by_key(|t| t.0);
     for (i, names) in templates {
-        out.templates
-            .push((module.items[i].name.name.clone(), names));
+        if i < first_prelude {
+            out.templates.push((items[i].name.name.clone(), names));
+        }
     }
     for (i, (f, l)) in module.items.iter().zip(lowered).enumerate() {
         match l {
@@ -329,8 +406,14 @@ struct FnCx<'a> {
     transforms: &'a dyn Transforms,
     sigs: &'a [Option<Sig>],
     lowered: &'a [Option<CheckedFn>],
+    scopes: &'a Scopes,
+    /// The names this body may call (its item's scope).
     by_name: &'a HashMap<String, usize>,
-    module: &'a Module,
+    /// The program's functions, then the prelude's.
+    items: &'a [&'a FnDef],
+    /// The item whose body this is (a specialized callee's, for a call of
+    /// a template).
+    item: usize,
     sizes: &'a [String],
     b: Builder,
     env: Vec<(String, Val)>,

@@ -49,22 +49,16 @@ fn resolve_type_with(
         }
         TypeExpr::Named { dtype, dims, .. } => {
             let mut ok = true;
-            let d = match DType::from_name(&dtype.name)
-                .filter(|d| *d != DType::I64)
-                .or_else(|| dtypes.get(&dtype.name).copied())
+            let d = match DType::from_name(&dtype.name).or_else(|| dtypes.get(&dtype.name).copied())
             {
                 Some(d) => Some(d),
-                None if matches!(dtype.name.as_str(), "i64" | "bool") => {
+                None if dtype.name == "bool" => {
                     errs.push(
                         Diagnostic::new(
                             dtype.span,
                             format!("`{}` values can only be static for now", dtype.name),
                         )
-                        .with_note(if dtype.name == "i64" {
-                            "write `static name: i64` for a value fixed where the function is called; a run-time `i64` can only be a scalar parameter (a loop count)".to_string()
-                        } else {
-                            "write `static name: bool` for a value fixed where the function is called; run-time booleans are only comparisons' results".to_string()
-                        }),
+                        .with_note("write `static name: bool` for a value fixed where the function is called; run-time booleans are comparisons' results (`f64(c)` or `i64(c)` makes one a number)"),
                     );
                     None
                 }
@@ -157,18 +151,15 @@ pub(super) fn signature_with(
     let before = errs.len();
     let fname = &f.name.name;
     let all_sizes = &f.size_params;
+    // The size parameters proper (without the element-type ones).
     let size_params: Vec<Ident> = all_sizes
         .iter()
         .filter(|s| !dtypes.contains_key(&s.name))
         .cloned()
         .collect();
-    let f = &FnDef {
-        size_params: size_params.clone(),
-        ..f.clone()
-    };
     // Size parameters.
     let mut seen: HashMap<&str, Span> = HashMap::new();
-    for s in &f.size_params {
+    for s in &size_params {
         if let Some(first) = seen.insert(&s.name, s.span) {
             errs.push(
                 Diagnostic::new(s.span, format!("duplicate size parameter `{}`", s.name))
@@ -211,7 +202,7 @@ pub(super) fn signature_with(
             }
             params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
             statics.push(None);
-        } else if let Some(t) = resolve_type_with(&p.ty, &f.size_params, dtypes, errs) {
+        } else if let Some(t) = resolve_type_with(&p.ty, &size_params, dtypes, errs) {
             params.push((p.name.name.clone(), t, p.span));
             statics.push(None);
         } else if let TypeExpr::Named { dims, .. } = &p.ty {
@@ -237,9 +228,9 @@ pub(super) fn signature_with(
     // Every size parameter must be read from the parameters' shapes, as
     // `interp::bind_args` and calls do (`size::Unifier`).
     let shapes: Vec<&[Dim]> = params.iter().map(|p| p.1.shape.as_slice()).collect();
-    let names: Vec<String> = f.size_params.iter().map(|s| s.name.clone()).collect();
+    let names: Vec<String> = size_params.iter().map(|s| s.name.clone()).collect();
     for (name, occurs) in Unifier::determinable(&shapes, &names, &unresolved) {
-        let Some(s) = f.size_params.iter().find(|s| s.name == name) else {
+        let Some(s) = size_params.iter().find(|s| s.name == name) else {
             continue;
         };
         let d = if occurs {
@@ -268,14 +259,14 @@ pub(super) fn signature_with(
                         *span,
                         "nested tuple types are not supported",
                     ));
-                } else if let Some(t) = resolve_type_with(e, &f.size_params, dtypes, errs) {
+                } else if let Some(t) = resolve_type_with(e, &size_params, dtypes, errs) {
                     ret.push(t);
                 }
             }
             (ret, true)
         }
         t => (
-            resolve_type_with(t, &f.size_params, dtypes, errs)
+            resolve_type_with(t, &size_params, dtypes, errs)
                 .into_iter()
                 .collect(),
             false,
@@ -463,14 +454,13 @@ pub(super) fn signature_with(
         return None;
     }
     Some(Sig {
-        size_params: f
-            .size_params
+        size_params: size_params
             .iter()
             .map(|s| s.name.clone())
             .chain(
                 params
                     .iter()
-                    .filter(|p| p.1.dtype == DType::I64)
+                    .filter(|p| p.1.dtype == DType::I64 && p.1.is_scalar())
                     .map(|p| p.0.clone()),
             )
             .collect(),
