@@ -203,6 +203,28 @@ fn an_index_out_of_range_names_the_line_and_the_index() {
     );
 }
 
+/// An integer value (`f64(ix)`, a mask of an integer comparison) read at
+/// an offset in `tabulate` is computed at the offset inside the loop nest:
+/// with SIMD on it ran as vector code (`fpromote` or `fcmp` of an `i64x2`,
+/// rejected by Cranelift's verifier, a panic in code generation without
+/// it) because the check for integers stopped at the row shift.
+#[test]
+fn integer_values_read_at_an_offset_in_tabulate() {
+    let p = prog(
+        "fn shifted[N](ix: i64[N], k: i64) -> f64[N-1] = tabulate[N-1](i => f64(ix)[i + 1] - f64(ix != k)[i])
+fn loss[N](x: f64[N], ix: i64[N], k: i64) -> f64 = +/tabulate[N-1](i => f64(ix)[i + 1] * x[i] * sin(x[i + 1]))
+@grad(x)
+fn dloss[N](x: f64[N], ix: i64[N], k: i64) -> f64[N] = loss(x, ix, k)",
+    );
+    let (ix, k) = (ints(&[3, 1, 4, 1, 5, 9]), Value::scalar(DType::I64, 1.0));
+    let v = run_both(&p, "shifted", &[ix.clone(), k.clone()]).unwrap();
+    assert_eq!(v[0].data, vec![0.0, 4.0, 0.0, 5.0, 8.0]);
+    let x = Value::f64(&[0.5, -1.5, 2.0, 3.0, -0.25, 1.0]);
+    run_both(&p, "loss", &[x.clone(), ix.clone(), k.clone()]).unwrap();
+    let g = run_both(&p, "dloss", &[x.clone(), ix.clone(), k.clone()]).unwrap();
+    close(&g[0].data, &fd(&p, "loss", &[x, ix, k], 0));
+}
+
 #[test]
 fn mistakes_with_integers_are_clear() {
     for (src, want) in [

@@ -86,7 +86,10 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Can `v`'s element tree run in SIMD vectors? Not when it computes
     /// or reads an `i64` value (integers run in scalar code; a `gather`'s
-    /// indices are read lane by lane).
+    /// indices are read lane by lane). The walk goes on through index maps
+    /// (unlike [`Translator::tree_nodes`]): a row shift or a view computes
+    /// its operand's vector itself, at its own index, so `f64(ix)` under
+    /// `tabulate[N-1](i => f64(ix)[i])` is vector code too.
     pub(super) fn vectorizable(&self, v: VarId) -> Result<bool, Error> {
         if !self.ints {
             return Ok(true);
@@ -94,14 +97,25 @@ impl<'a, 'b> Translator<'a, 'b> {
         if self.f.ty(v).dtype == DType::I64 {
             return Ok(false);
         }
-        if self.defs.get(v.index()).copied().flatten().is_none() {
-            return Ok(true);
-        }
-        for s in self.tree_nodes(v)? {
+        let ints = |a: &VarId| self.f.ty(*a).dtype == DType::I64;
+        let mut stack = vec![v];
+        let mut seen = std::collections::HashSet::from([v]);
+        while let Some(x) = stack.pop() {
+            let Some(s) = self.defs.get(x.index()).copied().flatten() else {
+                continue;
+            };
             let st = &self.f.stmts[s];
-            let ints = |a: &VarId| self.f.ty(*a).dtype == DType::I64;
             if ints(&st.var) || (access(st.op) != Access::IndexMap && st.args.iter().any(ints)) {
                 return Ok(false);
+            }
+            for (k, &a) in st.args.iter().enumerate() {
+                // (A gather reads its indices lane by lane, in scalar code.)
+                if matches!(st.op, Op::Gather(_)) && k == 1 {
+                    continue;
+                }
+                if self.read(a)? == Read::Inline && seen.insert(a) {
+                    stack.push(a);
+                }
             }
         }
         Ok(true)
