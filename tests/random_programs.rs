@@ -95,6 +95,43 @@
 //! written, and how many losses run a scan (a loop over a sequence) in
 //! their IR.
 //!
+//! Three tenths of the programs (`EGRAD_RANDOM_INTS`) have run-time
+//! integers, drawn from a stream of their own too (without them a seed
+//! gives the program it gave before they were generated):
+//!
+//! - `i64` parameters of the loss after the others (before `n`): scalar
+//!   indices `k` (along `N`) and `j` (along `M`), and index arrays `ix:
+//!   i64[N]`, `iy: i64[M]` (along `N`) and `jx: i64[N]` (along `M`), whose
+//!   values the check draws in range (`inputs`, by name); no derivative
+//!   takes them, and finite differences leave them alone;
+//! - integer arithmetic on them (`+ - * / %`, `max`, `min`, `abs`, `if` on
+//!   integer comparisons), integers from floats as `i64(tanh(e) * c)`, and
+//!   `f64(...)` of integers (scalars and index arrays) in float
+//!   expressions; every integer stays far from 2^53 whatever the float
+//!   inputs (see below);
+//! - run-time indices always in range: a parameter, `ix[c]`, an integer
+//!   `% len` or clamped with `min(max(e, 0), len - 1)` (`len` the length
+//!   known for sure: 2 for `N`, 1 for `M`, or the literal size), also
+//!   `i64(...)` of a float; index arrays are parameters or arithmetic on
+//!   them brought back in range the same ways;
+//! - on differentiated float values: `x[k]`, `A[a, b]` with a run-time
+//!   index in either position or both, rows `A[k]`, gathers `x[idx]` and
+//!   `A[idx]`, `tabulate[L](i => x[idx[i]] ...)` (sometimes `+
+//!   f64(idx[i])`), `scatter_add(x, idx, rows)` of elements or of matrix
+//!   rows (or a number), and `if` on integer conditions (element-wise on an
+//!   index array too);
+//! - sometimes a helper with an `i64` result `fn h[N](v: f64[N], k: i64)
+//!   -> i64`, called with a parameter or a literal for `k`.
+//!
+//! One let of such a loss is mostly a gather, a `scatter_add` or a
+//! `tabulate` over an index array; in a release run at least 5% of all
+//! programs must have gathers, `scatter_add` and integer arithmetic each
+//! (the test prints how many have each group of these constructs). None
+//! is written in a loop's or a scan's step (it reads only what a loop
+//! carries). Truncation (`i64(e)`) is a kink: inputs are drawn away from
+//! `e` crossing a nonzero integer, and integer comparisons, `max`, `min`
+//! and `abs` are none.
+//!
 //! For every program:
 //!
 //! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
@@ -149,7 +186,8 @@
 //! printed on a failure), `EGRAD_RANDOM_DEPTH` (bigger expressions),
 //! `EGRAD_RANDOM_LOOPS` (the share of programs with loops, 0 to 1; 0.2),
 //! `EGRAD_RANDOM_NEW` (the share of programs with the newer constructs,
-//! 0 to 1; 0.2),
+//! 0 to 1; 0.2), `EGRAD_RANDOM_INTS` (the share of programs with run-time
+//! integers, 0 to 1; 0.3),
 //! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
 //! (print why a program's finite differences were skipped).
@@ -179,6 +217,48 @@
 //!
 //! Fixed in `src/differentiate/reverse.rs`: the guard on masked cotangents
 //! is now applied only to element-wise ops and scalar cotangents.
+//!
+//! With SIMD on, an integer value read at an offset in `tabulate` was
+//! compiled as vector code (the check that keeps integers in scalar code
+//! stopped at the row shift): Cranelift's verifier rejected it (`fpromote`
+//! or `fcmp` of an `i64x2`), and without the verifier code generation
+//! panicked. Minimized:
+//!
+//! ```text
+//! fn f[N](ix: i64[N]) -> f64[N-1] = tabulate[N-1](i => f64(ix)[i])
+//! fn g[N](ix: i64[N], k: i64) -> f64[N-1] = tabulate[N-1](i => f64(ix != k)[i])
+//! ```
+//!
+//! Fixed in `src/backend/lower/elem.rs` (`vectorizable` walks on through
+//! index maps); `tests/runtime_ints.rs` has the regression test.
+//!
+//! Open: a comparison of integers that depend on the index of `tabulate`
+//! gives a mask the checker does not know is per index (`mask_as` in
+//! `src/lang/check/expr.rs` converts it with `push_plain`, not `push`):
+//! `if` on it is refused, and `f64(...)` of it is silently wrong.
+//!
+//! ```text
+//! fn a[N](x: f64[N], ix: i64[N]) -> f64[N] = tabulate[N](i => if ix[i] > 1 { x[i] } else { x[i] * 2.0 })
+//!   => error: the condition has type bool[N] but the branches have type f64
+//! fn b[N](x: f64[N], ix: i64[N]) -> f64[N] = tabulate[N](i => +/(x * f64(ix[i] > 1)))
+//!   => [1, 1, 1] at x = [1, 2, 3], ix = [2, 0, 1]; it is [6, 0, 0]
+//! ```
+//!
+//! The generator compares no integer that depends on the index of
+//! `tabulate`.
+//!
+//! Open: the interpreter holds integers as `f64`, so beyond 2^53 it
+//! rounds them and differs from native code (`fn w(x: f64) -> i64 =
+//! (i64(x) * 3) % 7` is 5 natively and 0 interpreted at `x = 1e300`). The
+//! generator makes integers from floats only as `i64(tanh(e) * c)`, so
+//! they stay small even on the extreme inputs.
+//!
+//! Open (limits of the language met while writing the generator): a
+//! scalar `i64` parameter is a count, not a value a function or an `if`
+//! may give (`fn f(k: i64) -> i64 = k` and `if c { k } else { k + 1 }`
+//! are refused; the generator writes `(k + 0)` there), and a helper's
+//! scalar `i64` parameter takes only a parameter or a literal (`h(x, k +
+//! 1)` is refused: "must be a non-negative i64 (a count)").
 //!
 //! Open: a scan in a loop's step (a long `iterate`'s or a scan's) over a
 //! sequence from outside the loop, which the loop carries along its state,
@@ -535,6 +615,12 @@ struct Gen<'r> {
     scan_left: u32,
     /// `reverse` and `concat` may be written.
     cat: bool,
+    /// The run-time integer parameters of the loss (empty elsewhere, and in
+    /// programs without them, which then draw what they drew before).
+    ints: Vec<IntParam>,
+    /// The helper with an `i64` result (see `gen_int_helper`), and a bound
+    /// of its result.
+    int_helper: Option<(String, f64)>,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -564,6 +650,8 @@ impl<'r> Gen<'r> {
             seqs: Vec::new(),
             scan_left: 0,
             cat: false,
+            ints: Vec::new(),
+            int_helper: None,
         }
     }
 
@@ -1055,6 +1143,12 @@ impl<'r> Gen<'r> {
         // (the others draw what they drew before).
         if (self.cat || self.scan_left > 0) && self.rng.chance(0.15) {
             if let Some(e) = self.novel(ty, d) {
+                return self.bounded(e);
+            }
+        }
+        // Run-time integers, likewise.
+        if self.int_ok() && self.rng.chance(0.12) {
+            if let Some(e) = self.int_float(ty, d) {
                 return self.bounded(e);
             }
         }
@@ -1876,7 +1970,12 @@ impl<'r> Gen<'r> {
         let mark = self.env.len();
         self.push_var(&name, &v, t1);
         let body = self.gen(ty, d);
-        let used = self.env[mark].used;
+        // (`leaf` marks every name of the type it wants used, also when it
+        // picks another leaf: a body `0.75` may seem to use the name, and
+        // the block to depend on the index of a `tabulate` it is in. Read
+        // from the text in the programs with run-time integers; the others
+        // keep the programs they had.)
+        let used = self.env[mark].used && (self.ints.is_empty() || body.s.contains(&name));
         self.env.truncate(mark);
         let mut e = Ex::of(
             format!("({{ let {name} = {}; {} }})", v.s, body.s),
@@ -2823,6 +2922,615 @@ impl<'r> Gen<'r> {
 
 // ---------------------------------------------------------------- loops
 
+// ---------------------------------------------------------------- run-time integers
+
+/// A run-time `i64` parameter of the loss (`EGRAD_RANDOM_INTS`): a scalar
+/// index or an index array, whose values the check draws in range (see
+/// `int_range`).
+#[derive(Clone, Copy, Debug)]
+struct IntParam {
+    name: &'static str,
+    /// Its length (an index array), or None (a scalar).
+    len: Option<D>,
+    /// The dimension its values index (each is in `0 .. that length`).
+    range: D,
+}
+
+/// The run-time integer parameters a loss may have: `k` and `j` index
+/// along `N` and `M`, `ix: i64[N]` and `iy: i64[M]` along `N`, `jx:
+/// i64[N]` along `M`.
+const INT_PARAMS: [IntParam; 5] = [
+    IntParam {
+        name: "k",
+        len: None,
+        range: D::N,
+    },
+    IntParam {
+        name: "j",
+        len: None,
+        range: D::M,
+    },
+    IntParam {
+        name: "ix",
+        len: Some(D::N),
+        range: D::N,
+    },
+    IntParam {
+        name: "iy",
+        len: Some(D::M),
+        range: D::N,
+    },
+    IntParam {
+        name: "jx",
+        len: Some(D::N),
+        range: D::M,
+    },
+];
+
+/// The dimension an `i64` parameter of this name indexes (its values are
+/// drawn in `0 .. that length`), or None (a run-time count `n`).
+fn int_range(name: &str) -> Option<D> {
+    INT_PARAMS.iter().find(|p| p.name == name).map(|p| p.range)
+}
+
+/// A generated `i64` scalar expression.
+#[derive(Clone, Debug)]
+struct IEx {
+    /// Source text, always an operand.
+    s: String,
+    /// An upper bound of its magnitude, whatever the float inputs (a float
+    /// becomes an integer only as `i64(tanh(e) * c)`), so integers never
+    /// come near 2^53 (see `int_float`).
+    b: f64,
+    /// Known at compile time (literals only).
+    k: bool,
+}
+
+/// The largest magnitude of a generated integer before it is wrapped with
+/// `% 7`.
+const INT_LIMIT: f64 = 500.0;
+
+impl Gen<'_> {
+    /// Run-time integers may be written here: the loss has some, and this
+    /// is not a loop's (or a scan's) step, which reads from outside only
+    /// what a loop carries along its state.
+    fn int_ok(&self) -> bool {
+        !self.ints.is_empty() && self.in_long == 0
+    }
+
+    /// The index arrays of length `len` (any, if None) whose values index
+    /// along `range` (any, if None).
+    fn index_arrays(&self, len: Option<D>, range: Option<D>) -> Vec<IntParam> {
+        self.ints
+            .iter()
+            .filter(|p| {
+                p.len.is_some()
+                    && len.is_none_or(|l| p.len == Some(l))
+                    && range.is_none_or(|r| p.range == r)
+            })
+            .copied()
+            .collect()
+    }
+
+    /// An integer literal from 0 to 5.
+    fn int_lit(&mut self) -> IEx {
+        let v = self.rng.below(6);
+        IEx {
+            s: v.to_string(),
+            b: v as f64,
+            k: true,
+        }
+    }
+
+    /// A leaf of an integer expression that is known only at run time: a
+    /// scalar parameter, an element of an index array, an integer from a
+    /// bounded float, or a call of the helper with an `i64` result.
+    fn int_leaf(&mut self, d: u32) -> IEx {
+        loop {
+            match self.rng.below(5) {
+                0 | 1 => {
+                    let scalars: Vec<IntParam> = self
+                        .ints
+                        .iter()
+                        .filter(|p| p.len.is_none())
+                        .copied()
+                        .collect();
+                    if scalars.is_empty() {
+                        continue;
+                    }
+                    let p = self.rng.pick(&scalars);
+                    let b = dim_max(p.range) - 1.0;
+                    return IEx {
+                        s: p.name.into(),
+                        b,
+                        k: false,
+                    };
+                }
+                2 => {
+                    let arrays = self.index_arrays(None, None);
+                    if arrays.is_empty() {
+                        continue;
+                    }
+                    let p = self.rng.pick(&arrays);
+                    let c = self.rng.below(self.known_len(p.len.unwrap()) as usize);
+                    return IEx {
+                        s: format!("{}[{c}]", p.name),
+                        b: dim_max(p.range) - 1.0,
+                        k: false,
+                    };
+                }
+                3 => return self.float_to_int(d),
+                _ => {
+                    let Some((h, hb)) = self.int_helper.clone() else {
+                        continue;
+                    };
+                    if !self.avail().contains(&Ty::V(D::N)) {
+                        continue;
+                    }
+                    let v = self.hoist(|g| g.gen(Ty::V(D::N), d.min(1)));
+                    // A scalar `i64` parameter is a count: the helper takes a
+                    // parameter or a literal, not a computed integer.
+                    let k = match self
+                        .ints
+                        .iter()
+                        .find(|p| p.len.is_none() && p.range == D::N)
+                    {
+                        Some(p) if self.rng.chance(0.8) => p.name.to_string(),
+                        _ => self.rng.below(self.known_len(D::N) as usize).to_string(),
+                    };
+                    let s = format!("{h}({}, {k})", v.s);
+                    tag("helper with an i64 result", &s);
+                    return IEx { s, b: hb, k: false };
+                }
+            }
+        }
+    }
+
+    /// `i64(tanh(e) * c)`: an integer from a float, bounded even for
+    /// infinite or NaN `e` (NaN converts to 0).
+    fn float_to_int(&mut self, d: u32) -> IEx {
+        let e = self.hoist(|g| g.gen(Ty::S, d.min(1)));
+        let c = self.rng.pick(&[2.0, 3.0, 4.0, 2.5]);
+        let s = format!("i64(tanh({}) * {})", e.s, fmt_lit(c));
+        tag("i64(...) of a float", &s);
+        IEx { s, b: c, k: false }
+    }
+
+    /// A scalar `i64` expression: integer arithmetic, `max`, `min`, `abs`
+    /// and `if` on integer conditions, never far from 0.
+    fn iexpr(&mut self, d: u32) -> IEx {
+        if d == 0 || self.rng.chance(0.25) {
+            return if self.rng.chance(0.2) {
+                self.int_lit()
+            } else {
+                self.int_leaf(d)
+            };
+        }
+        let d = d - 1;
+        let mut e = match self.rng.below(10) {
+            0..=5 => {
+                let a = self.iexpr(d);
+                let mut b = self.iexpr(d);
+                if a.k && b.k {
+                    // (Static integers fold at compile time, `/` truncating.)
+                    b = self.int_leaf(d);
+                }
+                let op = self.rng.pick(&["+", "-", "*", "/", "%", "+", "*"]);
+                let bound = match op {
+                    "+" | "-" => a.b + b.b,
+                    "*" => a.b * b.b,
+                    "/" => a.b,
+                    _ => b.b,
+                };
+                let s = format!("({} {op} {})", a.s, b.s);
+                tag("integer arithmetic", &s);
+                IEx {
+                    s,
+                    b: bound,
+                    k: false,
+                }
+            }
+            6 | 7 => {
+                let a = self.iexpr(d);
+                if self.rng.chance(0.3) {
+                    let s = format!("abs({})", a.s);
+                    tag("integer max, min or abs", &s);
+                    IEx { s, b: a.b, k: a.k }
+                } else {
+                    let mut b = self.iexpr(d);
+                    if a.k && b.k {
+                        b = self.int_leaf(d);
+                    }
+                    let f = if self.rng.chance(0.5) { "max" } else { "min" };
+                    let s = format!("{f}({}, {})", a.s, b.s);
+                    tag("integer max, min or abs", &s);
+                    IEx {
+                        s,
+                        b: a.b.max(b.b),
+                        k: false,
+                    }
+                }
+            }
+            _ => {
+                let c = self.icond(d);
+                let a = self.iexpr(d);
+                let b = self.iexpr(d);
+                let s = format!(
+                    "(if {c} {{ {} }} else {{ {} }})",
+                    self.int_value(&a),
+                    self.int_value(&b)
+                );
+                tag("if on an integer condition", &s);
+                IEx {
+                    s,
+                    b: a.b.max(b.b),
+                    k: false,
+                }
+            }
+        };
+        if e.b > INT_LIMIT {
+            e = IEx {
+                s: format!("({} % 7)", e.s),
+                b: 6.0,
+                k: e.k,
+            };
+        }
+        e
+    }
+
+    /// The text of `e` where a value is wanted: a scalar `i64` parameter is
+    /// a count to egrad, not a value a function or an `if` may give
+    /// (`fn f(k: i64) -> i64 = k` and `if c { k } else { k + 1 }` are
+    /// errors: see the module doc), so it is written `(k + 0)` there.
+    fn int_value(&self, e: &IEx) -> String {
+        if self.ints.iter().any(|p| p.len.is_none() && p.name == e.s) {
+            format!("({} + 0)", e.s)
+        } else {
+            e.s.clone()
+        }
+    }
+
+    /// A comparison of run-time integers.
+    fn icond(&mut self, d: u32) -> String {
+        let a = self.iexpr(d.min(1));
+        let mut b = self.iexpr(d.min(1));
+        if a.k && b.k {
+            b = self.int_leaf(0);
+        }
+        let op = self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
+        let s = format!("({} {op} {})", a.s, b.s);
+        tag("integer comparison", &s);
+        s
+    }
+
+    /// A scalar index of an array whose leading dimension is `range`: in
+    /// range whatever the inputs (a parameter drawn in range, `% len` or a
+    /// clamp to `0 .. len` with the length known for sure here).
+    fn index(&mut self, range: D, d: u32) -> String {
+        let len = self.known_len(range);
+        loop {
+            match self.rng.below(6) {
+                0 | 1 => {
+                    let ps: Vec<IntParam> = self
+                        .ints
+                        .iter()
+                        .filter(|p| p.len.is_none() && p.range == range)
+                        .copied()
+                        .collect();
+                    if ps.is_empty() {
+                        continue;
+                    }
+                    return self.rng.pick(&ps).name.to_string();
+                }
+                2 => {
+                    let arrays = self.index_arrays(None, Some(range));
+                    if arrays.is_empty() {
+                        continue;
+                    }
+                    let p = self.rng.pick(&arrays);
+                    let c = self.rng.below(self.known_len(p.len.unwrap()) as usize);
+                    return format!("{}[{c}]", p.name);
+                }
+                3 => {
+                    let e = self.iexpr(d);
+                    if e.k {
+                        continue;
+                    }
+                    let s = format!("({} % {len})", e.s);
+                    tag("index: an integer % the length", &s);
+                    return s;
+                }
+                4 => {
+                    let e = if self.rng.chance(0.5) {
+                        self.float_to_int(d)
+                    } else {
+                        self.iexpr(d)
+                    };
+                    if e.k {
+                        continue;
+                    }
+                    let s = format!("min(max({}, 0), {})", e.s, len - 1);
+                    tag("index: an integer clamped to the length", &s);
+                    return s;
+                }
+                _ => {
+                    let e = self.float_to_int(d);
+                    let s = format!("({} % {len})", e.s);
+                    tag("index: i64(...) of a float % the length", &s);
+                    return s;
+                }
+            }
+        }
+    }
+
+    /// An index array of length `len` whose values index along `range`:
+    /// a parameter, or integer arithmetic on one brought back in range.
+    fn index_array(&mut self, len: D, range: D, d: u32) -> Option<String> {
+        let arrays = self.index_arrays(Some(len), Some(range));
+        let any = self.index_arrays(Some(len), None);
+        if any.is_empty() {
+            return None;
+        }
+        if !arrays.is_empty() && self.rng.chance(0.6) {
+            return Some(self.rng.pick(&arrays).name.to_string());
+        }
+        // Arithmetic on an index array of this length (whatever it indexes).
+        let p = self.rng.pick(&any);
+        let e = self.iexpr(d.min(1));
+        let n = self.known_len(range);
+        let s = match self.rng.below(4) {
+            0 => format!("(({} + {}) % {n})", p.name, e.s),
+            1 => format!("((2 * {} - {}) % {n})", p.name, e.s),
+            2 => format!("(abs({} - {}) % {n})", p.name, e.s),
+            _ => format!("min(max({} * {}, 0), {})", p.name, e.s, n - 1),
+        };
+        tag("integer arithmetic", &s);
+        tag("index array: integer arithmetic on indices", &s);
+        Some(s)
+    }
+
+    /// A float expression of type `ty` made with run-time integers: a
+    /// gather, a run-time index, `tabulate` over an index array,
+    /// `scatter_add`, `f64(...)` of integers or an `if` on an integer
+    /// condition (None where none fits).
+    ///
+    /// Integer comparisons are never made of values that depend on the
+    /// index of `tabulate` (`ix[i] > 1`): egrad mistypes their masks (see
+    /// the module doc).
+    fn int_float(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let kind = self.rng.below(10);
+        self.int_float_of(ty, d, kind)
+    }
+
+    /// `int_float` of kind `kind` (0 to 9: 0 to 3 a run-time index, 4 and
+    /// 5 `f64(...)`, 6 `if`, 7 `scatter_add`, 8 `tabulate` over an index
+    /// array, 9 a gather or a row at a run-time index).
+    fn int_float_of(&mut self, ty: Ty, d: u32, kind: usize) -> Option<Ex> {
+        if self.tab.is_some() {
+            return self.hoist(|g| g.int_float_of(ty, d, kind));
+        }
+        let avail = self.avail();
+        match (ty, kind) {
+            // A run-time index `v[k]`, or an element `A[a, b]` with a
+            // run-time index in either position or both.
+            (Ty::S, 0..=3) => {
+                let mut vecs: Vec<Ty> = avail
+                    .iter()
+                    .copied()
+                    .filter(|t| matches!(t, Ty::V(_) | Ty::Mt(..)))
+                    .collect();
+                vecs.retain(|t| !t.uses_n1());
+                if vecs.is_empty() {
+                    return None;
+                }
+                let t = self.rng.pick(&vecs);
+                let v = self.gen(t, d);
+                let s = match t {
+                    Ty::V(r) => {
+                        let s = format!("{}[{}]", v.s, self.index(r, d));
+                        tag("run-time index x[k]", &s);
+                        s
+                    }
+                    Ty::Mt(r, c) => {
+                        let (a, b) = match self.rng.below(3) {
+                            0 => (self.index(r, d), self.index(c, d)),
+                            1 => (
+                                self.index(r, d),
+                                self.rng.below(self.known_len(c) as usize).to_string(),
+                            ),
+                            _ => (
+                                self.rng.below(self.known_len(r) as usize).to_string(),
+                                self.index(c, d),
+                            ),
+                        };
+                        let s = format!("{}[{a}, {b}]", v.s);
+                        tag("run-time index of a matrix element A[a, b]", &s);
+                        s
+                    }
+                    Ty::S => unreachable!(),
+                };
+                Some(Ex::leaf(s, v.b, false).not_ts())
+            }
+            // A float from integers.
+            (_, 4 | 5) => {
+                let (s, b) = match ty {
+                    Ty::S => {
+                        let e = self.iexpr(d);
+                        (format!("f64({})", e.s), e.b)
+                    }
+                    Ty::V(l) => {
+                        let ia = self.index_array(l, D::N, d)?;
+                        (format!("f64({ia})"), dim_max(D::N))
+                    }
+                    Ty::Mt(..) => return None,
+                };
+                tag("f64(...) of integers", &s);
+                let e = Ex::leaf(s, b, false).not_ts();
+                let x = self.gen(ty, d);
+                let op = self.rng.pick(&["+", "*", "-"]);
+                let bound = if op == "*" { b * x.b } else { b + x.b };
+                Some(Ex::of(format!("({} {op} {})", e.s, x.s), bound, false, &[&e, &x]).not_ts())
+            }
+            // `if` on an integer condition (element-wise on an index array
+            // of the branches' length).
+            (_, 6) => {
+                let c = match ty {
+                    Ty::V(l) if self.rng.chance(0.5) => {
+                        let ia = self.index_array(l, D::N, d)?;
+                        let e = self.iexpr(d.min(1));
+                        let op = self.rng.pick(&["<", ">", "==", "!=", ">="]);
+                        let s = format!("({ia} {op} {})", e.s);
+                        tag("integer comparison", &s);
+                        s
+                    }
+                    _ => self.icond(d),
+                };
+                let a = self.gen(ty, d);
+                let b = self.gen(ty, d);
+                let s = format!("(if {c} {{ {} }} else {{ {} }})", a.s, b.s);
+                tag("if on an integer condition", &s);
+                Some(Ex::of(s, a.b.max(b.b), false, &[&a, &b]).not_ts())
+            }
+            // `scatter_add(x, idx, rows)`.
+            (Ty::V(r) | Ty::Mt(r, _), 7) => {
+                if r == D::N1 {
+                    return None;
+                }
+                let lens: Vec<D> = self
+                    .index_arrays(None, None)
+                    .iter()
+                    .map(|p| p.len.unwrap())
+                    .collect();
+                if lens.is_empty() {
+                    return None;
+                }
+                let l = self.rng.pick(&lens);
+                let rows_ty = match ty {
+                    Ty::Mt(_, c) => Ty::Mt(l, c),
+                    _ => Ty::V(l),
+                };
+                let ia = self.index_array(l, r, d)?;
+                let x = self.gen(ty, d);
+                let rows = if self.rng.chance(0.2) {
+                    Ex::lit(self.rng.pick(LITS))
+                } else if avail.contains(&rows_ty) || rows_ty.is_array() {
+                    self.gen(rows_ty, d)
+                } else {
+                    return None;
+                };
+                let s = format!("scatter_add({}, {ia}, {})", x.s, rows.s);
+                tag("scatter_add", &s);
+                if matches!(ty, Ty::Mt(..)) {
+                    tag("scatter_add of matrix rows", &s);
+                }
+                Some(Ex::of(s, x.b + dim_max(l) * rows.b, false, &[&x, &rows]).not_ts())
+            }
+            // `tabulate[L](i => v[idx[i]] ...)` over an index array.
+            (Ty::V(l) | Ty::Mt(l, _), 8) => {
+                if self.no_tabulate || l == D::N1 {
+                    return None;
+                }
+                let elem = ty.row().unwrap();
+                // Values whose rows have type `elem` and an index array of
+                // length `l` for them.
+                let mut cands: Vec<(usize, IntParam)> = Vec::new();
+                for i in self.visible() {
+                    let v = &self.env[i];
+                    if v.tab || v.ty.row() != Some(elem) {
+                        continue;
+                    }
+                    for p in self.index_arrays(Some(l), v.ty.lead()) {
+                        cands.push((i, p));
+                    }
+                }
+                if cands.is_empty() {
+                    return None;
+                }
+                let (vi, p) = self.rng.pick(&cands);
+                let v = self.use_var(vi);
+                let i = self.fresh("i");
+                let g = format!("{}[{}[{i}]]", v.s, p.name);
+                self.tab = Some(Tab {
+                    len: Len::D(l),
+                    idx: i.clone(),
+                });
+                self.no_tabulate = true;
+                let rest = self.gen(elem, d);
+                self.tab = None;
+                self.no_tabulate = false;
+                let op = self.rng.pick(&["+", "*", "-"]);
+                let conv = if self.rng.chance(0.3) {
+                    format!(" + f64({}[{i}]) * 0.25", p.name)
+                } else {
+                    String::new()
+                };
+                let bound = if op == "*" {
+                    v.b * rest.b
+                } else {
+                    v.b + rest.b
+                } + dim_max(D::N) * 0.25;
+                let s = format!(
+                    "tabulate[{}]({i} => {g} {op} {}{conv})",
+                    self.dim(l),
+                    rest.s
+                );
+                tag("tabulate over an index array x[idx[i]]", &s);
+                Some(Ex::of(s, bound, false, &[&rest]).not_ts())
+            }
+            // A gather `v[idx]` (of a vector's elements or a matrix's
+            // rows), or a matrix's row at a run-time index `A[k]`.
+            (Ty::V(l) | Ty::Mt(l, _), _) => {
+                if l != D::N1 && self.rng.chance(0.7) {
+                    let ranges: Vec<D> = self
+                        .index_arrays(Some(l), None)
+                        .iter()
+                        .map(|p| p.range)
+                        .filter(|&r| match ty {
+                            Ty::Mt(_, c) => avail.contains(&Ty::Mt(r, c)),
+                            _ => avail.contains(&Ty::V(r)),
+                        })
+                        .collect();
+                    if ranges.is_empty() {
+                        return None;
+                    }
+                    let r = self.rng.pick(&ranges);
+                    let src = match ty {
+                        Ty::Mt(_, c) => Ty::Mt(r, c),
+                        _ => Ty::V(r),
+                    };
+                    let x = self.gen(src, d);
+                    let ia = self.index_array(l, r, d)?;
+                    let s = format!("{}[{ia}]", x.s);
+                    tag(
+                        if src.is_array() && matches!(ty, Ty::Mt(..)) {
+                            "gather of matrix rows A[idx]"
+                        } else {
+                            "gather x[idx]"
+                        },
+                        &s,
+                    );
+                    return Some(Ex::leaf(s, x.b, false).not_ts());
+                }
+                // A row at a run-time index.
+                let Ty::V(c) = ty else { return None };
+                let mats: Vec<D> = [D::N, D::M]
+                    .into_iter()
+                    .filter(|&r| avail.contains(&Ty::Mt(r, c)))
+                    .collect();
+                if mats.is_empty() {
+                    return None;
+                }
+                let r = self.rng.pick(&mats);
+                let m = self.gen(Ty::Mt(r, c), d);
+                let s = format!("{}[{}]", m.s, self.index(r, d));
+                tag("run-time row A[k]", &s);
+                Some(Ex::leaf(s, m.b, false).not_ts())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A long `iterate` the generator wrote. Its count (`#C{id}#`) and step
 /// size (`#H{id}#`) are placeholders until
 /// `calibrate` has lowered the program and seen how many statements the
@@ -3045,6 +3753,8 @@ struct Generated {
     /// The program was drawn with the newer constructs (`scan`, `reverse`
     /// and `concat`, static recursion).
     novel: bool,
+    /// The program was drawn with run-time integers.
+    ints: bool,
     /// The helper that recurses through a static depth.
     rec_helper: Option<String>,
     /// The loss's derivatives were left out: egrad rejects them (a scan in
@@ -3075,6 +3785,16 @@ fn novel_share() -> f64 {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0.2)
+}
+
+/// The share of programs with run-time integers (`i64` parameters of the
+/// loss, gathers, `scatter_add`, integer arithmetic), 0.3 unless
+/// `EGRAD_RANDOM_INTS` (a number from 0 to 1) says otherwise.
+fn int_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_INTS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.3)
 }
 
 /// The share of the loop programs with a run-time count.
@@ -3117,6 +3837,10 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             _ => rec_on = true,
         }
     }
+    // Run-time integers (`i64` parameters of the loss, gathers,
+    // `scatter_add`, integer arithmetic) too.
+    let mut int_rng = Rng(mix(seed ^ 0x0001_6400_1D5E));
+    let ints_on = int_rng.chance(int_share());
     let n = rng.range(2, 6);
     let m = rng.range(1, 4);
     let mut items: Vec<String> = Vec::new();
@@ -3145,6 +3869,13 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         let name = h.name.clone();
         helpers.push(h);
         name
+    });
+    // A helper with an `i64` result (not among `helpers`: only the
+    // integer expressions call it).
+    let int_helper = (ints_on && int_rng.chance(0.4)).then(|| {
+        let (text, h) = gen_int_helper(&mut int_rng, nh + 2);
+        items.push(text);
+        h
     });
     // Loss parameters.
     let has_a = rng.chance(0.45);
@@ -3184,6 +3915,20 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         .iter()
         .any(|(_, t)| matches!(t, Ty::V(D::M) | Ty::Mt(..)));
     let lit = rng.chance(0.2).then_some((n as u64, m as u64));
+    // Run-time integer parameters, after the others (so `wrt` and `jv`
+    // index the same parameters): those along `M` where the loss has `M`.
+    let mut iparams: Vec<IntParam> = Vec::new();
+    if ints_on {
+        for p in INT_PARAMS {
+            let needs_m = p.len == Some(D::M) || p.range == D::M;
+            if (uses_m || !needs_m) && int_rng.chance(0.5) {
+                iparams.push(p);
+            }
+        }
+        if iparams.is_empty() {
+            iparams.push(INT_PARAMS[int_rng.pick(&[0, 2])]);
+        }
+    }
 
     let mut g = Gen::new(&mut rng, 2, "M");
     g.lit = lit;
@@ -3198,6 +3943,8 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         0
     };
     g.cat = cat_on;
+    g.ints = iparams.clone();
+    g.int_helper = int_helper.clone();
     for (name, ty) in &params {
         g.push_var(name, &Ex::leaf(name.clone(), 1.0, ty.is_array()), *ty);
     }
@@ -3213,6 +3960,16 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         .map(|(nm, t)| format!("{nm}: {}", g.ty_text(*t)))
         .collect();
     let mut sig = sig.join(", ");
+    for p in &iparams {
+        match p.len {
+            Some(l) => {
+                let _ = write!(sig, ", {}: i64[{}]", p.name, g.dim(l));
+            }
+            None => {
+                let _ = write!(sig, ", {}: i64", p.name);
+            }
+        }
+    }
     if rt.is_some() {
         sig.push_str(", n: i64");
     }
@@ -3232,6 +3989,8 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     // A scan as one of the lets, and a call of the recursive helper.
     let scan_let = scan_on.then(|| nov_rng.below(nlets));
     let rec_let = rec_helper.as_ref().map(|_| nov_rng.below(nlets));
+    // A let made with run-time integers.
+    let int_let = ints_on.then(|| int_rng.below(nlets));
     // (From `rec_let` on, until a call is written.)
     let mut rec_pending = false;
     for li in 0..nlets {
@@ -3285,6 +4044,23 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             let name = g.fresh("a");
             g.bind_let(&mut body, &mut lets, name, &e, ty);
             continue;
+        }
+        if int_let == Some(li) {
+            // Mostly a gather, `scatter_add` or `tabulate` over an index
+            // array (so that many programs have each), else any kind.
+            let depth = g.rng.range(1, max_depth()) as u32;
+            let kind = g.rng.pick(&[7, 7, 7, 7, 7, 9, 9, 9, 8, 8]);
+            let made = (0..12).find_map(|attempt| {
+                let ty = g.rng.pick(&avail);
+                let kind = if attempt < 8 { kind } else { g.rng.below(10) };
+                g.int_float_of(ty, depth, kind).map(|e| (e, ty))
+            });
+            if let Some((e, ty)) = made {
+                let e = g.bounded(e);
+                let name = g.fresh("a");
+                g.bind_let(&mut body, &mut lets, name, &e, ty);
+                continue;
+            }
         }
         let r = g.rng.below(10);
         if r < 2 {
@@ -3395,6 +4171,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     let keep = g.rng.range(1, wrt.len() + 1);
     wrt.truncate(keep);
     let mut args: Vec<&str> = params.iter().map(|(nm, _)| nm.as_str()).collect();
+    args.extend(iparams.iter().map(|p| p.name));
     if rt.is_some() {
         args.push("n");
     }
@@ -3513,6 +4290,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         rt_counts: rt.map_or(Vec::new(), |c| vec![c, 0, 1]),
         rt_in_loss: rt.is_some() && counts_with_n(&body, &rt_helpers),
         novel,
+        ints: ints_on,
         rec_helper,
         deriv_dropped,
         source,
@@ -3538,6 +4316,24 @@ fn counts_with_n(text: &str, rt_helpers: &[String]) -> bool {
         || rt_helpers
             .iter()
             .any(|h| text.contains(&format!("{h}(n, ")))
+}
+
+/// A helper with an `i64` result, `fn h[N](v: f64[N], k: i64) -> i64`,
+/// whose callers pass an index of `v` for `k`: its text, and its name and
+/// a bound of its result.
+fn gen_int_helper(rng: &mut Rng, k: usize) -> (String, (String, f64)) {
+    let name = format!("h{k}");
+    let mut g = Gen::new(rng, 1, "K");
+    g.fresh = 100 * k;
+    g.push_var("v", &Ex::leaf("v", LIMIT, true), Ty::V(D::N));
+    g.ints = vec![INT_PARAMS[0]];
+    let depth = g.rng.range(1, 3) as u32;
+    let e = g.iexpr(depth);
+    let text = format!(
+        "fn {name}[N](v: f64[N], k: i64) -> i64 = {}",
+        g.int_value(&e)
+    );
+    (text, (name, e.b))
 }
 
 /// One helper function: its text and how to call it.
@@ -3907,10 +4703,14 @@ fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
         .iter()
         .map(|p| {
             let t = f.ty(p.var);
-            if t.dtype == DType::I64 {
-                // A run-time count: see `set_count`.
-                return Value::scalar(t.dtype, 0.0);
-            }
+            // A run-time count (see `set_count`), or an index in range.
+            let ints_below = match t.dtype {
+                DType::I64 => match int_range(f.var_name(p.var)) {
+                    Some(r) => Some(if r == D::N { n } else { m }),
+                    None => return Value::scalar(t.dtype, 0.0),
+                },
+                _ => None,
+            };
             let shape: Vec<usize> = t
                 .shape
                 .iter()
@@ -3924,7 +4724,10 @@ fn inputs(f: &Function, n: usize, m: usize, rng: &mut Rng) -> Vec<Value> {
                 })
                 .collect();
             let len: usize = shape.iter().product();
-            let data = (0..len).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let data = match ints_below {
+                Some(r) => (0..len).map(|_| rng.below(r) as f64).collect(),
+                None => (0..len).map(|_| rng.uniform(-1.0, 1.0)).collect(),
+            };
             Value::array(t.dtype, shape, data)
         })
         .collect()
@@ -4106,7 +4909,21 @@ fn kink_in(
             continue;
         }
         let arg = |k: usize| value[s.args[k].index()].map(|v| &v.data[..]).unwrap_or(&[]);
+        // Integers carry no derivative: their comparisons, `max`, `min`
+        // and `abs` are no kinks.
+        let int_args = s.args.first().is_some_and(|a| f.ty(*a).dtype == DType::I64);
         match s.op {
+            _ if int_args => {}
+            // A float truncated to an integer (`i64(e)`) jumps where `e`
+            // crosses a nonzero integer.
+            Op::Convert(DType::I64) => {
+                for a in arg(0) {
+                    let r = a.round();
+                    if r != 0.0 {
+                        margin = margin.min(scale * (a - r).abs() / (1.0 + a.abs()));
+                    }
+                }
+            }
             // An exact tie here is structural (`a <= a`, `max(a, a)`,
             // `abs(a - a)`): the same on both sides of the kink, so
             // differentiable; only near misses are kinks.
@@ -4604,10 +5421,10 @@ fn show_args(args: &[Value]) -> String {
         .join("\n  ")
 }
 
-/// Give every `i64` parameter (a run-time count) of `f` the value `count`.
+/// Give the run-time count `n` of `f` the value `count`.
 fn set_count(f: &Function, args: &mut [Value], count: u64) {
     for (p, a) in f.params.iter().zip(args.iter_mut()) {
-        if f.ty(p.var).dtype == DType::I64 {
+        if f.ty(p.var).dtype == DType::I64 && f.var_name(p.var) == "n" {
             *a = Value::scalar(DType::I64, count as f64);
         }
     }
@@ -4847,6 +5664,38 @@ fn env_u64(name: &str) -> Option<u64> {
     })
 }
 
+/// Groups of the run-time integer constructs (tags) counted by program;
+/// in a release run at least 5% of the programs must have each of the
+/// first three.
+const INT_GROUPS: [(&str, &[&str]); 6] = [
+    (
+        "gathers",
+        &[
+            "gather x[idx]",
+            "gather of matrix rows A[idx]",
+            "tabulate over an index array x[idx[i]]",
+        ],
+    ),
+    ("`scatter_add`", &["scatter_add"]),
+    ("integer arithmetic", &["integer arithmetic"]),
+    (
+        "run-time scalar indices",
+        &[
+            "run-time index x[k]",
+            "run-time index of a matrix element A[a, b]",
+            "run-time row A[k]",
+        ],
+    ),
+    (
+        "conversions",
+        &["f64(...) of integers", "i64(...) of a float"],
+    ),
+    (
+        "a helper with an i64 result",
+        &["helper with an i64 result"],
+    ),
+];
+
 #[test]
 fn random_programs_jit_optimizer_and_derivatives() {
     let start = std::time::Instant::now();
@@ -4858,7 +5707,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
     let overridden = std::env::var("EGRAD_RANDOM_PROGRAMS").is_ok()
         || std::env::var("EGRAD_RANDOM_PROGRAM_SEED").is_ok()
         || std::env::var("EGRAD_RANDOM_LOOPS").is_ok()
-        || std::env::var("EGRAD_RANDOM_NEW").is_ok();
+        || std::env::var("EGRAD_RANDOM_NEW").is_ok()
+        || std::env::var("EGRAD_RANDOM_INTS").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
     let seeds: Vec<u64> = match env_u64("EGRAD_RANDOM_PROGRAM_SEED") {
         Some(s) => vec![s],
@@ -4872,6 +5722,10 @@ fn random_programs_jit_optimizer_and_derivatives() {
     // from the other functions).
     let mut novel_programs = 0;
     let mut uses = [0usize; 4];
+    // Programs drawn with run-time integers, and the programs having each
+    // group of integer constructs (see `INT_GROUPS`).
+    let mut int_programs = 0;
+    let mut int_groups = [0usize; INT_GROUPS.len()];
     let mut features: Vec<(&str, usize)> = [
         "tabulate[",
         "matmul(",
@@ -4946,6 +5800,27 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "reverse or concat in a loop's step",
         "static k",
         "static recursion (called with a literal depth)",
+        ": i64",
+        ": i64[",
+        "gather x[idx]",
+        "gather of matrix rows A[idx]",
+        "tabulate over an index array x[idx[i]]",
+        "run-time index x[k]",
+        "run-time index of a matrix element A[a, b]",
+        "run-time row A[k]",
+        "scatter_add",
+        "scatter_add of matrix rows",
+        "integer arithmetic",
+        "integer max, min or abs",
+        "integer comparison",
+        "if on an integer condition",
+        "f64(...) of integers",
+        "i64(...) of a float",
+        "index: an integer % the length",
+        "index: an integer clamped to the length",
+        "index: i64(...) of a float % the length",
+        "index array: integer arithmetic on indices",
+        "helper with an i64 result",
     ]
     .iter()
     .map(|f| (*f, 0))
@@ -5015,6 +5890,10 @@ fn random_programs_jit_optimizer_and_derivatives() {
                 }
             }
             novel_programs += usize::from(gp.novel);
+            int_programs += usize::from(gp.ints);
+            for (c, (_, tags)) in int_groups.iter_mut().zip(INT_GROUPS) {
+                *c += usize::from(tags.iter().any(|t| gp.tags.contains(t)));
+            }
             for (k, f) in ["scan(", "reverse(", "concat("].iter().enumerate() {
                 uses[k] += gp.source.matches(f).count();
             }
@@ -5099,6 +5978,15 @@ fn random_programs_jit_optimizer_and_derivatives() {
         programs_with("scan: inside a loop's step"),
         stats.skip_scan_in_loop,
     );
+    let groups: Vec<String> = INT_GROUPS
+        .iter()
+        .zip(int_groups)
+        .map(|((what, _), c)| format!("{what} in {c}"))
+        .collect();
+    println!(
+        "run-time integers: {int_programs} programs drawn with them; {}",
+        groups.join(", ")
+    );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
     assert_eq!(stats.programs, seeds.len(), "every program must be checked");
@@ -5128,6 +6016,14 @@ fn random_programs_jit_optimizer_and_derivatives() {
             assert!(
                 ratio(count, stats.programs) >= 0.05,
                 "only {count} of {} programs {what}",
+                stats.programs
+            );
+        }
+        // And the run-time integers.
+        for ((what, _), count) in INT_GROUPS.iter().zip(int_groups).take(3) {
+            assert!(
+                ratio(count, stats.programs) >= 0.05,
+                "only {count} of {} programs have {what}",
                 stats.programs
             );
         }
