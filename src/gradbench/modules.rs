@@ -864,9 +864,15 @@ fn ba_sizes(input: &Json) -> Result<(usize, usize, usize), String> {
     Ok((n, m, p))
 }
 
-/// The whole problem, one row per observation: the n cameras and m points
-/// (copies of the input's), gathered by observation (camera i mod n, point
-/// i mod m), with p weights and features.
+/// Observation i's camera and point: GradBench replicates one camera and
+/// one point, and observation i sees camera i mod n and point i mod m.
+fn ba_observation(i: usize, n: usize, m: usize) -> (usize, usize) {
+    (i % n, i % m)
+}
+
+/// The whole problem, as the eval's C++ code builds it: n cameras and m
+/// points (copies of the input's), p weights and features, and the camera
+/// and point of each observation as index arrays.
 fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     let (n, m, p) = ba_sizes(input)?;
     let cam = vector(input, "cam")?;
@@ -881,19 +887,21 @@ fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
             feat.len()
         ));
     }
-    let cams: Vec<&[f64]> = vec![&cam[..]; n];
-    let points: Vec<&[f64]> = vec![&x[..]; m];
-    let gather = |rows: &[&[f64]], k: usize| -> Vec<f64> {
-        (0..p).flat_map(|i| rows[i % k].iter().copied()).collect()
-    };
-    let feats: Vec<f64> = (0..p).flat_map(|_| feat.iter().copied()).collect();
+    let (cam_of, pt_of): (Vec<f64>, Vec<f64>) = (0..p)
+        .map(|i| {
+            let (c, x) = ba_observation(i, n, m);
+            (c as f64, x as f64)
+        })
+        .unzip();
     Ok(call(
         if JAC { "jacobian" } else { "objective" },
         vec![
-            f64s(vec![p, 11], gather(&cams, n)),
-            f64s(vec![p, 3], gather(&points, m)),
+            f64s(vec![n, 11], cam.repeat(n)),
+            f64s(vec![m, 3], x.repeat(m)),
             f64s(vec![p], vec![w; p]),
-            f64s(vec![p, 2], feats),
+            f64s(vec![p, 2], feat.repeat(p)),
+            Value::array(DType::I64, vec![p], cam_of),
+            Value::array(DType::I64, vec![p], pt_of),
         ],
     ))
 }
@@ -914,45 +922,34 @@ fn ba_objective(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
     }))
 }
 
-/// The (3p) x (11n + 3m + p) Jacobian in compressed sparse rows: rows
-/// 2i and 2i+1 are observation i's reprojection error (its camera's 11
-/// columns, its point's 3, its weight), rows 2p + i its weight error.
-/// GradBench asks for the first 30 and the last entry of each array.
+/// The (3p) x (11n + 3m + p) Jacobian in compressed sparse rows: the
+/// program gives the values in order; rows 2i and 2i+1 are observation
+/// i's reprojection error (its camera's 11 columns, its point's 3, its
+/// weight), rows 2p + i its weight error. GradBench asks for the first 30
+/// and the last entry of each array.
 fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let (n, m, p) = ba_sizes(input)?;
-    let [cx, xx, wx, cy, xy, wy, ww] = &outs[..] else {
+    let vals = single(outs)?;
+    if vals.data.len() != 31 * p {
         return Err(format!(
-            "expected seven results, the program gave {}",
-            outs.len()
+            "the Jacobian has {} values, expected {}",
+            vals.data.len(),
+            31 * p
         ));
-    };
-    let lens = [11, 3, 1, 11, 3, 1, 1];
-    for (v, k) in outs.iter().zip(lens) {
-        if v.data.len() != k * p {
-            return Err(format!(
-                "a Jacobian part has {} numbers, expected {}",
-                v.data.len(),
-                k * p
-            ));
-        }
     }
     let mut rows = vec![0usize];
     let mut cols = Vec::with_capacity(31 * p);
-    let mut vals = Vec::with_capacity(31 * p);
     for i in 0..p {
-        for (c, x, w) in [(cx, xx, wx), (cy, xy, wy)] {
-            cols.extend((0..11).map(|k| 11 * (i % n) + k));
-            cols.extend((0..3).map(|k| 11 * n + 3 * (i % m) + k));
+        let (c, x) = ba_observation(i, n, m);
+        for _ in 0..2 {
+            cols.extend((0..11).map(|k| 11 * c + k));
+            cols.extend((0..3).map(|k| 11 * n + 3 * x + k));
             cols.push(11 * n + 3 * m + i);
-            vals.extend_from_slice(&c.data[11 * i..11 * i + 11]);
-            vals.extend_from_slice(&x.data[3 * i..3 * i + 3]);
-            vals.push(w.data[i]);
             rows.push(cols.len());
         }
     }
     for i in 0..p {
         cols.push(11 * n + 3 * m + i);
-        vals.push(ww.data[i]);
         rows.push(cols.len());
     }
     fn ends<T: Copy>(xs: &[T]) -> Vec<T> {
@@ -960,7 +957,7 @@ fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
         v.extend(xs.last().copied());
         v
     }
-    let vals: Vec<Json> = ends(&vals)
+    let vals: Vec<Json> = ends(&vals.data)
         .into_iter()
         .map(json_number)
         .collect::<Result<_, _>>()?;
