@@ -3,15 +3,17 @@
 //! function, how an eval's JSON `input` becomes egrad arguments and how the
 //! results become the JSON `output`.
 //!
-//! The adapters only move data between layouts (JSON arrays to `f64`
-//! arrays and back, a flat matrix to rows, `ba`'s cameras and points
-//! gathered by observation and its sparse Jacobian's index arrays, `ht`'s
-//! integer correspondences as one-hot selection matrices), build the
-//! problem constants that the eval defines by formula and the language
-//! cannot build yet (the grid of `llsq`), and assemble Jacobians column by
-//! column from several forward-mode runs of one compiled function (`ht`);
-//! every number of an output, and every derivative, comes from egrad's own
-//! compilation of the module's program.
+//! The adapters only move data between layouts (JSON arrays to `f64` and
+//! `i64` arrays and back, a flat matrix to rows, the sparse structure of
+//! `ba`'s Jacobian around the values the program gives), build the problem
+//! that the eval defines by formula and the language cannot build yet (the
+//! grid of `llsq`, `ba`'s replicated cameras and points and its
+//! observation indices: the language has no `iota`), and assemble
+//! Jacobians column by column from several forward-mode runs of one
+//! compiled function (`ht`); every number of an output, and every
+//! derivative, comes from egrad's own compilation of the module's program,
+//! and index data (`ba`'s observations, `ht`'s bone parents, triangles and
+//! correspondences) is gathered with there.
 
 use crate::lang::types::DType;
 use crate::lang::value::Value;
@@ -350,6 +352,12 @@ fn f64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
     Value::array(DType::F64, shape, data)
 }
 
+/// Integers (indices) read as numbers: an argument checks that each is a
+/// whole number, and the program checks its indices against the arrays.
+fn i64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
+    Value::array(DType::I64, shape, data)
+}
+
 fn call(function: &str, args: Vec<Value>) -> Call {
     Call {
         function: function.to_string(),
@@ -644,28 +652,6 @@ fn lstm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
 
 // ------------------------------------------------------------------ ht
 
-/// The bone hierarchy `gradbench/ht.eg` implements: ADBench's hand (the
-/// wrist, four bones for each finger chained from it, the forearm).
-const HAND_PARENTS: [i64; 22] = [
-    -1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0,
-];
-
-/// A field that is an array of non-negative integers below `limit`.
-fn indices(input: &Json, name: &str, limit: usize) -> Result<Vec<usize>, String> {
-    let v = field(input, name)?;
-    let xs = v
-        .as_array()
-        .ok_or_else(|| format!("`{name}` must be an array of integers"))?;
-    xs.iter()
-        .map(|x| {
-            x.as_u64()
-                .and_then(|k| usize::try_from(k).ok())
-                .filter(|&k| k < limit)
-                .ok_or_else(|| format!("`{name}` holds {}, not an index below {limit}", short(x)))
-        })
-        .collect()
-}
-
 /// A field that is an array of `n` x `n` matrices, flat.
 fn matrices(input: &Json, name: &str, n: usize) -> Result<(usize, Vec<f64>), String> {
     let v = field(input, name)?;
@@ -684,18 +670,11 @@ fn matrices(input: &Json, name: &str, n: usize) -> Result<(usize, Vec<f64>), Str
     Ok((ms.len(), data))
 }
 
-/// One-hot rows: row i picks column `picks[i]` of `width`.
-fn one_hot(picks: &[usize], width: usize) -> Value {
-    let mut data = vec![0.0; picks.len() * width];
-    for (i, &k) in picks.iter().enumerate() {
-        data[i * width + k] = 1.0;
-    }
-    f64s(vec![picks.len(), width], data)
-}
-
 /// `{theta, data: {model, correspondences, points}, us}`: the model's
-/// arrays, the correspondences as one-hot selection matrices (of vertices,
-/// or of each triangle's three corners when `us` is not empty).
+/// arrays, its bone parents, triangles and the correspondences as `i64`
+/// arrays (the program gathers with them), for `objective_<variant>` or
+/// the Jacobian's columns from `tangent_<variant>`: `simple` when `us` is
+/// empty, else `complicated`.
 fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     let theta = vector(input, "theta")?;
     if theta.len() != 26 {
@@ -706,24 +685,15 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     }
     let data = field(input, "data")?;
     let model = field(data, "model")?;
-    let parents: Vec<i64> = field(model, "parents")?
-        .as_array()
-        .ok_or("`parents` must be an array of integers")?
-        .iter()
-        .map(|p| p.as_i64().ok_or("`parents` must be integers"))
-        .collect::<Result<_, _>>()?;
-    if parents != HAND_PARENTS {
-        return Err(format!(
-            "ht.eg implements ADBench's hand, whose bones have parents {HAND_PARENTS:?}; this model has {parents:?}"
-        ));
-    }
+    let parents = vector(model, "parents")?;
     let (nrel, rel) = matrices(model, "base_relatives", 4)?;
     let (ninv, inv) = matrices(model, "inverse_base_absolutes", 4)?;
     let (v, pw, pos) = matrix(model, "base_positions")?;
     let (wv, wb, wts) = matrix(model, "weights")?;
-    if nrel != 22 || ninv != 22 || pw != 4 || wv != v || wb != 22 {
+    if parents.len() != 22 || nrel != 22 || ninv != 22 || pw != 4 || wv != v || wb != 22 {
         return Err(format!(
-            "the hand model needs 22 base relatives and inverse base absolutes, V x 4 base positions and V x 22 weights; found {nrel}, {ninv}, {v}x{pw} and {wv}x{wb}"
+            "ht.eg poses ADBench's hand of 22 bones: the model needs 22 parents, base relatives and inverse base absolutes, V x 4 base positions and V x 22 weights; found {}, {nrel}, {ninv}, {v}x{pw} and {wv}x{wb}",
+            parents.len()
         ));
     }
     let mirror = match field(model, "is_mirrored")? {
@@ -740,59 +710,42 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     if pc != 3 && c > 0 {
         return Err(format!("`points` must be c x 3, found {c}x{pc}"));
     }
+    let corr = vector(data, "correspondences")?;
+    if corr.len() != c {
+        return Err(format!("{c} points but {} correspondences", corr.len()));
+    }
     let (uc, uw, us) = matrix(input, "us")?;
-    let complicated = uc > 0;
-    let model_args = vec![
+    let mut args = vec![Value::f64(&theta)];
+    let variant = if uc > 0 {
+        if uc != c || uw != 2 {
+            return Err(format!(
+                "with {c} points, `us` must be {c}x2, found {uc}x{uw}"
+            ));
+        }
+        args.push(f64s(vec![c, 2], us));
+        "complicated"
+    } else {
+        "simple"
+    };
+    args.extend([
         f64s(vec![22, 4, 4], rel),
         f64s(vec![22, 4, 4], inv),
         f64s(vec![v, 4], pos),
         f64s(vec![v, 22], wts),
         Value::scalar(DType::F64, mirror),
+        i64s(vec![22], parents),
         f64s(vec![c, 3], points),
-    ];
-    let mut args = vec![Value::f64(&theta)];
-    let f = if complicated {
-        let tris = matrix(model, "triangles")?;
-        let (nt, tw, tri) = tris;
+    ]);
+    if uc > 0 {
+        let (nt, tw, tris) = matrix(model, "triangles")?;
         if tw != 3 {
             return Err(format!("`triangles` must be T x 3, found {nt}x{tw}"));
         }
-        let corr = indices(data, "correspondences", nt)?;
-        if uc != c || uw != 2 || corr.len() != c {
-            return Err(format!(
-                "with {c} points, `us` must be {c}x2 and there must be {c} correspondences; found {uc}x{uw} and {}",
-                corr.len()
-            ));
-        }
-        let corner = |k: usize| -> Result<Value, String> {
-            let picks: Vec<usize> = corr
-                .iter()
-                .map(|&t| {
-                    let x = tri[3 * t + k];
-                    (x.fract() == 0.0 && x >= 0.0 && (x as usize) < v)
-                        .then_some(x as usize)
-                        .ok_or_else(|| {
-                            format!("triangle {t} has a corner {x}, not a vertex index below {v}")
-                        })
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(one_hot(&picks, v))
-        };
-        args.push(f64s(vec![c, 2], us));
-        args.extend(model_args);
-        args.extend([corner(0)?, corner(1)?, corner(2)?]);
-        "complicated"
-    } else {
-        let corr = indices(data, "correspondences", v)?;
-        if corr.len() != c {
-            return Err(format!("{c} points but {} correspondences", corr.len()));
-        }
-        args.extend(model_args);
-        args.push(one_hot(&corr, v));
-        "simple"
-    };
+        args.push(i64s(vec![nt, 3], tris));
+    }
+    args.push(i64s(vec![c], corr));
     if !JAC {
-        return Ok(call(&format!("objective_{f}"), args));
+        return Ok(call(&format!("objective_{variant}"), args));
     }
     // One forward-mode run per column: the unit directions of theta, and
     // in the complicated variant first the all-u0 and all-u1 directions.
@@ -803,6 +756,7 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
         }
         Value::f64(&e)
     };
+    let complicated = uc > 0;
     let mut sets = Vec::new();
     if complicated {
         for k in 0..2 {
@@ -825,7 +779,7 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     }
     let first = sets.remove(0);
     Ok(Call {
-        function: format!("tangent_{f}"),
+        function: format!("tangent_{variant}"),
         wrapper: None,
         args: first,
         more: sets,
@@ -900,8 +854,8 @@ fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
             f64s(vec![m, 3], x.repeat(m)),
             f64s(vec![p], vec![w; p]),
             f64s(vec![p, 2], feat.repeat(p)),
-            Value::array(DType::I64, vec![p], cam_of),
-            Value::array(DType::I64, vec![p], pt_of),
+            i64s(vec![p], cam_of),
+            i64s(vec![p], pt_of),
         ],
     ))
 }
