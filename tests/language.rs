@@ -315,8 +315,8 @@ fn array_errors_name_the_problem() {
             &["`tabulate` inside `tabulate` is not supported yet"],
         ),
         (
-            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i * 2])",
-            &["the index can only be offset by a static integer"],
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i] * i)",
+            &["`*` mixes element types f64 and i64"],
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => 1.0)",

@@ -142,7 +142,8 @@ fn access(op: Op) -> Access {
         | Op::Transpose
         | Op::Reverse
         | Op::Reshape
-        | Op::Gather(_) => Access::IndexMap,
+        | Op::Gather(_)
+        | Op::Iota => Access::IndexMap,
         Op::Scatter(_) => Access::Nest,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,

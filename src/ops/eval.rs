@@ -119,6 +119,13 @@ impl Op {
         match self {
             Op::Const(l) => Value::scalar(l.dtype, l.value()),
             Op::Zero => fill(0.0),
+            Op::Iota => Value {
+                dtype,
+                shape: out_shape.to_vec(),
+                data: (0..out_shape.iter().product())
+                    .map(|i: usize| i as f64)
+                    .collect(),
+            },
             // Their meaning is a loop body of the enclosing function: the
             // interpreter runs them (`lang::interp`), and constant folding
             // skips them (`Op::is_loop`).

@@ -137,6 +137,9 @@ pub enum Op {
     /// (the adjoint of `gather`); an index outside `0 .. L` is a run-time
     /// error at source byte offset `s`.
     Scatter(u64),
+    /// `iota`: the vector `0, 1, ..., L-1` of the annotated type `i64[L]`
+    /// (the index of `tabulate` as a number). No operand, no derivative.
+    Iota,
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -212,4 +215,5 @@ pub const ALL_OPS: &[Op] = &[
     Op::Convert(DType::I64),
     Op::Gather(0),
     Op::Scatter(0),
+    Op::Iota,
 ];

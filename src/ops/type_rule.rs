@@ -249,6 +249,13 @@ impl Op {
                 }
                 Ok(t)
             }
+            Op::Iota => {
+                let t = need_annot()?;
+                if t.dtype != DType::I64 || t.rank() != 1 {
+                    return Err(OpTypeError(format!("`iota` gives an i64 vector, not {t}")));
+                }
+                Ok(t)
+            }
             Op::Loop(..) => Ok(args[0].clone()),
             Op::LoopTape(_, k, _) => {
                 let t = need_annot()?;

@@ -82,6 +82,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Reshape
             | Op::Gather(_)
             | Op::Scatter(_)
+            | Op::Iota
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail

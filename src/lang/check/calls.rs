@@ -38,7 +38,8 @@ impl<'a> FnCx<'a> {
                 .iter()
                 .map(|a| {
                     let v = self.lower(a, &[]);
-                    self.single(v, a.span)
+                    let v = self.single(v, a.span);
+                    self.number(v)
                 })
                 .collect();
             let want = op.arity();
@@ -67,7 +68,7 @@ impl<'a> FnCx<'a> {
                     }
                 }
             }
-            let mut vals = vals.into_iter().map(|v| match v.into_number() {
+            let mut vals = vals.into_iter().map(|v| match v {
                 Val::Int(i) => Val::Const(i as f64),
                 v => v,
             });
@@ -121,6 +122,12 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             };
             return self.concat(e, args, &xs, hint);
+        }
+        if name == "argmax" || name == "argmin" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.arg_extremum(e, name, xs[0], hint);
         }
         if name == "flatten" {
             let Some(xs) = self.array_args(e, name, args) else {

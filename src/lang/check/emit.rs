@@ -7,7 +7,7 @@ use crate::error::span::Diagnostic;
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, VarId};
 use crate::lang::transform::Transforms;
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 use std::collections::HashSet;
 
@@ -202,6 +202,31 @@ impl<'a> FnCx<'a> {
                 format!("({})", s.join(", "))
             }
             Val::Err => "?".into(),
+        }
+    }
+
+    /// A value as the number it is: a run-time `i64` parameter is its
+    /// variable, and the index of `tabulate` (plus its offset) the stack
+    /// `iota + offset` of type `i64[L]` (one `i64` per index).
+    pub(super) fn number(&mut self, v: Val) -> Val {
+        match v {
+            Val::Count(_, v) => Val::Var(v),
+            Val::Idx(off) => {
+                let Some((len, _)) = self.batch.clone() else {
+                    return self.bug("a tabulate index outside `tabulate`");
+                };
+                let t = Type::array(DType::I64, vec![len]);
+                let Val::Var(i) = self.push_plain("", Op::Iota, &[], Some(&t)) else {
+                    return Val::Err;
+                };
+                self.batched.insert(i);
+                if off == 0 {
+                    return Val::Var(i);
+                }
+                let c = self.b.constant(DType::I64, off as f64);
+                self.push("", Op::Add, &[i, c], None)
+            }
+            v => v,
         }
     }
 
