@@ -123,7 +123,8 @@ pub enum Op {
     Rem,
     /// `toi64`, `tof64`, `tof32`: element-wise conversion to the dtype.
     /// To `i64`: truncation toward zero, saturating at the `i64` range,
-    /// NaN to 0 (Rust's `as`); from `i64`: the nearest float. Piecewise
+    /// NaN to 0 (Rust's `as`); from `i64`: the nearest float; `tobool`:
+    /// 1 where the operand is not zero (NaN included), else 0. Piecewise
     /// constant (it only ever converts to or from integers, which carry no
     /// derivative).
     Convert(DType),
@@ -213,6 +214,7 @@ pub const ALL_OPS: &[Op] = &[
     Op::Convert(DType::F32),
     Op::Convert(DType::F64),
     Op::Convert(DType::I64),
+    Op::Convert(DType::Bool),
     Op::Gather(0),
     Op::Scatter(0),
     Op::Iota,

@@ -57,6 +57,7 @@ impl Op {
             Op::Convert(DType::F32) => "tof32",
             Op::Convert(DType::F64) => "tof64",
             Op::Convert(DType::I64) => "toi64",
+            Op::Convert(DType::Bool) => "tobool",
             Op::Gather(_) => "gather",
             Op::Scatter(_) => "scatter",
             Op::Iota => "iota",

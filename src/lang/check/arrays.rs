@@ -13,6 +13,15 @@ impl<'a> FnCx<'a> {
     /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of
     /// the enclosing `tabulate`).
     pub(super) fn index(&mut self, v: Val, vspan: Span, k: Val, kspan: Span, hint: &str) -> Val {
+        // Elements of a condition are conditions.
+        if let Val::Mask(m) = v {
+            if !self.ty(m).is_scalar() {
+                return match self.index(Val::Var(m), vspan, k, kspan, hint) {
+                    Val::Var(x) => Val::Mask(x),
+                    other => other,
+                };
+            }
+        }
         let x = match v {
             Val::Err => return Val::Err,
             Val::Var(x) if !self.ty(x).is_scalar() => x,
@@ -279,6 +288,11 @@ impl<'a> FnCx<'a> {
         let v = self.number(v);
         self.env.truncate(mark);
         let hint = hints.first().copied().unwrap_or("");
+        // A condition per index is a condition of the stack's shape.
+        let (v, mask) = match v {
+            Val::Mask(m) => (Val::Var(m), true),
+            v => (v, false),
+        };
         let out = match v {
             Val::Err => Val::Err,
             Val::Var(x) if self.batched.contains(&x) => Val::Var(x),
@@ -305,7 +319,10 @@ impl<'a> FnCx<'a> {
         };
         self.batch = None;
         self.batched.clear();
-        out
+        match out {
+            Val::Var(x) if mask => Val::Mask(x),
+            out => out,
+        }
     }
 
     /// A two-argument builtin (`pow`, `max`, `min`): element-wise with

@@ -254,6 +254,22 @@ impl<'a> FnCx<'a> {
             );
             return Val::Err;
         }
+        // A condition passed for a run-time `bool` parameter is a bool.
+        let vals: Vec<Val> = vals
+            .into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let dynamic_bool = sig.statics.get(k).copied().flatten().is_none()
+                    && sig.params[k].1.dtype == DType::Bool;
+                match v {
+                    Val::Mask(m) if dynamic_bool => Val::Var(self.mask_as(m, DType::Bool)),
+                    Val::Bool(b) if dynamic_bool => {
+                        Val::Var(self.b.constant(DType::Bool, f64::from(u8::from(b))))
+                    }
+                    v => v,
+                }
+            })
+            .collect();
         // Static arguments must be known now; they specialize the callee.
         let mut statics: Vec<(usize, Val)> = Vec::new();
         let mut ok = true;
@@ -348,7 +364,7 @@ impl<'a> FnCx<'a> {
                     ok = false;
                     continue;
                 }
-                Val::Const(_) | Val::Int(_) => continue,
+                Val::Const(_) | Val::Int(_) if pty.dtype != DType::Bool => continue,
                 other => {
                     ok = false;
                     let t = self.describe(other);

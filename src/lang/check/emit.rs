@@ -239,8 +239,24 @@ impl<'a> FnCx<'a> {
         self.push(hint, Op::Bcast, &[c], Some(ty))
     }
 
-    /// `v` as a value of exactly `ty` (literals adapt); None if it is not.
+    /// `v` as a value of exactly `ty` (literals adapt, and a condition is
+    /// a `bool`); None if it is not.
     pub(super) fn coerce(&mut self, v: &Val, ty: &Type) -> Option<Val> {
+        if ty.dtype == DType::Bool {
+            let b = match v {
+                Val::Mask(m) => self.mask_as(*m, DType::Bool),
+                Val::Bool(b) => self.b.constant(DType::Bool, f64::from(u8::from(*b))),
+                Val::Err => return Some(Val::Err),
+                _ => return None,
+            };
+            if self.ty(b) == *ty {
+                return Some(Val::Var(b));
+            }
+            return self.ty(b).is_scalar().then(|| match self.bcast(b, ty) {
+                Some(x) => Val::Var(x),
+                None => Val::Err,
+            });
+        }
         match v {
             Val::Var(x) if &self.ty(*x) == ty => Some(v.clone()),
             Val::Const(x) => Some(self.materialize(*x, ty, "")),
