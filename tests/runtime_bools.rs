@@ -172,7 +172,7 @@ fn bools_are_parameters_and_results() {
         shown(&p, "count", &[bools(&[true, true, false, true])]),
         ["3", "3"]
     );
-    assert_eq!(shown(&p, "same", &[t.clone()]), ["true"]);
+    assert_eq!(shown(&p, "same", std::slice::from_ref(&t)), ["true"]);
     assert_eq!(shown(&p, "always", &[f64s(&[1.0, 2.0])]), ["[true, true]"]);
     assert_eq!(shown(&p, "through", std::slice::from_ref(&x)), ["5"]);
     assert_eq!(
