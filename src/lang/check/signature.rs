@@ -306,12 +306,18 @@ pub(super) fn signature_with(
                 Some(i) if params.get(i).is_some_and(|p| p.1.dtype.is_int()) => {
                     ok = false;
                     let d = params[i].1.dtype;
-                    errs.push(
-                        Diagnostic::new(
-                            arg.span,
-                            format!("`@{attr}` cannot differentiate the {d} `{}`: an integer or a bool has no derivative", arg.name),
+                    let what = if d == DType::Bool {
+                        "a bool"
+                    } else {
+                        "an integer"
+                    };
+                    errs.push(Diagnostic::new(
+                        arg.span,
+                        format!(
+                            "`@{attr}` cannot differentiate the {d} `{}`: {what} has no derivative",
+                            arg.name
                         ),
-                    );
+                    ));
                 }
                 Some(i) if f.params[i].is_static => {
                     ok = false;
