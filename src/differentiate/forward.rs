@@ -303,10 +303,12 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
             Some(vb.finish(vec![out]))
         }
     };
+    // The tangent of a frozen state is frozen too (`select` keeps it).
     Ok(Loop {
         count: lp.count.clone(),
         body,
         vjp,
+        settles: lp.settles,
     })
 }
 

@@ -480,18 +480,44 @@ fn run_loop(
         apply(&lp.body, a, dims)
     };
     let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
+    // A loop that settles stops stepping at the first step that changes
+    // no bit of the state (every later step would give it again), as the
+    // backend does.
+    let settles = lp.settles && !lp.is_scan();
+    let same = |a: &Value, b: &Value| {
+        a.data
+            .iter()
+            .zip(&b.data)
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    };
     Ok(match op {
-        Op::Loop(..) => (0..count).try_fold(args[0].clone(), step_at)?,
+        Op::Loop(..) => {
+            let mut s = args[0].clone();
+            for t in 0..count {
+                let next = step_at(s.clone(), t)?;
+                let settled = settles && same(&next, &s);
+                s = next;
+                if settled {
+                    break;
+                }
+            }
+            s
+        }
         Op::LoopTape(_, k, _) => {
             // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
             let mut rows = Vec::new();
             let mut s = args[0].clone();
+            let mut settled = false;
             for t in 0..count {
                 if t % k == 0 {
                     rows.extend_from_slice(&s.data);
                 }
-                s = step_at(s, t)?;
+                if !settled {
+                    let next = step_at(s.clone(), t)?;
+                    settled = settles && same(&next, &s);
+                    s = next;
+                }
             }
             let mut data = s.data.clone();
             data.extend(rows);

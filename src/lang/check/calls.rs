@@ -599,6 +599,7 @@ impl<'a> FnCx<'a> {
                 count,
                 body: subst_function(&l.body, subst, &sizes),
                 vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+                settles: l.settles,
             });
         }
         let renumber = |op: Op| op.map_loop(|l| l + offset);
