@@ -251,15 +251,66 @@ pub static MODULES: &[Module] = &[
     },
     Module {
         name: "particle",
-        kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/particle.eg"),
+            functions: NESTED_PARTICLE,
+        },
     },
     Module {
         name: "saddle",
-        kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/saddle.eg"),
+            functions: NESTED_SADDLE,
+        },
+    },
+];
+
+/// `particle` and `saddle`: the same four functions, the modes of the
+/// outer and the inner derivative ([`NESTED_MODES`]), each a function of
+/// the program of that name.
+const NESTED_PARTICLE: &[Function] = &[
+    Function {
+        name: "rr",
+        call: particle_call::<0>,
+        output: scalar_output,
+    },
+    Function {
+        name: "rf",
+        call: particle_call::<1>,
+        output: scalar_output,
+    },
+    Function {
+        name: "fr",
+        call: particle_call::<2>,
+        output: scalar_output,
+    },
+    Function {
+        name: "ff",
+        call: particle_call::<3>,
+        output: scalar_output,
+    },
+];
+
+const NESTED_SADDLE: &[Function] = &[
+    Function {
+        name: "rr",
+        call: saddle_call::<0>,
+        output: flat_output,
+    },
+    Function {
+        name: "rf",
+        call: saddle_call::<1>,
+        output: flat_output,
+    },
+    Function {
+        name: "fr",
+        call: saddle_call::<2>,
+        output: flat_output,
+    },
+    Function {
+        name: "ff",
+        call: saddle_call::<3>,
+        output: flat_output,
     },
 ];
 
@@ -918,6 +969,33 @@ fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
     Ok(serde_json::json!({ "rows": ends(&rows), "cols": ends(&cols), "vals": vals }))
 }
 
+// ------------------------------------------------------ particle, saddle
+
+/// Reverse or forward mode for the outer, then the inner derivative.
+const NESTED_MODES: [&str; 4] = ["rr", "rf", "fr", "ff"];
+
+/// `{w}`: the starting control value, for function `NESTED_MODES[M]`.
+fn particle_call<const M: usize>(input: &Json) -> Result<Call, String> {
+    let w = number(field(input, "w")?, "w")?;
+    Ok(call(NESTED_MODES[M], vec![Value::scalar(DType::F64, w)]))
+}
+
+/// `{start: [s1, s2]}`: where both descents start, for function
+/// `NESTED_MODES[M]`.
+fn saddle_call<const M: usize>(input: &Json) -> Result<Call, String> {
+    let start = vector(input, "start")?;
+    let [s1, s2] = start[..] else {
+        return Err(format!(
+            "`start` must have 2 numbers, found {}",
+            start.len()
+        ));
+    };
+    Ok(call(
+        NESTED_MODES[M],
+        vec![Value::scalar(DType::F64, s1), Value::scalar(DType::F64, s2)],
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -935,9 +1013,9 @@ mod tests {
     }
 
     #[test]
-    fn missing_modules_name_what_is_missing() {
-        let e = find("particle").unwrap().source().unwrap_err();
-        assert!(e.contains("loop's gradient"), "{e}");
+    fn unknown_modules_and_functions_are_named() {
+        let e = find("hello").err().unwrap();
+        assert!(e.contains("particle, saddle"), "{e}");
         let e = find("llsq").unwrap().function("hessian").err().unwrap();
         assert!(e.contains("primal, gradient"), "{e}");
     }
@@ -952,5 +1030,9 @@ mod tests {
         assert!(kmeans_call::<false>(&bad).unwrap_err().contains("differ"));
         let bad = serde_json::json!({"x": [1.0, "a"]});
         assert!(lse_call::<false>(&bad).unwrap_err().contains("numbers"));
+        let bad = serde_json::json!({"start": [1.0, 2.0, 3.0]});
+        assert!(saddle_call::<0>(&bad).unwrap_err().contains("2 numbers"));
+        let bad = serde_json::json!({"v": 1.0});
+        assert!(particle_call::<3>(&bad).unwrap_err().contains("`w`"));
     }
 }

@@ -6,7 +6,6 @@ use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
-use crate::lang::types::DType;
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
@@ -91,7 +90,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if !self.ints {
             return Ok(true);
         }
-        if self.f.ty(v).dtype == DType::I64 {
+        if self.f.ty(v).dtype.is_int() {
             return Ok(false);
         }
         if self.defs.get(v.index()).copied().flatten().is_none() {
@@ -99,7 +98,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         for s in self.tree_nodes(v)? {
             let st = &self.f.stmts[s];
-            let ints = |a: &VarId| self.f.ty(*a).dtype == DType::I64;
+            let ints = |a: &VarId| self.f.ty(*a).dtype.is_int();
             if ints(&st.var) || (access(st.op) != Access::IndexMap && st.args.iter().any(ints)) {
                 return Ok(false);
             }
