@@ -6,14 +6,14 @@
 //! The adapters only move data between layouts (JSON arrays to `f64` and
 //! `i64` arrays and back, a flat matrix to rows, the sparse structure of
 //! `ba`'s Jacobian around the values the program gives), build the problem
-//! that the eval defines by formula and the language cannot build yet (the
-//! grid of `llsq`, `ba`'s replicated cameras and points and its
-//! observation indices: the language has no `iota`), and assemble
-//! Jacobians column by column from several forward-mode runs of one
-//! compiled function (`ht`); every number of an output, and every
-//! derivative, comes from egrad's own compilation of the module's program,
-//! and index data (`ba`'s observations, `ht`'s bone parents, triangles and
-//! correspondences) is gathered with there.
+//! that the eval defines by formula (the grid of `llsq`, `ba`'s replicated
+//! cameras and points and its observation indices), and assemble Jacobians
+//! column by column from several forward-mode runs of one compiled
+//! function (`ht`); every number of an output, and every derivative, comes
+//! from egrad's own compilation of the module's program, and index data
+//! (`ba`'s observations, `ht`'s bone parents, triangles and
+//! correspondences) is passed as `i64` arrays and gathered with in the
+//! program.
 
 use crate::lang::types::DType;
 use crate::lang::value::Value;
