@@ -32,8 +32,8 @@ RUNS = [
     ("ht-simple.jsonl", []),
     ("det.jsonl", []),
     ("ba.jsonl", []),
-    ("particle.jsonl", []),
-    ("saddle.jsonl", []),
+    ("particle.jsonl", ["--rtol", "1e-9", "--atol", "1e-300"]),
+    ("saddle.jsonl", ["--rtol", "1e-9", "--atol", "1e-300"]),
 ]
 
 

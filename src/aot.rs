@@ -260,7 +260,8 @@ fn c_type(d: DType) -> &'static str {
     match d {
         DType::F32 => "float",
         DType::F64 => "double",
-        DType::I64 => "int64_t",
+        // A bool is 0 or 1 (see `DType::Bool`).
+        DType::I64 | DType::Bool => "int64_t",
     }
 }
 

@@ -396,7 +396,12 @@ impl ValueParser<'_> {
                 self.i += 1;
             }
             let t = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-            let x: f64 = t.parse().map_err(|_| format!("`{t}` is not a number"))?;
+            // A bool is `true` or `false` (held as 1 or 0).
+            let x: f64 = match t {
+                "true" => 1.0,
+                "false" => 0.0,
+                _ => t.parse().map_err(|_| format!("`{t}` is not a number"))?,
+            };
             Ok((vec![], vec![x]))
         }
     }
@@ -486,7 +491,7 @@ fn build_args(
             if v.dtype != ty.dtype {
                 let fix = match v.dtype {
                     DType::F64 => "add --f32",
-                    DType::F32 | DType::I64 => "drop --f32",
+                    DType::F32 | DType::I64 | DType::Bool => "drop --f32",
                 };
                 return Err(Error::Usage(format!(
                     "--suite gives {} arguments, but `{name}` of `{}` is {ty}: {fix}",
@@ -691,6 +696,11 @@ fn random_args(
         let n: usize = shape.iter().product();
         let data = (0..n as u64)
             .map(|j| uniform(seed.wrapping_add(i as u64 + 1), j))
+            // A bool: true for the upper half.
+            .map(|x| match ty.dtype {
+                DType::Bool => f64::from(u8::from(x >= 0.0)),
+                _ => x,
+            })
             .collect();
         out.push(Value::array(ty.dtype, shape, data));
     }

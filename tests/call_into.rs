@@ -71,6 +71,7 @@ enum Owned {
     F64(Vec<f64>, Vec<usize>),
     F32(Vec<f32>, Vec<usize>),
     I64(i64),
+    Bools(Vec<i64>, Vec<usize>),
 }
 
 impl Owned {
@@ -79,6 +80,9 @@ impl Owned {
             DType::F64 => Owned::F64(v.data.clone(), v.shape.clone()),
             DType::F32 => Owned::F32(v.data.iter().map(|&x| x as f32).collect(), v.shape.clone()),
             DType::I64 => Owned::I64(v.as_scalar() as i64),
+            DType::Bool => {
+                Owned::Bools(v.data.iter().map(|&x| x as i64).collect(), v.shape.clone())
+            }
         }
     }
 
@@ -87,6 +91,7 @@ impl Owned {
             Owned::F64(d, s) => NativeArg::f64(d, s),
             Owned::F32(d, s) => NativeArg::f32(d, s),
             Owned::I64(n) => NativeArg::i64(*n),
+            Owned::Bools(d, s) => NativeArg::bools(d, s),
         }
     }
 }
@@ -104,6 +109,7 @@ fn args(owned: &[Owned]) -> Vec<NativeArg<'_>> {
 enum OutBuf {
     F64(Vec<f64>),
     F32(Vec<f32>),
+    Bool(Vec<i64>),
 }
 
 impl OutBuf {
@@ -111,6 +117,7 @@ impl OutBuf {
         match self {
             OutBuf::F64(v) => NativeOut::F64(v),
             OutBuf::F32(v) => NativeOut::F32(v),
+            OutBuf::Bool(v) => NativeOut::Bool(v),
         }
     }
 
@@ -118,6 +125,7 @@ impl OutBuf {
         match self {
             OutBuf::F64(v) => v.clone(),
             OutBuf::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            OutBuf::Bool(v) => v.iter().map(|&x| x as f64).collect(),
         }
     }
 
@@ -141,6 +149,8 @@ fn out_bufs(native: &CompiledFunction, args: &[NativeArg<'_>]) -> Vec<OutBuf> {
             match f.ty(*r).dtype {
                 DType::F32 => OutBuf::F32(vec![f32::NAN; n]),
                 DType::F64 | DType::I64 => OutBuf::F64(vec![f64::NAN; n]),
+                // Not 0 or 1, so an element not written shows.
+                DType::Bool => OutBuf::Bool(vec![-1; n]),
             }
         })
         .collect()
@@ -210,6 +220,8 @@ fn no_allocation_when_shapes_repeat(native: &CompiledFunction, values: &[Value],
                     Owned::F64(d, _) => d.iter_mut().for_each(|x| *x *= 0.5),
                     Owned::F32(d, _) => d.iter_mut().for_each(|x| *x *= 0.5),
                     Owned::I64(_) => {}
+                    // Flipped: still 0 or 1.
+                    Owned::Bools(d, _) => d.iter_mut().for_each(|x| *x = 1 - *x),
                 }
             }
         }

@@ -94,6 +94,8 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         // Rows picked by indices computed from `b` (in 0 ..= 3).
         Op::Gather(_) => ("fn f[N](%a: f64[4, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[N, 2] = gather 0 %a %k\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
         Op::Scatter(_) => ("fn f[N](%a: f64[N, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[4, 2] = scatter 0 %k %a\n  %1: f64[4, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
+        // Element i weighted by i: the index carries no derivative.
+        Op::Iota => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = iota\n  %x: f64[N] = tof64 %i\n  %y: f64[N] = mul %x %a\n  %z: f64[N] = mul %y %a\n  %2: f64 = sum %z\n  ret %2\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),

@@ -226,6 +226,14 @@ fn ba_smallest_input_replays() {
 
 /// The checks above can fail: a 1% error, a zeroed gradient or a wrong
 /// shape is caught by the same comparison.
+/// Nested derivatives through descents that stop on run-time tests: the
+/// four mode pairs give the eval's constants within 1e-9.
+#[test]
+fn particle_and_saddle_replay_strictly() {
+    assert_eq!(replay("particle.jsonl", STRICT), 4);
+    assert_eq!(replay("saddle.jsonl", STRICT), 4);
+}
+
 #[test]
 fn the_comparison_catches_wrong_outputs() {
     let reference = json!([0.5, -2.0, 1e-3]);
@@ -268,10 +276,13 @@ fn bad_messages_get_errors_and_the_tool_keeps_serving() {
     let mut tool = Tool::start();
     let r = tool.send_line("this is not json");
     assert_eq!(r["success"], json!(false), "{r}");
-    let r = tool.ask(&json!({"id": 1, "kind": "define", "module": "saddle"}));
+    let r = tool.ask(&json!({"id": 1, "kind": "define", "module": "no-such-eval"}));
     assert_eq!(r["success"], json!(false));
     assert!(
-        r["error"].as_str().unwrap().contains("loop's gradient"),
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not know the module"),
         "{r}"
     );
     let r = tool.ask(&json!({"id": 2, "kind": "evaluate", "module": "det", "function": "primal", "input": {"A": [1.0, 2.0, 3.0], "ell": 2}}));

@@ -167,7 +167,7 @@ fn errors_name_the_problem() {
         ("fn f(x: f64) -> f64 = if x > 0.0 { x }", &["has no `else`"]),
         ("fn f(x: f64) -> f64 = if x { x } else { x }", &["condition of `if` must be a bool"]),
         ("fn f(x: f64) -> bool = x < 1.0 < 2.0", &["comparisons do not chain"]),
-        ("fn f(b: bool) -> f64 = 1.0", &["can only be static"]),
+        ("fn f(b: bool) -> f64 = b * 2.0", &["`*` needs numbers, not bools"]),
         ("fn f(static x: f64[3]) -> f64 = 1.0", &["static parameter must be a scalar"]),
         (
             "@grad(n)\nfn f(static n: i64, x: f64) -> f64 = x",
@@ -315,8 +315,8 @@ fn array_errors_name_the_problem() {
             &["`tabulate` inside `tabulate` is not supported yet"],
         ),
         (
-            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i * 2])",
-            &["the index can only be offset by a static integer"],
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i] * i)",
+            &["`*` mixes element types f64 and i64"],
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => 1.0)",

@@ -396,8 +396,8 @@ fn run_time_counts_have_clear_limits() {
             "`d2f` cannot be differentiated: differentiating a gradient through a loop is not supported yet",
         ),
         (
-            "fn f(n: i64, x: f64) -> f64 = iterate_until(n, x, s => s > 1.0, s => s * 2.0)",
-            "the bound of `iterate_until` must be known at compile time",
+            "fn f[N](n: i64, x: f64[N], y: f64[3]) -> f64 { let (a, b) = iterate_until(n, (x, y), (a, b) => +/a > 1.0, (a, b) => (a, b)); +/a }",
+            "a loop with a run-time count cannot carry this state",
         ),
         (
             "fn f[N](n: i64, x: f64[N], y: f64[3]) -> f64 { let (a, b) = iterate(n, (x, y), (a, b) => (a, b)); +/a }",

@@ -18,11 +18,7 @@ const OPTS: BackendOptions = BackendOptions {
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
 fn dname(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-        DType::I64 => "i64",
-    }
+    d.name()
 }
 
 /// Parse `text` with each `{key}` replaced by its value.

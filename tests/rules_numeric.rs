@@ -454,7 +454,7 @@ fn check_fast(rule: &Rule, rng: &mut Rng) -> Result<usize, String> {
             let (l, r) = (&lv[lv.len() - 1], &rv[rv.len() - 1]);
             let tol = match l.dtype {
                 DType::F32 => 1e-5,
-                DType::F64 | DType::I64 => 1e-12,
+                DType::F64 | DType::I64 | DType::Bool => 1e-12,
             };
             let mut scale = vec![0.0; l.len()];
             scales(&lv, l.len(), &mut scale);

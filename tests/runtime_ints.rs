@@ -4,41 +4,16 @@
 //! an index out of range as a clear error at the source line. The JIT
 //! must equal the interpreter bit for bit.
 
-use egrad::internals::backend::{compile, BackendOptions};
+mod common;
+
+use common::run_both;
 use egrad::internals::lang::interp::run;
 use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
-use egrad::internals::pipeline::arg_error;
 use egrad::Program;
 
 fn prog(src: &str) -> Program {
     Program::parse_named("ints.eg", src).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Run `f` through the interpreter and the JIT (SIMD on and off): the
-/// results, or the rendered errors, must agree.
-fn run_both(p: &Program, f: &str, args: &[Value]) -> Result<Vec<Value>, String> {
-    let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
-    let refs: Vec<&Value> = args.iter().collect();
-    let render = |e| arg_error(ir, p.file(), e).to_string();
-    let want = run(ir, &refs).map_err(render);
-    for simd in [true, false] {
-        let opts = BackendOptions {
-            verify: true,
-            simd,
-            gemm: false,
-        };
-        let got = compile(ir, &opts).unwrap().call(&refs).map_err(render);
-        match (&got, &want) {
-            (Ok(g), Ok(w)) => {
-                for (a, b) in g.iter().zip(w) {
-                    assert!(a.bits_eq(b), "{f}: jit {a:?} vs interpreter {b:?}");
-                }
-            }
-            _ => assert_eq!(got, want, "{f}"),
-        }
-    }
-    want
 }
 
 fn ints(xs: &[i64]) -> Value {

@@ -113,17 +113,17 @@ impl Libm {
             (Cos, F32) => "cosf",
             (Tan, F32) => "tanf",
             (Pow, F32) => "powf",
-            (Sin, F64 | I64) => "sin",
-            (Cos, F64 | I64) => "cos",
-            (Tan, F64 | I64) => "tan",
-            (Pow, F64 | I64) => "pow",
+            (Sin, F64 | I64 | Bool) => "sin",
+            (Cos, F64 | I64 | Bool) => "cos",
+            (Tan, F64 | I64 | Bool) => "tan",
+            (Pow, F64 | I64 | Bool) => "pow",
             // Not in the C library: `compile_object` refuses the option.
             (Gemm, F32) => "egrad_sgemm",
-            (Gemm, F64 | I64) => "egrad_dgemm",
+            (Gemm, F64 | I64 | Bool) => "egrad_dgemm",
             (RowDot, F32) => "egrad_srowdot",
-            (RowDot, F64 | I64) => "egrad_drowdot",
+            (RowDot, F64 | I64 | Bool) => "egrad_drowdot",
             (ColSum, F32) => "egrad_scolsum",
-            (ColSum, F64 | I64) => "egrad_dcolsum",
+            (ColSum, F64 | I64 | Bool) => "egrad_dcolsum",
         }
     }
 
@@ -133,18 +133,22 @@ impl Libm {
         match (self, dtype) {
             (Sin, F32) => ("egrad_sin_f32", egrad_sin_f32 as *const u8),
             (Cos, F32) => ("egrad_cos_f32", egrad_cos_f32 as *const u8),
-            (Sin, F64 | I64) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
-            (Cos, F64 | I64) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
+            (Sin, F64 | I64 | Bool) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
+            (Cos, F64 | I64 | Bool) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
             (Tan, F32) => ("egrad_tan_f32", egrad_tan_f32 as *const u8),
             (Pow, F32) => ("egrad_pow_f32", egrad_pow_f32 as *const u8),
-            (Tan, F64 | I64) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
-            (Pow, F64 | I64) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
+            (Tan, F64 | I64 | Bool) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
+            (Pow, F64 | I64 | Bool) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
             (Gemm, F32) => ("egrad_sgemm", crate::gemm::egrad_sgemm as *const u8),
-            (Gemm, F64 | I64) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
+            (Gemm, F64 | I64 | Bool) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
             (RowDot, F32) => ("egrad_srowdot", crate::gemv::egrad_srowdot as *const u8),
-            (RowDot, F64 | I64) => ("egrad_drowdot", crate::gemv::egrad_drowdot as *const u8),
+            (RowDot, F64 | I64 | Bool) => {
+                ("egrad_drowdot", crate::gemv::egrad_drowdot as *const u8)
+            }
             (ColSum, F32) => ("egrad_scolsum", crate::gemv::egrad_scolsum as *const u8),
-            (ColSum, F64 | I64) => ("egrad_dcolsum", crate::gemv::egrad_dcolsum as *const u8),
+            (ColSum, F64 | I64 | Bool) => {
+                ("egrad_dcolsum", crate::gemv::egrad_dcolsum as *const u8)
+            }
         }
     }
 }
@@ -278,7 +282,7 @@ fn declare_libm<M: Module>(
 ) -> Result<FuncId, Error> {
     let t = match dtype {
         DType::F32 => types::F32,
-        DType::F64 | DType::I64 => types::F64,
+        DType::F64 | DType::I64 | DType::Bool => types::F64,
     };
     let mut s = module.make_signature();
     if matches!(which, Libm::Gemm | Libm::RowDot | Libm::ColSum) {
@@ -603,7 +607,7 @@ impl NativeBuf {
         match v.dtype {
             DType::F32 => NativeBuf::F32(v.data.iter().map(|&x| x as f32).collect()),
             DType::F64 => NativeBuf::F64(v.data.clone()),
-            DType::I64 => NativeBuf::I64(v.data.iter().map(|&x| x as i64).collect()),
+            DType::I64 | DType::Bool => NativeBuf::I64(v.data.iter().map(|&x| x as i64).collect()),
         }
     }
 
@@ -611,7 +615,7 @@ impl NativeBuf {
         match dtype {
             DType::F32 => NativeBuf::F32(vec![0.0; n]),
             DType::F64 => NativeBuf::F64(vec![0.0; n]),
-            DType::I64 => NativeBuf::I64(vec![0; n]),
+            DType::I64 | DType::Bool => NativeBuf::I64(vec![0; n]),
         }
     }
 

@@ -142,7 +142,8 @@ fn access(op: Op) -> Access {
         | Op::Transpose
         | Op::Reverse
         | Op::Reshape
-        | Op::Gather(_) => Access::IndexMap,
+        | Op::Gather(_)
+        | Op::Iota => Access::IndexMap,
         Op::Scatter(_) => Access::Nest,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
@@ -229,14 +230,14 @@ fn cl_type(d: DType) -> ir::Type {
     match d {
         DType::F32 => types::F32,
         DType::F64 => types::F64,
-        DType::I64 => types::I64,
+        DType::I64 | DType::Bool => types::I64,
     }
 }
 
 fn log2_bytes(d: DType) -> i64 {
     match d {
         DType::F32 => 2,
-        DType::F64 | DType::I64 => 3,
+        DType::F64 | DType::I64 | DType::Bool => 3,
     }
 }
 
@@ -353,7 +354,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             defs: f.definitions(),
             simd: opts.simd,
             gemm: opts.gemm,
-            ints: f.vars.iter().any(|v| v.ty.dtype == DType::I64),
+            ints: f.vars.iter().any(|v| v.ty.dtype.is_int()),
             row: None,
             pads_inside: false,
         }

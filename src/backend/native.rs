@@ -6,7 +6,7 @@
 
 use super::jit::{check_status, CompiledFunction, NativeBuf};
 use super::lower::STATUS_SLOTS;
-use crate::lang::interp::{bind_args, concrete_shape, ArgError, ArgShape};
+use crate::lang::interp::{bind_args, check_bool, concrete_shape, ArgError, ArgShape};
 use crate::lang::types::{DType, Type};
 use std::marker::PhantomData;
 
@@ -38,6 +38,17 @@ pub enum NativeArg<'a> {
     /// An `i64` array of shape `shape` (indices, counts).
     I64s {
         /// The elements, row-major.
+        data: &'a [i64],
+        /// The extents, outermost first.
+        shape: &'a [usize],
+    },
+    /// The value of a `bool` scalar parameter.
+    Bool(bool),
+    /// A `bool` array of shape `shape`, in native code's representation:
+    /// an `i64` 0 (false) or 1 (true) per element, read in place (any
+    /// other value is an argument error).
+    Bools {
+        /// The elements, row-major: each 0 or 1.
         data: &'a [i64],
         /// The extents, outermost first.
         shape: &'a [usize],
@@ -82,13 +93,23 @@ impl<'a> NativeArg<'a> {
         NativeArg::I64s { data, shape }
     }
 
-    /// Elements of the data (1 for an `i64`).
+    /// The value of a `bool` parameter.
+    pub fn bool(b: bool) -> NativeArg<'a> {
+        NativeArg::Bool(b)
+    }
+
+    /// A `bool` array of shape `shape`, as `i64` 0 (false) or 1 (true).
+    pub fn bools(data: &'a [i64], shape: &'a [usize]) -> NativeArg<'a> {
+        NativeArg::Bools { data, shape }
+    }
+
+    /// Elements of the data (1 for a scalar passed by value).
     fn data_len(&self) -> usize {
         match self {
             NativeArg::F64 { data, .. } => data.len(),
             NativeArg::F32 { data, .. } => data.len(),
-            NativeArg::I64s { data, .. } => data.len(),
-            NativeArg::I64(_) => 1,
+            NativeArg::I64s { data, .. } | NativeArg::Bools { data, .. } => data.len(),
+            NativeArg::I64(_) | NativeArg::Bool(_) => 1,
         }
     }
 
@@ -97,16 +118,21 @@ impl<'a> NativeArg<'a> {
         match self {
             NativeArg::F64 { data, .. } => data.as_ptr().cast(),
             NativeArg::F32 { data, .. } => data.as_ptr().cast(),
-            NativeArg::I64s { data, .. } => data.as_ptr().cast(),
-            NativeArg::I64(_) => std::ptr::null(),
+            NativeArg::I64s { data, .. } | NativeArg::Bools { data, .. } => data.as_ptr().cast(),
+            NativeArg::I64(_) | NativeArg::Bool(_) => std::ptr::null(),
         }
     }
 
-    /// The `i64` value, or 0 for an array (what the workspace remembers).
+    /// The value of a scalar passed by value (a `bool` as 0 or 1), or 0
+    /// for an array (what the workspace remembers).
     fn int(&self) -> i64 {
         match self {
             NativeArg::I64(n) => *n,
-            NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => 0,
+            NativeArg::Bool(b) => i64::from(*b),
+            NativeArg::F64 { .. }
+            | NativeArg::F32 { .. }
+            | NativeArg::I64s { .. }
+            | NativeArg::Bools { .. } => 0,
         }
     }
 }
@@ -117,6 +143,7 @@ impl ArgShape for NativeArg<'_> {
             NativeArg::F64 { .. } => DType::F64,
             NativeArg::F32 { .. } => DType::F32,
             NativeArg::I64(_) | NativeArg::I64s { .. } => DType::I64,
+            NativeArg::Bool(_) | NativeArg::Bools { .. } => DType::Bool,
         }
     }
 
@@ -124,8 +151,9 @@ impl ArgShape for NativeArg<'_> {
         match self {
             NativeArg::F64 { shape, .. }
             | NativeArg::F32 { shape, .. }
-            | NativeArg::I64s { shape, .. } => shape,
-            NativeArg::I64(_) => &[],
+            | NativeArg::I64s { shape, .. }
+            | NativeArg::Bools { shape, .. } => shape,
+            NativeArg::I64(_) | NativeArg::Bool(_) => &[],
         }
     }
 
@@ -134,7 +162,20 @@ impl ArgShape for NativeArg<'_> {
     fn scalar(&self) -> Option<f64> {
         match self {
             NativeArg::I64(n) => Some(*n as f64),
-            NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => None,
+            NativeArg::Bool(b) => Some(f64::from(u8::from(*b))),
+            NativeArg::F64 { .. }
+            | NativeArg::F32 { .. }
+            | NativeArg::I64s { .. }
+            | NativeArg::Bools { .. } => None,
+        }
+    }
+
+    fn non_bool(&self) -> Option<f64> {
+        match self {
+            NativeArg::Bools { data, .. } => {
+                data.iter().find(|&&x| x != 0 && x != 1).map(|&x| x as f64)
+            }
+            _ => None,
         }
     }
 }
@@ -152,6 +193,8 @@ pub enum NativeOut<'a> {
     F32(&'a mut [f32]),
     /// For an `i64` result.
     I64(&'a mut [i64]),
+    /// For a `bool` result: 0 (false) or 1 (true) per element.
+    Bool(&'a mut [i64]),
 }
 
 impl NativeOut<'_> {
@@ -160,6 +203,7 @@ impl NativeOut<'_> {
             NativeOut::F64(_) => DType::F64,
             NativeOut::F32(_) => DType::F32,
             NativeOut::I64(_) => DType::I64,
+            NativeOut::Bool(_) => DType::Bool,
         }
     }
 
@@ -167,7 +211,7 @@ impl NativeOut<'_> {
         match self {
             NativeOut::F64(v) => v.len(),
             NativeOut::F32(v) => v.len(),
-            NativeOut::I64(v) => v.len(),
+            NativeOut::I64(v) | NativeOut::Bool(v) => v.len(),
         }
     }
 
@@ -175,7 +219,7 @@ impl NativeOut<'_> {
         match self {
             NativeOut::F64(v) => v.as_mut_ptr().cast(),
             NativeOut::F32(v) => v.as_mut_ptr().cast(),
-            NativeOut::I64(v) => v.as_mut_ptr().cast(),
+            NativeOut::I64(v) | NativeOut::Bool(v) => v.as_mut_ptr().cast(),
         }
     }
 }
@@ -406,7 +450,7 @@ impl CompiledFunction {
             *slot = match a {
                 // An `i64` parameter's buffer holds its value (as `prepare`
                 // makes it); the native code reads the size from `dims`.
-                NativeArg::I64(_) => ws.ints[k..].as_mut_ptr().cast(),
+                NativeArg::I64(_) | NativeArg::Bool(_) => ws.ints[k..].as_mut_ptr().cast(),
                 // SAFETY (of the cast to `*mut`): native code never writes
                 // an input buffer. The plan (`lower::Plan`) numbers the
                 // parameters' buffers first and only ever reads them
@@ -415,9 +459,10 @@ impl CompiledFunction {
                 // returned store and every loop state or tape buffer is an
                 // output or a scratch buffer, and a loop body or VJP called
                 // on an input reads it as its own input.
-                NativeArg::F64 { .. } | NativeArg::F32 { .. } | NativeArg::I64s { .. } => {
-                    a.data_ptr().cast_mut()
-                }
+                NativeArg::F64 { .. }
+                | NativeArg::F32 { .. }
+                | NativeArg::I64s { .. }
+                | NativeArg::Bools { .. } => a.data_ptr().cast_mut(),
             };
         }
         for (slot, o) in out_ptrs.iter_mut().zip(outs.iter_mut()) {
@@ -443,10 +488,13 @@ impl CompiledFunction {
         check_status(&ws.dim_vals)
     }
 
-    /// Each array argument's data must have as many elements as its shape.
+    /// Each array argument's data must have as many elements as its shape,
+    /// and a bool array's be 0 or 1 (checked at every call: the workspace
+    /// does not bind again for new contents).
     fn check_data(&self, args: &[NativeArg<'_>]) -> Result<(), ArgError> {
         let f = &self.func;
         for (i, a) in args.iter().enumerate() {
+            check_bool(f, i, a)?;
             let shape = a.shape();
             if elements(shape) == Some(a.data_len()) {
                 continue;

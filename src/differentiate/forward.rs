@@ -3,7 +3,7 @@
 use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
-use crate::lang::types::{DType, Dim, Type};
+use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;
 
@@ -191,7 +191,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
         // Masks and integers carry no derivative.
-        if s.op.is_piecewise_constant() || f.ty(s.var).dtype == DType::I64 {
+        if s.op.is_piecewise_constant() || f.ty(s.var).dtype.is_int() {
             continue;
         }
         let rules = template::parsed(s.op, Rule::Jvp);
@@ -303,10 +303,12 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
             Some(vb.finish(vec![out]))
         }
     };
+    // The tangent of a frozen state is frozen too (`select` keeps it).
     Ok(Loop {
         count: lp.count.clone(),
         body,
         vjp,
+        settles: lp.settles,
     })
 }
 

@@ -3,7 +3,7 @@
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, VarId};
-use crate::lang::types::{DType, Type};
+use crate::lang::types::Type;
 use crate::ops::Op;
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
@@ -46,7 +46,7 @@ fn activity(f: &Function, wrt: &[usize]) -> Vec<bool> {
     }
     for s in &f.stmts {
         if !s.op.is_piecewise_constant()
-            && f.ty(s.var).dtype != DType::I64
+            && !f.ty(s.var).dtype.is_int()
             && s.args.iter().any(|a| active[a.index()])
         {
             active[s.var.index()] = true;

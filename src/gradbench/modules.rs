@@ -3,15 +3,17 @@
 //! function, how an eval's JSON `input` becomes egrad arguments and how the
 //! results become the JSON `output`.
 //!
-//! The adapters only move data between layouts (JSON arrays to `f64`
-//! arrays and back, a flat matrix to rows, `ba`'s cameras and points
-//! gathered by observation and its sparse Jacobian's index arrays, `ht`'s
-//! integer correspondences as one-hot selection matrices), build the
-//! problem constants that the eval defines by formula and the language
-//! cannot build yet (the grid of `llsq`), and assemble Jacobians column by
-//! column from several forward-mode runs of one compiled function (`ht`);
-//! every number of an output, and every derivative, comes from egrad's own
-//! compilation of the module's program.
+//! The adapters only move data between layouts (JSON arrays to `f64` and
+//! `i64` arrays and back, a flat matrix to rows, the sparse structure of
+//! `ba`'s Jacobian around the values the program gives), build the problem
+//! that the eval defines by formula (the grid of `llsq`, `ba`'s replicated
+//! cameras and points and its observation indices), and assemble Jacobians
+//! column by column from several forward-mode runs of one compiled
+//! function (`ht`); every number of an output, and every derivative, comes
+//! from egrad's own compilation of the module's program, and index data
+//! (`ba`'s observations, `ht`'s bone parents, triangles and
+//! correspondences) is passed as `i64` arrays and gathered with in the
+//! program.
 
 use crate::lang::types::DType;
 use crate::lang::value::Value;
@@ -249,15 +251,66 @@ pub static MODULES: &[Module] = &[
     },
     Module {
         name: "particle",
-        kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/particle.eg"),
+            functions: NESTED_PARTICLE,
+        },
     },
     Module {
         name: "saddle",
-        kind: Kind::Missing(
-            "nested differentiation through iterative optimizers needs reverse mode through a loop's gradient with respect to array parameters, and loops that stop on a run-time test; egrad has neither yet",
-        ),
+        kind: Kind::Shipped {
+            source: include_str!("../../gradbench/saddle.eg"),
+            functions: NESTED_SADDLE,
+        },
+    },
+];
+
+/// `particle` and `saddle`: the same four functions, the modes of the
+/// outer and the inner derivative ([`NESTED_MODES`]), each a function of
+/// the program of that name.
+const NESTED_PARTICLE: &[Function] = &[
+    Function {
+        name: "rr",
+        call: particle_call::<0>,
+        output: scalar_output,
+    },
+    Function {
+        name: "rf",
+        call: particle_call::<1>,
+        output: scalar_output,
+    },
+    Function {
+        name: "fr",
+        call: particle_call::<2>,
+        output: scalar_output,
+    },
+    Function {
+        name: "ff",
+        call: particle_call::<3>,
+        output: scalar_output,
+    },
+];
+
+const NESTED_SADDLE: &[Function] = &[
+    Function {
+        name: "rr",
+        call: saddle_call::<0>,
+        output: flat_output,
+    },
+    Function {
+        name: "rf",
+        call: saddle_call::<1>,
+        output: flat_output,
+    },
+    Function {
+        name: "fr",
+        call: saddle_call::<2>,
+        output: flat_output,
+    },
+    Function {
+        name: "ff",
+        call: saddle_call::<3>,
+        output: flat_output,
     },
 ];
 
@@ -348,6 +401,12 @@ fn count(input: &Json, name: &str) -> Result<u64, String> {
 
 fn f64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
     Value::array(DType::F64, shape, data)
+}
+
+/// Integers (indices) read as numbers: an argument checks that each is a
+/// whole number, and the program checks its indices against the arrays.
+fn i64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
+    Value::array(DType::I64, shape, data)
 }
 
 fn call(function: &str, args: Vec<Value>) -> Call {
@@ -644,28 +703,6 @@ fn lstm_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
 
 // ------------------------------------------------------------------ ht
 
-/// The bone hierarchy `gradbench/ht.eg` implements: ADBench's hand (the
-/// wrist, four bones for each finger chained from it, the forearm).
-const HAND_PARENTS: [i64; 22] = [
-    -1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0, 17, 18, 19, 0,
-];
-
-/// A field that is an array of non-negative integers below `limit`.
-fn indices(input: &Json, name: &str, limit: usize) -> Result<Vec<usize>, String> {
-    let v = field(input, name)?;
-    let xs = v
-        .as_array()
-        .ok_or_else(|| format!("`{name}` must be an array of integers"))?;
-    xs.iter()
-        .map(|x| {
-            x.as_u64()
-                .and_then(|k| usize::try_from(k).ok())
-                .filter(|&k| k < limit)
-                .ok_or_else(|| format!("`{name}` holds {}, not an index below {limit}", short(x)))
-        })
-        .collect()
-}
-
 /// A field that is an array of `n` x `n` matrices, flat.
 fn matrices(input: &Json, name: &str, n: usize) -> Result<(usize, Vec<f64>), String> {
     let v = field(input, name)?;
@@ -684,18 +721,11 @@ fn matrices(input: &Json, name: &str, n: usize) -> Result<(usize, Vec<f64>), Str
     Ok((ms.len(), data))
 }
 
-/// One-hot rows: row i picks column `picks[i]` of `width`.
-fn one_hot(picks: &[usize], width: usize) -> Value {
-    let mut data = vec![0.0; picks.len() * width];
-    for (i, &k) in picks.iter().enumerate() {
-        data[i * width + k] = 1.0;
-    }
-    f64s(vec![picks.len(), width], data)
-}
-
 /// `{theta, data: {model, correspondences, points}, us}`: the model's
-/// arrays, the correspondences as one-hot selection matrices (of vertices,
-/// or of each triangle's three corners when `us` is not empty).
+/// arrays, its bone parents, triangles and the correspondences as `i64`
+/// arrays (the program gathers with them), for `objective_<variant>` or
+/// the Jacobian's columns from `tangent_<variant>`: `simple` when `us` is
+/// empty, else `complicated`.
 fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     let theta = vector(input, "theta")?;
     if theta.len() != 26 {
@@ -706,24 +736,15 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     }
     let data = field(input, "data")?;
     let model = field(data, "model")?;
-    let parents: Vec<i64> = field(model, "parents")?
-        .as_array()
-        .ok_or("`parents` must be an array of integers")?
-        .iter()
-        .map(|p| p.as_i64().ok_or("`parents` must be integers"))
-        .collect::<Result<_, _>>()?;
-    if parents != HAND_PARENTS {
-        return Err(format!(
-            "ht.eg implements ADBench's hand, whose bones have parents {HAND_PARENTS:?}; this model has {parents:?}"
-        ));
-    }
+    let parents = vector(model, "parents")?;
     let (nrel, rel) = matrices(model, "base_relatives", 4)?;
     let (ninv, inv) = matrices(model, "inverse_base_absolutes", 4)?;
     let (v, pw, pos) = matrix(model, "base_positions")?;
     let (wv, wb, wts) = matrix(model, "weights")?;
-    if nrel != 22 || ninv != 22 || pw != 4 || wv != v || wb != 22 {
+    if parents.len() != 22 || nrel != 22 || ninv != 22 || pw != 4 || wv != v || wb != 22 {
         return Err(format!(
-            "the hand model needs 22 base relatives and inverse base absolutes, V x 4 base positions and V x 22 weights; found {nrel}, {ninv}, {v}x{pw} and {wv}x{wb}"
+            "ht.eg poses ADBench's hand of 22 bones: the model needs 22 parents, base relatives and inverse base absolutes, V x 4 base positions and V x 22 weights; found {}, {nrel}, {ninv}, {v}x{pw} and {wv}x{wb}",
+            parents.len()
         ));
     }
     let mirror = match field(model, "is_mirrored")? {
@@ -740,59 +761,42 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     if pc != 3 && c > 0 {
         return Err(format!("`points` must be c x 3, found {c}x{pc}"));
     }
+    let corr = vector(data, "correspondences")?;
+    if corr.len() != c {
+        return Err(format!("{c} points but {} correspondences", corr.len()));
+    }
     let (uc, uw, us) = matrix(input, "us")?;
-    let complicated = uc > 0;
-    let model_args = vec![
+    let mut args = vec![Value::f64(&theta)];
+    let variant = if uc > 0 {
+        if uc != c || uw != 2 {
+            return Err(format!(
+                "with {c} points, `us` must be {c}x2, found {uc}x{uw}"
+            ));
+        }
+        args.push(f64s(vec![c, 2], us));
+        "complicated"
+    } else {
+        "simple"
+    };
+    args.extend([
         f64s(vec![22, 4, 4], rel),
         f64s(vec![22, 4, 4], inv),
         f64s(vec![v, 4], pos),
         f64s(vec![v, 22], wts),
         Value::scalar(DType::F64, mirror),
+        i64s(vec![22], parents),
         f64s(vec![c, 3], points),
-    ];
-    let mut args = vec![Value::f64(&theta)];
-    let f = if complicated {
-        let tris = matrix(model, "triangles")?;
-        let (nt, tw, tri) = tris;
+    ]);
+    if uc > 0 {
+        let (nt, tw, tris) = matrix(model, "triangles")?;
         if tw != 3 {
             return Err(format!("`triangles` must be T x 3, found {nt}x{tw}"));
         }
-        let corr = indices(data, "correspondences", nt)?;
-        if uc != c || uw != 2 || corr.len() != c {
-            return Err(format!(
-                "with {c} points, `us` must be {c}x2 and there must be {c} correspondences; found {uc}x{uw} and {}",
-                corr.len()
-            ));
-        }
-        let corner = |k: usize| -> Result<Value, String> {
-            let picks: Vec<usize> = corr
-                .iter()
-                .map(|&t| {
-                    let x = tri[3 * t + k];
-                    (x.fract() == 0.0 && x >= 0.0 && (x as usize) < v)
-                        .then_some(x as usize)
-                        .ok_or_else(|| {
-                            format!("triangle {t} has a corner {x}, not a vertex index below {v}")
-                        })
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(one_hot(&picks, v))
-        };
-        args.push(f64s(vec![c, 2], us));
-        args.extend(model_args);
-        args.extend([corner(0)?, corner(1)?, corner(2)?]);
-        "complicated"
-    } else {
-        let corr = indices(data, "correspondences", v)?;
-        if corr.len() != c {
-            return Err(format!("{c} points but {} correspondences", corr.len()));
-        }
-        args.extend(model_args);
-        args.push(one_hot(&corr, v));
-        "simple"
-    };
+        args.push(i64s(vec![nt, 3], tris));
+    }
+    args.push(i64s(vec![c], corr));
     if !JAC {
-        return Ok(call(&format!("objective_{f}"), args));
+        return Ok(call(&format!("objective_{variant}"), args));
     }
     // One forward-mode run per column: the unit directions of theta, and
     // in the complicated variant first the all-u0 and all-u1 directions.
@@ -803,6 +807,7 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
         }
         Value::f64(&e)
     };
+    let complicated = uc > 0;
     let mut sets = Vec::new();
     if complicated {
         for k in 0..2 {
@@ -825,7 +830,7 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     }
     let first = sets.remove(0);
     Ok(Call {
-        function: format!("tangent_{f}"),
+        function: format!("tangent_{variant}"),
         wrapper: None,
         args: first,
         more: sets,
@@ -864,9 +869,15 @@ fn ba_sizes(input: &Json) -> Result<(usize, usize, usize), String> {
     Ok((n, m, p))
 }
 
-/// The whole problem, one row per observation: the n cameras and m points
-/// (copies of the input's), gathered by observation (camera i mod n, point
-/// i mod m), with p weights and features.
+/// Observation i's camera and point: GradBench replicates one camera and
+/// one point, and observation i sees camera i mod n and point i mod m.
+fn ba_observation(i: usize, n: usize, m: usize) -> (usize, usize) {
+    (i % n, i % m)
+}
+
+/// The whole problem, as the eval's C++ code builds it: n cameras and m
+/// points (copies of the input's), p weights and features, and the camera
+/// and point of each observation as index arrays.
 fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     let (n, m, p) = ba_sizes(input)?;
     let cam = vector(input, "cam")?;
@@ -881,19 +892,21 @@ fn ba_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
             feat.len()
         ));
     }
-    let cams: Vec<&[f64]> = vec![&cam[..]; n];
-    let points: Vec<&[f64]> = vec![&x[..]; m];
-    let gather = |rows: &[&[f64]], k: usize| -> Vec<f64> {
-        (0..p).flat_map(|i| rows[i % k].iter().copied()).collect()
-    };
-    let feats: Vec<f64> = (0..p).flat_map(|_| feat.iter().copied()).collect();
+    let (cam_of, pt_of): (Vec<f64>, Vec<f64>) = (0..p)
+        .map(|i| {
+            let (c, x) = ba_observation(i, n, m);
+            (c as f64, x as f64)
+        })
+        .unzip();
     Ok(call(
         if JAC { "jacobian" } else { "objective" },
         vec![
-            f64s(vec![p, 11], gather(&cams, n)),
-            f64s(vec![p, 3], gather(&points, m)),
+            f64s(vec![n, 11], cam.repeat(n)),
+            f64s(vec![m, 3], x.repeat(m)),
             f64s(vec![p], vec![w; p]),
-            f64s(vec![p, 2], feats),
+            f64s(vec![p, 2], feat.repeat(p)),
+            i64s(vec![p], cam_of),
+            i64s(vec![p], pt_of),
         ],
     ))
 }
@@ -914,45 +927,34 @@ fn ba_objective(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
     }))
 }
 
-/// The (3p) x (11n + 3m + p) Jacobian in compressed sparse rows: rows
-/// 2i and 2i+1 are observation i's reprojection error (its camera's 11
-/// columns, its point's 3, its weight), rows 2p + i its weight error.
-/// GradBench asks for the first 30 and the last entry of each array.
+/// The (3p) x (11n + 3m + p) Jacobian in compressed sparse rows: the
+/// program gives the values in order; rows 2i and 2i+1 are observation
+/// i's reprojection error (its camera's 11 columns, its point's 3, its
+/// weight), rows 2p + i its weight error. GradBench asks for the first 30
+/// and the last entry of each array.
 fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
     let (n, m, p) = ba_sizes(input)?;
-    let [cx, xx, wx, cy, xy, wy, ww] = &outs[..] else {
+    let vals = single(outs)?;
+    if vals.data.len() != 31 * p {
         return Err(format!(
-            "expected seven results, the program gave {}",
-            outs.len()
+            "the Jacobian has {} values, expected {}",
+            vals.data.len(),
+            31 * p
         ));
-    };
-    let lens = [11, 3, 1, 11, 3, 1, 1];
-    for (v, k) in outs.iter().zip(lens) {
-        if v.data.len() != k * p {
-            return Err(format!(
-                "a Jacobian part has {} numbers, expected {}",
-                v.data.len(),
-                k * p
-            ));
-        }
     }
     let mut rows = vec![0usize];
     let mut cols = Vec::with_capacity(31 * p);
-    let mut vals = Vec::with_capacity(31 * p);
     for i in 0..p {
-        for (c, x, w) in [(cx, xx, wx), (cy, xy, wy)] {
-            cols.extend((0..11).map(|k| 11 * (i % n) + k));
-            cols.extend((0..3).map(|k| 11 * n + 3 * (i % m) + k));
+        let (c, x) = ba_observation(i, n, m);
+        for _ in 0..2 {
+            cols.extend((0..11).map(|k| 11 * c + k));
+            cols.extend((0..3).map(|k| 11 * n + 3 * x + k));
             cols.push(11 * n + 3 * m + i);
-            vals.extend_from_slice(&c.data[11 * i..11 * i + 11]);
-            vals.extend_from_slice(&x.data[3 * i..3 * i + 3]);
-            vals.push(w.data[i]);
             rows.push(cols.len());
         }
     }
     for i in 0..p {
         cols.push(11 * n + 3 * m + i);
-        vals.push(ww.data[i]);
         rows.push(cols.len());
     }
     fn ends<T: Copy>(xs: &[T]) -> Vec<T> {
@@ -960,11 +962,38 @@ fn ba_jacobian(input: &Json, outs: Vec<Value>) -> Result<Json, String> {
         v.extend(xs.last().copied());
         v
     }
-    let vals: Vec<Json> = ends(&vals)
+    let vals: Vec<Json> = ends(&vals.data)
         .into_iter()
         .map(json_number)
         .collect::<Result<_, _>>()?;
     Ok(serde_json::json!({ "rows": ends(&rows), "cols": ends(&cols), "vals": vals }))
+}
+
+// ------------------------------------------------------ particle, saddle
+
+/// Reverse or forward mode for the outer, then the inner derivative.
+const NESTED_MODES: [&str; 4] = ["rr", "rf", "fr", "ff"];
+
+/// `{w}`: the starting control value, for function `NESTED_MODES[M]`.
+fn particle_call<const M: usize>(input: &Json) -> Result<Call, String> {
+    let w = number(field(input, "w")?, "w")?;
+    Ok(call(NESTED_MODES[M], vec![Value::scalar(DType::F64, w)]))
+}
+
+/// `{start: [s1, s2]}`: where both descents start, for function
+/// `NESTED_MODES[M]`.
+fn saddle_call<const M: usize>(input: &Json) -> Result<Call, String> {
+    let start = vector(input, "start")?;
+    let [s1, s2] = start[..] else {
+        return Err(format!(
+            "`start` must have 2 numbers, found {}",
+            start.len()
+        ));
+    };
+    Ok(call(
+        NESTED_MODES[M],
+        vec![Value::scalar(DType::F64, s1), Value::scalar(DType::F64, s2)],
+    ))
 }
 
 #[cfg(test)]
@@ -984,9 +1013,9 @@ mod tests {
     }
 
     #[test]
-    fn missing_modules_name_what_is_missing() {
-        let e = find("particle").unwrap().source().unwrap_err();
-        assert!(e.contains("loop's gradient"), "{e}");
+    fn unknown_modules_and_functions_are_named() {
+        let e = find("hello").err().unwrap();
+        assert!(e.contains("particle, saddle"), "{e}");
         let e = find("llsq").unwrap().function("hessian").err().unwrap();
         assert!(e.contains("primal, gradient"), "{e}");
     }
@@ -1001,5 +1030,9 @@ mod tests {
         assert!(kmeans_call::<false>(&bad).unwrap_err().contains("differ"));
         let bad = serde_json::json!({"x": [1.0, "a"]});
         assert!(lse_call::<false>(&bad).unwrap_err().contains("numbers"));
+        let bad = serde_json::json!({"start": [1.0, 2.0, 3.0]});
+        assert!(saddle_call::<0>(&bad).unwrap_err().contains("2 numbers"));
+        let bad = serde_json::json!({"v": 1.0});
+        assert!(particle_call::<3>(&bad).unwrap_err().contains("`w`"));
     }
 }

@@ -66,6 +66,30 @@ pub trait ArgShape {
     /// The number an `i64` parameter takes from this argument (checked to
     /// be a scalar and a non-negative integer), or `None` if it has none.
     fn scalar(&self) -> Option<f64>;
+    /// For a `bool` argument, its first element that is neither 0 nor 1.
+    fn non_bool(&self) -> Option<f64>;
+}
+
+/// A `bool` argument must hold only 0 (false) and 1 (true): argument `i`
+/// of `f`, when that parameter is a bool.
+pub fn check_bool<A: ArgShape + ?Sized>(f: &Function, i: usize, a: &A) -> Result<(), ArgError> {
+    let Some(p) = f.params.get(i) else {
+        return Ok(());
+    };
+    if f.ty(p.var).dtype != DType::Bool || a.dtype() != DType::Bool {
+        return Ok(());
+    }
+    match a.non_bool() {
+        None => Ok(()),
+        Some(x) => Err(ArgError {
+            site: None,
+            param: Some(i),
+            message: format!(
+                "argument `{}` must be true or false (1 or 0), got {x}",
+                f.var_name(p.var)
+            ),
+        }),
+    }
 }
 
 impl ArgShape for Value {
@@ -80,6 +104,10 @@ impl ArgShape for Value {
     /// The first element, whatever the dtype.
     fn scalar(&self) -> Option<f64> {
         self.data.first().copied()
+    }
+
+    fn non_bool(&self) -> Option<f64> {
+        self.data.iter().copied().find(|&x| x != 0.0 && x != 1.0)
     }
 }
 
@@ -136,6 +164,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                 message: format!("argument `{name}` must be {}, got {}", ty.dtype, a.dtype()),
             });
         }
+        check_bool(f, i, *a)?;
         if a.shape().len() != ty.rank() {
             return Err(ArgError {
                 site: None,
@@ -451,18 +480,44 @@ fn run_loop(
         apply(&lp.body, a, dims)
     };
     let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
+    // A loop that settles stops stepping at the first step that changes
+    // no bit of the state (every later step would give it again), as the
+    // backend does.
+    let settles = lp.settles && !lp.is_scan();
+    let same = |a: &Value, b: &Value| {
+        a.data
+            .iter()
+            .zip(&b.data)
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    };
     Ok(match op {
-        Op::Loop(..) => (0..count).try_fold(args[0].clone(), step_at)?,
+        Op::Loop(..) => {
+            let mut s = args[0].clone();
+            for t in 0..count {
+                let next = step_at(s.clone(), t)?;
+                let settled = settles && same(&next, &s);
+                s = next;
+                if settled {
+                    break;
+                }
+            }
+            s
+        }
         Op::LoopTape(_, k, _) => {
             // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
             let mut rows = Vec::new();
             let mut s = args[0].clone();
+            let mut settled = false;
             for t in 0..count {
                 if t % k == 0 {
                     rows.extend_from_slice(&s.data);
                 }
-                s = step_at(s, t)?;
+                if !settled {
+                    let next = step_at(s.clone(), t)?;
+                    settled = settles && same(&next, &s);
+                    s = next;
+                }
             }
             let mut data = s.data.clone();
             data.extend(rows);

@@ -101,6 +101,12 @@ pub struct Loop {
     /// the body's VJP, made when the loop is differentiated (`loopvjp`
     /// needs it).
     pub vjp: Option<Function>,
+    /// The loop of an `iterate_until`: its body leaves a state unchanged
+    /// once the stop condition holds, so running may stop at the first
+    /// step that changes nothing (bit for bit; exact for any loop that is
+    /// not a scan, whose body is deterministic), and its tape is then
+    /// filled with that state. Only whether the check is paid for.
+    pub settles: bool,
 }
 
 impl Loop {
@@ -650,7 +656,8 @@ impl fmt::Display for Function {
         }
         f.write_str(" {\n")?;
         for (i, l) in self.loops.iter().enumerate() {
-            writeln!(f, "  loop {i} x{} {{", l.count)?;
+            let settles = if l.settles { " settles" } else { "" };
+            writeln!(f, "  loop {i} x{}{settles} {{", l.count)?;
             for part in std::iter::once(&l.body).chain(&l.vjp) {
                 for line in part.to_string().lines() {
                     writeln!(f, "    {line}")?;
@@ -753,7 +760,8 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 break;
             }
             if let Some(head) = line.strip_prefix("loop ").and_then(|h| h.strip_suffix('{')) {
-                let l = parse_loop_header(head, b.function().loops.len()).map_err(|m| err(&m))?;
+                let (l, settles) =
+                    parse_loop_header(head, b.function().loops.len()).map_err(|m| err(&m))?;
                 let mut text = String::new();
                 let mut depth = 0usize;
                 let mut closed = false;
@@ -787,6 +795,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                     count: l,
                     body,
                     vjp,
+                    settles,
                 });
                 continue;
             }
@@ -874,9 +883,10 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
     Ok(out)
 }
 
-/// `K xN` of a `loop K xN {` block: the count (a literal or a size
-/// parameter), if `K` is the next loop.
-fn parse_loop_header(head: &str, next: usize) -> Result<Dim, String> {
+/// `K xN` (or `K xN settles`) of a `loop K xN {` block: the count (a
+/// literal or a size parameter) and [`Loop::settles`], if `K` is the next
+/// loop.
+fn parse_loop_header(head: &str, next: usize) -> Result<(Dim, bool), String> {
     let mut words = head.split_whitespace();
     let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
     let n: Option<Dim> = words
@@ -884,10 +894,15 @@ fn parse_loop_header(head: &str, next: usize) -> Result<Dim, String> {
         .and_then(|w| w.strip_prefix('x'))
         .and_then(|w| Type::parse(&format!("f64[{w}]")))
         .and_then(|t| t.shape.into_iter().next());
-    match (k, n, words.next()) {
-        (Some(k), Some(n), None) if k == next => Ok(n),
-        (Some(k), Some(_), None) => Err(format!("expected loop {next}, found loop {k}")),
-        _ => Err("expected `loop K xN {`".to_string()),
+    let settles = match words.next() {
+        None => Some(false),
+        Some("settles") => Some(true),
+        Some(_) => None,
+    };
+    match (k, n, settles, words.next()) {
+        (Some(k), Some(n), Some(s), None) if k == next => Ok((n, s)),
+        (Some(k), Some(_), Some(_), None) => Err(format!("expected loop {next}, found loop {k}")),
+        _ => Err("expected `loop K xN {` or `loop K xN settles {`".to_string()),
     }
 }
 

@@ -10,9 +10,15 @@ pub enum DType {
     F32,
     /// 64-bit IEEE floating point.
     F64,
-    /// A run-time integer. Only a scalar parameter has this type: it gives
-    /// the value of the size parameter of the same name (a loop count).
+    /// A run-time integer (NumPy's semantics, see `ops::Real for i64`).
+    /// A scalar `i64` parameter also gives the value of the size parameter
+    /// of its name (a loop count).
     I64,
+    /// A run-time `bool`, held as an `i64` 0 or 1 (in native code too).
+    /// Only parameters, results and conversions have this type: the front
+    /// end computes with conditions as masks (`toi64` of a parameter,
+    /// `tobool` of a result).
+    Bool,
 }
 
 impl DType {
@@ -22,6 +28,16 @@ impl DType {
             DType::F32 => "f32",
             DType::F64 => "f64",
             DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Held as an integer in native code (`i64` and `bool`): never active
+    /// in AD, never rewritten, computed in scalar code.
+    pub fn is_int(self) -> bool {
+        match self {
+            DType::I64 | DType::Bool => true,
+            DType::F32 | DType::F64 => false,
         }
     }
 
@@ -31,6 +47,7 @@ impl DType {
             "f32" => Some(DType::F32),
             "f64" => Some(DType::F64),
             "i64" => Some(DType::I64),
+            "bool" => Some(DType::Bool),
             _ => None,
         }
     }
@@ -39,7 +56,7 @@ impl DType {
     pub fn bytes(self) -> usize {
         match self {
             DType::F32 => 4,
-            DType::F64 | DType::I64 => 8,
+            DType::F64 | DType::I64 | DType::Bool => 8,
         }
     }
 
@@ -49,7 +66,7 @@ impl DType {
             DType::F32 => x as f32 as f64,
             // Kept as given: a fractional count is refused where it is
             // bound (`interp::bind_args`), not silently truncated.
-            DType::F64 | DType::I64 => x,
+            DType::F64 | DType::I64 | DType::Bool => x,
         }
     }
 }

@@ -101,6 +101,7 @@ pub fn format_elem(dtype: DType, x: f64) -> String {
         ),
         DType::F64 => fmt_float(x, |v| format!("{v}"), |v| format!("{v:e}")),
         DType::I64 => format!("{}", x as i64),
+        DType::Bool => (x != 0.0).to_string(),
     };
     s
 }

@@ -10,7 +10,7 @@ impl Op {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
             // Integers carry no derivative.
-            Op::Rem | Op::Convert(_) => true,
+            Op::Rem | Op::Convert(_) | Op::Iota => true,
             Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)
             | Op::Zero
@@ -110,6 +110,7 @@ impl Op {
             | Op::Convert(_)
             | Op::Gather(_)
             | Op::Scatter(_)
+            | Op::Iota
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -125,7 +126,7 @@ impl Op {
             Op::Index(_) | Op::SumLead | Op::SumTail | Op::MatMul | Op::Transpose => false,
             Op::Reverse => false,
             Op::Reshape => true,
-            Op::Scatter(_) => true,
+            Op::Scatter(_) | Op::Iota => true,
             Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
@@ -192,7 +193,7 @@ impl Op {
             | Op::Select
             | Op::Rem
             | Op::Convert(_) => true,
-            Op::Gather(_) | Op::Scatter(_) => false,
+            Op::Gather(_) | Op::Scatter(_) | Op::Iota => false,
             Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
             Op::Slice(_)
             | Op::Pad(_)

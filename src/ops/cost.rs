@@ -10,6 +10,8 @@ impl Op {
     pub fn flops(&self) -> f64 {
         match self {
             Op::Const(_) | Op::Zero => 0.0,
+            // The loop index itself.
+            Op::Iota => 0.0,
             // A broadcast is fused into its consumer: reading the scalar is free.
             Op::Bcast => 0.0,
             Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,

@@ -12,7 +12,7 @@ impl Op {
     /// broadcast. The template of `bcast` (from `sum`) takes the operand's type.
     pub fn vjp(&self) -> Vec<String> {
         let fixed: &[&str] = match self {
-            Op::Const(_) | Op::Zero => &[],
+            Op::Const(_) | Op::Zero | Op::Iota => &[],
             Op::Add => &["?g", "?g"],
             Op::Sub => &["?g", "(neg ?g)"],
             Op::Mul => &["(mul ?g ?b)", "(mul ?g ?a)"],
@@ -74,7 +74,7 @@ impl Op {
     /// contributions of the operands that have a tangent.
     pub fn jvp(&self) -> Vec<String> {
         match self {
-            Op::Const(_) | Op::Zero => Vec::new(),
+            Op::Const(_) | Op::Zero | Op::Iota => Vec::new(),
             // Element-wise: the Jacobian is diagonal, so the tangent's
             // contribution is the VJP template (linear in `?g`) with the
             // tangent in place of the cotangent.
@@ -160,7 +160,7 @@ impl Op {
             Op::LoopVjp(..) => i == 1,
             Op::Gather(_) => i == 0,
             Op::Scatter(_) => i == 1,
-            Op::Rem | Op::Convert(_) => false,
+            Op::Rem | Op::Convert(_) | Op::Iota => false,
             Op::Loop(..) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero

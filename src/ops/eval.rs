@@ -40,7 +40,7 @@ macro_rules! elem {
             match dtype {
                 DType::F32 => go::<f32>(xs).to_f64(),
                 DType::F64 => go::<f64>(xs).to_f64(),
-                DType::I64 => go::<i64>(xs).to_f64(),
+                DType::I64 | DType::Bool => go::<i64>(xs).to_f64(),
             }
         }
     };
@@ -81,6 +81,8 @@ pub fn fold_row(xs: &[f64], init: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
 fn convert(x: f64, d: DType) -> f64 {
     match d {
         DType::I64 => x as i64 as f64,
+        // Non-zero is true (NaN included, as NumPy's `bool`).
+        DType::Bool => f64::from(u8::from(x != 0.0)),
         DType::F32 | DType::F64 => d.round(x),
     }
 }
@@ -119,6 +121,13 @@ impl Op {
         match self {
             Op::Const(l) => Value::scalar(l.dtype, l.value()),
             Op::Zero => fill(0.0),
+            Op::Iota => Value {
+                dtype,
+                shape: out_shape.to_vec(),
+                data: (0..out_shape.iter().product())
+                    .map(|i: usize| i as f64)
+                    .collect(),
+            },
             // Their meaning is a loop body of the enclosing function: the
             // interpreter runs them (`lang::interp`), and constant folding
             // skips them (`Op::is_loop`).

@@ -29,7 +29,7 @@ impl Lit {
         match self.dtype {
             DType::F32 => format!("{:?}", self.value() as f32),
             DType::F64 => format!("{:?}", self.value()),
-            DType::I64 => format!("{}", self.value() as i64),
+            DType::I64 | DType::Bool => format!("{}", self.value() as i64),
         }
     }
 

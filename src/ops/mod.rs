@@ -123,7 +123,8 @@ pub enum Op {
     Rem,
     /// `toi64`, `tof64`, `tof32`: element-wise conversion to the dtype.
     /// To `i64`: truncation toward zero, saturating at the `i64` range,
-    /// NaN to 0 (Rust's `as`); from `i64`: the nearest float. Piecewise
+    /// NaN to 0 (Rust's `as`); from `i64`: the nearest float; `tobool`:
+    /// 1 where the operand is not zero (NaN included), else 0. Piecewise
     /// constant (it only ever converts to or from integers, which carry no
     /// derivative).
     Convert(DType),
@@ -137,6 +138,9 @@ pub enum Op {
     /// (the adjoint of `gather`); an index outside `0 .. L` is a run-time
     /// error at source byte offset `s`.
     Scatter(u64),
+    /// `iota`: the vector `0, 1, ..., L-1` of the annotated type `i64[L]`
+    /// (the index of `tabulate` as a number). No operand, no derivative.
+    Iota,
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -210,6 +214,8 @@ pub const ALL_OPS: &[Op] = &[
     Op::Convert(DType::F32),
     Op::Convert(DType::F64),
     Op::Convert(DType::I64),
+    Op::Convert(DType::Bool),
     Op::Gather(0),
     Op::Scatter(0),
+    Op::Iota,
 ];

@@ -57,8 +57,10 @@ impl Op {
             Op::Convert(DType::F32) => "tof32",
             Op::Convert(DType::F64) => "tof64",
             Op::Convert(DType::I64) => "toi64",
+            Op::Convert(DType::Bool) => "tobool",
             Op::Gather(_) => "gather",
             Op::Scatter(_) => "scatter",
+            Op::Iota => "iota",
             Op::Loop(_, false) => "loop",
             Op::LoopTape(_, _, false) => "looptape",
             Op::LoopVjp(_, _, _, false) => "loopvjp",
@@ -99,7 +101,7 @@ impl Op {
     /// Number of array operands.
     pub fn arity(&self) -> usize {
         match self {
-            Op::Const(_) | Op::Zero => 0,
+            Op::Const(_) | Op::Zero | Op::Iota => 0,
             Op::Neg
             | Op::Sin
             | Op::Cos

@@ -32,8 +32,29 @@ impl Op {
                 .cloned()
                 .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
         };
+        // A bool (0 or 1) is only converted or moved, never computed with
+        // (the front end computes with conditions as masks).
+        let moves = (self.payload().is_some() && !matches!(self, Op::Scatter(_)))
+            || matches!(
+                self,
+                Op::Convert(_)
+                    | Op::Bcast
+                    | Op::Repeat
+                    | Op::Spread
+                    | Op::Reshape
+                    | Op::Transpose
+                    | Op::Reverse
+            );
+        if !moves {
+            if let Some(a) = args.iter().find(|a| a.dtype == DType::Bool) {
+                return Err(OpTypeError(format!(
+                    "`{}` does not take bool operands, got {a}",
+                    self.name()
+                )));
+            }
+        }
         if self.float_only() {
-            if let Some(a) = args.iter().find(|a| a.dtype == DType::I64) {
+            if let Some(a) = args.iter().find(|a| a.dtype.is_int()) {
                 return Err(OpTypeError(format!(
                     "`{}` needs floating-point operands, got {a}",
                     self.name()
@@ -246,6 +267,13 @@ impl Op {
                     return Err(OpTypeError(format!(
                         "`scatter` to {t} needs i64 indices and one row of it per index, got {idx} and {vals}"
                     )));
+                }
+                Ok(t)
+            }
+            Op::Iota => {
+                let t = need_annot()?;
+                if t.dtype != DType::I64 || t.rank() != 1 {
+                    return Err(OpTypeError(format!("`iota` gives an i64 vector, not {t}")));
                 }
                 Ok(t)
             }

@@ -190,7 +190,7 @@ impl Condition<Node, Analysis> for Guards {
                 .data
                 .ty
                 .as_ref()
-                .is_none_or(|t| t.dtype != DType::I64),
+                .is_none_or(|t| !t.dtype.is_int()),
         };
         dtype_ok && self.guards.iter().all(|g| g.holds(egraph, subst))
     }

@@ -275,3 +275,37 @@ pub fn finite_differences(
     }
     out
 }
+
+/// Run `f` through the interpreter and the JIT (SIMD on and off): the
+/// results, or the rendered errors, must agree.
+#[allow(dead_code)]
+pub fn run_both(
+    p: &egrad::Program,
+    f: &str,
+    args: &[egrad::Value],
+) -> Result<Vec<egrad::Value>, String> {
+    use egrad::internals::backend::{compile, BackendOptions};
+    use egrad::internals::lang::interp::run;
+    use egrad::internals::pipeline::arg_error;
+    let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
+    let refs: Vec<&egrad::Value> = args.iter().collect();
+    let render = |e| arg_error(ir, p.file(), e).to_string();
+    let want = run(ir, &refs).map_err(render);
+    for simd in [true, false] {
+        let opts = BackendOptions {
+            verify: true,
+            simd,
+            gemm: false,
+        };
+        let got = compile(ir, &opts).unwrap().call(&refs).map_err(render);
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => {
+                for (a, b) in g.iter().zip(w) {
+                    assert!(a.bits_eq(b), "{f}: jit {a:?} vs interpreter {b:?}");
+                }
+            }
+            _ => assert_eq!(got, want, "{f}"),
+        }
+    }
+    want
+}

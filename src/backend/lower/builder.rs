@@ -76,6 +76,37 @@ impl<'a, 'b> Translator<'a, 'b> {
         Ok(())
     }
 
+    /// `for i in 0..len { if body(i) != 0 { break } }`: `body` returns
+    /// an `i64` flag that ends the loop early; leaves the builder after
+    /// the loop.
+    pub(super) fn translate_loop_until(
+        &mut self,
+        len: ir::Value,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<ir::Value, Error>,
+    ) -> Result<(), Error> {
+        let i = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(i, zero);
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(header);
+        let iv = self.b.use_var(i);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, len);
+        self.b.ins().brif(more, body_block, &[], exit, &[]);
+
+        self.b.switch_to_block(body_block);
+        let stop = body(self, iv)?;
+        let next = self.b.ins().iadd_imm_s(iv, 1);
+        self.b.def_var(i, next);
+        self.b.ins().brif(stop, exit, &[], header, &[]);
+
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
     /// The value of size parameter `p` (loaded from `dims`).
     fn size_param(&self, p: &str) -> Result<ir::Value, Error> {
         let idx = self

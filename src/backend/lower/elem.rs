@@ -6,7 +6,6 @@ use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
-use crate::lang::types::DType;
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
@@ -88,16 +87,17 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// or reads an `i64` value (integers run in scalar code; a `gather`'s
     /// indices are read lane by lane). The walk goes on through index maps
     /// (unlike [`Translator::tree_nodes`]): a row shift or a view computes
-    /// its operand's vector itself, at its own index, so `f64(ix)` under
-    /// `tabulate[N-1](i => f64(ix)[i])` is vector code too.
+    /// its operand in place, at its own index, so the `f64(ix)` under
+    /// `tabulate[N-1](i => f64(ix)[i])` is part of the tree, which then
+    /// runs in scalar code.
     pub(super) fn vectorizable(&self, v: VarId) -> Result<bool, Error> {
         if !self.ints {
             return Ok(true);
         }
-        if self.f.ty(v).dtype == DType::I64 {
+        if self.f.ty(v).dtype.is_int() {
             return Ok(false);
         }
-        let ints = |a: &VarId| self.f.ty(*a).dtype == DType::I64;
+        let ints = |a: &VarId| self.f.ty(*a).dtype.is_int();
         let mut stack = vec![v];
         let mut seen = std::collections::HashSet::from([v]);
         while let Some(x) = stack.pop() {

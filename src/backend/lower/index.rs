@@ -186,6 +186,10 @@ impl<'a, 'b> Translator<'a, 'b> {
         i: ir::Value,
     ) -> Result<ir::Value, Error> {
         let stmt = self.f.stmts[s].clone();
+        if stmt.op == Op::Iota {
+            // Element i is i (a vector: no row context applies).
+            return Ok(i);
+        }
         let out = self.f.ty(stmt.var).clone();
         let dtype = out.dtype;
         let a = *stmt

@@ -5,7 +5,7 @@ use super::vector::Source;
 use super::{log2_bytes, CallSite, LoopBufs, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
@@ -72,6 +72,12 @@ impl<'a, 'b> Translator<'a, 'b> {
             None => None,
         };
         let scan = seq.is_some();
+        // A loop that settles (`Loop::settles`) stops stepping once a step
+        // changes no bit of the state: a flag, set then, skips the body's
+        // calls (the state buffers then hold the same bits, so the
+        // alternation between them goes on unchanged).
+        let settles = lp.settles && !scan;
+        let dtype = state.dtype;
         // The inputs of a body call at step `t`: the state, and in a scan
         // row `t` of the sequence.
         let ins = move |t: &mut Self, st: ir::Value, step: ir::Value| -> Vec<ir::Value> {
@@ -101,14 +107,30 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let other = opt(self, lb.other)?;
                 let body = self.call_site(l, false)?;
                 let (cur, nxt) = self.translate_ping_pong(x, n, h, other, width)?;
-                self.translate_loop(n, &mut |t, i| {
+                // One step; with `settles`, whether it changed nothing.
+                let step = |t: &mut Self, i: ir::Value| -> Result<Option<ir::Value>, Error> {
                     let c = t.b.use_var(cur);
                     let o = t.b.use_var(nxt);
                     let args = ins(t, c, i);
                     t.translate_call(body, &args, o)?;
                     t.translate_swap(cur, nxt, h, other);
-                    Ok(())
-                })?;
+                    settles
+                        .then(|| t.translate_same(c, o, width, dtype))
+                        .transpose()
+                };
+                if settles {
+                    self.translate_loop_until(n, &mut |t, i| {
+                        step(t, i)?.ok_or_else(|| Error::internal("backend: a settling step"))
+                    })?;
+                    // Stopped early, the state may be in the other buffer.
+                    let c = self.b.use_var(cur);
+                    let home = self.b.ins().icmp(IntCC::Equal, c, h);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let len = self.b.ins().select(home, zero, width);
+                    self.translate_copy(c, h, len, dtype)?;
+                } else {
+                    self.translate_loop(n, &mut |t, i| step(t, i).map(|_| ()))?;
+                }
                 when_zero(self, &mut |t| t.translate_fill(x, h, width))
             }
             Op::LoopTape(_, k, _) => {
@@ -134,6 +156,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let step = self.translate_var(zero);
                 let row2 = self.b.ins().iadd(row1, rowbytes);
                 let row = self.translate_var(row2);
+                let settled = self.translate_var(zero);
                 self.translate_loop(n, &mut |t, i| {
                     let c = t.b.use_var(cur);
                     let sp = t.b.use_var(step);
@@ -147,7 +170,25 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let o = t.b.ins().select(seg_end, r, between);
                     let o = t.b.ins().select(all_end, h, o);
                     let args = ins(t, c, i);
-                    t.translate_call(body, &args, o)?;
+                    if settles {
+                        // Settled: the tape's rows still get the state.
+                        let flag = t.b.use_var(settled);
+                        let flag = t.translate_if(
+                            flag,
+                            types::I64,
+                            &mut |t| {
+                                t.translate_copy(c, o, width, dtype)?;
+                                Ok(flag)
+                            },
+                            &mut |t| {
+                                t.translate_call(body, &args, o)?;
+                                t.translate_same(c, o, width, dtype)
+                            },
+                        )?;
+                        t.b.def_var(settled, flag);
+                    } else {
+                        t.translate_call(body, &args, o)?;
+                    }
                     t.b.def_var(cur, o);
                     let zero = t.b.ins().iconst(types::I64, 0);
                     let sp = t.b.ins().select(seg_end, zero, s1);
@@ -335,6 +376,64 @@ impl<'a, 'b> Translator<'a, 'b> {
         let on_p = self.b.ins().icmp(IntCC::Equal, o, p);
         let n = self.b.ins().select(on_p, q, p);
         self.b.def_var(nxt, n);
+    }
+
+    /// 1 if the `width` elements of `dtype` at `a` and at `b` have the same
+    /// bits, else 0 (an `i64`).
+    fn translate_same(
+        &mut self,
+        a: ir::Value,
+        b: ir::Value,
+        width: ir::Value,
+        dtype: DType,
+    ) -> Result<ir::Value, Error> {
+        let it = if dtype == DType::F32 {
+            types::I32
+        } else {
+            types::I64
+        };
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let acc = self.translate_var(zero);
+        let flags = MemFlagsData::trusted();
+        self.translate_loop(width, &mut |t, i| {
+            let pa = t.translate_addr(dtype, a, i);
+            let pb = t.translate_addr(dtype, b, i);
+            let x = t.b.ins().load(it, flags, pa, 0);
+            let y = t.b.ins().load(it, flags, pb, 0);
+            let mut d = t.b.ins().bxor(x, y);
+            if it != types::I64 {
+                d = t.b.ins().uextend(types::I64, d);
+            }
+            let sofar = t.b.use_var(acc);
+            let d = t.b.ins().bor(sofar, d);
+            t.b.def_var(acc, d);
+            Ok(())
+        })?;
+        let diff = self.b.use_var(acc);
+        let same = self.b.ins().icmp_imm_s(IntCC::Equal, diff, 0);
+        Ok(self.b.ins().uextend(types::I64, same))
+    }
+
+    /// Copy the `width` elements of `dtype` at `src` to `dst`.
+    fn translate_copy(
+        &mut self,
+        src: ir::Value,
+        dst: ir::Value,
+        width: ir::Value,
+        dtype: DType,
+    ) -> Result<(), Error> {
+        let it = if dtype == DType::F32 {
+            types::I32
+        } else {
+            types::I64
+        };
+        self.translate_loop(width, &mut |t, i| {
+            let ps = t.translate_addr(dtype, src, i);
+            let x = t.b.ins().load(it, MemFlagsData::trusted(), ps, 0);
+            let pd = t.translate_addr(dtype, dst, i);
+            t.b.ins().store(MemFlagsData::trusted(), x, pd, 0);
+            Ok(())
+        })
     }
 
     /// A fresh 64-bit variable holding `x`.

@@ -27,7 +27,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Error::internal(format!("backend: `{}` is missing operand {k}", op.name()))
             })
         };
-        if dtype == DType::I64 {
+        if dtype.is_int() {
             return self.translate_int_op(op, args);
         }
         Ok(match op {
@@ -82,6 +82,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Reshape
             | Op::Gather(_)
             | Op::Scatter(_)
+            | Op::Iota
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail
@@ -104,7 +105,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             DType::F64 => self.b.ins().f64const(x),
             // Saturating, like the evaluator's conversion (`-inf`, the
             // identity of `maxall`, is the least `i64`).
-            DType::I64 => self.b.ins().iconst(types::I64, x as i64),
+            DType::I64 | DType::Bool => self.b.ins().iconst(types::I64, x as i64),
         }
     }
 
@@ -190,6 +191,20 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn translate_convert(&mut self, d: DType, x: ir::Value) -> ir::Value {
         let from = self.b.func.dfg.value_type(x);
         let to = cl_type(d);
+        if d == DType::Bool {
+            // 1 where not zero (NaN included: `fcmp ne` holds).
+            let c = if from == types::I64 {
+                self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0)
+            } else {
+                let zero = if from == types::F32 {
+                    self.b.ins().f32const(0.0)
+                } else {
+                    self.b.ins().f64const(0.0)
+                };
+                self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+            };
+            return self.b.ins().uextend(types::I64, c);
+        }
         match (from == types::I64, d == DType::I64) {
             (true, true) => x,
             (false, true) => self.b.ins().fcvt_to_sint_sat(types::I64, x),

@@ -40,7 +40,7 @@ pub(super) fn vec_type(d: DType) -> ir::Type {
         DType::F32 => types::F32X4,
         DType::F64 => types::F64X2,
         // Never used: integer trees run in scalar code (`Translator::vectorizable`).
-        DType::I64 => types::I64X2,
+        DType::I64 | DType::Bool => types::I64X2,
     }
 }
 
@@ -48,7 +48,7 @@ pub(super) fn vec_type(d: DType) -> ir::Type {
 pub(super) fn lanes(d: DType) -> i64 {
     match d {
         DType::F32 => 4,
-        DType::F64 | DType::I64 => 2,
+        DType::F64 | DType::I64 | DType::Bool => 2,
     }
 }
 

@@ -13,6 +13,15 @@ impl<'a> FnCx<'a> {
     /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of
     /// the enclosing `tabulate`).
     pub(super) fn index(&mut self, v: Val, vspan: Span, k: Val, kspan: Span, hint: &str) -> Val {
+        // Elements of a condition are conditions.
+        if let Val::Mask(m) = v {
+            if !self.ty(m).is_scalar() {
+                return match self.index(Val::Var(m), vspan, k, kspan, hint) {
+                    Val::Var(x) => Val::Mask(x),
+                    other => other,
+                };
+            }
+        }
         let x = match v {
             Val::Err => return Val::Err,
             Val::Var(x) if !self.ty(x).is_scalar() => x,
@@ -137,7 +146,8 @@ impl<'a> FnCx<'a> {
         let mut vals = Vec::new();
         for a in args {
             let v = self.lower(a, &[]);
-            vals.push(self.single(v, a.span).into_number());
+            let v = self.single(v, a.span);
+            vals.push(self.number(v));
         }
         let x = match &vals[0] {
             Val::Var(x) if !self.ty(*x).is_scalar() => *x,
@@ -213,7 +223,8 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         }
         let v = self.lower(&args[0], &[]);
-        let v = self.single(v, args[0].span).into_number();
+        let v = self.single(v, args[0].span);
+        let v = self.number(v);
         let int = to == DType::I64;
         match v {
             Val::Err => Val::Err,
@@ -274,8 +285,14 @@ impl<'a> FnCx<'a> {
         let mark = self.env.len();
         self.env.push((param.name.clone(), Val::Idx(0)));
         let v = self.lower(body, hints);
+        let v = self.number(v);
         self.env.truncate(mark);
         let hint = hints.first().copied().unwrap_or("");
+        // A condition per index is a condition of the stack's shape.
+        let (v, mask) = match v {
+            Val::Mask(m) => (Val::Var(m), true),
+            v => (v, false),
+        };
         let out = match v {
             Val::Err => Val::Err,
             Val::Var(x) if self.batched.contains(&x) => Val::Var(x),
@@ -302,7 +319,10 @@ impl<'a> FnCx<'a> {
         };
         self.batch = None;
         self.batched.clear();
-        out
+        match out {
+            Val::Var(x) if mask => Val::Mask(x),
+            out => out,
+        }
     }
 
     /// A two-argument builtin (`pow`, `max`, `min`): element-wise with
@@ -334,6 +354,70 @@ impl<'a> FnCx<'a> {
             }
         }
         ok.then_some(xs)
+    }
+
+    /// `argmax(x)` or `argmin(x)`: the index of the first largest
+    /// (smallest) element of a vector, an `i64`, or of each row of a
+    /// matrix, an `i64[M]`; the index of the first NaN if there is one
+    /// (NumPy's rule), and the largest `i64` for an empty row. No op of
+    /// its own: the extremum (`maxall`, or `maxtail` per row) broadcast
+    /// back, the elements equal to it or NaN, and the least of their
+    /// indices (`iota`, `select`, `minall` or `mintail`). The indices
+    /// carry no derivative; `x[argmax(x)]` is a gather, differentiable.
+    pub(super) fn arg_extremum(&mut self, e: &Expr, name: &str, x: VarId, hint: &str) -> Val {
+        let t = self.ty(x);
+        if t.rank() > 2 || self.batched.contains(&x) {
+            let what = if t.rank() > 2 {
+                format!("`{name}` takes a vector or a matrix (the index in each row), but this has type {t}")
+            } else {
+                format!("`{name}` of a value that depends on the index of `tabulate` is not supported yet")
+            };
+            self.error(Diagnostic::new(e.span, what));
+            return Val::Err;
+        }
+        let (ext, first, spread) = match (t.rank(), name == "argmax") {
+            (1, true) => (Op::MaxAll, Op::MinAll, Op::Bcast),
+            (1, false) => (Op::MinAll, Op::MinAll, Op::Bcast),
+            (_, true) => (Op::MaxTail, Op::MinTail, Op::Spread),
+            (_, false) => (Op::MinTail, Op::MinTail, Op::Spread),
+        };
+        let ints = Type::array(DType::I64, t.shape.clone());
+        let Val::Var(m) = self.push_plain("", ext, &[x], None) else {
+            return Val::Err;
+        };
+        let Val::Var(m) = self.push_plain("", spread, &[m], Some(&t)) else {
+            return Val::Err;
+        };
+        let Val::Var(mut hit) = self.push_plain("", Op::Eq, &[x, m], None) else {
+            return Val::Err;
+        };
+        if t.dtype != DType::I64 {
+            // The extremum is NaN when some element is: the NaNs are hits.
+            let Val::Var(nan) = self.push_plain("", Op::Ne, &[x, x], None) else {
+                return Val::Err;
+            };
+            let Val::Var(h) = self.push_plain("", Op::Max, &[hit, nan], None) else {
+                return Val::Err;
+            };
+            hit = self.mask_as(h, DType::I64);
+        }
+        let row = Type::array(DType::I64, vec![t.shape[t.rank() - 1].clone()]);
+        let Val::Var(mut idx) = self.push_plain("", Op::Iota, &[], Some(&row)) else {
+            return Val::Err;
+        };
+        if t.rank() == 2 {
+            let Val::Var(r) = self.push_plain("", Op::Repeat, &[idx], Some(&ints)) else {
+                return Val::Err;
+            };
+            idx = r;
+        }
+        let Val::Var(none) = self.materialize(i64::MAX as f64, &ints, "") else {
+            return Val::Err;
+        };
+        let Val::Var(c) = self.push_plain("", Op::Select, &[hit, idx, none], None) else {
+            return Val::Err;
+        };
+        self.push_plain(hint, first, &[c], None)
     }
 
     /// `concat(a, b)`: the rows of `a`, then those of `b`; its length is

@@ -32,6 +32,10 @@ impl<'a> FnCx<'a> {
             let v = self.b.param(name, ty.clone(), *span);
             if ty.dtype == DType::I64 && ty.is_scalar() {
                 self.env.push((name.clone(), Val::Count(name.clone(), v)));
+            } else if ty.dtype == DType::Bool {
+                // A condition: computed with as an `i64` mask.
+                let m = self.mask_as(v, DType::I64);
+                self.env.push((name.clone(), Val::Mask(m)));
             } else {
                 self.env.push((name.clone(), Val::Var(v)));
             }

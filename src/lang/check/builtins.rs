@@ -33,8 +33,18 @@ pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose
 /// `reverse(x)` (the op [`Op::Reverse`]), `concat(a, b)` (lowered to
 /// `pad`, `add` and `reverse`, see `FnCx::concat`) and `scatter_add(x,
 /// idx, rows)` (lowered to [`Op::Scatter`] and `add`); `flatten(x)` and
-/// `reshape[d, ...](x)` (the op [`Op::Reshape`]).
-pub const ARRAY_BUILTINS: &[&str] = &["reverse", "concat", "scatter_add", "flatten", "reshape"];
+/// `reshape[d, ...](x)` (the op [`Op::Reshape`]); `argmax(x)` and
+/// `argmin(x)` of a vector or of each row of a matrix (see
+/// `FnCx::arg_extremum`).
+pub const ARRAY_BUILTINS: &[&str] = &[
+    "reverse",
+    "concat",
+    "scatter_add",
+    "flatten",
+    "reshape",
+    "argmax",
+    "argmin",
+];
 
 /// The conversions between integers and floating point, named by the
 /// element type they give ([`Op::Convert`]).

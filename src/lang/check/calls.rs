@@ -38,7 +38,8 @@ impl<'a> FnCx<'a> {
                 .iter()
                 .map(|a| {
                     let v = self.lower(a, &[]);
-                    self.single(v, a.span)
+                    let v = self.single(v, a.span);
+                    self.number(v)
                 })
                 .collect();
             let want = op.arity();
@@ -67,7 +68,7 @@ impl<'a> FnCx<'a> {
                     }
                 }
             }
-            let mut vals = vals.into_iter().map(|v| match v.into_number() {
+            let mut vals = vals.into_iter().map(|v| match v {
                 Val::Int(i) => Val::Const(i as f64),
                 v => v,
             });
@@ -121,6 +122,12 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             };
             return self.concat(e, args, &xs, hint);
+        }
+        if name == "argmax" || name == "argmin" {
+            let Some(xs) = self.array_args(e, name, args) else {
+                return Val::Err;
+            };
+            return self.arg_extremum(e, name, xs[0], hint);
         }
         if name == "flatten" {
             let Some(xs) = self.array_args(e, name, args) else {
@@ -247,6 +254,22 @@ impl<'a> FnCx<'a> {
             );
             return Val::Err;
         }
+        // A condition passed for a run-time `bool` parameter is a bool.
+        let vals: Vec<Val> = vals
+            .into_iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let dynamic_bool = sig.statics.get(k).copied().flatten().is_none()
+                    && sig.params[k].1.dtype == DType::Bool;
+                match v {
+                    Val::Mask(m) if dynamic_bool => Val::Var(self.mask_as(m, DType::Bool)),
+                    Val::Bool(b) if dynamic_bool => {
+                        Val::Var(self.b.constant(DType::Bool, f64::from(u8::from(b))))
+                    }
+                    v => v,
+                }
+            })
+            .collect();
         // Static arguments must be known now; they specialize the callee.
         let mut statics: Vec<(usize, Val)> = Vec::new();
         let mut ok = true;
@@ -341,7 +364,7 @@ impl<'a> FnCx<'a> {
                     ok = false;
                     continue;
                 }
-                Val::Const(_) | Val::Int(_) => continue,
+                Val::Const(_) | Val::Int(_) if pty.dtype != DType::Bool => continue,
                 other => {
                     ok = false;
                     let t = self.describe(other);
@@ -576,6 +599,7 @@ impl<'a> FnCx<'a> {
                 count,
                 body: subst_function(&l.body, subst, &sizes),
                 vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+                settles: l.settles,
             });
         }
         let renumber = |op: Op| op.map_loop(|l| l + offset);

@@ -7,7 +7,7 @@ use crate::error::span::Diagnostic;
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, VarId};
 use crate::lang::transform::Transforms;
-use crate::lang::types::Type;
+use crate::lang::types::{DType, Type};
 use crate::ops::Op;
 use std::collections::HashSet;
 
@@ -205,6 +205,31 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// A value as the number it is: a run-time `i64` parameter is its
+    /// variable, and the index of `tabulate` (plus its offset) the stack
+    /// `iota + offset` of type `i64[L]` (one `i64` per index).
+    pub(super) fn number(&mut self, v: Val) -> Val {
+        match v {
+            Val::Count(_, v) => Val::Var(v),
+            Val::Idx(off) => {
+                let Some((len, _)) = self.batch.clone() else {
+                    return self.bug("a tabulate index outside `tabulate`");
+                };
+                let t = Type::array(DType::I64, vec![len]);
+                let Val::Var(i) = self.push_plain("", Op::Iota, &[], Some(&t)) else {
+                    return Val::Err;
+                };
+                self.batched.insert(i);
+                if off == 0 {
+                    return Val::Var(i);
+                }
+                let c = self.b.constant(DType::I64, off as f64);
+                self.push("", Op::Add, &[i, c], None)
+            }
+            v => v,
+        }
+    }
+
     /// A constant of `ty` (broadcast if `ty` is an array).
     pub(super) fn materialize(&mut self, x: f64, ty: &Type, hint: &str) -> Val {
         let c = self.b.constant(ty.dtype, x);
@@ -214,8 +239,24 @@ impl<'a> FnCx<'a> {
         self.push(hint, Op::Bcast, &[c], Some(ty))
     }
 
-    /// `v` as a value of exactly `ty` (literals adapt); None if it is not.
+    /// `v` as a value of exactly `ty` (literals adapt, and a condition is
+    /// a `bool`); None if it is not.
     pub(super) fn coerce(&mut self, v: &Val, ty: &Type) -> Option<Val> {
+        if ty.dtype == DType::Bool {
+            let b = match v {
+                Val::Mask(m) => self.mask_as(*m, DType::Bool),
+                Val::Bool(b) => self.b.constant(DType::Bool, f64::from(u8::from(*b))),
+                Val::Err => return Some(Val::Err),
+                _ => return None,
+            };
+            if self.ty(b) == *ty {
+                return Some(Val::Var(b));
+            }
+            return self.ty(b).is_scalar().then(|| match self.bcast(b, ty) {
+                Some(x) => Val::Var(x),
+                None => Val::Err,
+            });
+        }
         match v {
             Val::Var(x) if &self.ty(*x) == ty => Some(v.clone()),
             Val::Const(x) => Some(self.materialize(*x, ty, "")),

@@ -125,7 +125,7 @@ impl<'a> FnCx<'a> {
 
     /// A unary operator on a lowered operand.
     fn unary(&mut self, op: UnOp, op_span: Span, (v, span): (Val, Span), hint: &str) -> Val {
-        let v = v.into_number();
+        let v = self.number(v);
         let reduction = match op {
             UnOp::Sum => Some((Op::Sum, "+/", "sums")),
             UnOp::Max => Some((Op::MaxAll, "max/", "takes the largest of")),
@@ -208,7 +208,9 @@ impl<'a> FnCx<'a> {
             Val::Bool(false) => self.lower(els, hints),
             Val::Mask(m) => {
                 let a = self.lower(then, hints);
+                let a = self.number(a);
                 let b = self.lower(els, hints);
+                let b = self.number(b);
                 self.select(
                     m,
                     (a, result_expr(then).span),
@@ -409,20 +411,14 @@ impl<'a> FnCx<'a> {
                 (BinOp::Sub, Val::Idx(a), b) => b.as_static_int().and_then(|b| a.checked_sub(b)),
                 _ => None,
             };
-            return match off {
-                Some(o) => Val::Idx(o),
-                None => {
-                    self.error(
-                        Diagnostic::new(op_span, format!("`{op_text}` on the index of `tabulate`: the index can only be offset by a static integer (`i + 1`, `i - 2`) and used to index arrays"))
-                            .with_label(lspan, format!("this has type {}", self.describe(&l)))
-                            .with_label(rspan, format!("this has type {}", self.describe(&r))),
-                    );
-                    Val::Err
-                }
-            };
+            // Still the index (offset), which reads shifted views of arrays.
+            if let Some(o) = off {
+                return Val::Idx(o);
+            }
         }
-        // A run-time `i64` parameter is a number too.
-        let (l, r) = (l.into_number(), r.into_number());
+        // A run-time `i64` parameter is a number too, and so is the index
+        // of `tabulate` used otherwise (an `i64` per index).
+        let (l, r) = (self.number(l), self.number(r));
         let cmp = op.is_comparison();
         // Static integers stay integers (counts, indices, sizes); a division
         // is an integer division only between two static integers.
@@ -503,7 +499,7 @@ impl<'a> FnCx<'a> {
         if self.ty(m).dtype == d {
             return m;
         }
-        match self.push_plain("", Op::Convert(d), &[m], None) {
+        match self.push("", Op::Convert(d), &[m], None) {
             Val::Var(x) => x,
             _ => m,
         }

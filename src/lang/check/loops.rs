@@ -9,6 +9,9 @@ use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
 use std::collections::HashMap;
 
+/// The stop condition of `iterate_until`: `s => done`.
+type Cond<'e> = (&'e Pattern, &'e Expr);
+
 /// An `iterate` whose unrolled statements would number more than this
 /// becomes a real loop (IR [`crate::lang::ir::Loop`]); smaller ones are
 /// unrolled, so partial evaluation sees every step.
@@ -167,6 +170,7 @@ impl<'a> FnCx<'a> {
                 init.span,
                 hints,
                 Some((xs, &xname)),
+                None,
             ) {
                 return v;
             }
@@ -247,7 +251,7 @@ impl<'a> FnCx<'a> {
         let (count, init, step) = (&args[0], &args[1], &args[want - 1]);
         let done = if until {
             match &args[2].kind {
-                ExprKind::Lambda { param, body } => Some((param, body)),
+                ExprKind::Lambda { param, body } => Some((param, &**body)),
                 _ => {
                     self.lower(&args[2], &[]);
                     self.error(Diagnostic::new(
@@ -273,8 +277,8 @@ impl<'a> FnCx<'a> {
         let n = self.lower(count, &[]);
         let n = match n {
             Val::Err => return Val::Err,
-            // A run-time count: the whole `iterate` is one loop.
-            Val::Count(size, _) if !until => {
+            // A run-time count (bound): the whole `iterate` is one loop.
+            Val::Count(size, _) => {
                 let state = self.lower(init, hints);
                 if matches!(state, Val::Err) {
                     return Val::Err;
@@ -282,8 +286,7 @@ impl<'a> FnCx<'a> {
                 return match self.counted_loop(
                     Dim::Param(size),
                     &state,
-                    param,
-                    body,
+                    (param, body, done),
                     init.span,
                     hints,
                 ) {
@@ -307,9 +310,7 @@ impl<'a> FnCx<'a> {
                 };
                 let mut d = Diagnostic::new(
                     count.span,
-                    if matches!(other, Val::Count(..)) {
-                        format!("the bound of `{name}` must be known at compile time, but {what} is a run-time i64")
-                    } else if dynamic {
+                    if dynamic {
                         format!(
                             "the count of `{name}` must be known at compile time{}, but {what} is a run-time value ({})",
                             if until { "" } else { " or be a run-time `i64` parameter" },
@@ -322,9 +323,7 @@ impl<'a> FnCx<'a> {
                         )
                     },
                 );
-                if matches!(other, Val::Count(..)) {
-                    d = d.with_note("`iterate_until` is unrolled; declare the bound `static` (a run-time count works with `iterate`)");
-                } else if dynamic {
+                if dynamic {
                     d = d.with_note(format!(
                         "a count is a static integer (`static n: i64`, unrolled when short) or a run-time `i64` parameter (`n: i64`, a loop); {what} is neither"
                     ));
@@ -341,7 +340,7 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         }
         let mut state = self.lower(init, hints);
-        let mut loop_tried = until || self.batch.is_some();
+        let mut loop_tried = self.batch.is_some();
         for step in 0..n {
             if matches!(state, Val::Err) {
                 return Val::Err;
@@ -349,40 +348,23 @@ impl<'a> FnCx<'a> {
             if !loop_tried && (step >= PEEL_STEPS || !has_constant_leaf(&state)) {
                 loop_tried = true;
                 let rest = Dim::Lit((n - step) as u64);
-                if let Some(v) = self.counted_loop(rest, &state, param, body, init.span, hints) {
+                if let Some(v) =
+                    self.counted_loop(rest, &state, (param, body, done), init.span, hints)
+                {
                     return v;
                 }
             }
-            let note = if until {
-                "`iterate_until` is always unrolled; lower its bound"
-            } else {
-                "a long `iterate` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)"
-            };
-            if self.unrolled_too_large(count.span, what, note) {
+            let note = format!("a long `{what}` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)");
+            if self.unrolled_too_large(count.span, what, &note) {
                 return Val::Err;
             }
             let mut stop = None;
-            if let Some((dparam, dbody)) = done {
-                let mark = self.env.len();
-                if !self.bind_pattern(dparam, state.clone(), init.span) {
-                    self.env.truncate(mark);
-                    return Val::Err;
-                }
-                let c = self.lower(dbody, &[]);
-                self.env.truncate(mark);
-                match c {
-                    Val::Err => return Val::Err,
-                    Val::Bool(true) => break,
-                    Val::Bool(false) => {}
-                    Val::Mask(m) => stop = Some(m),
-                    other => {
-                        let t = self.describe(&other);
-                        self.error(Diagnostic::new(
-                            result_expr(dbody).span,
-                            format!("the stop condition of `iterate_until` must be a bool, but it has type {t}"),
-                        ));
-                        return Val::Err;
-                    }
+            if let Some(done) = done {
+                match self.stop_condition(done, &state, init.span) {
+                    None => return Val::Err,
+                    Some(Val::Bool(true)) => break,
+                    Some(Val::Mask(m)) => stop = Some(m),
+                    Some(_) => {}
                 }
             }
             let mark = self.env.len();
@@ -407,25 +389,75 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             }
             state = match stop {
-                // Once `done` holds the state no longer changes (so `done`
-                // keeps holding).
-                Some(m) => {
-                    let span = result_expr(body).span;
-                    let kept = self.select(m, (state.clone(), init.span), (next, span), hints);
-                    if let Some(msg) = self.state_change(&state, &kept) {
-                        let cspan = done.map_or(init.span, |(_, b)| result_expr(b).span);
-                        self.error(Diagnostic::new(
-                            cspan,
-                            format!("the stop condition of `iterate_until` must have the state's shape or be a scalar: {msg}"),
-                        ));
-                        return Val::Err;
-                    }
-                    kept
-                }
+                Some(m) => match self.freeze(
+                    m,
+                    (&state, init.span),
+                    (next, result_expr(body).span),
+                    done,
+                    hints,
+                ) {
+                    Some(v) => v,
+                    None => return Val::Err,
+                },
                 None => next,
             };
         }
         state
+    }
+
+    /// The stop condition `done` of `iterate_until` at `state`: a static
+    /// `Bool` or a run-time `Mask` (None: an error, reported).
+    fn stop_condition(
+        &mut self,
+        (dparam, dbody): Cond,
+        state: &Val,
+        init_span: Span,
+    ) -> Option<Val> {
+        let mark = self.env.len();
+        if !self.bind_pattern(dparam, state.clone(), init_span) {
+            self.env.truncate(mark);
+            return None;
+        }
+        let c = self.lower(dbody, &[]);
+        self.env.truncate(mark);
+        match c {
+            Val::Err => None,
+            c @ (Val::Bool(_) | Val::Mask(_)) => Some(c),
+            other => {
+                let t = self.describe(&other);
+                self.error(Diagnostic::new(
+                    result_expr(dbody).span,
+                    format!(
+                        "the stop condition of `iterate_until` must be a bool, but it has type {t}"
+                    ),
+                ));
+                None
+            }
+        }
+    }
+
+    /// The state after one step of `iterate_until` whose stop condition is
+    /// the run-time `m`: once `done` holds the state no longer changes (so
+    /// `done` keeps holding, and a loop may stop there). None: an error,
+    /// reported.
+    fn freeze(
+        &mut self,
+        m: VarId,
+        (state, init_span): (&Val, Span),
+        (next, step_span): (Val, Span),
+        done: Option<Cond>,
+        hints: &[&str],
+    ) -> Option<Val> {
+        let kept = self.select(m, (state.clone(), init_span), (next, step_span), hints);
+        if let Some(msg) = self.state_change(state, &kept) {
+            let cspan = done.map_or(init_span, |(_, b)| result_expr(b).span);
+            self.error(Diagnostic::new(
+                cspan,
+                format!("the stop condition of `iterate_until` must have the state's shape or be a scalar: {msg}"),
+            ));
+            return None;
+        }
+        Some(kept)
     }
 
     /// The remaining `n` steps of an `iterate` from `state` as one IR loop,
@@ -438,17 +470,18 @@ impl<'a> FnCx<'a> {
         &mut self,
         count: Dim,
         state: &Val,
-        param: &Pattern,
-        body: &Expr,
+        (param, body, done): (&Pattern, &Expr, Option<Cond>),
         init_span: Span,
         hints: &[&str],
     ) -> Option<Val> {
-        self.counted_loop_seq(count, state, param, body, init_span, hints, None)
+        self.counted_loop_seq(count, state, param, body, init_span, hints, None, done)
     }
 
     /// [`Self::counted_loop`], and for a `scan` the sequence and the name
     /// its step binds to the current row (the loop body's second
-    /// parameter; the loop always runs, whatever its count).
+    /// parameter; the loop always runs, whatever its count). With the stop
+    /// condition `done` of an `iterate_until`, the body is the step frozen
+    /// once `done` holds ([`Self::freeze`]).
     #[allow(clippy::too_many_arguments)]
     fn counted_loop_seq(
         &mut self,
@@ -459,6 +492,7 @@ impl<'a> FnCx<'a> {
         init_span: Span,
         hints: &[&str],
         seq: Option<(VarId, &Ident)>,
+        done: Option<Cond>,
     ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
@@ -519,12 +553,28 @@ impl<'a> FnCx<'a> {
         if let Some((h, _, name)) = &row {
             self.env.push((name.name.clone(), Val::Var(*h)));
         }
-        let next = if bound {
+        let mut next = if bound {
             self.lower(body, hints)
         } else {
             Val::Err
         };
         self.env.truncate(env_mark);
+        if let (Some(cond), false) = (done, matches!(next, Val::Err)) {
+            next = match self.stop_condition(cond, &symbolic, init_span) {
+                Some(Val::Bool(true)) => symbolic.clone(),
+                Some(Val::Mask(m)) => self
+                    .freeze(
+                        m,
+                        (&symbolic, init_span),
+                        (next, result_expr(body).span),
+                        done,
+                        hints,
+                    )
+                    .unwrap_or(Val::Err),
+                Some(_) => next,
+                None => Val::Err,
+            };
+        }
         if self.errs.len() > err_mark || self.internal.is_some() || matches!(next, Val::Err) {
             // Reported once here; unrolling would report it again.
             self.b.truncate(stmt_mark, var_mark);
@@ -694,6 +744,7 @@ impl<'a> FnCx<'a> {
             count,
             body: body_fn,
             vjp: None,
+            settles: done.is_some(),
         });
         let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
             Ok(p) => p,

@@ -75,14 +75,6 @@ fn exact_int(x: f64) -> Option<i64> {
 }
 
 impl Val {
-    /// A run-time `i64` parameter as the number it is (its variable).
-    fn into_number(self) -> Val {
-        match self {
-            Val::Count(_, v) => Val::Var(v),
-            v => v,
-        }
-    }
-
     /// The value as a static integer: a static `i64`, or a number that is
     /// an exact integer.
     fn as_static_int(&self) -> Option<i64> {

@@ -52,20 +52,10 @@ fn resolve_type_with(
             let d = match DType::from_name(&dtype.name).or_else(|| dtypes.get(&dtype.name).copied())
             {
                 Some(d) => Some(d),
-                None if dtype.name == "bool" => {
-                    errs.push(
-                        Diagnostic::new(
-                            dtype.span,
-                            format!("`{}` values can only be static for now", dtype.name),
-                        )
-                        .with_note("write `static name: bool` for a value fixed where the function is called; run-time booleans are comparisons' results (`f64(c)` or `i64(c)` makes one a number)"),
-                    );
-                    None
-                }
                 None => {
                     errs.push(
                         Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
-                            .with_note("the element types are `f32` and `f64`"),
+                            .with_note("the element types are `f32`, `f64`, `i64` and `bool`"),
                     );
                     None
                 }
@@ -313,14 +303,21 @@ pub(super) fn signature_with(
                         format!("`@grad` names `{}` twice", arg.name),
                     ));
                 }
-                Some(i) if params.get(i).is_some_and(|p| p.1.dtype == DType::I64) => {
+                Some(i) if params.get(i).is_some_and(|p| p.1.dtype.is_int()) => {
                     ok = false;
-                    errs.push(
-                        Diagnostic::new(
-                            arg.span,
-                            format!("`@{attr}` cannot differentiate the i64 `{}`: an integer has no derivative", arg.name),
+                    let d = params[i].1.dtype;
+                    let what = if d == DType::Bool {
+                        "a bool"
+                    } else {
+                        "an integer"
+                    };
+                    errs.push(Diagnostic::new(
+                        arg.span,
+                        format!(
+                            "`@{attr}` cannot differentiate the {d} `{}`: {what} has no derivative",
+                            arg.name
                         ),
-                    );
+                    ));
                 }
                 Some(i) if f.params[i].is_static => {
                     ok = false;
