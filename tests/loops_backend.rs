@@ -210,6 +210,98 @@ fn run_time_counts() {
     }
 }
 
+/// A loop that settles (`loop 0 xC settles`): its body reaches a fixed
+/// point (`min(s + 1, 3)`) after a few steps, so `loop` stops there,
+/// `looptape` fills the rest of its tape, and both VJP modes pass the
+/// cotangent unchanged over the steps that changed nothing (the VJP reads
+/// the state, so a step wrongly passed or taken changes the result). Static
+/// and run-time counts, every checkpoint spacing: native equals the
+/// interpreter.
+#[test]
+fn settling_loops_stop_and_their_vjps_pass_settled_steps() {
+    let body = "      %0: {T} = const 0.9
+      %1: {T}[N] = bcast %0
+      %2: {T}[N] = mul %s %1
+      %3: {T}[N] = sin %2
+      %4: {T} = sum %3
+      %5: {T} = const 0.01
+      %6: {T} = mul %4 %5
+      %7: {T}[N] = bcast %6
+      %8: {T}[N] = add %3 %7
+      ret %8";
+    let settling = "      %0: {T} = const 1
+      %1: {T}[N] = bcast %0
+      %2: {T}[N] = add %s %1
+      %3: {T} = const 3
+      %4: {T}[N] = bcast %3
+      %5: {T}[N] = min %2 %4
+      ret %5";
+    assert!(VECTOR.contains(body));
+    let text = VECTOR
+        .replacen(body, settling, 1)
+        .replace("loop 0 x{C} {", "loop 0 x{C} settles {");
+    assert!(text.contains("settles"));
+    let runtime = text
+        .replace("fn vec[N](%x:", "fn vec[N, n](%n: i64, %x:")
+        .replace("loop 0 x{C}", "loop 0 xn")
+        .replace("{R}", "ceil(n/{K})+1")
+        .replace("fn vec.body[N](", "fn vec.body[N, n](")
+        .replace("fn vec.vjp[N](", "fn vec.vjp[N, n](");
+    for dtype in DTYPES {
+        for k in [1u64, 2, 3, 4, 8] {
+            for count in [0u64, 1, 2, 5, 7, 12] {
+                let rows = count.div_ceil(k) + 1;
+                let f = program(
+                    &text,
+                    &[
+                        ("T", dname(dtype).into()),
+                        ("C", count.to_string()),
+                        ("K", k.to_string()),
+                        ("R", rows.to_string()),
+                    ],
+                );
+                let native = compile(&f, &OPTS).unwrap_or_else(|e| panic!("compile: {e}"));
+                for n in [0usize, 1, 3, 17] {
+                    let x = sample(dtype, &[n], 0);
+                    let c = sample(dtype, &[n], 1);
+                    let a = Value::scalar(dtype, -0.4);
+                    let what = format!("settling {} x{count} k={k} N={n}", dname(dtype));
+                    same(&native, &f, &[&x, &c, &a], &what);
+                }
+            }
+            let f = program(
+                &runtime,
+                &[("T", dname(dtype).into()), ("K", k.to_string())],
+            );
+            let native = compile(&f, &OPTS).unwrap_or_else(|e| panic!("compile: {e}"));
+            let x = sample(dtype, &[3], 0);
+            let c = sample(dtype, &[3], 1);
+            let a = Value::scalar(dtype, 2.5);
+            for count in [0u64, 1, 2, 7, 33, 1000] {
+                let steps = Value::scalar(DType::I64, count as f64);
+                let what = format!("settling {} xn={count} k={k}", dname(dtype));
+                same(&native, &f, &[&steps, &x, &c, &a], &what);
+            }
+            // Every element reaches 3 within 5 steps: the state, and the
+            // VJPs over the steps taken, are the same for 7 and 1,000.
+            let at = |count: u64| {
+                let steps = Value::scalar(DType::I64, count as f64);
+                interp::run(&f, &[&steps, &x, &c, &a]).unwrap()
+            };
+            let (short, long) = (at(7), at(1000));
+            for i in [0, 2, 3] {
+                assert!(
+                    short[i].bits_eq(&long[i]),
+                    "output {i}: {:?} vs {:?}",
+                    short[i],
+                    long[i]
+                );
+            }
+            assert!(!at(2)[2].bits_eq(&short[2]), "the steps taken count");
+        }
+    }
+}
+
 #[test]
 fn a_thousand_steps() {
     for dtype in DTYPES {

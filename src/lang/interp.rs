@@ -535,20 +535,34 @@ fn run_loop(
             let width = g.data.len();
             let k = u64::from(k);
             let segments = count.div_ceil(k);
-            for j in (0..segments).rev() {
-                let from = ((j + 1) * width as u64) as usize;
-                let mut states = vec![Value {
-                    dtype: g.dtype,
-                    shape: g.shape.clone(),
+            let (dtype, shape) = (g.dtype, g.shape.clone());
+            let tape_row = |r: u64| {
+                let from = (r * width as u64) as usize;
+                Value {
+                    dtype,
+                    shape: shape.clone(),
                     data: tape.data[from..from + width].to_vec(),
-                }];
+                }
+            };
+            for j in (0..segments).rev() {
+                let mut states = vec![tape_row(j + 1)];
                 let end = ((j + 1) * k).min(count);
                 for t in j * k..end - 1 {
                     let next = step_at(states[states.len() - 1].clone(), t)?;
                     states.push(next);
                 }
+                // The state after the segment: the next checkpoint, or the
+                // final state (row 0).
+                let after = tape_row(if j + 1 < segments { j + 2 } else { 0 });
                 // State `j*k + i` goes with row `j*k + i`.
-                for (i, s) in states.into_iter().enumerate().rev() {
+                for i in (0..states.len()).rev() {
+                    // In a loop that settles, a step that changed no bit
+                    // of the state (a frozen step, or the steps after the
+                    // loop stopped) passes the cotangent on unchanged.
+                    if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
+                        continue;
+                    }
+                    let s = states[i].clone();
                     let mut a = vec![s];
                     a.extend(row(j * k + i as u64));
                     a.push(g);

@@ -234,6 +234,37 @@ impl<'a, 'b> Translator<'a, 'b> {
                         t.translate_swap(gcur, gnxt, h, other);
                         Ok(())
                     };
+                // In a loop that settles, a step that changed no bit of
+                // the state (a frozen step, or one after the loop stopped)
+                // passes the cotangent on (copied, keeping the alternation)
+                // instead of calling the VJP: `next` holds the state after
+                // the one at `st`, as `run_loop` does.
+                let step_or_pass = move |t: &mut Self,
+                                         st: ir::Value,
+                                         next: ir::Value,
+                                         step: ir::Value|
+                      -> Result<(), Error> {
+                    if !settles {
+                        return vjp_step(t, st, step);
+                    }
+                    let same = t.translate_same(st, next, width, dtype)?;
+                    t.translate_if(
+                        same,
+                        types::I64,
+                        &mut |t| {
+                            let gc = t.b.use_var(gcur);
+                            let go = t.b.use_var(gnxt);
+                            t.translate_copy(gc, go, width, dtype)?;
+                            t.translate_swap(gcur, gnxt, h, other);
+                            Ok(t.b.ins().iconst(types::I64, 0))
+                        },
+                        &mut |t| {
+                            vjp_step(t, st, step)?;
+                            Ok(t.b.ins().iconst(types::I64, 0))
+                        },
+                    )?;
+                    Ok(())
+                };
                 self.translate_loop(n_seg, &mut |t, jj| {
                     // Segment j = segments-1-jj: states j*k .. j*k+len-1,
                     // with len = min(k, count - j*k).
@@ -247,6 +278,15 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let len1 = t.b.ins().iadd_imm_s(len, -1);
                     let off = t.b.ins().imul(j, rowbytes);
                     let ckpt = t.b.ins().iadd(ckpt0, off);
+                    // The state after the segment: the next checkpoint, or
+                    // the final state (row 0) after the last segment.
+                    let after = if settles {
+                        let is_last = t.b.ins().icmp_imm_s(IntCC::Equal, jj, 0);
+                        let next_ckpt = t.b.ins().iadd(ckpt, rowbytes);
+                        t.b.ins().select(is_last, tape, next_ckpt)
+                    } else {
+                        ckpt
+                    };
                     if m == 0 {
                         // States 1 .. len-1 into rows 0 .. len-2 of `seg`,
                         // then the VJP backwards over them and the
@@ -272,7 +312,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
                             let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
                             let sr = t.step_at(scan, start, r);
-                            vjp_step(t, st, sr)
+                            // State r+1: row r of `seg`, or after the segment.
+                            let ro1 = t.b.ins().imul(r, rowbytes);
+                            let next_in_seg = t.b.ins().iadd(seg, ro1);
+                            let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
+                            let next = t.b.ins().select(at_end, after, next_in_seg);
+                            step_or_pass(t, st, next, sr)
                         })
                     } else {
                         // Each state recomputed from the checkpoint when the
@@ -294,7 +339,26 @@ impl<'a, 'b> Translator<'a, 'b> {
                             }
                             let st = t.b.use_var(cur);
                             let sr = t.step_at(scan, start, r);
-                            vjp_step(t, st, sr)
+                            if !settles {
+                                return vjp_step(t, st, sr);
+                            }
+                            // State r+1: after the segment, or one more step
+                            // into the buffer `st` is not in.
+                            let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
+                            let next =
+                                t.translate_if(at_end, types::I64, &mut |_| Ok(after), &mut |t| {
+                                    match body {
+                                        Some(body) => {
+                                            let on_a = t.b.ins().icmp(IntCC::Equal, st, a);
+                                            let o = t.b.ins().select(on_a, b, a);
+                                            let args = ins(t, st, sr);
+                                            t.translate_call(body, &args, o)?;
+                                            Ok(o)
+                                        }
+                                        None => Ok(after),
+                                    }
+                                })?;
+                            step_or_pass(t, st, next, sr)
                         })
                     }
                 })?;
