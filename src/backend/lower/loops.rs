@@ -312,6 +312,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
                             let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
                             let sr = t.step_at(scan, start, r);
+                            if !settles {
+                                return vjp_step(t, st, sr);
+                            }
                             // State r+1: row r of `seg`, or after the segment.
                             let ro1 = t.b.ins().imul(r, rowbytes);
                             let next_in_seg = t.b.ins().iadd(seg, ro1);
