@@ -281,17 +281,12 @@ impl<'a> FnCx<'a> {
                 };
                 let ty = match (&a, &b) {
                     (Val::Var(x), _) | (_, Val::Var(x)) => self.ty(*x),
-                    // Two numbers take the condition's type, except that
-                    // a condition on integers selects floats unless both
-                    // are integers (`if k == 0 { 1.0 } else { -1.0 }`).
-                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_)) => {
-                        let ints = matches!((&a, &b), (Val::Int(_), Val::Int(_)));
-                        if mask_ty.dtype == DType::I64 && !ints {
-                            Type::array(DType::F64, mask_ty.shape.clone())
-                        } else {
-                            mask_ty.clone()
-                        }
+                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_))
+                        if !mask_ty.is_scalar() =>
+                    {
+                        mask_ty.clone()
                     }
+                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_)) => mask_ty.clone(),
                     _ => {
                         let (ta, tb) = (self.describe(&a), self.describe(&b));
                         self.error(
