@@ -34,12 +34,17 @@ pub struct Call {
     pub more: Vec<Vec<Value>>,
 }
 
+/// An eval's JSON input to a call of the module's program.
+pub type CallFn = fn(&Json) -> Result<Call, String>;
+
+/// The JSON output from the results (and the input, for sizes).
+pub type OutputFn = fn(&Json, Vec<Value>) -> Result<Json, String>;
+
 /// One function of a module, as GradBench names it.
 pub struct Function {
     pub name: &'static str,
-    pub call: fn(&Json) -> Result<Call, String>,
-    /// The JSON output from the results (and the input, for sizes).
-    pub output: fn(&Json, Vec<Value>) -> Result<Json, String>,
+    pub call: CallFn,
+    pub output: OutputFn,
 }
 
 pub enum Kind {
@@ -268,51 +273,52 @@ pub static MODULES: &[Module] = &[
 /// `particle` and `saddle`: the same four functions, the modes of the
 /// outer and the inner derivative ([`NESTED_MODES`]), each a function of
 /// the program of that name.
-const NESTED_PARTICLE: &[Function] = &[
-    Function {
-        name: "rr",
-        call: particle_call::<0>,
-        output: scalar_output,
-    },
-    Function {
-        name: "rf",
-        call: particle_call::<1>,
-        output: scalar_output,
-    },
-    Function {
-        name: "fr",
-        call: particle_call::<2>,
-        output: scalar_output,
-    },
-    Function {
-        name: "ff",
-        call: particle_call::<3>,
-        output: scalar_output,
-    },
-];
+const fn nested(calls: [CallFn; 4], output: OutputFn) -> [Function; 4] {
+    let [a, b, c, d] = calls;
+    let [ma, mb, mc, md] = NESTED_MODES;
+    [
+        Function {
+            name: ma,
+            call: a,
+            output,
+        },
+        Function {
+            name: mb,
+            call: b,
+            output,
+        },
+        Function {
+            name: mc,
+            call: c,
+            output,
+        },
+        Function {
+            name: md,
+            call: d,
+            output,
+        },
+    ]
+}
 
-const NESTED_SADDLE: &[Function] = &[
-    Function {
-        name: "rr",
-        call: saddle_call::<0>,
-        output: flat_output,
-    },
-    Function {
-        name: "rf",
-        call: saddle_call::<1>,
-        output: flat_output,
-    },
-    Function {
-        name: "fr",
-        call: saddle_call::<2>,
-        output: flat_output,
-    },
-    Function {
-        name: "ff",
-        call: saddle_call::<3>,
-        output: flat_output,
-    },
-];
+const NESTED_PARTICLE: &[Function] = &nested(
+    [
+        particle_call::<0>,
+        particle_call::<1>,
+        particle_call::<2>,
+        particle_call::<3>,
+    ],
+    scalar_output,
+);
+
+const NESTED_SADDLE: &[Function] = &nested(
+    [
+        saddle_call::<0>,
+        saddle_call::<1>,
+        saddle_call::<2>,
+        saddle_call::<3>,
+    ],
+    flat_output,
+);
 
 /// The module `name` (shipped or not), or an error naming the known ones.
 pub fn find(name: &str) -> Result<&'static Module, String> {

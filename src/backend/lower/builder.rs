@@ -7,6 +7,10 @@ use crate::lang::types::{DType, Dim, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 
+/// What a step of a counted loop gives: a flag that ends the loop when it
+/// is not 0, if the loop can end early.
+type StepExit = Result<Option<ir::Value>, Error>;
+
 impl<'a, 'b> Translator<'a, 'b> {
     /// `if cond { yes } else { no }`, a value of type `ty`; leaves the
     /// builder after both.
@@ -54,6 +58,30 @@ impl<'a, 'b> Translator<'a, 'b> {
         step: i64,
         body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
     ) -> Result<(), Error> {
+        self.translate_counted(start, end, step, &mut |t, i| body(t, i).map(|()| None))
+    }
+
+    /// `for i in 0..len { if body(i) != 0 { break } }`: `body` returns
+    /// an `i64` flag that ends the loop early; leaves the builder after
+    /// the loop.
+    pub(super) fn translate_loop_until(
+        &mut self,
+        len: ir::Value,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<ir::Value, Error>,
+    ) -> Result<(), Error> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.translate_counted(zero, len, 1, &mut |t, i| body(t, i).map(Some))
+    }
+
+    /// The counted loop of [`Self::translate_range`]; a body that returns
+    /// a flag leaves the loop when it is not 0.
+    fn translate_counted(
+        &mut self,
+        start: ir::Value,
+        end: ir::Value,
+        step: i64,
+        body: &mut dyn FnMut(&mut Self, ir::Value) -> StepExit,
+    ) -> Result<(), Error> {
         let i = self.b.declare_var(types::I64);
         self.b.def_var(i, start);
         let header = self.b.create_block();
@@ -67,41 +95,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(more, body_block, &[], exit, &[]);
 
         self.b.switch_to_block(body_block);
-        body(self, iv)?;
+        let stop = body(self, iv)?;
         let next = self.b.ins().iadd_imm_s(iv, step);
         self.b.def_var(i, next);
-        self.b.ins().jump(header, &[]);
-
-        self.b.switch_to_block(exit);
-        Ok(())
-    }
-
-    /// `for i in 0..len { if body(i) != 0 { break } }`: `body` returns
-    /// an `i64` flag that ends the loop early; leaves the builder after
-    /// the loop.
-    pub(super) fn translate_loop_until(
-        &mut self,
-        len: ir::Value,
-        body: &mut dyn FnMut(&mut Self, ir::Value) -> Result<ir::Value, Error>,
-    ) -> Result<(), Error> {
-        let i = self.b.declare_var(types::I64);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(i, zero);
-        let header = self.b.create_block();
-        let body_block = self.b.create_block();
-        let exit = self.b.create_block();
-        self.b.ins().jump(header, &[]);
-
-        self.b.switch_to_block(header);
-        let iv = self.b.use_var(i);
-        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, len);
-        self.b.ins().brif(more, body_block, &[], exit, &[]);
-
-        self.b.switch_to_block(body_block);
-        let stop = body(self, iv)?;
-        let next = self.b.ins().iadd_imm_s(iv, 1);
-        self.b.def_var(i, next);
-        self.b.ins().brif(stop, exit, &[], header, &[]);
+        match stop {
+            Some(stop) => self.b.ins().brif(stop, exit, &[], header, &[]),
+            None => self.b.ins().jump(header, &[]),
+        };
 
         self.b.switch_to_block(exit);
         Ok(())
