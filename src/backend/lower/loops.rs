@@ -72,10 +72,11 @@ impl<'a, 'b> Translator<'a, 'b> {
             None => None,
         };
         let scan = seq.is_some();
-        // A loop that settles (`Loop::settles`) stops stepping once a step
-        // changes no bit of the state: a flag, set then, skips the body's
-        // calls (the state buffers then hold the same bits, so the
-        // alternation between them goes on unchanged).
+        // A loop that settles (`Loop::settles`): `loop` leaves at the first
+        // step that changes no bit of the state, `looptape` copies the
+        // state into the rest of its rows from then on (a flag skips the
+        // body's calls), and `loopvjp` passes the cotangent over every such
+        // step (`step_or_pass`).
         let settles = lp.settles && !scan;
         let dtype = state.dtype;
         // The inputs of a body call at step `t`: the state, and in a scan
@@ -156,6 +157,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let step = self.translate_var(zero);
                 let row2 = self.b.ins().iadd(row1, rowbytes);
                 let row = self.translate_var(row2);
+                // Set once a step changed nothing (`settles` only).
                 let settled = self.translate_var(zero);
                 self.translate_loop(n, &mut |t, i| {
                     let c = t.b.use_var(cur);
