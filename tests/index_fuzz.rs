@@ -59,24 +59,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-}
+use common::rng::Rng;
 
 /// The functions under test. Parameters are named for what they hold:
 /// `k` and `idx` index along `N`, `j` and `jdx` along `M`; `x`, `A`, `w`,
@@ -159,7 +142,7 @@ fn indexes(name: &str) -> Option<&'static str> {
 fn draw(rng: &mut Rng, len: u64, arith: bool) -> i64 {
     let len = len as i64;
     if len > 0 && rng.chance(0.45) {
-        return rng.below(len as u64) as i64;
+        return rng.below(len as usize) as i64;
     }
     let far = if arith { 1i64 << 52 } else { i64::MAX };
     match rng.below(7) {
@@ -184,7 +167,7 @@ fn draw(rng: &mut Rng, len: u64, arith: bool) -> i64 {
 /// An index array of `n` indices for length `len`: all in range, all in
 /// range but one (the first, the middle or the last), or each drawn.
 fn draw_array(rng: &mut Rng, n: u64, len: u64, arith: bool) -> Vec<i64> {
-    let in_range = |rng: &mut Rng| rng.below(len) as i64;
+    let in_range = |rng: &mut Rng| rng.below(len as usize) as i64;
     match (len > 0, rng.below(3)) {
         (true, 0) => (0..n).map(|_| in_range(rng)).collect(),
         (true, 1) if n > 0 => {
@@ -425,9 +408,9 @@ fn case(s: &Subject, rng: &mut Rng, counts: &mut Counts) {
     // the interpreter reports (see the module doc).
     let n_min = u64::from(s.name == "gc");
     let sizes = [
-        ("N", n_min + rng.below(7 - n_min)),
-        ("M", 1 + rng.below(4)),
-        ("L", rng.below(7)),
+        ("N", n_min + rng.below((7 - n_min) as usize) as u64),
+        ("M", 1 + rng.below(4) as u64),
+        ("L", rng.below(7) as u64),
     ];
     let args = arguments(&s.ir, sizes, s.arith, rng);
     let refs: Vec<&Value> = args.iter().collect();

@@ -1,5 +1,7 @@
 //! Helpers shared by integration tests.
 
+pub mod rng;
+
 use std::path::PathBuf;
 
 /// Every `examples/*.eg`, sorted.
