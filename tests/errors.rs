@@ -107,21 +107,14 @@ const CASES: &[Case] = &[
         says: "`tabulate` inside `tabulate` is not supported yet",
     },
     Case {
-        file: "grad-scan-sequence",
+        file: "jvp-scan-sequence",
         action: Action::Check,
         kind: ErrorKind::Unsupported,
         at: "6:4",
-        says: "sequence a `scan` reads is not supported yet",
+        says: "forward mode with respect to the sequence a `scan` reads is not supported yet",
     },
     // Before the error kinds this one printed "internal compiler error":
     // the pipeline took every AD error for a bug.
-    Case {
-        file: "scan-sequence",
-        action: Action::Grad("f", "xs"),
-        kind: ErrorKind::Unsupported,
-        at: "1:9",
-        says: "sequence a `scan` reads is not supported yet",
-    },
     Case {
         file: "run-length",
         action: Action::RunWithTwo("f"),

@@ -262,9 +262,11 @@ fn misuse_of_scan_is_a_clear_error() {
         ("fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, s => s)", "`(s, x) => ...`"),
         ("fn f(x: f64) -> f64 = scan(x, 0.0, (s, y) => s + y)", "reads the rows of an array"),
         (
-            "fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, (s, x) => s + x)\n@grad(xs)\nfn g[T](xs: f64[T]) -> f64[T] = f(xs)",
-            "the sequence a `scan` reads",
+            "fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, (s, x) => s + x)\n@jvp(xs)\nfn g[T](xs: f64[T], dxs: f64[T]) -> f64 = f(xs)",
+            "forward mode with respect to the sequence a `scan` reads",
         ),
+        ("fn f[T](xs: f64[T]) -> f64[T] = scan_all(xs, 0.0)", "`scan_all` takes 3 arguments"),
+        ("fn scan_all(x: f64) -> f64 = x", "cannot be redefined"),
         (
             "fn f[T, B](xs: f64[T, B], v: f64[B], m: f64[B, B]) -> f64 {\n  let (a, c) = scan(xs, (v, m), (s, x) => { let (a, c) = s; (a * x, c) })\n  +/c\n}",
             "cannot carry this state",

@@ -224,6 +224,9 @@ struct LoopBufs {
     tape: Option<usize>,
     /// A scan's sequence that is not in a buffer: its copy.
     seq: Option<usize>,
+    /// `loopvjp` seeded by a tape's cotangent that is not in a buffer: its
+    /// copy.
+    seed: Option<usize>,
 }
 
 fn cl_type(d: DType) -> ir::Type {

@@ -4,7 +4,7 @@ use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
 use crate::lang::types::{Dim, Type};
-use crate::ops::Op;
+use crate::ops::{Op, VJP_RECOMPUTE};
 use std::collections::HashMap;
 
 /// Push the tangents of `f`'s results forward from the tangents of some of
@@ -117,13 +117,18 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     .map_err(AdError::from)
             };
         match s.op {
-            Op::LoopTape(..) if tan[s.args[0].index()].is_some() => {
+            Op::LoopTape(_, k, _) if tan[s.args[0].index()].is_some() => {
                 let nv = b
                     .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
                     .map_err(AdError::from)?;
                 map[s.var.index()] = Some(nv);
                 let t = packed_tape(&mut b, &map, &mut tangent_id, s.var, tan[s.args[0].index()])?;
                 tape_tan.insert(s.var, t);
+                // Every state, as the program reads it (a `scan` returning
+                // each step's state): the tangents are part 1 of each row.
+                if k == 1 {
+                    tan[s.var.index()] = Some(b.row_part(t, 1).map_err(AdError::from)?);
+                }
                 continue;
             }
             Op::Index(k) if tape_tan.contains_key(&s.args[0]) => {
@@ -139,6 +144,12 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     .map_err(AdError::from)?;
                 tan[s.var.index()] = Some(dt);
                 continue;
+            }
+            Op::LoopVjp(_, _, mode, _)
+                if mode & !VJP_RECOMPUTE != 0
+                    && s.args.iter().any(|a| tan[a.index()].is_some()) =>
+            {
+                return Err(AdError::Unsupported(AdLimit::ForwardLoopGradient));
             }
             Op::LoopVjp(l, k, mode, scan)
                 if tape_tan.contains_key(&s.args[0]) || tan[s.args[1].index()].is_some() =>

@@ -39,8 +39,6 @@ pub enum AdError {
 /// The documented limits of AD (`docs/language.md`, "Not yet supported").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdLimit {
-    /// Reverse mode with respect to the sequence a `scan` reads.
-    ScanSequence,
     /// Reverse mode through a loop's gradient (`looptape`/`loopvjp`).
     LoopGradient,
     /// Forward mode with respect to the sequence a `scan` reads.
@@ -53,9 +51,6 @@ impl AdLimit {
     /// What is not supported, one line.
     pub fn message(self) -> &'static str {
         match self {
-            AdLimit::ScanSequence => {
-                "differentiating with respect to the sequence a `scan` reads is not supported yet"
-            }
             AdLimit::LoopGradient => {
                 "differentiating a gradient through a loop is not supported yet"
             }
@@ -71,8 +66,8 @@ impl AdLimit {
     /// What the user can do instead.
     pub fn note(self) -> &'static str {
         match self {
-            AdLimit::ScanSequence | AdLimit::ForwardScanSequence => {
-                "the sequence of a `scan` is read, not differentiated; with an integer length and a state that a loop cannot carry, the `scan` is unrolled and differentiated like any expression"
+            AdLimit::ForwardScanSequence => {
+                "take the gradient with respect to the sequence in reverse mode (`@grad`), or give the sequence an integer length and a state a loop cannot carry, so that the `scan` is unrolled and differentiated like any expression"
             }
             AdLimit::LoopGradient | AdLimit::ForwardLoopGradient => {
                 "reverse mode does not go through a loop's gradient (`looptape`/`loopvjp`) yet: use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the loop a `static` count small enough to unroll"

@@ -2,9 +2,9 @@
 
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
-use crate::lang::ir::{Builder, Function, IrError, VarId};
-use crate::lang::types::Type;
-use crate::ops::Op;
+use crate::lang::ir::{Builder, Function, IrError, Loop, VarId};
+use crate::lang::types::{Dim, Type};
+use crate::ops::{Op, OpTypeError, VJP_SEQ, VJP_TAPE};
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
 use indexmap::IndexMap;
@@ -93,18 +93,20 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     let m = |map: &[Option<VarId>], v: VarId| map[v.index()].expect("defined before use");
     for s in &f.stmts {
         let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
-        if let Op::Loop(l, scan) = s.op {
+        if let Op::Loop(l, _) = s.op {
             if active[s.var.index()] {
-                if scan && active[s.args[1].index()] {
-                    return Err(AdError::Unsupported(AdLimit::ScanSequence));
-                }
                 let (t, y) = taped_loop(&mut b, f, l as usize, &args, f.var_name(s.var))?;
                 tapes.insert(s.var, t);
                 map[s.var.index()] = Some(y);
                 continue;
             }
         }
-        if matches!(s.op, Op::LoopTape(..) | Op::LoopVjp(..)) && active[s.var.index()] {
+        // A tape the program reads itself (every state of a `scan`): the
+        // pullback walks it back seeded by its whole cotangent.
+        if let (Op::LoopTape(l, ..), true) = (s.op, active[s.var.index()]) {
+            give_vjp(&mut b, f, l as usize)?;
+        }
+        if matches!(s.op, Op::LoopVjp(..)) && active[s.var.index()] {
             return Err(AdError::Unsupported(AdLimit::LoopGradient));
         }
         let nv = b
@@ -127,24 +129,64 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     // a NaN or infinite partial derivative in the branch not taken never
     // reaches the gradient.
     let mut masked = vec![false; f.vars.len()];
+    // The loop walking a scan back with its sequence's cotangent, by loop.
+    let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
-        if let (Op::Loop(l, scan), Some(&tape)) = (s.op, tapes.get(&s.var)) {
-            let a = s.args[0];
+        // A loop: its tape walked back from the result's cotangent; a tape
+        // the program reads: walked back from the tape's cotangent.
+        let walk = match (s.op, tapes.get(&s.var)) {
+            (Op::Loop(l, scan), Some(&tape)) => Some((l, 1, scan, tape, 0)),
+            (Op::LoopTape(l, k, scan), _) => Some((l, k, scan, m(&map, s.var), VJP_TAPE)),
+            _ => None,
+        };
+        if let Some((l, k, scan, tape, flags)) = walk {
             let mut ins = vec![tape, g];
+            let seq = scan && active[s.args[1].index()];
             if scan {
                 ins.push(m(&map, s.args[1]));
             }
-            let contrib = b
-                .push("", Op::LoopVjp(l, 1, 0, scan), &ins, None)
-                .map_err(AdError::from)?;
-            let total = match ct.get(&a) {
-                Some(&prev) => b
-                    .push("", Op::Add, &[prev, contrib], None)
-                    .map_err(AdError::from)?,
-                None => contrib,
+            let (init_ct, seq_ct) = if seq {
+                let ls = match seq_loops.get(&l) {
+                    Some(&ls) => ls,
+                    None => {
+                        let ls = seq_loop(&mut b, l as usize)?;
+                        seq_loops.insert(l, ls);
+                        ls
+                    }
+                };
+                let lp = &b.function().loops[ls as usize];
+                let ty = lp
+                    .seq_cotangent_type()
+                    .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+                let r = b
+                    .push(
+                        "",
+                        Op::LoopVjp(ls, k, flags | VJP_SEQ, scan),
+                        &ins,
+                        Some(&ty),
+                    )
+                    .map_err(AdError::from)?;
+                let (i, x) = split_seq_cotangent(&mut b, l as usize, r).map_err(AdError::from)?;
+                (i, Some(x))
+            } else {
+                let r = b
+                    .push("", Op::LoopVjp(l, k, flags, scan), &ins, None)
+                    .map_err(AdError::from)?;
+                (r, None)
             };
-            ct.insert(a, total);
+            let contribs = std::iter::once((s.args[0], init_ct))
+                .chain(seq_ct.map(|x| (s.args[1], x)))
+                .filter(|(a, _)| active[a.index()]);
+            for (a, contrib) in contribs {
+                let total = match ct.get(&a) {
+                    Some(&prev) => b
+                        .push("", Op::Add, &[prev, contrib], None)
+                        .map_err(AdError::from)?,
+                    None => contrib,
+                };
+                ct.insert(a, total);
+            }
             continue;
         }
         let rules = template::parsed(s.op, Rule::Vjp);
@@ -230,6 +272,76 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     })
 }
 
+/// Give loop `l` its VJP if it has none yet.
+fn give_vjp(b: &mut Builder, f: &Function, l: usize) -> Result<(), AdError> {
+    if b.function().loops[l].vjp.is_none() {
+        let vjp = body_vjp(&f.loops[l].body)?;
+        b.loop_mut(l).vjp = Some(vjp);
+    }
+    Ok(())
+}
+
+/// A copy of scan loop `l` whose VJP also gives the row's cotangent
+/// ([`body_vjp_seq`]), for `loopvjp` with [`VJP_SEQ`].
+fn seq_loop(b: &mut Builder, l: usize) -> Result<u32, AdError> {
+    let lp = b.function().loops[l].clone();
+    let vjp = body_vjp_seq(&lp)?;
+    Ok(b.add_loop(Loop {
+        vjp: Some(vjp),
+        settles: false,
+        ..lp
+    }))
+}
+
+/// The cotangents of scan loop `l`'s initial state and of its sequence in
+/// the rows `[gx_j ; gs_j]` of `r` (a `loopvjp` with [`VJP_SEQ`]): the
+/// state's from row 0, the sequence's from the first `wx` columns of rows
+/// `0 .. count`.
+fn split_seq_cotangent(b: &mut Builder, l: usize, r: VarId) -> Result<(VarId, VarId), OpTypeError> {
+    let lp = &b.function().loops[l];
+    let (st, xs) = (lp.state().clone(), lp.sequence());
+    let xs = xs.ok_or_else(|| OpTypeError("the sequence of a loop that is not a scan".into()))?;
+    let row = Type::array(xs.dtype, xs.shape[1..].to_vec());
+    let size =
+        |t: &Type| Dim::product(&t.shape).ok_or_else(|| OpTypeError(format!("the size of {t}")));
+    let (wx, ws) = (size(&row)?, size(&st)?);
+    let first = b.push("", Op::Index(0), &[r], None)?;
+    let gs = b.trailing(first, ws)?;
+    let init = unflatten(b, gs, &st)?;
+    let cols = b.leading_columns(r, wx.clone())?;
+    let rows = Type::array(xs.dtype, vec![xs.shape[0].clone(), wx]);
+    let gx = b.push("", Op::Slice(0), &[cols], Some(&rows))?;
+    let seq = unflatten(b, gx, &xs)?;
+    Ok((init, seq))
+}
+
+/// The vector (or matrix of flattened rows) `v` in the shape of `ty`.
+fn unflatten(b: &mut Builder, v: VarId, ty: &Type) -> Result<VarId, OpTypeError> {
+    if b.ty(v) == ty {
+        return Ok(v);
+    }
+    if ty.is_scalar() {
+        return b.push("", Op::Index(0), &[v], None);
+    }
+    b.push("", Op::Reshape, &[v], Some(ty))
+}
+
+/// The vector `[v]`, flattened (a scalar as one element).
+fn flatten(b: &mut Builder, v: VarId) -> Result<VarId, OpTypeError> {
+    let t = b.ty(v).clone();
+    if t.rank() == 1 {
+        return Ok(v);
+    }
+    let w = Dim::product(&t.shape).ok_or_else(|| OpTypeError(format!("the size of {t}")))?;
+    let to = Type::array(t.dtype, vec![w]);
+    let op = if t.is_scalar() {
+        Op::Bcast
+    } else {
+        Op::Reshape
+    };
+    b.push("", op, &[v], Some(&to))
+}
+
 /// `looptape L 1` of `x` and its row 0 (the loop's result), giving loop
 /// `l` its VJP if it has none yet.
 fn taped_loop(
@@ -239,10 +351,7 @@ fn taped_loop(
     args: &[VarId],
     name: &str,
 ) -> Result<(VarId, VarId), AdError> {
-    if b.function().loops[l].vjp.is_none() {
-        let vjp = body_vjp(&f.loops[l].body)?;
-        b.loop_mut(l).vjp = Some(vjp);
-    }
+    give_vjp(b, f, l)?;
     let lp = &b.function().loops[l];
     let scan = lp.is_scan();
     let rows = lp.tape_rows(1);
@@ -286,6 +395,56 @@ pub fn body_vjp(body: &Function) -> Result<Function, AdError> {
     let h = b.finish(vec![h]);
     let r = reverse(&h, &[0])?;
     Ok(r.gradient(&format!("{}.vjp", body.name)))
+}
+
+/// The VJP of a scan's body `(s, x) -> s'` with respect to the state and
+/// the row, packed: `(s, x, g) -> [flat(gᵀ ∂s'/∂x) ; flat(gᵀ ∂s'/∂s)]`,
+/// a vector of the row's and the state's elements (the rows of `loopvjp`
+/// with [`VJP_SEQ`]).
+pub fn body_vjp_seq(lp: &Loop) -> Result<Function, AdError> {
+    let body = &lp.body;
+    let packed = lp
+        .seq_cotangent_type()
+        .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+    let pw = Type::array(packed.dtype, vec![packed.shape[1].clone()]);
+    let mut b = Builder::new(body.name.clone(), body.size_params.clone());
+    let st = body.ty(body.params[0].var).clone();
+    let p1 = body
+        .params
+        .get(1)
+        .ok_or_else(|| invalid("the VJP of a scan's row for a loop that is not a scan".into()))?;
+    let ins = [
+        b.param("s", st.clone(), body.params[0].span),
+        b.param("x", body.ty(p1.var).clone(), p1.span),
+    ];
+    let g = b.param("g", st.clone(), Default::default());
+    let next = b.inline(body, &ins)?[0];
+    let mut h = b
+        .push("", Op::Mul, &[next, g], None)
+        .map_err(AdError::from)?;
+    if !st.is_scalar() {
+        h = b.push("", Op::Sum, &[h], None).map_err(AdError::from)?;
+    }
+    let h = b.finish(vec![h]);
+    let grads = reverse(&h, &[0, 1])?.gradient(&format!("{}.vjpseq", body.name));
+    let mut b = Builder::new(format!("{}.vjpseq", body.name), body.size_params.clone());
+    let args: Vec<VarId> = grads
+        .params
+        .iter()
+        .map(|p| b.param(grads.var_name(p.var), grads.ty(p.var).clone(), p.span))
+        .collect();
+    let rets = b.inline(&grads, &args)?;
+    let pack = (|| -> Result<VarId, OpTypeError> {
+        let (gs, gx) = (flatten(&mut b, rets[0])?, flatten(&mut b, rets[1])?);
+        // `gx` at the start, `gs` at the end (pads at static offsets only).
+        let front = b.push("", Op::Pad(0), &[gx], Some(&pw))?;
+        let back = b.push("", Op::Reverse, &[gs], None)?;
+        let back = b.push("", Op::Pad(0), &[back], Some(&pw))?;
+        let back = b.push("", Op::Reverse, &[back], None)?;
+        b.push("", Op::Add, &[front, back], None)
+    })()
+    .map_err(AdError::from)?;
+    Ok(b.finish(vec![pack]))
 }
 
 #[cfg(test)]

@@ -282,6 +282,7 @@ impl CostModel {
                 n * l.body + memory
             }
             Op::LoopVjp(_, k, m, _) => {
+                let m = m & crate::ops::VJP_RECOMPUTE;
                 let again = recomputed_steps(n as u64, u64::from(k), m) as f64;
                 let buffer = if m == 0 {
                     f64::from(k.saturating_sub(1)) * l.state_bytes

@@ -527,23 +527,47 @@ fn run_loop(
                 data,
             }
         }
-        Op::LoopVjp(_, k, ..) => {
+        Op::LoopVjp(_, k, m, _) => {
             // Both modes compute the same states; the interpreter recomputes
             // each segment once.
             let vjp = lp.vjp.as_ref().expect("validated IR: loopvjp has a VJP");
-            let (tape, mut g) = (args[0], args[1].clone());
-            let width = g.data.len();
-            let k = u64::from(k);
-            let segments = count.div_ceil(k);
-            let (dtype, shape) = (g.dtype, g.shape.clone());
-            let tape_row = |r: u64| {
+            let tape = args[0];
+            let st = lp.state();
+            let shape: Vec<usize> = st
+                .shape
+                .iter()
+                .map(|d| d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize)
+                .collect();
+            let width: usize = shape.iter().product();
+            let dtype = st.dtype;
+            let row_of = |v: &Value, r: u64| {
                 let from = (r * width as u64) as usize;
                 Value {
                     dtype,
                     shape: shape.clone(),
-                    data: tape.data[from..from + width].to_vec(),
+                    data: v.data[from..from + width].to_vec(),
                 }
             };
+            let tape_row = |r: u64| row_of(tape, r);
+            // Seeded by the whole tape's cotangent: its row 0, and row
+            // `1 + j` joins at state `j·k`.
+            let seed = (m & crate::ops::VJP_TAPE != 0).then_some(args[1]);
+            let mut g = match seed {
+                Some(gt) => row_of(gt, 0),
+                None => args[1].clone(),
+            };
+            // With the sequence's cotangent: the rows `[gx ; gs]`, the VJP
+            // returning one such row per state.
+            let seq = m & crate::ops::VJP_SEQ != 0;
+            let packed = *out_shape.get(1).unwrap_or(&0);
+            let wx = packed.saturating_sub(width);
+            let mut seq_rows = vec![0.0; if seq { out_shape[0] * packed } else { 0 }];
+            if seq {
+                let last = count as usize * packed + wx;
+                seq_rows[last..last + width].copy_from_slice(&g.data);
+            }
+            let k = u64::from(k);
+            let segments = count.div_ceil(k);
             for j in (0..segments).rev() {
                 let mut states = vec![tape_row(j + 1)];
                 let end = ((j + 1) * k).min(count);
@@ -562,14 +586,44 @@ fn run_loop(
                     if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
                         continue;
                     }
+                    let t = j * k + i as u64;
                     let s = states[i].clone();
                     let mut a = vec![s];
-                    a.extend(row(j * k + i as u64));
+                    a.extend(row(t));
                     a.push(g);
-                    g = apply(vjp, a, dims)?;
+                    let out = apply(vjp, a, dims)?;
+                    g = if seq {
+                        let at = t as usize * packed;
+                        seq_rows[at..at + packed].copy_from_slice(&out.data);
+                        Value {
+                            dtype,
+                            shape: shape.clone(),
+                            data: out.data[wx..].to_vec(),
+                        }
+                    } else {
+                        out
+                    };
+                }
+                if let Some(gt) = seed {
+                    // State j·k: the tape's row 1 + j.
+                    for (e, x) in g.data.iter_mut().zip(&row_of(gt, j + 1).data) {
+                        *e += x;
+                    }
+                    if seq {
+                        let at = (j * k) as usize * packed + wx;
+                        seq_rows[at..at + width].copy_from_slice(&g.data);
+                    }
                 }
             }
-            g
+            if seq {
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data: seq_rows,
+                }
+            } else {
+                g
+            }
         }
         _ => unreachable!("run_loop is called for loop ops"),
     })

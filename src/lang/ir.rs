@@ -135,6 +135,17 @@ impl Loop {
         })
     }
 
+    /// The result of `loopvjp` with [`crate::ops::VJP_SEQ`] for this scan:
+    /// `T[count + 1, wx + ws]`, each row the cotangent of a row of the
+    /// sequence and of a state, flattened (None for a loop that is not a
+    /// scan, or sizes without an expression).
+    pub fn seq_cotangent_type(&self) -> Option<Type> {
+        let st = self.state();
+        let row = self.row()?;
+        let w = Dim::product(&row.shape)?.plus(&Dim::product(&st.shape)?)?;
+        Some(Type::array(st.dtype, vec![self.tape_rows(1), w]))
+    }
+
     /// Rows of a `looptape` keeping every `k`-th state: the final state
     /// and `⌈count/k⌉` checkpoints.
     pub fn tape_rows(&self, k: u64) -> Dim {
@@ -197,8 +208,15 @@ impl Loop {
                 Some(r) => vec![st.clone(), r.clone(), st.clone()],
                 None => vec![st.clone(), st.clone()],
             };
-            if v.rets.len() != 1 || v.param_types() != want || v.ty(v.rets[0]) != st {
-                return bad("its VJP must map (state, [row,] cotangent) to a cotangent");
+            // A scan's VJP may also give the row's cotangent, packed with
+            // the state's (`loopvjp` with `VJP_SEQ`).
+            let packed = self
+                .seq_cotangent_type()
+                .map(|t| Type::array(t.dtype, t.shape[1..].to_vec()));
+            let ret_fits = v.rets.len() == 1
+                && (v.ty(v.rets[0]) == st || Some(v.ty(v.rets[0])) == packed.as_ref());
+            if !ret_fits || v.param_types() != want {
+                return bad("its VJP must map (state, [row,] cotangent) to a cotangent (for a scan, or to the row's and the state's cotangents, packed)");
             }
         }
         Ok(())
@@ -354,11 +372,28 @@ impl Function {
         let (state_arg, rows, scan) = match s.op {
             Op::Loop(_, q) => (self.ty(s.args[0]), None, q),
             Op::LoopTape(_, k, q) => (self.ty(s.args[0]), Some((self.ty(s.var), k)), q),
-            Op::LoopVjp(_, k, _, q) => {
+            Op::LoopVjp(_, k, m, q) => {
                 if lp.vjp.is_none() {
                     return Err(IrError(format!("{}: loop {l} has no VJP", at())));
                 }
-                (self.ty(s.args[1]), Some((self.ty(s.args[0]), k)), q)
+                if m & crate::ops::VJP_SEQ != 0 {
+                    let want = lp.seq_cotangent_type();
+                    if want.as_ref() != Some(self.ty(s.var)) {
+                        return Err(IrError(format!(
+                            "{}: the cotangents of loop {l}'s states and rows are {}, not {}",
+                            at(),
+                            want.map_or("unknown".to_string(), |t| t.to_string()),
+                            self.ty(s.var)
+                        )));
+                    }
+                }
+                // Seeded by the cotangent of the whole tape: of the tape's type.
+                let seed = if m & crate::ops::VJP_TAPE != 0 {
+                    st
+                } else {
+                    self.ty(s.args[1])
+                };
+                (seed, Some((self.ty(s.args[0]), k)), q)
             }
             _ => return Ok(()),
         };
@@ -562,6 +597,75 @@ impl Builder {
             });
         }
         acc.ok_or_else(|| OpTypeError("packing no values".into()))
+    }
+
+    /// `x` (`T[R, s...]`) with its rows flattened: `T[R, w]`, `w` the
+    /// elements of a row (`x` itself when its rows are already vectors).
+    pub fn flat_rows(&mut self, x: VarId) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() == 2 {
+            return Ok(x);
+        }
+        let w = Dim::product(t.shape.get(1..).unwrap_or(&[]))
+            .ok_or_else(|| OpTypeError(format!("the rows of {t} have no size")))?;
+        let to = Type::array(t.dtype, vec![t.shape[0].clone(), w]);
+        self.push("", Op::Reshape, &[x], Some(&to))
+    }
+
+    /// Part `i` of each row of `x` (`T[R, K, s...]`, each row `K` parts of
+    /// shape `s`): `T[R, s...]`, the `x[r][i]` for every `r`. Static
+    /// offsets only: the rows are turned into columns, `K` blocks of them.
+    pub fn row_part(&mut self, x: VarId, i: u64) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() < 2 {
+            return Err(OpTypeError(format!("parts of the rows of {t}")));
+        }
+        let (r, k) = (t.shape[0].clone(), t.shape[1].clone());
+        let part = t.shape[2..].to_vec();
+        let w = Dim::product(&part).ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
+        let size = |d: &[Dim]| Type::array(t.dtype, d.to_vec());
+        let flat = self.flat_rows(x)?;
+        let cols = self.push("", Op::Transpose, &[flat], None)?;
+        let wr = w
+            .times(&r)
+            .ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
+        let blocks = self.push("", Op::Reshape, &[cols], Some(&size(&[k, wr])))?;
+        let block = self.push("", Op::Index(i), &[blocks], None)?;
+        if part.is_empty() {
+            return Ok(block);
+        }
+        let wt = self.push(
+            "",
+            Op::Reshape,
+            &[block],
+            Some(&size(&[w.clone(), r.clone()])),
+        )?;
+        let rows = self.push("", Op::Transpose, &[wt], None)?;
+        let mut shape = vec![r];
+        shape.extend(part);
+        self.push("", Op::Reshape, &[rows], Some(&size(&shape)))
+    }
+
+    /// The first `w` elements of each row of the matrix `x` (`T[R, C]`):
+    /// `T[R, w]`.
+    pub fn leading_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() != 2 {
+            return Err(OpTypeError(format!("columns of {t}")));
+        }
+        let cols = self.push("", Op::Transpose, &[x], None)?;
+        let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
+        let first = self.push("", Op::Slice(0), &[cols], Some(&to))?;
+        self.push("", Op::Transpose, &[first], None)
+    }
+
+    /// The last `w` elements of the vector `x`.
+    pub fn trailing(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        let back = self.push("", Op::Reverse, &[x], None)?;
+        let to = Type::array(t.dtype, vec![w]);
+        let first = self.push("", Op::Slice(0), &[back], Some(&to))?;
+        self.push("", Op::Reverse, &[first], None)
     }
 
     /// Append `f`'s statements applied to `args` (one per parameter), its

@@ -154,13 +154,15 @@ impl Dim {
         Some(Dim::Expr(s.clone()))
     }
 
-    /// The size as an expression (None for the rows of a tape, and for a
-    /// literal past `i64::MAX`).
+    /// The size as an expression (None for the rows of a tape keeping
+    /// fewer than every state, and for a literal past `i64::MAX`).
     pub fn size(&self) -> Option<Size> {
         match self {
             Dim::Lit(k) => i64::try_from(*k).ok().map(Size::constant),
             Dim::Param(p) => Some(Size::param(p)),
             Dim::Sub(p, k) => Size::param(p).sub(&Size::constant(i64::try_from(*k).ok()?)),
+            // Every state and the final one: `p + 1`.
+            Dim::Rows(p, 1) => Size::param(p).add(&Size::constant(1)),
             Dim::Rows(..) => None,
             Dim::Expr(s) => Some(s.clone()),
         }

@@ -130,7 +130,10 @@ impl Op {
             Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
-            Op::Loop(..) | Op::LoopVjp(..) => false,
+            // With the sequence's cotangent, rows whose width the op
+            // cannot know (the loop's state and row).
+            Op::LoopVjp(_, _, m, _) => m & super::VJP_SEQ != 0,
+            Op::Loop(..) => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub

@@ -292,19 +292,36 @@ impl Op {
                 }
                 Ok(t)
             }
-            Op::LoopVjp(_, k, m, _) => {
+            Op::LoopVjp(_, k, m, scan) => {
                 let (tape, ct) = (args[0], args[1]);
-                if *k == 0
-                    || *m > 1
-                    || tape.dtype != ct.dtype
-                    || tape.rank() != ct.rank() + 1
-                    || tape.shape[1..] != ct.shape[..]
-                {
+                let seeds_whole_tape = m & super::VJP_TAPE != 0;
+                let fits = if seeds_whole_tape {
+                    tape == ct
+                } else {
+                    tape.dtype == ct.dtype
+                        && tape.rank() == ct.rank() + 1
+                        && tape.shape[1..] == ct.shape[..]
+                };
+                let seq = m & super::VJP_SEQ != 0;
+                if *k == 0 || *m > 7 || !fits || (seq && !*scan) {
                     return Err(OpTypeError(format!(
-                        "`loopvjp` needs a tape of states, the cotangent of one state, k > 0 and mode 0 or 1; got {tape} and {ct}"
+                        "`loopvjp` needs a tape of states, the cotangent of one state (or of the tape, flag 4), k > 0 and flags below 8 (2 only for a scan); got {tape} and {ct}"
                     )));
                 }
-                Ok(ct.clone())
+                if !seq {
+                    return Ok(if seeds_whole_tape {
+                        Type::array(ct.dtype, ct.shape[1..].to_vec())
+                    } else {
+                        ct.clone()
+                    });
+                }
+                let t = need_annot()?;
+                if t.dtype != ct.dtype || t.rank() != 2 {
+                    return Err(OpTypeError(format!(
+                        "`loopvjp` with the sequence's cotangent gives rows of the state's and the row's cotangents, not {t}"
+                    )));
+                }
+                Ok(t)
             }
         }
     }

@@ -7,7 +7,7 @@ pub mod rules;
 
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::Type;
-use crate::ops::Op;
+use crate::ops::{Op, VJP_SEQ};
 use egg::{Id, Runner, StopReason};
 use indexmap::IndexMap;
 use lang::{Analysis, Node, EG};
@@ -211,8 +211,11 @@ fn checkpoint_choices(
 ) {
     let defs = f.definitions();
     for s in &f.stmts[split..] {
-        let Op::LoopVjp(l, 1, 0, scan) = s.op else {
-            continue;
+        // Plain, or with a scan's sequence cotangent (then `l` is the copy
+        // of the taped loop whose VJP also gives the row's cotangent).
+        let (l, flags, scan) = match s.op {
+            Op::LoopVjp(l, 1, flags @ (0 | VJP_SEQ), scan) => (l, flags, scan),
+            _ => continue,
         };
         let (tape, g) = (s.args[0], s.args[1]);
         // A scan's sequence: as the primal reads it, and as the pullback does.
@@ -239,8 +242,21 @@ fn checkpoint_choices(
         } else {
             seq_fwd
         };
-        let Some(lp) = f.loops.get(l as usize).filter(|_| tl == l) else {
+        let Some(lp) = f
+            .loops
+            .get(l as usize)
+            .filter(|_| tl == l || flags == VJP_SEQ)
+        else {
             continue;
+        };
+        // The cotangent rows' type, for the sequence's cotangent.
+        let annot: Vec<Id> = if flags == VJP_SEQ {
+            match lp.seq_cotangent_type() {
+                Some(t) => vec![eg.add(Node::Ty(t.into()))],
+                None => continue,
+            }
+        } else {
+            Vec::new()
         };
         let x = class[def.args[0].index()];
         // The primal's result: the tape's row 0.
@@ -253,7 +269,7 @@ fn checkpoint_choices(
         if let Some(y) = result {
             let kids: SmallVec<[Id; 2]> =
                 std::iter::once(x).chain(seq_fwd.iter().copied()).collect();
-            let plain = eg.add(Node::Op(Op::Loop(l, scan), kids));
+            let plain = eg.add(Node::Op(Op::Loop(tl, scan), kids));
             eg.union(y, plain);
         }
         let st = lp.state();
@@ -268,7 +284,7 @@ fn checkpoint_choices(
                 .chain(seq_fwd.iter().copied())
                 .chain(std::iter::once(ty))
                 .collect();
-            let tk = eg.add(Node::Op(Op::LoopTape(l, k as u32, scan), kids));
+            let tk = eg.add(Node::Op(Op::LoopTape(tl, k as u32, scan), kids));
             names
                 .entry(tk)
                 .or_insert_with(|| format!("{}.every{k}", f.var_name(tape)));
@@ -283,8 +299,9 @@ fn checkpoint_choices(
                 let kids: SmallVec<[Id; 2]> = [read, gc]
                     .into_iter()
                     .chain(seq_bwd.iter().copied())
+                    .chain(annot.iter().copied())
                     .collect();
-                let vjp = eg.add(Node::Op(Op::LoopVjp(l, k as u32, m, scan), kids));
+                let vjp = eg.add(Node::Op(Op::LoopVjp(l, k as u32, m | flags, scan), kids));
                 eg.union(ct, vjp);
             }
         }

@@ -204,8 +204,44 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::LoopVjp(_, k, m, _) => {
                 let (tv, g) = (arg(0)?, arg(1)?);
                 let tape = self.translate_in_buffer(tv, lb.tape)?;
+                // Seeded by the whole tape's cotangent (`VJP_TAPE`): row 0
+                // starts the walk (`g`'s first `width` elements), row
+                // `1 + j` joins at checkpoint `j`.
+                let seed = if m & crate::ops::VJP_TAPE != 0 {
+                    Some(self.translate_in_buffer(g, lb.seed)?)
+                } else {
+                    None
+                };
+                // With the sequence's cotangent (`VJP_SEQ`), row `j` of the
+                // home is `[gx_j ; gs_j]`: the VJP at state `j` writes it
+                // and reads `gs_{j+1}` from the row after (row `count`:
+                // zeros and the final state's cotangent).
+                let seq_rows = if m & crate::ops::VJP_SEQ != 0 {
+                    let row = lp
+                        .row()
+                        .ok_or_else(|| {
+                            Error::internal("backend: `VJP_SEQ` of a loop that is not a scan")
+                        })?
+                        .clone();
+                    let wx = self.translate_len(row)?;
+                    let wxb = self.b.ins().ishl_imm_u(wx, log2_bytes(dtype));
+                    let pw = self.b.ins().iadd(wx, width);
+                    let prow = self.b.ins().ishl_imm_u(pw, log2_bytes(dtype));
+                    let off = self.b.ins().imul(n, prow);
+                    let last = self.b.ins().iadd(h, off);
+                    self.translate_zero(last, wx, dtype)?;
+                    let gs = self.b.ins().iadd(last, wxb);
+                    self.translate_fill(g, gs, width)?;
+                    Some((wxb, prow))
+                } else {
+                    None
+                };
+                let m = m & crate::ops::VJP_RECOMPUTE;
                 if fixed == Some(0) {
-                    return self.translate_fill(g, h, width);
+                    return match seq_rows {
+                        Some(_) => Ok(()),
+                        None => self.translate_fill(g, h, width),
+                    };
                 }
                 let other = opt(self, lb.other)?;
                 let vjp = self.call_site(l, true)?;
@@ -217,25 +253,77 @@ impl<'a, 'b> Translator<'a, 'b> {
                 } else {
                     None
                 };
-                let (gcur, gnxt) = self.translate_ping_pong(g, n, h, other, width)?;
+                // The cotangent alternates between the home and `other`,
+                // unless each step has its own row.
+                let gvars = match seq_rows {
+                    Some(_) => None,
+                    None => Some(self.translate_ping_pong(g, n, h, other, width)?),
+                };
                 let seg = opt(self, lb.seg)?;
                 let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
                 // ⌈n/k⌉ segments; checkpoint j in row 1 + j.
                 let up = self.b.ins().iadd_imm_s(n, k as i64 - 1);
                 let n_seg = self.b.ins().udiv_imm_s(up, k as i64);
                 let ckpt0 = self.b.ins().iadd(tape, rowbytes);
+                // Where the cotangent of state `step` is (once written).
+                let gs_at = move |t: &mut Self, step: ir::Value| -> ir::Value {
+                    match (gvars, seq_rows) {
+                        (Some((gcur, _)), _) => t.b.use_var(gcur),
+                        (None, Some((wxb, prow))) => {
+                            let off = t.b.ins().imul(step, prow);
+                            let row = t.b.ins().iadd(h, off);
+                            t.b.ins().iadd(row, wxb)
+                        }
+                        (None, None) => h,
+                    }
+                };
                 // The VJP at state `step`, held in `st`: the cotangent
                 // moves on.
                 let vjp_step =
                     move |t: &mut Self, st: ir::Value, step: ir::Value| -> Result<(), Error> {
-                        let gc = t.b.use_var(gcur);
-                        let go = t.b.use_var(gnxt);
                         let mut args = ins(t, st, step);
-                        args.push(gc);
-                        t.translate_call(vjp, &args, go)?;
-                        t.translate_swap(gcur, gnxt, h, other);
+                        match (gvars, seq_rows) {
+                            (Some((gcur, gnxt)), _) => {
+                                let gc = t.b.use_var(gcur);
+                                let go = t.b.use_var(gnxt);
+                                args.push(gc);
+                                t.translate_call(vjp, &args, go)?;
+                                t.translate_swap(gcur, gnxt, h, other);
+                            }
+                            (None, Some((_, prow))) => {
+                                let off = t.b.ins().imul(step, prow);
+                                let go = t.b.ins().iadd(h, off);
+                                let next = t.b.ins().iadd_imm_s(step, 1);
+                                let gc = gs_at(t, next);
+                                args.push(gc);
+                                t.translate_call(vjp, &args, go)?;
+                            }
+                            (None, None) => {
+                                return Err(Error::internal(
+                                    "backend: `loopvjp` without cotangent buffers",
+                                ))
+                            }
+                        }
                         Ok(())
                     };
+                // After the step at state `start + r` of segment `j`: at a
+                // checkpoint (`r = 0`), the seed's row `1 + j` joins.
+                let seed_add = move |t: &mut Self,
+                                     j: ir::Value,
+                                     start: ir::Value,
+                                     r: ir::Value|
+                      -> Result<(), Error> {
+                    let Some(seed) = seed else { return Ok(()) };
+                    let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                    let zero = t.b.ins().iconst(types::I64, 0);
+                    let len = t.b.ins().select(at_ckpt, width, zero);
+                    let j1 = t.b.ins().iadd_imm_s(j, 1);
+                    let off = t.b.ins().imul(j1, rowbytes);
+                    let src = t.b.ins().iadd(seed, off);
+                    let step = t.b.ins().iadd(start, r);
+                    let dst = gs_at(t, step);
+                    t.translate_accumulate(dst, src, len, dtype)
+                };
                 // In a loop that settles, a step that changed no bit of
                 // the state (a frozen step, or one after the loop stopped)
                 // passes the cotangent on (copied, keeping the alternation)
@@ -254,6 +342,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                         same,
                         types::I64,
                         &mut |t| {
+                            let (gcur, gnxt) =
+                                gvars.ok_or_else(|| Error::internal("backend: a settling scan"))?;
                             let gc = t.b.use_var(gcur);
                             let go = t.b.use_var(gnxt);
                             t.translate_copy(gc, go, width, dtype)?;
@@ -314,15 +404,17 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
                             let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
                             let sr = t.step_at(scan, start, r);
-                            if !settles {
-                                return vjp_step(t, st, sr);
+                            if settles {
+                                // State r+1: row r of `seg`, or after the segment.
+                                let ro1 = t.b.ins().imul(r, rowbytes);
+                                let next_in_seg = t.b.ins().iadd(seg, ro1);
+                                let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
+                                let next = t.b.ins().select(at_end, after, next_in_seg);
+                                step_or_pass(t, st, next, sr)?;
+                            } else {
+                                vjp_step(t, st, sr)?;
                             }
-                            // State r+1: row r of `seg`, or after the segment.
-                            let ro1 = t.b.ins().imul(r, rowbytes);
-                            let next_in_seg = t.b.ins().iadd(seg, ro1);
-                            let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
-                            let next = t.b.ins().select(at_end, after, next_in_seg);
-                            step_or_pass(t, st, next, sr)
+                            seed_add(t, j, start, r)
                         })
                     } else {
                         // Each state recomputed from the checkpoint when the
@@ -345,7 +437,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let st = t.b.use_var(cur);
                             let sr = t.step_at(scan, start, r);
                             if !settles {
-                                return vjp_step(t, st, sr);
+                                vjp_step(t, st, sr)?;
+                                return seed_add(t, j, start, r);
                             }
                             // State r+1: after the segment, or one more step
                             // into the buffer `st` is not in.
@@ -363,10 +456,14 @@ impl<'a, 'b> Translator<'a, 'b> {
                                         None => Ok(after),
                                     }
                                 })?;
-                            step_or_pass(t, st, next, sr)
+                            step_or_pass(t, st, next, sr)?;
+                            seed_add(t, j, start, r)
                         })
                     }
                 })?;
+                if seq_rows.is_some() {
+                    return Ok(());
+                }
                 when_zero(self, &mut |t| t.translate_fill(g, h, width))
             }
             other => Err(Error::internal(format!(
@@ -501,6 +598,51 @@ impl<'a, 'b> Translator<'a, 'b> {
             let x = t.b.ins().load(it, MemFlagsData::trusted(), ps, 0);
             let pd = t.translate_addr(dtype, dst, i);
             t.b.ins().store(MemFlagsData::trusted(), x, pd, 0);
+            Ok(())
+        })
+    }
+
+    /// `len` zeros of `dtype` at `dst`.
+    fn translate_zero(
+        &mut self,
+        dst: ir::Value,
+        len: ir::Value,
+        dtype: DType,
+    ) -> Result<(), Error> {
+        self.translate_loop(len, &mut |t, i| {
+            let z = match dtype {
+                DType::F32 => t.b.ins().f32const(0.0),
+                DType::F64 => t.b.ins().f64const(0.0),
+                DType::I64 | DType::Bool => t.b.ins().iconst(types::I64, 0),
+            };
+            let pd = t.translate_addr(dtype, dst, i);
+            t.b.ins().store(MemFlagsData::trusted(), z, pd, 0);
+            Ok(())
+        })
+    }
+
+    /// `dst[i] = dst[i] + src[i]` for the `len` floats of `dtype` there.
+    fn translate_accumulate(
+        &mut self,
+        dst: ir::Value,
+        src: ir::Value,
+        len: ir::Value,
+        dtype: DType,
+    ) -> Result<(), Error> {
+        let ft = match dtype {
+            DType::F32 => types::F32,
+            DType::F64 => types::F64,
+            DType::I64 | DType::Bool => {
+                return Err(Error::internal("backend: a cotangent of integers"))
+            }
+        };
+        self.translate_loop(len, &mut |t, i| {
+            let pd = t.translate_addr(dtype, dst, i);
+            let ps = t.translate_addr(dtype, src, i);
+            let x = t.b.ins().load(ft, MemFlagsData::trusted(), pd, 0);
+            let y = t.b.ins().load(ft, MemFlagsData::trusted(), ps, 0);
+            let z = t.b.ins().fadd(x, y);
+            t.b.ins().store(MemFlagsData::trusted(), z, pd, 0);
             Ok(())
         })
     }

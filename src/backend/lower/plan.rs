@@ -254,9 +254,16 @@ impl Plan {
                     if !buffered(t) {
                         lb.tape = Some(push_scratch(&mut scratch, first, f.ty(t).clone()));
                     }
-                    if ping_pong(g) {
+                    // The whole tape's cotangent is read row by row.
+                    if m & crate::ops::VJP_TAPE != 0 && !buffered(g) {
+                        lb.seed = Some(push_scratch(&mut scratch, first, f.ty(g).clone()));
+                    }
+                    // With the sequence's cotangent, each step writes its
+                    // own row of the home: nothing alternates.
+                    if m & crate::ops::VJP_SEQ == 0 && ping_pong(g) {
                         lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
                     }
+                    let m = m & crate::ops::VJP_RECOMPUTE;
                     let seg = count.min(u64::from(k.max(1)));
                     if m == 0 && seg >= 2 {
                         let mut shape = vec![Dim::Lit(seg - 1)];

@@ -62,7 +62,7 @@ pub(super) fn conversion(name: &str) -> Option<DType> {
 }
 
 /// Names with a meaning of their own (not functions one may define).
-pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan"];
+pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan", "scan_all"];
 
 pub(super) fn builtin(name: &str) -> Option<Op> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)

@@ -99,8 +99,8 @@ impl<'a> FnCx<'a> {
         if name == "iterate_until" {
             return self.iterate_impl(e, args, hints, true);
         }
-        if name == "scan" {
-            return self.scan(e, args, hints);
+        if name == "scan" || name == "scan_all" {
+            return self.scan(e, args, hints, name == "scan_all");
         }
         if let Some(op) = matrix_builtin(name) {
             return self.matrix(e, op, name, args, hint);

@@ -79,7 +79,8 @@ impl<'a> FnCx<'a> {
     /// whose body reads row `t` at step `t` (`scan L`), or, when the state
     /// cannot be carried by a loop and `xs` has an integer length, unrolled
     /// with static rows.
-    pub(super) fn scan(&mut self, e: &Expr, args: &[Expr], hints: &[&str]) -> Val {
+    pub(super) fn scan(&mut self, e: &Expr, args: &[Expr], hints: &[&str], all: bool) -> Val {
+        let name = if all { "scan_all" } else { "scan" };
         let shape = "a sequence, an initial state and a step function `(s, x) => ...`";
         if args.len() != 3 {
             for a in args {
@@ -88,7 +89,7 @@ impl<'a> FnCx<'a> {
             self.error(Diagnostic::new(
                 e.span,
                 format!(
-                    "`scan` takes 3 arguments ({shape}), but {} given",
+                    "`{name}` takes 3 arguments ({shape}), but {} given",
                     args.len()
                 ),
             ));
@@ -107,7 +108,7 @@ impl<'a> FnCx<'a> {
                 self.lower(step, &[]);
             }
             self.error(
-                Diagnostic::new(step.span, "the step function of `scan` takes the state and a row of the sequence: `(s, x) => ...`")
+                Diagnostic::new(step.span, format!("the step function of `{name}` takes the state and a row of the sequence: `(s, x) => ...`"))
                     .with_note("a tuple state is bound as one value: take it apart in the step with `let (a, b) = s`"),
             );
             return Val::Err;
@@ -169,7 +170,7 @@ impl<'a> FnCx<'a> {
                 body,
                 init.span,
                 hints,
-                Some((xs, &xname)),
+                Some((xs, &xname, all.then_some(e.span))),
                 None,
             ) {
                 return v;
@@ -184,6 +185,7 @@ impl<'a> FnCx<'a> {
         };
         // Unrolled: row t is `xs[t]`.
         let mut state = state;
+        let mut states = Vec::new();
         for t in 0..n {
             if matches!(state, Val::Err) {
                 return Val::Err;
@@ -203,13 +205,96 @@ impl<'a> FnCx<'a> {
             if let Some(why) = self.state_change(&state, &next) {
                 self.error(Diagnostic::new(
                     body.span,
-                    format!("the step of `scan` must keep the state's type, but {why}"),
+                    format!("the step of `{name}` must keep the state's type, but {why}"),
                 ));
                 return Val::Err;
             }
+            if all {
+                states.push(next.clone());
+            }
             state = next;
         }
+        if all {
+            return self.stack_states(&state, &states, &count, e.span);
+        }
         state
+    }
+
+    /// The states after each step of an unrolled `scan_all`, stacked leaf
+    /// by leaf: each leaf an array with one row per step (`count` rows).
+    fn stack_states(&mut self, last: &Val, states: &[Val], count: &Dim, span: Span) -> Val {
+        let mut columns: Vec<Vec<Val>> = Vec::new();
+        for st in states {
+            let mut leaves = Vec::new();
+            flatten_leaves(st, &mut leaves);
+            columns.resize(leaves.len(), Vec::new());
+            for (c, l) in columns.iter_mut().zip(leaves) {
+                c.push(l);
+            }
+        }
+        let mut shape = Vec::new();
+        flatten_leaves(last, &mut shape);
+        let mut stacked = Vec::new();
+        for (i, leaf) in shape.iter().enumerate() {
+            let ty = match leaf {
+                Val::Var(v) => self.ty(*v),
+                Val::Const(_) => Type::scalar(self.float_dtype(states)),
+                other => {
+                    self.error(Diagnostic::new(
+                        span,
+                        format!(
+                            "`scan_all` stacks states of numbers and arrays, but part of this state is {}",
+                            self.describe(other)
+                        ),
+                    ));
+                    return Val::Err;
+                }
+            };
+            let mut rows_ty = vec![count.clone()];
+            rows_ty.extend(ty.shape.iter().cloned());
+            let rows_ty = Type::array(ty.dtype, rows_ty);
+            let rows: Vec<VarId> = columns
+                .get(i)
+                .map(|c| {
+                    c.iter()
+                        .map(|l| match l {
+                            Val::Var(v) => *v,
+                            Val::Const(x) => self.b.constant(ty.dtype, *x),
+                            _ => self.b.constant(ty.dtype, 0.0),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let v = if rows.is_empty() {
+                self.push_plain("", Op::Zero, &[], Some(&rows_ty))
+            } else if rows.len() == 1 {
+                self.push_plain("", Op::Unindex(0), &[rows[0]], Some(&rows_ty))
+            } else {
+                match self.b.pack_rows(&rows, &rows_ty) {
+                    Ok(v) => Val::Var(v),
+                    Err(e) => self.bug(format!("stacking the states of `scan_all`: {}", e.0)),
+                }
+            };
+            stacked.push(v);
+        }
+        let mut it = stacked.into_iter();
+        rebuild_leaves(last, &mut it)
+    }
+
+    /// The float type of the first array among the leaves of `states`
+    /// (`f64` if none).
+    fn float_dtype(&self, states: &[Val]) -> crate::lang::types::DType {
+        let mut leaves = Vec::new();
+        for s in states {
+            flatten_leaves(s, &mut leaves);
+        }
+        leaves
+            .iter()
+            .find_map(|l| match l {
+                Val::Var(v) => Some(self.ty(*v).dtype),
+                _ => None,
+            })
+            .unwrap_or(crate::lang::types::DType::F64)
     }
 
     /// `iterate(n, init, s => step)` (`until` false), or
@@ -479,7 +564,9 @@ impl<'a> FnCx<'a> {
 
     /// [`Self::counted_loop`], and for a `scan` the sequence and the name
     /// its step binds to the current row (the loop body's second
-    /// parameter; the loop always runs, whatever its count). With the stop
+    /// parameter; the loop always runs, whatever its count), and for a
+    /// `scan_all` its span (the result is then every state after a step,
+    /// from the tape of the loop). With the stop
     /// condition `done` of an `iterate_until`, the body is the step frozen
     /// once `done` holds ([`Self::freeze`]).
     #[allow(clippy::too_many_arguments)]
@@ -491,9 +578,11 @@ impl<'a> FnCx<'a> {
         body: &Expr,
         init_span: Span,
         hints: &[&str],
-        seq: Option<(VarId, &Ident)>,
+        seq: Option<(VarId, &Ident, Option<Span>)>,
         done: Option<Cond>,
     ) -> Option<Val> {
+        let all = seq.and_then(|(_, _, all)| all);
+        let seq = seq.map(|(xs, name, _)| (xs, name));
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
         // The row type: the dynamic leaves' array type (or scalar type).
@@ -754,6 +843,9 @@ impl<'a> FnCx<'a> {
         let ins: Vec<VarId> = std::iter::once(packed)
             .chain(seq.map(|(xs, _)| xs))
             .collect();
+        if let Some(span) = all {
+            return Some(self.every_state(id, &ins, (&leaf_tys, &leaf_ty), state, span, hint));
+        }
         let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
             return Some(Val::Err);
         };
@@ -771,6 +863,90 @@ impl<'a> FnCx<'a> {
         }
         let mut it = finals.into_iter();
         Some(rebuild_leaves(state, &mut it))
+    }
+
+    /// The states of scan loop `id` after each of its steps, leaf by leaf
+    /// (`leaf_tys`, packed as rows of `leaf_ty`): its tape keeping every
+    /// state has the final state in row 0 and state `j` in row `1 + j`, so
+    /// state `t + 1` is row `(t + 2) % (count + 1)`, gathered.
+    fn every_state(
+        &mut self,
+        id: u32,
+        ins: &[VarId],
+        (leaf_tys, leaf_ty): (&[Type], &Type),
+        state: &Val,
+        span: Span,
+        hint: &str,
+    ) -> Val {
+        use crate::lang::types::DType;
+        let lp = &self.b.function().loops[id as usize];
+        let (count, packed) = (lp.count.clone(), lp.state().clone());
+        let rows = lp.tape_rows(1);
+        let with_rows = |d: Dim, t: &Type| {
+            let mut shape = vec![d];
+            shape.extend(t.shape.iter().cloned());
+            Type::array(t.dtype, shape)
+        };
+        let tape_ty = with_rows(rows.clone(), &packed);
+        let Val::Var(tape) = self.push_plain(
+            format!("{hint}.tape").trim_start_matches('.'),
+            Op::LoopTape(id, 1, true),
+            ins,
+            Some(&tape_ty),
+        ) else {
+            return Val::Err;
+        };
+        let int = |d: Dim| Type::array(DType::I64, vec![d]);
+        let built = (|| -> Result<Vec<VarId>, String> {
+            let b = &mut self.b;
+            let e = |e: crate::ops::OpTypeError| e.0;
+            let iota = b
+                .push("", Op::Iota, &[], Some(&int(count.clone())))
+                .map_err(e)?;
+            let two = b.constant(DType::I64, 2.0);
+            let two = b.broadcast_to(two, &int(count.clone())).map_err(e)?;
+            let shifted = b.push("", Op::Add, &[iota, two], None).map_err(e)?;
+            let one = b.constant(DType::I64, 1.0);
+            let ones = b.push("", Op::Bcast, &[one], Some(&int(rows))).map_err(e)?;
+            let n1 = b.push("", Op::Sum, &[ones], None).map_err(e)?;
+            let n1 = b.broadcast_to(n1, &int(count.clone())).map_err(e)?;
+            let idx = b.push("", Op::Rem, &[shifted, n1], None).map_err(e)?;
+            let site = crate::lang::interp::pack_site(span.start, span.end);
+            let all = b
+                .push("", Op::Gather(site), &[tape, idx], None)
+                .map_err(e)?;
+            let mut out = Vec::new();
+            for (i, t) in leaf_tys.iter().enumerate() {
+                // One value carried (no other part, nothing captured).
+                let part = if packed == *leaf_ty {
+                    all
+                } else {
+                    b.row_part(all, i as u64).map_err(e)?
+                };
+                // A scalar carried as a broadcast row: its first element.
+                let v = if t != leaf_ty && t.is_scalar() && !leaf_ty.is_scalar() {
+                    let first = b.leading_columns(part, Dim::Lit(1)).map_err(e)?;
+                    b.push(
+                        "",
+                        Op::Reshape,
+                        &[first],
+                        Some(&with_rows(count.clone(), t)),
+                    )
+                    .map_err(e)?
+                } else {
+                    part
+                };
+                out.push(v);
+            }
+            Ok(out)
+        })();
+        match built {
+            Ok(vs) => {
+                let mut it = vs.into_iter().map(Val::Var);
+                rebuild_leaves(state, &mut it)
+            }
+            Err(e) => self.bug(format!("the states of `scan_all`: {e}")),
+        }
     }
 
     /// Why `next` cannot follow `prev` as an iteration state, if it cannot.
