@@ -107,6 +107,13 @@ const CASES: &[Case] = &[
         says: "`tabulate` inside `tabulate` is not supported yet",
     },
     Case {
+        file: "grad-of-loop-gradient",
+        action: Action::Grad("g", "x"),
+        kind: ErrorKind::Unsupported,
+        at: "4:17",
+        says: "differentiating a gradient through a loop is not supported yet",
+    },
+    Case {
         file: "jvp-scan-sequence",
         action: Action::Check,
         kind: ErrorKind::Unsupported,
