@@ -40,6 +40,37 @@ fn mixed(xs: f64[3, 2], s0: f64[2]) -> f64 {
 }
 @grad(xs, s0)
 fn dmixed(xs: f64[3, 2], s0: f64[2]) -> (f64[3, 2], f64[2]) = mixed(xs, s0)
+
+// The gradient with respect to the sequence, of a loop.
+@grad(xs, s0, w, a)
+fn drnn_xs[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64) -> (f64[T, B], f64[B], f64[B], f64) =
+  rnn(xs, s0, w, a)
+
+// Every state: a loss on each step's state.
+fn states[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64) -> f64[T, B] =
+  scan_all(xs, s0, (s, x) => tanh(a * s + w * x * x))
+fn per_step[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64) -> f64 {
+  let ss = states(xs, s0, w, a)
+  +/(ss .* ss) + +/ss
+}
+@grad(xs, s0, w, a)
+fn dper_step[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64) -> (f64[T, B], f64[B], f64[B], f64) =
+  per_step(xs, s0, w, a)
+@jvp(s0, a)
+fn tstates[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64, ds0: f64[B], da: f64) -> f64[T, B] =
+  states(xs, s0, w, a)
+
+// A tuple state of a vector and a scalar riding along it (a scalar leaf
+// of a vector state): a tuple of sequences.
+fn pair[T, B](xs: f64[T, B], s0: f64[B], r: f64) -> (f64[T, B], f64[T]) =
+  scan_all(xs, (s0, 1.0), (s, x) => { let (v, c) = s; (sin(v * c + x), c * r + +/x) })
+fn pair_loss[T, B](xs: f64[T, B], s0: f64[B], r: f64) -> f64 {
+  let (vs, cs) = pair(xs, s0, r)
+  +/vs + +/(cs .* cs)
+}
+@grad(xs, s0, r)
+fn dpair_loss[T, B](xs: f64[T, B], s0: f64[B], r: f64) -> (f64[T, B], f64[B], f64) =
+  pair_loss(xs, s0, r)
 "#;
 
 fn program() -> Program {
@@ -281,4 +312,176 @@ fn misuse_of_scan_is_a_clear_error() {
         let e = error_of(src);
         assert!(e.contains(want), "{src}\n---\n{e}");
     }
+}
+
+/// The states of `states` after each step, by a plain loop.
+fn states_reference(args: &[Value]) -> Vec<f64> {
+    let (xs, s0, w, a) = (&args[0], &args[1], &args[2], args[3].as_scalar());
+    let b = s0.data.len();
+    let mut s = s0.data.clone();
+    let mut out = Vec::new();
+    for x in xs.data.chunks(b) {
+        for i in 0..b {
+            s[i] = (a * s[i] + w.data[i] * x[i] * x[i]).tanh();
+        }
+        out.extend_from_slice(&s);
+    }
+    out
+}
+
+fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (x, y) in got.iter().zip(want) {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: {x} vs {y}");
+    }
+}
+
+#[test]
+fn scan_all_gives_every_state_from_one_loop() {
+    let p = program();
+    let f = p.ir("states").unwrap();
+    // One loop keeping its states: no unrolling, whatever the length.
+    let tapes = f
+        .stmts
+        .iter()
+        .filter(|s| matches!(s.op, Op::LoopTape(_, 1, true)))
+        .count();
+    assert_eq!(tapes, 1, "{f}");
+    for (t, b) in [(0, 3), (1, 3), (2, 1), (7, 4), (50, 5)] {
+        let args = vals(t, b, 11 + t as u64);
+        let got = both(f, &args);
+        assert_eq!(got[0].shape, vec![t, b]);
+        close(
+            &got[0].data,
+            &states_reference(&args),
+            1e-14,
+            &format!("T={t}"),
+        );
+    }
+    // A tuple state with a scalar riding along a vector: two sequences.
+    let args = vec![
+        Value::array(
+            DType::F64,
+            vec![3, 2],
+            vec![0.5, -1.0, 2.0, 0.25, 1.5, 0.75],
+        ),
+        Value::f64(&[0.3, -0.2]),
+        Value::scalar(DType::F64, 0.9),
+    ];
+    let got = both(p.ir("pair").unwrap(), &args);
+    let (mut v, mut c) = (vec![0.3f64, -0.2], 1.0f64);
+    let (mut vs, mut cs) = (Vec::new(), Vec::new());
+    for x in args[0].data.chunks(2) {
+        let nv: Vec<f64> = v
+            .iter()
+            .zip(x)
+            .map(|(vi, xi)| (vi * c + xi).sin())
+            .collect();
+        c = c * 0.9 + x.iter().sum::<f64>();
+        v = nv;
+        vs.extend_from_slice(&v);
+        cs.push(c);
+    }
+    assert_eq!(got[0].shape, vec![3, 2]);
+    close(&got[0].data, &vs, 1e-14, "pair: vectors");
+    close(&got[1].data, &cs, 1e-14, "pair: scalars");
+}
+
+#[test]
+fn gradients_with_respect_to_the_sequence_match_finite_differences() {
+    let p = program();
+    for (loss, grad) in [("rnn", "drnn_xs"), ("per_step", "dper_step")] {
+        let f = p.ir(loss).unwrap();
+        // T = 0 too: the sequence's gradient is empty, the others exact.
+        for (t, b) in [(0, 2), (1, 2), (6, 3), (30, 2)] {
+            let args = vals(t, b, 3 + t as u64);
+            let want = central(f, &args, &[0, 1, 2, 3]);
+            let got = both(p.ir(grad).unwrap(), &args);
+            for (i, (gv, w)) in got.iter().zip(&want).enumerate() {
+                close(&gv.data, w, 1e-6, &format!("{grad} T={t} gradient {i}"));
+            }
+            assert_eq!(got[0].shape, vec![t, b]);
+            // Every checkpoint choice the optimizer makes gives the same
+            // gradient (the walk back with the sequence's cotangent too).
+            let mut flags = std::collections::BTreeSet::new();
+            for lambda in [0.0, 2.0, 1e6] {
+                let opts = Options::default()
+                    .function(loss)
+                    .wrt(["xs", "s0", "w", "a"])
+                    .lambda(lambda)
+                    .dim("T", 40)
+                    .dim("B", b as u64);
+                let g = optimize_gradient(&p, &opts).unwrap_or_else(|e| panic!("{e}"));
+                let ir = g.gradient_ir();
+                for s in &ir.stmts {
+                    if let Op::LoopVjp(_, k, m, true) = s.op {
+                        flags.insert((k, m));
+                    }
+                }
+                let got = both(&ir, &args);
+                for (i, (gv, w)) in got.iter().zip(&want).enumerate() {
+                    close(
+                        &gv.data,
+                        w,
+                        1e-6,
+                        &format!("{loss} λ={lambda} T={t} gradient {i}"),
+                    );
+                }
+            }
+            assert!(
+                flags
+                    .iter()
+                    .all(|(_, m)| m & egrad::internals::ops::VJP_SEQ != 0),
+                "{loss}: every walk back gives the sequence's cotangent: {flags:?}"
+            );
+            if t == 30 && loss == "rnn" {
+                assert!(flags.len() >= 2, "{loss}: checkpoint choices {flags:?}");
+            }
+        }
+    }
+    // The tuple state with a scalar leaf.
+    let args = vec![
+        Value::array(
+            DType::F64,
+            vec![3, 2],
+            vec![0.5, -1.0, 2.0, 0.25, 1.5, 0.75],
+        ),
+        Value::f64(&[0.3, -0.2]),
+        Value::scalar(DType::F64, 0.9),
+    ];
+    let want = central(p.ir("pair_loss").unwrap(), &args, &[0, 1, 2]);
+    let got = both(p.ir("dpair_loss").unwrap(), &args);
+    for (i, (gv, w)) in got.iter().zip(&want).enumerate() {
+        close(&gv.data, w, 1e-6, &format!("dpair_loss gradient {i}"));
+    }
+}
+
+#[test]
+fn forward_mode_through_every_state_matches_finite_differences() {
+    let p = program();
+    let f = p.ir("states").unwrap();
+    let args = vals(9, 3, 21);
+    let ds0 = Value::f64(&[0.5, -1.0, 0.25]);
+    let da = 0.75;
+    let mut targs = args.clone();
+    targs.push(ds0.clone());
+    targs.push(Value::scalar(DType::F64, da));
+    let got = both(p.ir("tstates").unwrap(), &targs);
+    let h = 1e-6;
+    let at = |e: f64| {
+        let mut a = args.clone();
+        for (x, d) in a[1].data.iter_mut().zip(&ds0.data) {
+            *x += e * d;
+        }
+        a[3].data[0] += e * da;
+        let refs: Vec<&Value> = a.iter().collect();
+        run(f, &refs).unwrap()[0].data.clone()
+    };
+    let (up, down) = (at(h), at(-h));
+    let fd: Vec<f64> = up
+        .iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect();
+    close(&got[0].data, &fd, 1e-6, "tstates");
 }
