@@ -71,6 +71,14 @@ fn pair_loss[T, B](xs: f64[T, B], s0: f64[B], r: f64) -> f64 {
 @grad(xs, s0, r)
 fn dpair_loss[T, B](xs: f64[T, B], s0: f64[B], r: f64) -> (f64[T, B], f64[B], f64) =
   pair_loss(xs, s0, r)
+
+// An integer length and a scalar state: the walk back is seeded by a tape
+// cotangent of literal length (once filled past the scalar it seeds).
+fn short(xs: f64[4], a: f64) -> f64 = +/scan_all(xs, 0.5, (s, x) => sin(a * s) + x)
+@grad(xs, a)
+fn dshort(xs: f64[4], a: f64) -> (f64[4], f64) = short(xs, a)
+@grad(a)
+fn dshort_a(xs: f64[4], a: f64) -> f64 = short(xs, a)
 "#;
 
 fn program() -> Program {
@@ -438,6 +446,20 @@ fn gradients_with_respect_to_the_sequence_match_finite_differences() {
                 assert!(flags.len() >= 2, "{loss}: checkpoint choices {flags:?}");
             }
         }
+    }
+    // An integer length: the seed is filled only as far as it seeds.
+    let args = vec![
+        Value::f64(&[1.0, 2.0, 3.0, 4.0]),
+        Value::scalar(DType::F64, 0.7),
+    ];
+    let want = central(p.ir("short").unwrap(), &args, &[0, 1]);
+    for _ in 0..3 {
+        let got = both(p.ir("dshort").unwrap(), &args);
+        for (i, (gv, w)) in got.iter().zip(&want).enumerate() {
+            close(&gv.data, w, 1e-6, &format!("dshort gradient {i}"));
+        }
+        let got = both(p.ir("dshort_a").unwrap(), &args);
+        close(&got[0].data, &want[1], 1e-6, "dshort_a");
     }
     // The tuple state with a scalar leaf.
     let args = vec![

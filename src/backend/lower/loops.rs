@@ -107,7 +107,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 }
                 let other = opt(self, lb.other)?;
                 let body = self.call_site(l, false)?;
-                let (cur, nxt) = self.translate_ping_pong(x, n, h, other, width)?;
+                let (cur, nxt) = self.translate_ping_pong(x, None, n, h, other, width)?;
                 // One step; with `settles`, whether it changed nothing.
                 let step = |t: &mut Self, i: ir::Value| -> Result<Option<ir::Value>, Error> {
                     let c = t.b.use_var(cur);
@@ -231,16 +231,25 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let last = self.b.ins().iadd(h, off);
                     self.translate_zero(last, wx, dtype)?;
                     let gs = self.b.ins().iadd(last, wxb);
-                    self.translate_fill(g, gs, width)?;
+                    match seed {
+                        Some(p) => self.translate_copy(p, gs, width, dtype)?,
+                        None => self.translate_fill(g, gs, width)?,
+                    }
                     Some((wxb, prow))
                 } else {
                     None
                 };
                 let m = m & crate::ops::VJP_RECOMPUTE;
+                // The seed's first `width` elements (a fill would write
+                // all of a seed of literal length).
+                let seed_to = move |t: &mut Self, dst: ir::Value| match seed {
+                    Some(p) => t.translate_copy(p, dst, width, dtype),
+                    None => t.translate_fill(g, dst, width),
+                };
                 if fixed == Some(0) {
                     return match seq_rows {
                         Some(_) => Ok(()),
-                        None => self.translate_fill(g, h, width),
+                        None => seed_to(self, h),
                     };
                 }
                 let other = opt(self, lb.other)?;
@@ -257,7 +266,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // unless each step has its own row.
                 let gvars = match seq_rows {
                     Some(_) => None,
-                    None => Some(self.translate_ping_pong(g, n, h, other, width)?),
+                    None => Some(self.translate_ping_pong(g, seed, n, h, other, width)?),
                 };
                 let seg = opt(self, lb.seg)?;
                 let (a, b) = (opt(self, lb.a)?, opt(self, lb.b)?);
@@ -464,7 +473,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 if seq_rows.is_some() {
                     return Ok(());
                 }
-                when_zero(self, &mut |t| t.translate_fill(g, h, width))
+                when_zero(self, &mut |t| seed_to(t, h))
             }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not a loop op",
@@ -505,11 +514,13 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// so that the last step writes `h` (the parity of the run-time count
     /// `n` picks the first): returns the variables holding the buffer the
     /// next step reads and the one it writes. An operand in a buffer is
-    /// read there by the first step; any other is first written to the
-    /// buffer the first step does not write.
+    /// read there by the first step (as is `at`, where given: a buffer
+    /// whose first `width` elements are the operand); any other is first
+    /// written to the buffer the first step does not write.
     fn translate_ping_pong(
         &mut self,
         x: VarId,
+        at: Option<ir::Value>,
         n: ir::Value,
         h: ir::Value,
         other: ir::Value,
@@ -518,8 +529,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         let odd = self.b.ins().band_imm_s(n, 1);
         let first = self.b.ins().select(odd, h, other);
         let spare = self.b.ins().select(odd, other, h);
-        let src = match self.read(x)? {
-            Read::Buf(k) => self.buf(k)?,
+        let src = match (at, self.read(x)?) {
+            (Some(p), _) => p,
+            (None, Read::Buf(k)) => self.buf(k)?,
             _ => {
                 self.translate_fill(x, spare, width)?;
                 spare
