@@ -108,10 +108,10 @@ const CASES: &[Case] = &[
     },
     Case {
         file: "grad-of-loop-gradient",
-        action: Action::Grad("g", "x"),
+        action: Action::Grad("g", "w"),
         kind: ErrorKind::Unsupported,
-        at: "4:17",
-        says: "differentiating a gradient through a loop is not supported yet",
+        at: "4:27",
+        says: "differentiating a gradient through a `scan` is not supported yet",
     },
     Case {
         file: "jvp-scan-sequence",

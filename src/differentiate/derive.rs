@@ -38,7 +38,7 @@ fn grad(
 ) -> Result<Derived, TransformError> {
     let rev = match reverse(primal, wrt) {
         Ok(r) => r,
-        // Through a loop's gradient reverse mode stops; for scalar
+        // Through a scan's gradient reverse mode stops; for scalar
         // parameters forward mode gives the gradient.
         Err(AdError::Unsupported(AdLimit::LoopGradient))
             if !value_too

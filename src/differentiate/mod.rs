@@ -39,7 +39,8 @@ pub enum AdError {
 /// The documented limits of AD (`docs/language.md`, "Not yet supported").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdLimit {
-    /// Reverse mode through a loop's gradient (`looptape`/`loopvjp`).
+    /// Reverse mode through a scan's gradient (`loopvjp` of a scan, or one
+    /// giving a sequence's or a whole tape's cotangent).
     LoopGradient,
     /// Forward mode with respect to the sequence a `scan` reads.
     ForwardScanSequence,
@@ -52,7 +53,7 @@ impl AdLimit {
     pub fn message(self) -> &'static str {
         match self {
             AdLimit::LoopGradient => {
-                "differentiating a gradient through a loop is not supported yet"
+                "differentiating a gradient through a `scan` is not supported yet"
             }
             AdLimit::ForwardScanSequence => {
                 "forward mode with respect to the sequence a `scan` reads is not supported yet"
@@ -69,8 +70,11 @@ impl AdLimit {
             AdLimit::ForwardScanSequence => {
                 "take the gradient with respect to the sequence in reverse mode (`@grad`), or give the sequence an integer length and a state a loop cannot carry, so that the `scan` is unrolled and differentiated like any expression"
             }
-            AdLimit::LoopGradient | AdLimit::ForwardLoopGradient => {
-                "reverse mode does not go through a loop's gradient (`looptape`/`loopvjp`) yet: use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the loop a `static` count small enough to unroll"
+            AdLimit::ForwardLoopGradient => {
+                "forward mode goes through a loop's gradient with respect to the initial state and the values the step reads, not yet through a gradient with respect to a sequence or of every state of a `scan`: take that derivative in reverse mode (`@grad`)"
+            }
+            AdLimit::LoopGradient => {
+                "reverse mode goes through the gradient of an `iterate` or `iterate_until` loop, not yet through a `scan`'s (nor through a gradient with respect to a sequence, or of every state): use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"
             }
         }
     }

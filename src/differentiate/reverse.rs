@@ -1,5 +1,6 @@
 //! The reverse sweep.
 
+use super::forward::jvp;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, VarId};
@@ -85,6 +86,8 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     let mut b = Builder::new(f.name.clone(), f.size_params.clone());
     b.copy_loops(f);
     let mut tapes: IndexMap<VarId, VarId> = IndexMap::new();
+    // A loop gradient's every-state cotangents (`loopvjp` with `VJP_SEQ`).
+    let mut cotangent_rows: IndexMap<VarId, VarId> = IndexMap::new();
     let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for p in &f.params {
         let v = b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
@@ -106,8 +109,25 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         if let (Op::LoopTape(l, ..), true) = (s.op, active[s.var.index()]) {
             give_vjp(&mut b, f, l as usize)?;
         }
-        if matches!(s.op, Op::LoopVjp(..)) && active[s.var.index()] {
-            return Err(AdError::Unsupported(AdLimit::LoopGradient));
+        // A loop's gradient (reverse over reverse): every state's
+        // cotangent is kept, for the second-order walk of the pullback.
+        if let (Op::LoopVjp(l, k, m, scan), true) = (s.op, active[s.var.index()]) {
+            if scan || k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 {
+                return Err(AdError::Unsupported(AdLimit::LoopGradient));
+            }
+            let lp = &b.function().loops[l as usize];
+            let (st, ty) = (lp.state().clone(), lp.seq_cotangent_type());
+            let ty = ty.ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+            let rows = b
+                .push("", Op::LoopVjp(l, 1, m | VJP_SEQ, false), &args, Some(&ty))
+                .map_err(AdError::from)?;
+            let first = b
+                .push("", Op::Index(0), &[rows], None)
+                .map_err(AdError::from)?;
+            let r = unflatten(&mut b, first, &st).map_err(AdError::from)?;
+            map[s.var.index()] = Some(r);
+            cotangent_rows.insert(s.var, rows);
+            continue;
         }
         let nv = b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
@@ -133,6 +153,23 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
+        if let (Op::LoopVjp(l, ..), Some(&rows)) = (s.op, cotangent_rows.get(&s.var)) {
+            let tape = m(&map, s.args[0]);
+            let (ct_g, ct_tape) = second_order(&mut b, f, l as usize, (tape, rows), g)?;
+            for (a, contrib) in [(s.args[1], ct_g), (s.args[0], ct_tape)] {
+                if !active[a.index()] {
+                    continue;
+                }
+                let total = match ct.get(&a) {
+                    Some(&prev) => b
+                        .push("", Op::Add, &[prev, contrib], None)
+                        .map_err(AdError::from)?,
+                    None => contrib,
+                };
+                ct.insert(a, total);
+            }
+            continue;
+        }
         // A loop: its tape walked back from the result's cotangent; a tape
         // the program reads: walked back from the tape's cotangent.
         let walk = match (s.op, tapes.get(&s.var)) {
@@ -270,6 +307,121 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         pullback,
         residuals,
     })
+}
+
+/// The reverse of `loopvjp L 1` (loop `l` of `f`, not a scan), whose
+/// walk back `g_j = J_jᵀ g_{j+1}` (`J_j` the body's Jacobian at state
+/// `s_j`, `g_count` the cotangent it was given) gave `rows`, every `g_j`:
+/// from the cotangent `h` of its result `g_0`, the cotangents of the
+/// given `g` and of the tape. Walking forward, `u_0 = h` and `u_{j+1} =
+/// J_j u_j` (the body's JVP), so `g`'s cotangent is `u_count`; state `j`
+/// on the tape gets `∂/∂s (g_{j+1} · J(s) u_j)`, the JVP of the body's
+/// VJP in `s`. That walk is a scan over the rows `[s_j ; g_{j+1}]` (a new
+/// loop carrying `[u, hvp]`), its states read from its tape.
+fn second_order(
+    b: &mut Builder,
+    f: &Function,
+    l: usize,
+    (tape, rows): (VarId, VarId),
+    h: VarId,
+) -> Result<(VarId, VarId), AdError> {
+    let lp = f.loops[l].clone();
+    let vjp = lp
+        .vjp
+        .as_ref()
+        .ok_or_else(|| invalid(format!("`{}`: loop {l} has no VJP", f.name)))?;
+    let st = lp.state().clone();
+    let count = lp.count.clone();
+    let ws = Dim::product(&st.shape).ok_or_else(|| invalid("a state without a size".into()))?;
+    let two_ws = ws
+        .times(&Dim::Lit(2))
+        .ok_or_else(|| invalid("a state without a size".into()))?;
+    let arr = |shape: Vec<Dim>| Type::array(st.dtype, shape);
+    let mut packed_shape = vec![Dim::Lit(2)];
+    packed_shape.extend(st.shape.iter().cloned());
+    let packed = arr(packed_shape);
+    // The loop: `([u, hvp], [s ; g]) -> [J(s) u, ∂/∂s (g · J(s) u)]`.
+    let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
+    let vjp_jvp = jvp(vjp, &[0], &format!("{}.jvp", vjp.name))?;
+    let mut bb = Builder::new(format!("{}.second", lp.body.name), f.size_params.clone());
+    let p = bb.param("p", packed.clone(), Default::default());
+    let row = bb.param("sg", arr(vec![two_ws.clone()]), Default::default());
+    let body = (|| -> Result<Function, AdError> {
+        let e = AdError::from;
+        let pairs = bb
+            .push(
+                "",
+                Op::Reshape,
+                &[row],
+                Some(&arr(vec![ws.clone(), Dim::Lit(2)])),
+            )
+            .map_err(e)?;
+        let parts = bb.push("", Op::Transpose, &[pairs], None).map_err(e)?;
+        let s0 = bb.push("", Op::Index(0), &[parts], None).map_err(e)?;
+        let g0 = bb.push("", Op::Index(1), &[parts], None).map_err(e)?;
+        let s = unflatten(&mut bb, s0, &st).map_err(e)?;
+        let g = unflatten(&mut bb, g0, &st).map_err(e)?;
+        let u = bb.push("", Op::Index(0), &[p], None).map_err(e)?;
+        let ju = bb.inline(&body_jvp, &[s, u])?[0];
+        let hv = bb.inline(&vjp_jvp, &[s, g, u])?[0];
+        let next = bb.pack_rows(&[ju, hv], &packed).map_err(e)?;
+        Ok(bb.finish(vec![next]))
+    })()?;
+    let l2 = b.add_loop(Loop {
+        count: count.clone(),
+        body,
+        vjp: None,
+        settles: false,
+    });
+    let e = AdError::from;
+    // The sequence: row j is `s_j` and `g_{j+1}`, interleaved element by
+    // element (`[ws, 2]`, which the body transposes).
+    let steps = arr(vec![count.clone(), ws.clone()]);
+    let states = b.flat_rows(tape).map_err(e)?;
+    let states = b
+        .push("", Op::Slice(1), &[states], Some(&steps))
+        .map_err(e)?;
+    let gs = b.push("", Op::Slice(1), &[rows], Some(&steps)).map_err(e)?;
+    let both = b
+        .pack_rows(
+            &[states, gs],
+            &arr(vec![Dim::Lit(2), count.clone(), ws.clone()]),
+        )
+        .map_err(e)?;
+    let cw = count
+        .times(&ws)
+        .ok_or_else(|| invalid("a tape without a size".into()))?;
+    let both = b
+        .push("", Op::Reshape, &[both], Some(&arr(vec![Dim::Lit(2), cw])))
+        .map_err(e)?;
+    let both = b.push("", Op::Transpose, &[both], None).map_err(e)?;
+    let seq = b
+        .push(
+            "",
+            Op::Reshape,
+            &[both],
+            Some(&arr(vec![count.clone(), two_ws])),
+        )
+        .map_err(e)?;
+    let zero = b.push("", Op::Zero, &[], Some(&st)).map_err(e)?;
+    let init = b.pack_rows(&[h, zero], &packed).map_err(e)?;
+    let mut tape_shape = vec![b.function().loops[l2 as usize].tape_rows(1)];
+    tape_shape.extend(packed.shape.iter().cloned());
+    let walk = b
+        .push(
+            "",
+            Op::LoopTape(l2, 1, true),
+            &[init, seq],
+            Some(&arr(tape_shape)),
+        )
+        .map_err(e)?;
+    let last = b.push("", Op::Index(0), &[walk], None).map_err(e)?;
+    let ct_g = b.push("", Op::Index(0), &[last], None).map_err(e)?;
+    let after = b.states_after_steps(walk, count, 0).map_err(e)?;
+    let hvps = b.row_part(after, 1).map_err(e)?;
+    let tape_ty = b.ty(tape).clone();
+    let ct_tape = b.push("", Op::Pad(1), &[hvps], Some(&tape_ty)).map_err(e)?;
+    Ok((ct_g, ct_tape))
 }
 
 /// Give loop `l` its VJP if it has none yet.

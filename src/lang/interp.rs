@@ -583,10 +583,14 @@ fn run_loop(
                     // In a loop that settles, a step that changed no bit
                     // of the state (a frozen step, or the steps after the
                     // loop stopped) passes the cotangent on unchanged.
+                    let t = j * k + i as u64;
                     if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
+                        if seq {
+                            let at = t as usize * packed + wx;
+                            seq_rows[at..at + width].copy_from_slice(&g.data);
+                        }
                         continue;
                     }
-                    let t = j * k + i as u64;
                     let s = states[i].clone();
                     let mut a = vec![s];
                     a.extend(row(t));

@@ -135,14 +135,17 @@ impl Loop {
         })
     }
 
-    /// The result of `loopvjp` with [`crate::ops::VJP_SEQ`] for this scan:
+    /// The result of `loopvjp` with [`crate::ops::VJP_SEQ`] for this loop:
     /// `T[count + 1, wx + ws]`, each row the cotangent of a row of the
-    /// sequence and of a state, flattened (None for a loop that is not a
-    /// scan, or sizes without an expression).
+    /// sequence (none, `wx = 0`, for a loop that is not a scan) and of a
+    /// state, flattened (None for sizes without an expression).
     pub fn seq_cotangent_type(&self) -> Option<Type> {
         let st = self.state();
-        let row = self.row()?;
-        let w = Dim::product(&row.shape)?.plus(&Dim::product(&st.shape)?)?;
+        let ws = Dim::product(&st.shape)?;
+        let w = match self.row() {
+            Some(row) => Dim::product(&row.shape)?.plus(&ws)?,
+            None => ws,
+        };
         Some(Type::array(st.dtype, vec![self.tape_rows(1), w]))
     }
 
@@ -597,6 +600,36 @@ impl Builder {
             });
         }
         acc.ok_or_else(|| OpTypeError("packing no values".into()))
+    }
+
+    /// The states after each of the `count` steps of a loop, from its tape
+    /// keeping every state (`looptape L 1`: the final state in row 0,
+    /// state `j` in row `1 + j`): state `t + 1` is row
+    /// `(t + 2) % (count + 1)`, gathered (`site` names the gather; its
+    /// indices are always in range).
+    pub fn states_after_steps(
+        &mut self,
+        tape: VarId,
+        count: Dim,
+        site: u64,
+    ) -> Result<VarId, OpTypeError> {
+        let rows = self
+            .ty(tape)
+            .shape
+            .first()
+            .cloned()
+            .ok_or_else(|| OpTypeError(format!("a tape of states, not {}", self.ty(tape))))?;
+        let int = |d: Dim| Type::array(DType::I64, vec![d]);
+        let iota = self.push("", Op::Iota, &[], Some(&int(count.clone())))?;
+        let two = self.constant(DType::I64, 2.0);
+        let two = self.broadcast_to(two, &int(count.clone()))?;
+        let shifted = self.push("", Op::Add, &[iota, two], None)?;
+        let one = self.constant(DType::I64, 1.0);
+        let ones = self.push("", Op::Bcast, &[one], Some(&int(rows)))?;
+        let n1 = self.push("", Op::Sum, &[ones], None)?;
+        let n1 = self.broadcast_to(n1, &int(count))?;
+        let idx = self.push("", Op::Rem, &[shifted, n1], None)?;
+        self.push("", Op::Gather(site), &[tape, idx], None)
     }
 
     /// `x` (`T[R, s...]`) with its rows flattened: `T[R, w]`, `w` the

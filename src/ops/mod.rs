@@ -165,18 +165,20 @@ pub enum Op {
     /// [`VJP_TAPE`] (the second operand is the cotangent of the whole tape,
     /// of the tape's type: row 0 seeds the walk and row `1 + j` is added
     /// to the cotangent of state `j·k`; a tape the program itself reads)
-    /// and, for a scan, [`VJP_SEQ`] (the result also carries the
-    /// cotangent of the sequence: `T[count + 1, wx + ws]`, row `j` the
-    /// cotangent of row `j` of the sequence (`wx` elements, flattened)
-    /// followed by that of state `j` (`ws`), row `count` zeros and the
-    /// final state's cotangent; the loop's VJP then returns such a row).
+    /// and [`VJP_SEQ`] (the result is every state's cotangent, and for a
+    /// scan every row's: `T[count + 1, wx + ws]`, row `j` the cotangent
+    /// of row `j` of the sequence (`wx` elements, flattened; none for a
+    /// loop that is not a scan) followed by that of state `j` (`ws`), row
+    /// `count` zeros and the final state's cotangent; a scan's VJP then
+    /// returns such a row).
     LoopVjp(u32, u32, u32, bool),
 }
 
 /// `loopvjp` flag: each state recomputed from its segment's checkpoint
 /// (no segment buffer); without it, each segment is recomputed once.
 pub const VJP_RECOMPUTE: u32 = 1;
-/// `loopvjp` flag (scans): the result carries the sequence's cotangent.
+/// `loopvjp` flag: the result is every state's cotangent (and, for a
+/// scan, every row's), one row per state.
 pub const VJP_SEQ: u32 = 2;
 /// `loopvjp` flag: the second operand is the cotangent of the whole tape.
 pub const VJP_TAPE: u32 = 4;

@@ -292,7 +292,7 @@ impl Op {
                 }
                 Ok(t)
             }
-            Op::LoopVjp(_, k, m, scan) => {
+            Op::LoopVjp(_, k, m, _) => {
                 let (tape, ct) = (args[0], args[1]);
                 let seeds_whole_tape = m & super::VJP_TAPE != 0;
                 let fits = if seeds_whole_tape {
@@ -303,9 +303,9 @@ impl Op {
                         && tape.shape[1..] == ct.shape[..]
                 };
                 let seq = m & super::VJP_SEQ != 0;
-                if *k == 0 || *m > 7 || !fits || (seq && !*scan) {
+                if *k == 0 || *m > 7 || !fits {
                     return Err(OpTypeError(format!(
-                        "`loopvjp` needs a tape of states, the cotangent of one state (or of the tape, flag 4), k > 0 and flags below 8 (2 only for a scan); got {tape} and {ct}"
+                        "`loopvjp` needs a tape of states, the cotangent of one state (or of the tape, flag 4), k > 0 and flags below 8; got {tape} and {ct}"
                     )));
                 }
                 if !seq {

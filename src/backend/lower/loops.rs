@@ -217,13 +217,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // and reads `gs_{j+1}` from the row after (row `count`:
                 // zeros and the final state's cotangent).
                 let seq_rows = if m & crate::ops::VJP_SEQ != 0 {
-                    let row = lp
-                        .row()
-                        .ok_or_else(|| {
-                            Error::internal("backend: `VJP_SEQ` of a loop that is not a scan")
-                        })?
-                        .clone();
-                    let wx = self.translate_len(row)?;
+                    // No row's cotangent for a loop that is not a scan.
+                    let wx = match lp.row() {
+                        Some(row) => self.translate_len(row.clone())?,
+                        None => self.b.ins().iconst(types::I64, 0),
+                    };
                     let wxb = self.b.ins().ishl_imm_u(wx, log2_bytes(dtype));
                     let pw = self.b.ins().iadd(wx, width);
                     let prow = self.b.ins().ishl_imm_u(pw, log2_bytes(dtype));
@@ -240,6 +238,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                     None
                 };
                 let m = m & crate::ops::VJP_RECOMPUTE;
+                // The step number, also where each state's cotangent goes.
+                let indexed = scan || seq_rows.is_some();
                 // The seed's first `width` elements (a fill would write
                 // all of a seed of literal length).
                 let seed_to = move |t: &mut Self, dst: ir::Value| match seed {
@@ -351,12 +351,22 @@ impl<'a, 'b> Translator<'a, 'b> {
                         same,
                         types::I64,
                         &mut |t| {
-                            let (gcur, gnxt) =
-                                gvars.ok_or_else(|| Error::internal("backend: a settling scan"))?;
-                            let gc = t.b.use_var(gcur);
-                            let go = t.b.use_var(gnxt);
-                            t.translate_copy(gc, go, width, dtype)?;
-                            t.translate_swap(gcur, gnxt, h, other);
+                            match gvars {
+                                Some((gcur, gnxt)) => {
+                                    let gc = t.b.use_var(gcur);
+                                    let go = t.b.use_var(gnxt);
+                                    t.translate_copy(gc, go, width, dtype)?;
+                                    t.translate_swap(gcur, gnxt, h, other);
+                                }
+                                None => {
+                                    // Every state's cotangent: this one's
+                                    // row gets the next one's.
+                                    let next = t.b.ins().iadd_imm_s(step, 1);
+                                    let gc = gs_at(t, next);
+                                    let go = gs_at(t, step);
+                                    t.translate_copy(gc, go, width, dtype)?;
+                                }
+                            }
                             Ok(t.b.ins().iconst(types::I64, 0))
                         },
                         &mut |t| {
@@ -398,7 +408,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 let p = t.b.use_var(prev);
                                 let ro = t.b.ins().imul(r, rowbytes);
                                 let o = t.b.ins().iadd(seg, ro);
-                                let sr = t.step_at(scan, start, r);
+                                let sr = t.step_at(indexed, start, r);
                                 let args = ins(t, p, sr);
                                 t.translate_call(body, &args, o)?;
                                 t.b.def_var(prev, o);
@@ -412,7 +422,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                             let in_seg = t.b.ins().iadd(seg, ro);
                             let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
                             let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
-                            let sr = t.step_at(scan, start, r);
+                            let sr = t.step_at(indexed, start, r);
                             if settles {
                                 // State r+1: row r of `seg`, or after the segment.
                                 let ro1 = t.b.ins().imul(r, rowbytes);
@@ -436,7 +446,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 t.translate_loop(r, &mut |t, q| {
                                     let c = t.b.use_var(cur);
                                     let o = t.b.use_var(nxt);
-                                    let sq = t.step_at(scan, start, q);
+                                    let sq = t.step_at(indexed, start, q);
                                     let args = ins(t, c, sq);
                                     t.translate_call(body, &args, o)?;
                                     t.translate_swap(cur, nxt, a, b);
@@ -444,7 +454,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                                 })?;
                             }
                             let st = t.b.use_var(cur);
-                            let sr = t.step_at(scan, start, r);
+                            let sr = t.step_at(indexed, start, r);
                             if !settles {
                                 vjp_step(t, st, sr)?;
                                 return seed_add(t, j, start, r);
@@ -501,7 +511,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// The step number `start + r` a scan's body call reads its row at
-    /// (not computed for other loops, which do not use it).
+    /// (and a walk giving every state's cotangent writes it at; not
+    /// computed for other loops, which do not use it).
     fn step_at(&mut self, scan: bool, start: ir::Value, r: ir::Value) -> ir::Value {
         if scan {
             self.b.ins().iadd(start, r)

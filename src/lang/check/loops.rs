@@ -878,7 +878,6 @@ impl<'a> FnCx<'a> {
         span: Span,
         hint: &str,
     ) -> Val {
-        use crate::lang::types::DType;
         let lp = &self.b.function().loops[id as usize];
         let (count, packed) = (lp.count.clone(), lp.state().clone());
         let rows = lp.tape_rows(1);
@@ -896,25 +895,11 @@ impl<'a> FnCx<'a> {
         ) else {
             return Val::Err;
         };
-        let int = |d: Dim| Type::array(DType::I64, vec![d]);
         let built = (|| -> Result<Vec<VarId>, String> {
             let b = &mut self.b;
             let e = |e: crate::ops::OpTypeError| e.0;
-            let iota = b
-                .push("", Op::Iota, &[], Some(&int(count.clone())))
-                .map_err(e)?;
-            let two = b.constant(DType::I64, 2.0);
-            let two = b.broadcast_to(two, &int(count.clone())).map_err(e)?;
-            let shifted = b.push("", Op::Add, &[iota, two], None).map_err(e)?;
-            let one = b.constant(DType::I64, 1.0);
-            let ones = b.push("", Op::Bcast, &[one], Some(&int(rows))).map_err(e)?;
-            let n1 = b.push("", Op::Sum, &[ones], None).map_err(e)?;
-            let n1 = b.broadcast_to(n1, &int(count.clone())).map_err(e)?;
-            let idx = b.push("", Op::Rem, &[shifted, n1], None).map_err(e)?;
             let site = crate::lang::interp::pack_site(span.start, span.end);
-            let all = b
-                .push("", Op::Gather(site), &[tape, idx], None)
-                .map_err(e)?;
+            let all = b.states_after_steps(tape, count.clone(), site).map_err(e)?;
             let mut out = Vec::new();
             for (i, t) in leaf_tys.iter().enumerate() {
                 // One value carried (no other part, nothing captured).
