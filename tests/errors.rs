@@ -108,10 +108,10 @@ const CASES: &[Case] = &[
     },
     Case {
         file: "grad-of-loop-gradient",
-        action: Action::Grad("g", "w"),
+        action: Action::Grad("g", "xs"),
         kind: ErrorKind::Unsupported,
-        at: "4:27",
-        says: "differentiating a gradient through a `scan` is not supported yet",
+        at: "4:12",
+        says: "differentiating this gradient of a `scan` is not supported yet",
     },
     Case {
         file: "jvp-scan-sequence",

@@ -38,8 +38,8 @@ fn grad(
 ) -> Result<Derived, TransformError> {
     let rev = match reverse(primal, wrt) {
         Ok(r) => r,
-        // Through a scan's gradient reverse mode stops; for scalar
-        // parameters forward mode gives the gradient.
+        // Where reverse mode stops (a scan's gradient with respect to its
+        // sequence), forward mode gives the gradient for scalar parameters.
         Err(AdError::Unsupported(AdLimit::LoopGradient))
             if !value_too
                 && wrt

@@ -39,8 +39,9 @@ pub enum AdError {
 /// The documented limits of AD (`docs/language.md`, "Not yet supported").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdLimit {
-    /// Reverse mode through a scan's gradient (`loopvjp` of a scan, or one
-    /// giving a sequence's or a whole tape's cotangent).
+    /// Reverse mode through a scan's gradient with respect to its sequence,
+    /// or through a `loopvjp` giving a sequence's or a whole tape's
+    /// cotangent.
     LoopGradient,
     /// Forward mode with respect to the sequence a `scan` reads.
     ForwardScanSequence,
@@ -53,7 +54,7 @@ impl AdLimit {
     pub fn message(self) -> &'static str {
         match self {
             AdLimit::LoopGradient => {
-                "differentiating a gradient through a `scan` is not supported yet"
+                "differentiating this gradient of a `scan` is not supported yet"
             }
             AdLimit::ForwardScanSequence => {
                 "forward mode with respect to the sequence a `scan` reads is not supported yet"
@@ -74,7 +75,7 @@ impl AdLimit {
                 "forward mode goes through a loop's gradient with respect to the initial state and the values the step reads, not yet through a gradient with respect to a sequence or of every state of a `scan`: take that derivative in reverse mode (`@grad`)"
             }
             AdLimit::LoopGradient => {
-                "reverse mode goes through the gradient of an `iterate` or `iterate_until` loop, not yet through a `scan`'s (nor through a gradient with respect to a sequence, or of every state): use `@jvp` of the gradient (forward over reverse, a Hessian-vector product), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"
+                "reverse mode goes through the gradient of a loop or a `scan` with respect to its initial state and the values its step reads, but not yet with respect to the scan's sequence, nor through a gradient with respect to a sequence or through every state of `scan_all`: use `@jvp` of the gradient (forward over reverse), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"
             }
         }
     }

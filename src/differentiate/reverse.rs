@@ -88,6 +88,8 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     let mut tapes: IndexMap<VarId, VarId> = IndexMap::new();
     // A loop gradient's every-state cotangents (`loopvjp` with `VJP_SEQ`).
     let mut cotangent_rows: IndexMap<VarId, VarId> = IndexMap::new();
+    // The loop walking a scan back with its sequence's cotangent, by loop.
+    let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
     let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for p in &f.params {
         let v = b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
@@ -112,21 +114,35 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         // A loop's gradient (reverse over reverse): every state's
         // cotangent is kept, for the second-order walk of the pullback.
         if let (Op::LoopVjp(l, k, m, scan), true) = (s.op, active[s.var.index()]) {
-            if scan || k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 {
+            // Not yet: a walk seeded by a tape, one giving a sequence's
+            // cotangent, a checkpointed one, or a sequence that is itself
+            // differentiated.
+            let seq_active = scan && active[s.args[2].index()];
+            if k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 || seq_active {
                 return Err(AdError::Unsupported(AdLimit::LoopGradient));
             }
-            let lp = &b.function().loops[l as usize];
+            // A scan's walk with every state's cotangent is its copy's.
+            let lw = if scan {
+                seq_loop_of(&mut b, &mut seq_loops, l)?
+            } else {
+                l
+            };
+            let lp = &b.function().loops[lw as usize];
             let (st, ty) = (lp.state().clone(), lp.seq_cotangent_type());
             let ty = ty.ok_or_else(|| invalid("a loop whose state has no size".into()))?;
             let rows = b
-                .push("", Op::LoopVjp(l, 1, m | VJP_SEQ, false), &args, Some(&ty))
+                .push("", Op::LoopVjp(lw, 1, m | VJP_SEQ, scan), &args, Some(&ty))
                 .map_err(AdError::from)?;
-            let first = b
-                .push("", Op::Index(0), &[rows], None)
-                .map_err(AdError::from)?;
-            let r = unflatten(&mut b, first, &st).map_err(AdError::from)?;
+            let ws = Dim::product(&st.shape)
+                .ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+            let e = AdError::from;
+            let first = b.push("", Op::Index(0), &[rows], None).map_err(e)?;
+            let first = b.trailing(first, ws.clone()).map_err(e)?;
+            let r = unflatten(&mut b, first, &st).map_err(e)?;
+            // Each state's cotangent: the last `ws` elements of each row.
+            let gs = b.trailing_columns(rows, ws).map_err(e)?;
             map[s.var.index()] = Some(r);
-            cotangent_rows.insert(s.var, rows);
+            cotangent_rows.insert(s.var, gs);
             continue;
         }
         let nv = b
@@ -149,13 +165,12 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     // a NaN or infinite partial derivative in the branch not taken never
     // reaches the gradient.
     let mut masked = vec![false; f.vars.len()];
-    // The loop walking a scan back with its sequence's cotangent, by loop.
-    let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
     for s in f.stmts.iter().rev() {
         let Some(&g) = ct.get(&s.var) else { continue };
         if let (Op::LoopVjp(l, ..), Some(&rows)) = (s.op, cotangent_rows.get(&s.var)) {
             let tape = m(&map, s.args[0]);
-            let (ct_g, ct_tape) = second_order(&mut b, f, l as usize, (tape, rows), g)?;
+            let xs = s.args.get(2).map(|a| m(&map, *a));
+            let (ct_g, ct_tape) = second_order(&mut b, f, l as usize, (tape, rows, xs), g)?;
             for (a, contrib) in [(s.args[1], ct_g), (s.args[0], ct_tape)] {
                 if !active[a.index()] {
                     continue;
@@ -184,14 +199,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
                 ins.push(m(&map, s.args[1]));
             }
             let (init_ct, seq_ct) = if seq {
-                let ls = match seq_loops.get(&l) {
-                    Some(&ls) => ls,
-                    None => {
-                        let ls = seq_loop(&mut b, l as usize)?;
-                        seq_loops.insert(l, ls);
-                        ls
-                    }
-                };
+                let ls = seq_loop_of(&mut b, &mut seq_loops, l)?;
                 let lp = &b.function().loops[ls as usize];
                 let ty = lp
                     .seq_cotangent_type()
@@ -322,7 +330,7 @@ fn second_order(
     b: &mut Builder,
     f: &Function,
     l: usize,
-    (tape, rows): (VarId, VarId),
+    (tape, rows, xs): (VarId, VarId, Option<VarId>),
     h: VarId,
 ) -> Result<(VarId, VarId), AdError> {
     let lp = f.loops[l].clone();
@@ -343,16 +351,40 @@ fn second_order(
     // The loop: `([u, hvp], [s ; g]) -> [J(s) u, ∂/∂s (g · J(s) u)]`.
     let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
     let vjp_jvp = jvp(vjp, &[0], &format!("{}.jvp", vjp.name))?;
+    // A scan's row, flattened after the state's and cotangent's elements.
+    let row_ty = lp.row().cloned();
+    let wx = match &row_ty {
+        Some(r) => {
+            Some(Dim::product(&r.shape).ok_or_else(|| invalid("a row without a size".into()))?)
+        }
+        None => None,
+    };
+    let width = match &wx {
+        Some(wx) => two_ws
+            .plus(wx)
+            .ok_or_else(|| invalid("a row without a size".into()))?,
+        None => two_ws.clone(),
+    };
     let mut bb = Builder::new(format!("{}.second", lp.body.name), f.size_params.clone());
     let p = bb.param("p", packed.clone(), Default::default());
-    let row = bb.param("sg", arr(vec![two_ws.clone()]), Default::default());
+    let row = bb.param("sg", arr(vec![width]), Default::default());
     let body = (|| -> Result<Function, AdError> {
         let e = AdError::from;
+        let (sg, x) = match (&row_ty, &wx) {
+            (Some(rt), Some(wx)) => {
+                let sg = bb
+                    .push("", Op::Slice(0), &[row], Some(&arr(vec![two_ws.clone()])))
+                    .map_err(e)?;
+                let x = bb.trailing(row, wx.clone()).map_err(e)?;
+                (sg, Some(unflatten(&mut bb, x, rt).map_err(e)?))
+            }
+            _ => (row, None),
+        };
         let pairs = bb
             .push(
                 "",
                 Op::Reshape,
-                &[row],
+                &[sg],
                 Some(&arr(vec![ws.clone(), Dim::Lit(2)])),
             )
             .map_err(e)?;
@@ -362,8 +394,15 @@ fn second_order(
         let s = unflatten(&mut bb, s0, &st).map_err(e)?;
         let g = unflatten(&mut bb, g0, &st).map_err(e)?;
         let u = bb.push("", Op::Index(0), &[p], None).map_err(e)?;
-        let ju = bb.inline(&body_jvp, &[s, u])?[0];
-        let hv = bb.inline(&vjp_jvp, &[s, g, u])?[0];
+        // The body and its VJP read the row after the state.
+        let with_row = |a: &[VarId]| -> Vec<VarId> {
+            let mut v = vec![a[0]];
+            v.extend(x);
+            v.extend_from_slice(&a[1..]);
+            v
+        };
+        let ju = bb.inline(&body_jvp, &with_row(&[s, u]))?[0];
+        let hv = bb.inline(&vjp_jvp, &with_row(&[s, g, u]))?[0];
         let next = bb.pack_rows(&[ju, hv], &packed).map_err(e)?;
         Ok(bb.finish(vec![next]))
     })()?;
@@ -395,14 +434,18 @@ fn second_order(
         .push("", Op::Reshape, &[both], Some(&arr(vec![Dim::Lit(2), cw])))
         .map_err(e)?;
     let both = b.push("", Op::Transpose, &[both], None).map_err(e)?;
-    let seq = b
+    let mut seq = b
         .push(
             "",
             Op::Reshape,
             &[both],
-            Some(&arr(vec![count.clone(), two_ws])),
+            Some(&arr(vec![count.clone(), two_ws.clone()])),
         )
         .map_err(e)?;
+    if let Some(xs) = xs {
+        let xs = b.flat_rows(xs).map_err(e)?;
+        seq = b.concat_columns(seq, xs).map_err(e)?;
+    }
     let zero = b.push("", Op::Zero, &[], Some(&st)).map_err(e)?;
     let init = b.pack_rows(&[h, zero], &packed).map_err(e)?;
     let mut tape_shape = vec![b.function().loops[l2 as usize].tape_rows(1)];
@@ -422,6 +465,16 @@ fn second_order(
     let tape_ty = b.ty(tape).clone();
     let ct_tape = b.push("", Op::Pad(1), &[hvps], Some(&tape_ty)).map_err(e)?;
     Ok((ct_g, ct_tape))
+}
+
+/// [`seq_loop`] of scan loop `l`, made once.
+fn seq_loop_of(b: &mut Builder, made: &mut IndexMap<u32, u32>, l: u32) -> Result<u32, AdError> {
+    if let Some(&ls) = made.get(&l) {
+        return Ok(ls);
+    }
+    let ls = seq_loop(b, l as usize)?;
+    made.insert(l, ls);
+    Ok(ls)
 }
 
 /// Give loop `l` its VJP if it has none yet.

@@ -610,8 +610,12 @@ fn run_loop(
                 }
                 if let Some(gt) = seed {
                     // State j·k: the tape's row 1 + j.
+                    // Added in the state's precision, as native code does.
                     for (e, x) in g.data.iter_mut().zip(&row_of(gt, j + 1).data) {
-                        *e += x;
+                        *e = match dtype {
+                            crate::lang::types::DType::F32 => f64::from(*e as f32 + *x as f32),
+                            _ => *e + x,
+                        };
                     }
                     if seq {
                         let at = (j * k) as usize * packed + wx;

@@ -444,12 +444,15 @@ impl Function {
     /// check f32 programs' derivatives against finite differences in f64.
     pub fn with_dtype(&self, dtype: DType) -> Function {
         let mut f = self.clone();
-        for v in f.vars.iter_mut().filter(|v| v.ty.dtype != DType::I64) {
+        // Integers (and bools) stay what they are.
+        for v in f.vars.iter_mut().filter(|v| !v.ty.dtype.is_int()) {
             v.ty.dtype = dtype;
         }
         for s in &mut f.stmts {
             if let Op::Const(l) = s.op {
-                s.op = Op::Const(Lit::new(dtype, l.value()));
+                if !l.dtype.is_int() {
+                    s.op = Op::Const(Lit::new(dtype, l.value()));
+                }
             }
         }
         for l in &mut f.loops {
@@ -690,6 +693,43 @@ impl Builder {
         let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
         let first = self.push("", Op::Slice(0), &[cols], Some(&to))?;
         self.push("", Op::Transpose, &[first], None)
+    }
+
+    /// The last `w` elements of each row of the matrix `x` (`T[R, C]`):
+    /// `T[R, w]`.
+    pub fn trailing_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() != 2 {
+            return Err(OpTypeError(format!("columns of {t}")));
+        }
+        let cols = self.push("", Op::Transpose, &[x], None)?;
+        let back = self.push("", Op::Reverse, &[cols], None)?;
+        let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
+        let last = self.push("", Op::Slice(0), &[back], Some(&to))?;
+        let last = self.push("", Op::Reverse, &[last], None)?;
+        self.push("", Op::Transpose, &[last], None)
+    }
+
+    /// The rows of the matrices `a` (`T[R, p]`) and `b` (`T[R, q]`) side
+    /// by side: `T[R, p + q]`.
+    pub fn concat_columns(&mut self, a: VarId, b: VarId) -> Result<VarId, OpTypeError> {
+        let (ta, tb) = (self.ty(a).clone(), self.ty(b).clone());
+        if ta.rank() != 2 || tb.rank() != 2 {
+            return Err(OpTypeError(format!("the columns of {ta} and {tb}")));
+        }
+        let w = ta.shape[1]
+            .plus(&tb.shape[1])
+            .ok_or_else(|| OpTypeError(format!("the columns of {ta} and {tb}")))?;
+        let to = Type::array(ta.dtype, vec![w, ta.shape[0].clone()]);
+        let ca = self.push("", Op::Transpose, &[a], None)?;
+        let front = self.push("", Op::Pad(0), &[ca], Some(&to))?;
+        // `b`'s columns at the end: padded from the back.
+        let cb = self.push("", Op::Transpose, &[b], None)?;
+        let cb = self.push("", Op::Reverse, &[cb], None)?;
+        let back = self.push("", Op::Pad(0), &[cb], Some(&to))?;
+        let back = self.push("", Op::Reverse, &[back], None)?;
+        let both = self.push("", Op::Add, &[front, back], None)?;
+        self.push("", Op::Transpose, &[both], None)
     }
 
     /// The last `w` elements of the vector `x`.
