@@ -118,7 +118,7 @@ const CASES: &[Case] = &[
         action: Action::Check,
         kind: ErrorKind::Unsupported,
         at: "6:4",
-        says: "forward mode with respect to the sequence a `scan` reads is not supported yet",
+        says: "forward mode with respect to the sequence `scan_all` reads is not supported yet",
     },
     // Before the error kinds this one printed "internal compiler error":
     // the pipeline took every AD error for a bug.

@@ -301,8 +301,8 @@ fn misuse_of_scan_is_a_clear_error() {
         ("fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, s => s)", "`(s, x) => ...`"),
         ("fn f(x: f64) -> f64 = scan(x, 0.0, (s, y) => s + y)", "reads the rows of an array"),
         (
-            "fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, (s, x) => s + x)\n@jvp(xs)\nfn g[T](xs: f64[T], dxs: f64[T]) -> f64 = f(xs)",
-            "forward mode with respect to the sequence a `scan` reads",
+            "fn f[T](xs: f64[T]) -> f64 = +/scan_all(xs, 0.0, (s, x) => s + x)\n@jvp(xs)\nfn g[T](xs: f64[T], dxs: f64[T]) -> f64 = f(xs)",
+            "forward mode with respect to the sequence `scan_all` reads",
         ),
         ("fn f[T](xs: f64[T]) -> f64[T] = scan_all(xs, 0.0)", "`scan_all` takes 3 arguments"),
         ("fn scan_all(x: f64) -> f64 = x", "cannot be redefined"),
@@ -538,5 +538,66 @@ fn fw[T, N](xs: f64[T, N], w: f64[N], s0: f64[N], dw: f64[N]) -> f64[N] = df(xs,
         close(&rr[0].data, &fr[0].data, 1e-13, &format!("T={t}: H v"));
         let fd = central(p.ir("g").unwrap(), &[xs, w, s0, v], &[2]);
         close(&rr[1].data, &fd[0], 1e-6, &format!("T={t}: s0"));
+    }
+}
+
+/// Forward mode with a tangent of the sequence (and of a captured value):
+/// one loop over `[state, tangent]` reading `[x ; dx]`, against central
+/// differences along the same direction, T = 0 included.
+#[test]
+fn forward_mode_with_respect_to_the_sequence() {
+    let src = "fn rnn[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64) -> f64 =
+  +/scan(xs, s0, (s, x) => tanh(a * s + w * x * x))
+@jvp(xs, a)
+fn trnn[T, B](xs: f64[T, B], s0: f64[B], w: f64[B], a: f64, dxs: f64[T, B], da: f64) -> f64 =
+  rnn(xs, s0, w, a)
+fn sc[T](xs: f64[T], a: f64) -> f64 = scan(xs, 0.5, (s, x) => sin(a * s + x))
+@jvp(xs)
+fn tsc[T](xs: f64[T], a: f64, dxs: f64[T]) -> f64 = sc(xs, a)";
+    let p = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
+    let h = 1e-6;
+    for (t, b) in [(0, 2), (1, 3), (9, 2)] {
+        let a = vals(t, b, 70 + t as u64);
+        let dir = vals(t, b, 90 + t as u64)[0].clone();
+        let da = 0.3;
+        let mut targs = a.clone();
+        targs.push(dir.clone());
+        targs.push(Value::scalar(DType::F64, da));
+        let got = both(p.ir("trnn").unwrap(), &targs)[0].as_scalar();
+        let at = |e: f64| {
+            let mut x = a.clone();
+            for (v, d) in x[0].data.iter_mut().zip(&dir.data) {
+                *v += e * d;
+            }
+            x[3].data[0] += e * da;
+            let refs: Vec<&Value> = x.iter().collect();
+            run(p.ir("rnn").unwrap(), &refs).unwrap()[0].as_scalar()
+        };
+        let fd = (at(h) - at(-h)) / (2.0 * h);
+        close(&[got], &[fd], 1e-6, &format!("T={t}: rnn"));
+        // A vector sequence: scalar rows.
+        let xs = Value::f64(&a[0].data[..t]);
+        let dxs = Value::f64(&dir.data[..t]);
+        let got = both(
+            p.ir("tsc").unwrap(),
+            &[xs.clone(), Value::scalar(DType::F64, 0.7), dxs.clone()],
+        )[0]
+        .as_scalar();
+        let at = |e: f64| {
+            let x: Vec<f64> = xs
+                .data
+                .iter()
+                .zip(&dxs.data)
+                .map(|(v, d)| v + e * d)
+                .collect();
+            run(
+                p.ir("sc").unwrap(),
+                &[&Value::f64(&x), &Value::scalar(DType::F64, 0.7)],
+            )
+            .unwrap()[0]
+                .as_scalar()
+        };
+        let fd = (at(h) - at(-h)) / (2.0 * h);
+        close(&[got], &[fd], 1e-6, &format!("T={t}: sc"));
     }
 }

@@ -55,6 +55,8 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         tangent_loops.insert(l, id);
         Ok(id)
     };
+    // The loop carrying a scan's tangent with its sequence's, by loop.
+    let mut seq_tangent_loops: HashMap<u32, u32> = HashMap::new();
     // A tape's tangent: the tape of `[state, tangent]` rows (not the
     // tape's own type, so it is kept apart from `tan`).
     let mut tape_tan: HashMap<VarId, VarId> = HashMap::new();
@@ -69,7 +71,31 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             && f.loops[s.op.loop_id().unwrap_or(0)].is_scan()
             && s.args.last().is_some_and(|a| tan[a.index()].is_some());
         if seq_tangent {
-            return Err(AdError::Unsupported(AdLimit::ForwardScanSequence));
+            // A scan whose sequence has a tangent: one loop over `[state,
+            // tangent]` reading rows `[x ; dx]`.
+            let Op::Loop(l, _) = s.op else {
+                return Err(AdError::Unsupported(AdLimit::ForwardScanSequence));
+            };
+            let id = match seq_tangent_loops.get(&l) {
+                Some(&id) => id,
+                None => {
+                    let id = b.add_loop(seq_tangent_loop_def(f, l as usize)?);
+                    seq_tangent_loops.insert(l, id);
+                    id
+                }
+            };
+            let lp = &f.loops[l as usize];
+            let dx0 = match tan[s.args[0].index()] {
+                Some(t) => t,
+                None => b
+                    .push("", Op::Zero, &[], Some(lp.state()))
+                    .map_err(AdError::from)?,
+            };
+            let dxs = tan[s.args[1].index()].expect("checked: the sequence has a tangent");
+            let (y, dy) = seq_tangent_loop(&mut b, lp, id, (args[0], dx0), (args[1], dxs))?;
+            map[s.var.index()] = Some(y);
+            tan[s.var.index()] = Some(dy);
+            continue;
         }
         if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
             let id = tangent_id(&mut b, l as usize)?;
@@ -321,6 +347,82 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
         vjp,
         settles: lp.settles,
     })
+}
+
+/// The loop over `[state, tangent]` carrying scan loop `l`'s tangent when
+/// its sequence has one too: its rows are `[x ; dx]` (flattened, side by
+/// side), its body runs the old body on the state and the row and its JVP
+/// in both. No VJP: a loop's gradient with respect to a sequence is not
+/// pushed forward.
+fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
+    let lp = &f.loops[l];
+    let packed = packed_state(lp);
+    let row_ty = lp
+        .row()
+        .ok_or_else(|| invalid("the sequence of a loop that is not a scan".into()))?
+        .clone();
+    let wx = Dim::product(&row_ty.shape).ok_or_else(|| invalid("a row without a size".into()))?;
+    let both_ty = Type::array(row_ty.dtype, vec![Dim::Lit(2), wx.clone()]);
+    let width = wx
+        .times(&Dim::Lit(2))
+        .ok_or_else(|| invalid("a row without a size".into()))?;
+    let body_jvp = jvp(&lp.body, &[0, 1], &format!("{}.jvp", lp.body.name))?;
+    let mut bb = Builder::new(format!("{}.tangent", lp.body.name), f.size_params.clone());
+    let p = bb.param("p", packed.clone(), Default::default());
+    let row = bb.param(
+        "xdx",
+        Type::array(row_ty.dtype, vec![width]),
+        Default::default(),
+    );
+    let e = AdError::from;
+    let both = bb
+        .push("", Op::Reshape, &[row], Some(&both_ty))
+        .map_err(e)?;
+    let mut part = |i: u64| -> Result<VarId, AdError> {
+        let v = bb.push("", Op::Index(i), &[both], None).map_err(e)?;
+        if row_ty.is_scalar() {
+            return bb.push("", Op::Index(0), &[v], None).map_err(e);
+        }
+        if *bb.ty(v) == row_ty {
+            return Ok(v);
+        }
+        bb.push("", Op::Reshape, &[v], Some(&row_ty)).map_err(e)
+    };
+    let (x, dx) = (part(0)?, part(1)?);
+    let s = bb.push("s", Op::Index(0), &[p], None).map_err(e)?;
+    let ds = bb.push("ds", Op::Index(1), &[p], None).map_err(e)?;
+    let next = bb.inline(&lp.body, &[s, x])?[0];
+    let dnext = bb.inline(&body_jvp, &[s, x, ds, dx])?[0];
+    let out = bb.pack_rows(&[next, dnext], &packed).map_err(e)?;
+    Ok(Loop {
+        count: lp.count.clone(),
+        body: bb.finish(vec![out]),
+        vjp: None,
+        settles: false,
+    })
+}
+
+/// Scan loop `lp` (its tangent loop numbered `id`, see
+/// [`seq_tangent_loop_def`]) from `(x, dx)` over `(xs, dxs)`: the result
+/// and its tangent.
+fn seq_tangent_loop(
+    b: &mut Builder,
+    lp: &Loop,
+    id: u32,
+    (x, dx): (VarId, VarId),
+    (xs, dxs): (VarId, VarId),
+) -> Result<(VarId, VarId), AdError> {
+    let e = AdError::from;
+    let packed = packed_state(lp);
+    let p0 = b.pack_rows(&[x, dx], &packed).map_err(e)?;
+    let (xs, dxs) = (b.flat_rows(xs).map_err(e)?, b.flat_rows(dxs).map_err(e)?);
+    let seq = b.concat_columns(xs, dxs).map_err(e)?;
+    let pn = b
+        .push("", Op::Loop(id, true), &[p0, seq], None)
+        .map_err(e)?;
+    let y = b.push("", Op::Index(0), &[pn], None).map_err(e)?;
+    let dy = b.push("", Op::Index(1), &[pn], None).map_err(e)?;
+    Ok((y, dy))
 }
 
 /// A loop and its tangent as one loop over `[state, tangent]` (see

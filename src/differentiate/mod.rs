@@ -43,7 +43,8 @@ pub enum AdLimit {
     /// or through a `loopvjp` giving a sequence's or a whole tape's
     /// cotangent.
     LoopGradient,
-    /// Forward mode with respect to the sequence a `scan` reads.
+    /// Forward mode with respect to the sequence `scan_all` reads (a tape
+    /// the program reads, of a scan whose sequence has a tangent).
     ForwardScanSequence,
     /// Forward mode through a use of a loop's gradient it cannot push.
     ForwardLoopGradient,
@@ -57,7 +58,7 @@ impl AdLimit {
                 "differentiating this gradient of a `scan` is not supported yet"
             }
             AdLimit::ForwardScanSequence => {
-                "forward mode with respect to the sequence a `scan` reads is not supported yet"
+                "forward mode with respect to the sequence `scan_all` reads is not supported yet"
             }
             AdLimit::ForwardLoopGradient => {
                 "forward mode through this use of a loop's gradient is not supported yet"
