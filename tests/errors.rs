@@ -117,8 +117,8 @@ const CASES: &[Case] = &[
         file: "jvp-scan-sequence",
         action: Action::Check,
         kind: ErrorKind::Unsupported,
-        at: "6:4",
-        says: "forward mode with respect to the sequence `scan_all` reads is not supported yet",
+        at: "5:4",
+        says: "forward mode through a scan's gradient with respect to its sequence is not supported yet",
     },
     // Before the error kinds this one printed "internal compiler error":
     // the pipeline took every AD error for a bug.

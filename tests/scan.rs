@@ -301,8 +301,8 @@ fn misuse_of_scan_is_a_clear_error() {
         ("fn f[T](xs: f64[T]) -> f64 = scan(xs, 0.0, s => s)", "`(s, x) => ...`"),
         ("fn f(x: f64) -> f64 = scan(x, 0.0, (s, y) => s + y)", "reads the rows of an array"),
         (
-            "fn f[T](xs: f64[T]) -> f64 = +/scan_all(xs, 0.0, (s, x) => s + x)\n@jvp(xs)\nfn g[T](xs: f64[T], dxs: f64[T]) -> f64 = f(xs)",
-            "forward mode with respect to the sequence `scan_all` reads",
+            "fn f[T](xs: f64[T], w: f64) -> f64 = scan(xs, w, (s, x) => s * x)\n@grad(w)\nfn df[T](xs: f64[T], w: f64) -> f64 = f(xs, w)\n@jvp(xs)\nfn g[T](xs: f64[T], w: f64, dxs: f64[T]) -> f64 = df(xs, w)",
+            "forward mode through a scan's gradient with respect to its sequence",
         ),
         ("fn f[T](xs: f64[T]) -> f64[T] = scan_all(xs, 0.0)", "`scan_all` takes 3 arguments"),
         ("fn scan_all(x: f64) -> f64 = x", "cannot be redefined"),
@@ -506,6 +506,32 @@ fn forward_mode_through_every_state_matches_finite_differences() {
         .map(|(u, d)| (u - d) / (2.0 * h))
         .collect();
     close(&got[0].data, &fd, 1e-6, "tstates");
+    // With a tangent of the sequence too.
+    let src = "fn total[T](xs: f64[T], a: f64) -> f64 {
+  let h = scan_all(xs, 0.5, (s, x) => sin(a * s) * x + x)
+  +/(h .* h)
+}
+@jvp(xs, a)
+fn dtotal[T](xs: f64[T], a: f64, dxs: f64[T], da: f64) -> f64 = total(xs, a)";
+    let q = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
+    for t in [0, 1, 4, 17] {
+        let xs: Vec<f64> = (0..t).map(|i| 0.1 * i as f64 - 0.3).collect();
+        let dxs: Vec<f64> = (0..t).map(|i| 1.0 - 0.2 * i as f64).collect();
+        let args = [
+            Value::f64(&xs),
+            Value::scalar(DType::F64, 0.7),
+            Value::f64(&dxs),
+            Value::scalar(DType::F64, 0.5),
+        ];
+        let got = both(q.ir("dtotal").unwrap(), &args)[0].as_scalar();
+        let at = |e: f64| {
+            let x: Vec<f64> = xs.iter().zip(&dxs).map(|(v, d)| v + e * d).collect();
+            let a = Value::scalar(DType::F64, 0.7 + e * 0.5);
+            run(q.ir("total").unwrap(), &[&Value::f64(&x), &a]).unwrap()[0].as_scalar()
+        };
+        let fd = (at(h) - at(-h)) / (2.0 * h);
+        close(&[got], &[fd], 1e-6, &format!("T={t}: dtotal"));
+    }
 }
 
 /// Reverse over reverse through a scan: `@grad` of `v · ∇_w f` equals

@@ -73,8 +73,10 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         if seq_tangent {
             // A scan whose sequence has a tangent: one loop over `[state,
             // tangent]` reading rows `[x ; dx]`.
-            let Op::Loop(l, _) = s.op else {
-                return Err(AdError::Unsupported(AdLimit::ForwardScanSequence));
+            // (`scan`, or the tape of every state `scan_all` reads.)
+            let l = match s.op {
+                Op::Loop(l, _) | Op::LoopTape(l, 1, _) => l,
+                _ => return Err(AdError::Unsupported(AdLimit::ForwardScanSequence)),
             };
             let id = match seq_tangent_loops.get(&l) {
                 Some(&id) => id,
@@ -92,7 +94,8 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                     .map_err(AdError::from)?,
             };
             let dxs = tan[s.args[1].index()].expect("checked: the sequence has a tangent");
-            let (y, dy) = seq_tangent_loop(&mut b, lp, id, (args[0], dx0), (args[1], dxs))?;
+            let tape = matches!(s.op, Op::LoopTape(..)).then(|| f.ty(s.var).clone());
+            let (y, dy) = seq_tangent_loop(&mut b, lp, id, (args[0], dx0), (args[1], dxs), tape)?;
             map[s.var.index()] = Some(y);
             tan[s.var.index()] = Some(dy);
             continue;
@@ -404,24 +407,38 @@ fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
 
 /// Scan loop `lp` (its tangent loop numbered `id`, see
 /// [`seq_tangent_loop_def`]) from `(x, dx)` over `(xs, dxs)`: the result
-/// and its tangent.
+/// and its tangent, or with the type of a tape keeping every state
+/// (`scan_all`'s), that tape and its tangent.
 fn seq_tangent_loop(
     b: &mut Builder,
     lp: &Loop,
     id: u32,
     (x, dx): (VarId, VarId),
     (xs, dxs): (VarId, VarId),
+    tape: Option<Type>,
 ) -> Result<(VarId, VarId), AdError> {
     let e = AdError::from;
     let packed = packed_state(lp);
     let p0 = b.pack_rows(&[x, dx], &packed).map_err(e)?;
     let (xs, dxs) = (b.flat_rows(xs).map_err(e)?, b.flat_rows(dxs).map_err(e)?);
     let seq = b.concat_columns(xs, dxs).map_err(e)?;
-    let pn = b
-        .push("", Op::Loop(id, true), &[p0, seq], None)
+    let Some(tape) = tape else {
+        let pn = b
+            .push("", Op::Loop(id, true), &[p0, seq], None)
+            .map_err(e)?;
+        let y = b.push("", Op::Index(0), &[pn], None).map_err(e)?;
+        let dy = b.push("", Op::Index(1), &[pn], None).map_err(e)?;
+        return Ok((y, dy));
+    };
+    // Rows of `[state, tangent]`: part 0 the tape, part 1 its tangent.
+    let mut shape = vec![tape.shape[0].clone()];
+    shape.extend(packed.shape.iter().cloned());
+    let ty = Type::array(packed.dtype, shape);
+    let both = b
+        .push("", Op::LoopTape(id, 1, true), &[p0, seq], Some(&ty))
         .map_err(e)?;
-    let y = b.push("", Op::Index(0), &[pn], None).map_err(e)?;
-    let dy = b.push("", Op::Index(1), &[pn], None).map_err(e)?;
+    let y = b.row_part(both, 0).map_err(e)?;
+    let dy = b.row_part(both, 1).map_err(e)?;
     Ok((y, dy))
 }
 

@@ -43,8 +43,8 @@ pub enum AdLimit {
     /// or through a `loopvjp` giving a sequence's or a whole tape's
     /// cotangent.
     LoopGradient,
-    /// Forward mode with respect to the sequence `scan_all` reads (a tape
-    /// the program reads, of a scan whose sequence has a tangent).
+    /// Forward mode through a scan's gradient (`loopvjp`) with respect to
+    /// its sequence.
     ForwardScanSequence,
     /// Forward mode through a use of a loop's gradient it cannot push.
     ForwardLoopGradient,
@@ -58,7 +58,7 @@ impl AdLimit {
                 "differentiating this gradient of a `scan` is not supported yet"
             }
             AdLimit::ForwardScanSequence => {
-                "forward mode with respect to the sequence `scan_all` reads is not supported yet"
+                "forward mode through a scan's gradient with respect to its sequence is not supported yet"
             }
             AdLimit::ForwardLoopGradient => {
                 "forward mode through this use of a loop's gradient is not supported yet"
@@ -70,7 +70,7 @@ impl AdLimit {
     pub fn note(self) -> &'static str {
         match self {
             AdLimit::ForwardScanSequence => {
-                "take the gradient with respect to the sequence in reverse mode (`@grad`), or give the sequence an integer length and a state a loop cannot carry, so that the `scan` is unrolled and differentiated like any expression"
+                "forward mode goes through a scan with respect to its sequence, and through its gradient with respect to the initial state and the values the step reads: for the sequence, take the second derivative in reverse mode where it goes, or give the sequence an integer length and a state a loop cannot carry, so that the `scan` is unrolled and differentiated like any expression"
             }
             AdLimit::ForwardLoopGradient => {
                 "forward mode goes through a loop's gradient with respect to the initial state and the values the step reads, not yet through a gradient with respect to a sequence or of every state of a `scan`: take that derivative in reverse mode (`@grad`)"
