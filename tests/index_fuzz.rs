@@ -557,3 +557,41 @@ fn random_indices_never_read_outside_an_array() {
         "too few indices out of range"
     );
 }
+
+/// Checks are left out only where the indices provably lie inside the
+/// rows (the check hoisted out of the loop altogether): the states
+/// `scan_all` gathers from its tape and `x[(i + 2) % 4]` over four rows
+/// need none; the same index over `N` rows, or data indices, keep theirs
+/// and still catch what is outside.
+#[test]
+fn checks_are_left_out_only_where_indices_provably_fit() {
+    let src = "fn cums[T](xs: f64[T]) -> f64[T] = scan_all(xs, 0.0, (s, x) => s + x)
+fn rot(x: f64[4]) -> f64[4] = tabulate[4](i => x[(i + 2) % 4])
+fn rotn[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[(i + 2) % 4])
+fn pick[N](x: f64[N], ix: i64[3]) -> f64[3] = x[ix]";
+    let p = egrad::Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
+    // A failed check records its site in the first status slot, 24 bytes
+    // before `dims`.
+    let checks = |name: &str| {
+        let text = egrad::internals::backend::clif_text(p.ir(name).unwrap()).unwrap();
+        text.lines()
+            .filter(|l| l.contains("store") && l.trim_end().ends_with("-24"))
+            .count()
+    };
+    assert_eq!(checks("cums"), 0);
+    assert_eq!(checks("rot"), 0);
+    assert!(checks("rotn") > 0);
+    assert!(checks("pick") > 0);
+    let f = p.ir("rot").unwrap();
+    let x = Value::f64(&[1.0, 2.0, 3.0, 4.0]);
+    let native = compile(f, &BackendOptions::default()).unwrap();
+    assert_eq!(
+        native.call(&[&x]).unwrap()[0].data,
+        vec![3.0, 4.0, 1.0, 2.0]
+    );
+    let f = p.ir("rotn").unwrap();
+    let short = Value::f64(&[1.0, 2.0, 3.0]);
+    let native = compile(f, &BackendOptions::default()).unwrap();
+    assert!(native.call(&[&short]).is_err());
+    assert!(run(f, &[&short]).is_err());
+}

@@ -299,11 +299,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                     _ => (self.b.ins().udiv(i, row), self.b.ins().urem(i, row)),
                 };
                 let k = self.translate_elem(idx, j)?;
-                self.translate_checked_row(site, k, rows, cl_type(dtype), &mut |t| {
+                let mut read = |t: &mut Self| {
                     let kr = t.b.ins().imul(k, row);
                     let jj = t.b.ins().iadd(kr, c);
                     t.translate_leaf(a, jj)
-                })
+                };
+                // Indices that provably lie inside need no check.
+                if super::range::within(self.f, &self.defs, idx, &at.shape[0]) {
+                    return read(self);
+                }
+                self.translate_checked_row(site, k, rows, cl_type(dtype), &mut read)
             }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not an index map",

@@ -101,9 +101,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                     out.shape.get(1..).unwrap_or(&[]).to_vec(),
                 ))?;
                 let n = self.translate_len(at.clone())?;
+                // Indices that provably lie inside need no check.
+                let safe = super::range::within(self.f, &self.defs, a, &out.shape[0]);
                 self.translate_loop(n, &mut |t, j| {
                     let k = t.translate_elem(a, j)?;
-                    t.translate_checked_row(site, k, rows, types::I64, &mut |t| {
+                    let mut add_row = |t: &mut Self| {
                         let start = t.b.ins().imul(k, row);
                         let from = t.b.ins().imul(j, row);
                         t.translate_loop(row, &mut |t, c| {
@@ -118,7 +120,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                             Ok(())
                         })?;
                         Ok(t.b.ins().iconst(types::I64, 0))
-                    })?;
+                    };
+                    if safe {
+                        add_row(t)?;
+                    } else {
+                        t.translate_checked_row(site, k, rows, types::I64, &mut add_row)?;
+                    }
                     Ok(())
                 })
             }
