@@ -460,8 +460,7 @@ fn second_order(
         .map_err(e)?;
     let last = b.push("", Op::Index(0), &[walk], None).map_err(e)?;
     let ct_g = b.push("", Op::Index(0), &[last], None).map_err(e)?;
-    let after = b.states_after_steps(walk, count, 0).map_err(e)?;
-    let hvps = b.row_part(after, 1).map_err(e)?;
+    let hvps = b.states_after_steps(walk, count, 0, Some(1)).map_err(e)?;
     let tape_ty = b.ty(tape).clone();
     let ct_tape = b.push("", Op::Pad(1), &[hvps], Some(&tape_ty)).map_err(e)?;
     Ok((ct_g, ct_tape))

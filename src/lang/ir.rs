@@ -609,12 +609,14 @@ impl Builder {
     /// keeping every state (`looptape L 1`: the final state in row 0,
     /// state `j` in row `1 + j`): state `t + 1` is row
     /// `(t + 2) % (count + 1)`, gathered (`site` names the gather; its
-    /// indices are always in range).
+    /// indices provably fit, so it has no check). With `part`, only that
+    /// part of each state (a tape of `T[K, s...]` states), in one gather.
     pub fn states_after_steps(
         &mut self,
         tape: VarId,
         count: Dim,
         site: u64,
+        part: Option<u64>,
     ) -> Result<VarId, OpTypeError> {
         let rows = self
             .ty(tape)
@@ -632,7 +634,10 @@ impl Builder {
         let n1 = self.push("", Op::Sum, &[ones], None)?;
         let n1 = self.broadcast_to(n1, &int(count))?;
         let idx = self.push("", Op::Rem, &[shifted, n1], None)?;
-        self.push("", Op::Gather(site), &[tape, idx], None)
+        match part {
+            Some(i) => self.gather_parts(tape, idx, i, site),
+            None => self.push("", Op::Gather(site), &[tape, idx], None),
+        }
     }
 
     /// `x` (`T[R, s...]`) with its rows flattened: `T[R, w]`, `w` the
@@ -649,37 +654,51 @@ impl Builder {
     }
 
     /// Part `i` of each row of `x` (`T[R, K, s...]`, each row `K` parts of
-    /// shape `s`): `T[R, s...]`, the `x[r][i]` for every `r`. Static
-    /// offsets only: the rows are turned into columns, `K` blocks of them.
+    /// shape `s`): `T[R, s...]`, the `x[r][i]` for every `r`, gathered in
+    /// one pass from the `R·K` parts (rows `r·K + i`, which provably fit:
+    /// no check).
     pub fn row_part(&mut self, x: VarId, i: u64) -> Result<VarId, OpTypeError> {
+        let r = self.ty(x).shape.first().cloned();
+        let r = r.ok_or_else(|| OpTypeError(format!("parts of the rows of {}", self.ty(x))))?;
+        let iota = self.push("", Op::Iota, &[], Some(&Type::array(DType::I64, vec![r])))?;
+        self.gather_parts(x, iota, i, 0)
+    }
+
+    /// Part `i` of rows `rows` (an `i64` vector) of `x` (`T[R, K, s...]`):
+    /// `x[rows[j]][i]` for every `j`, one gather from the `R·K` parts.
+    fn gather_parts(
+        &mut self,
+        x: VarId,
+        rows: VarId,
+        i: u64,
+        site: u64,
+    ) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();
         if t.rank() < 2 {
             return Err(OpTypeError(format!("parts of the rows of {t}")));
         }
         let (r, k) = (t.shape[0].clone(), t.shape[1].clone());
-        let part = t.shape[2..].to_vec();
-        let w = Dim::product(&part).ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
-        let size = |d: &[Dim]| Type::array(t.dtype, d.to_vec());
-        let flat = self.flat_rows(x)?;
-        let cols = self.push("", Op::Transpose, &[flat], None)?;
-        let wr = w
-            .times(&r)
+        let Dim::Lit(kn) = k else {
+            return Err(OpTypeError(format!("parts of the rows of {t}")));
+        };
+        let rk = r
+            .times(&k)
             .ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
-        let blocks = self.push("", Op::Reshape, &[cols], Some(&size(&[k, wr])))?;
-        let block = self.push("", Op::Index(i), &[blocks], None)?;
-        if part.is_empty() {
-            return Ok(block);
-        }
-        let wt = self.push(
-            "",
-            Op::Reshape,
-            &[block],
-            Some(&size(&[w.clone(), r.clone()])),
-        )?;
-        let rows = self.push("", Op::Transpose, &[wt], None)?;
-        let mut shape = vec![r];
-        shape.extend(part);
-        self.push("", Op::Reshape, &[rows], Some(&size(&shape)))
+        let mut shape = vec![rk];
+        shape.extend(t.shape[2..].iter().cloned());
+        let parts = self.push("", Op::Reshape, &[x], Some(&Type::array(t.dtype, shape)))?;
+        let n = self.ty(rows).clone();
+        let kc = self.constant(DType::I64, kn as f64);
+        let kc = self.broadcast_to(kc, &n)?;
+        let at = self.push("", Op::Mul, &[rows, kc], None)?;
+        let at = if i == 0 {
+            at
+        } else {
+            let ic = self.constant(DType::I64, i as f64);
+            let ic = self.broadcast_to(ic, &n)?;
+            self.push("", Op::Add, &[at, ic], None)?
+        };
+        self.push("", Op::Gather(site), &[parts, at], None)
     }
 
     /// The first `w` elements of each row of the matrix `x` (`T[R, C]`):

@@ -899,15 +899,14 @@ impl<'a> FnCx<'a> {
             let b = &mut self.b;
             let e = |e: crate::ops::OpTypeError| e.0;
             let site = crate::lang::interp::pack_site(span.start, span.end);
-            let all = b.states_after_steps(tape, count.clone(), site).map_err(e)?;
             let mut out = Vec::new();
             for (i, t) in leaf_tys.iter().enumerate() {
-                // One value carried (no other part, nothing captured).
-                let part = if packed == *leaf_ty {
-                    all
-                } else {
-                    b.row_part(all, i as u64).map_err(e)?
-                };
+                // One value carried (no other part, nothing captured), or
+                // part `i` of each state, gathered from the tape at once.
+                let part = (packed != *leaf_ty).then_some(i as u64);
+                let part = b
+                    .states_after_steps(tape, count.clone(), site, part)
+                    .map_err(e)?;
                 // A scalar carried as a broadcast row: its first element.
                 let v = if t != leaf_ty && t.is_scalar() && !leaf_ty.is_scalar() {
                     let first = b.leading_columns(part, Dim::Lit(1)).map_err(e)?;
