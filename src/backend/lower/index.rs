@@ -294,11 +294,19 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .ok_or_else(|| Error::internal("backend: `gather` without indices"))?;
                 let row = self.translate_len(tail(&at))?;
                 let rows = self.translate_len(Type::array(dtype, vec![at.shape[0].clone()]))?;
-                let (j, c) = match self.known(row) {
-                    Some(1) => (i, self.b.ins().iconst(types::I64, 0)),
+                // In a row context of the result's rows, row `index` and
+                // column `i - start` without dividing.
+                let in_rows = self
+                    .row
+                    .clone()
+                    .filter(|ctx| self.f.ty(stmt.var).shape.get(1..) == Some(&ctx.tail[..]));
+                let (j, c) = match (in_rows, self.known(row)) {
+                    (_, Some(1)) => (i, self.b.ins().iconst(types::I64, 0)),
+                    (Some(ctx), _) => (ctx.index, self.b.ins().isub(i, ctx.start)),
                     _ => (self.b.ins().udiv(i, row), self.b.ins().urem(i, row)),
                 };
-                let k = self.translate_elem(idx, j)?;
+                // The indices' own elements, outside any row context.
+                let k = self.within_row(None, &mut |t| t.translate_elem(idx, j))?;
                 let mut read = |t: &mut Self| {
                     let kr = t.b.ins().imul(k, row);
                     let jj = t.b.ins().iadd(kr, c);
