@@ -296,7 +296,9 @@
 //! generator makes integers from floats only as `i64(tanh(e) * c)`, so
 //! they stay small even on the extreme inputs.
 //!
-//! Open: a static integer divided by a literal is folded as a real
+//! Fixed (`tests/ints.rs` has the regression test; a whole literal now
+//! counts as an integer in `/` and `%` with a static integer): a static
+//! integer divided by a literal was folded as a real
 //! division (the checker makes `/` an integer division only between two
 //! static integers, and a literal is a number), although the language
 //! reference says static integers, literals included, follow the integer
