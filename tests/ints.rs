@@ -127,28 +127,3 @@ fn an_index_out_of_range_is_an_error_in_both() {
         assert!(i.contains("out of range for an array of length 4"), "{i}");
     }
 }
-
-/// A static integer divided by a whole literal is an integer division
-/// (rounding toward minus infinity), so an `i64` never holds a fraction:
-/// the JIT and the interpreter agree (they once gave 0 and 0.5).
-#[test]
-fn a_static_integer_over_a_whole_literal_divides_as_integers() {
-    let src = "fn h(x: f64) -> i64 = i64(1.9) / 2
-fn g(x: f64) -> f64 = f64(h(x)) + x
-fn half(static k: i64, x: f64) -> f64 = x * f64(k / 2)
-fn w(x: f64) -> f64 = half(1, x) + half(-3, x)
-fn q(static k: i64, x: f64) -> f64 = x * f64(k / 2.5)
-fn r(x: f64) -> f64 = q(5, x)";
-    let p = egrad::Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
-    let x = Value::scalar(DType::F64, 1.0);
-    for (name, want) in [("g", 1.0), ("w", -2.0), ("r", 2.0)] {
-        let f = p.ir(name).unwrap();
-        let i = interp::run(f, &[&x]).unwrap()[0].as_scalar();
-        let j = compile(f, &BackendOptions::default())
-            .unwrap()
-            .call(&[&x])
-            .unwrap()[0]
-            .as_scalar();
-        assert_eq!((i, j), (want, want), "{name}");
-    }
-}

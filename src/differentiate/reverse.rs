@@ -172,16 +172,9 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
             let xs = s.args.get(2).map(|a| m(&map, *a));
             let (ct_g, ct_tape) = second_order(&mut b, f, l as usize, (tape, rows, xs), g)?;
             for (a, contrib) in [(s.args[1], ct_g), (s.args[0], ct_tape)] {
-                if !active[a.index()] {
-                    continue;
+                if active[a.index()] {
+                    add_cotangent(&mut b, &mut ct, a, contrib)?;
                 }
-                let total = match ct.get(&a) {
-                    Some(&prev) => b
-                        .push("", Op::Add, &[prev, contrib], None)
-                        .map_err(AdError::from)?,
-                    None => contrib,
-                };
-                ct.insert(a, total);
             }
             continue;
         }
@@ -224,13 +217,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
                 .chain(seq_ct.map(|x| (s.args[1], x)))
                 .filter(|(a, _)| active[a.index()]);
             for (a, contrib) in contribs {
-                let total = match ct.get(&a) {
-                    Some(&prev) => b
-                        .push("", Op::Add, &[prev, contrib], None)
-                        .map_err(AdError::from)?,
-                    None => contrib,
-                };
-                ct.insert(a, total);
+                add_cotangent(&mut b, &mut ct, a, contrib)?;
             }
             continue;
         }
@@ -277,13 +264,7 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
             let contrib = tmpl
                 .instantiate(&mut b, &bind, Some(&arg_ty))
                 .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
-            let total = match ct.get(a) {
-                Some(&prev) => b
-                    .push("", Op::Add, &[prev, contrib], None)
-                    .map_err(AdError::from)?,
-                None => contrib,
-            };
-            ct.insert(*a, total);
+            add_cotangent(&mut b, &mut ct, *a, contrib)?;
         }
     }
     let mut rets = vec![out];
@@ -317,15 +298,33 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     })
 }
 
-/// The reverse of `loopvjp L 1` (loop `l` of `f`, not a scan), whose
+/// Add `contrib` to the cotangent of `a` (its first contribution is it).
+fn add_cotangent(
+    b: &mut Builder,
+    ct: &mut IndexMap<VarId, VarId>,
+    a: VarId,
+    contrib: VarId,
+) -> Result<(), AdError> {
+    let total = match ct.get(&a) {
+        Some(&prev) => b
+            .push("", Op::Add, &[prev, contrib], None)
+            .map_err(AdError::from)?,
+        None => contrib,
+    };
+    ct.insert(a, total);
+    Ok(())
+}
+
+/// The reverse of `loopvjp L 1` (loop `l` of `f`), whose
 /// walk back `g_j = J_jᵀ g_{j+1}` (`J_j` the body's Jacobian at state
 /// `s_j`, `g_count` the cotangent it was given) gave `rows`, every `g_j`:
 /// from the cotangent `h` of its result `g_0`, the cotangents of the
 /// given `g` and of the tape. Walking forward, `u_0 = h` and `u_{j+1} =
 /// J_j u_j` (the body's JVP), so `g`'s cotangent is `u_count`; state `j`
 /// on the tape gets `∂/∂s (g_{j+1} · J(s) u_j)`, the JVP of the body's
-/// VJP in `s`. That walk is a scan over the rows `[s_j ; g_{j+1}]` (a new
-/// loop carrying `[u, hvp]`), its states read from its tape.
+/// VJP in `s`. That walk is a scan over the rows `[s_j ; g_{j+1}]` (and,
+/// for a scan, the row `x_j` its step read: `xs`), a new loop carrying
+/// `[u, hvp]`, its states read from its tape.
 fn second_order(
     b: &mut Builder,
     f: &Function,

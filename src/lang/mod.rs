@@ -8,6 +8,7 @@ pub mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod prelude;
+mod rows;
 pub mod size;
 pub mod transform;
 pub mod types;

@@ -421,18 +421,9 @@ impl<'a> FnCx<'a> {
         let (l, r) = (self.number(l), self.number(r));
         let cmp = op.is_comparison();
         // Static integers stay integers (counts, indices, sizes); a division
-        // is an integer division between two static integers, a whole
-        // literal counting as one (`k / 2` rounds toward minus infinity,
-        // as the language reference says; `k / 2.5` is a real division).
-        let whole = |v: &Val| match v {
-            Val::Int(_) => true,
-            Val::Const(c) => c.fract() == 0.0 && c.abs() < 9.007_199_254_740_992e15,
-            _ => false,
-        };
+        // is an integer division only between two static integers.
         let int_op = match op {
-            BinOp::Div | BinOp::Rem => {
-                (matches!(l, Val::Int(_)) || matches!(r, Val::Int(_))) && whole(&l) && whole(&r)
-            }
+            BinOp::Div | BinOp::Rem => matches!((&l, &r), (Val::Int(_), Val::Int(_))),
             _ => matches!(l, Val::Int(_)) || matches!(r, Val::Int(_)),
         };
         if int_op {

@@ -1,0 +1,166 @@
+//! Taking packed rows apart and putting them together, with static
+//! offsets only (`slice` and `pad` take a literal offset): the parts of a
+//! loop's packed states on its tape, the columns of the rows a `loopvjp`
+//! writes (`[gx ; gs]`), side-by-side sequences. Reshapes, transposes,
+//! reverses and gathers at indices that provably fit (no checks).
+
+use super::ir::{Builder, VarId};
+use super::types::{DType, Dim, Type};
+use crate::ops::{Op, OpTypeError};
+
+impl Builder {
+    /// The states after each of the `count` steps of a loop, from its tape
+    /// keeping every state (`looptape L 1`: the final state in row 0,
+    /// state `j` in row `1 + j`): state `t + 1` is row
+    /// `(t + 2) % (count + 1)`, gathered (`site` names the gather; its
+    /// indices provably fit, so it has no check). With `part`, only that
+    /// part of each state (a tape of `T[K, s...]` states), in one gather.
+    pub fn states_after_steps(
+        &mut self,
+        tape: VarId,
+        count: Dim,
+        site: u64,
+        part: Option<u64>,
+    ) -> Result<VarId, OpTypeError> {
+        let rows = self
+            .ty(tape)
+            .shape
+            .first()
+            .cloned()
+            .ok_or_else(|| OpTypeError(format!("a tape of states, not {}", self.ty(tape))))?;
+        let int = |d: Dim| Type::array(DType::I64, vec![d]);
+        let iota = self.push("", Op::Iota, &[], Some(&int(count.clone())))?;
+        let two = self.constant(DType::I64, 2.0);
+        let two = self.broadcast_to(two, &int(count.clone()))?;
+        let shifted = self.push("", Op::Add, &[iota, two], None)?;
+        let one = self.constant(DType::I64, 1.0);
+        let ones = self.push("", Op::Bcast, &[one], Some(&int(rows)))?;
+        let n1 = self.push("", Op::Sum, &[ones], None)?;
+        let n1 = self.broadcast_to(n1, &int(count))?;
+        let idx = self.push("", Op::Rem, &[shifted, n1], None)?;
+        match part {
+            Some(i) => self.gather_parts(tape, idx, i, site),
+            None => self.push("", Op::Gather(site), &[tape, idx], None),
+        }
+    }
+
+    /// `x` (`T[R, s...]`) with its rows flattened: `T[R, w]`, `w` the
+    /// elements of a row (`x` itself when its rows are already vectors).
+    pub fn flat_rows(&mut self, x: VarId) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() == 2 {
+            return Ok(x);
+        }
+        let w = Dim::product(t.shape.get(1..).unwrap_or(&[]))
+            .ok_or_else(|| OpTypeError(format!("the rows of {t} have no size")))?;
+        let to = Type::array(t.dtype, vec![t.shape[0].clone(), w]);
+        self.push("", Op::Reshape, &[x], Some(&to))
+    }
+
+    /// Part `i` of each row of `x` (`T[R, K, s...]`, each row `K` parts of
+    /// shape `s`): `T[R, s...]`, the `x[r][i]` for every `r`, gathered in
+    /// one pass from the `R·K` parts (rows `r·K + i`, which provably fit:
+    /// no check).
+    pub fn row_part(&mut self, x: VarId, i: u64) -> Result<VarId, OpTypeError> {
+        let r = self.ty(x).shape.first().cloned();
+        let r = r.ok_or_else(|| OpTypeError(format!("parts of the rows of {}", self.ty(x))))?;
+        let iota = self.push("", Op::Iota, &[], Some(&Type::array(DType::I64, vec![r])))?;
+        self.gather_parts(x, iota, i, 0)
+    }
+
+    /// Part `i` of rows `rows` (an `i64` vector) of `x` (`T[R, K, s...]`):
+    /// `x[rows[j]][i]` for every `j`, one gather from the `R·K` parts.
+    fn gather_parts(
+        &mut self,
+        x: VarId,
+        rows: VarId,
+        i: u64,
+        site: u64,
+    ) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() < 2 {
+            return Err(OpTypeError(format!("parts of the rows of {t}")));
+        }
+        let (r, k) = (t.shape[0].clone(), t.shape[1].clone());
+        let Dim::Lit(kn) = k else {
+            return Err(OpTypeError(format!("parts of the rows of {t}")));
+        };
+        let rk = r
+            .times(&k)
+            .ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
+        let mut shape = vec![rk];
+        shape.extend(t.shape[2..].iter().cloned());
+        let parts = self.push("", Op::Reshape, &[x], Some(&Type::array(t.dtype, shape)))?;
+        let n = self.ty(rows).clone();
+        let kc = self.constant(DType::I64, kn as f64);
+        let kc = self.broadcast_to(kc, &n)?;
+        let at = self.push("", Op::Mul, &[rows, kc], None)?;
+        let at = if i == 0 {
+            at
+        } else {
+            let ic = self.constant(DType::I64, i as f64);
+            let ic = self.broadcast_to(ic, &n)?;
+            self.push("", Op::Add, &[at, ic], None)?
+        };
+        self.push("", Op::Gather(site), &[parts, at], None)
+    }
+
+    /// The first `w` elements of each row of the matrix `x` (`T[R, C]`):
+    /// `T[R, w]`.
+    pub fn leading_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() != 2 {
+            return Err(OpTypeError(format!("columns of {t}")));
+        }
+        let cols = self.push("", Op::Transpose, &[x], None)?;
+        let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
+        let first = self.push("", Op::Slice(0), &[cols], Some(&to))?;
+        self.push("", Op::Transpose, &[first], None)
+    }
+
+    /// The last `w` elements of each row of the matrix `x` (`T[R, C]`):
+    /// `T[R, w]`.
+    pub fn trailing_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() != 2 {
+            return Err(OpTypeError(format!("columns of {t}")));
+        }
+        let cols = self.push("", Op::Transpose, &[x], None)?;
+        let back = self.push("", Op::Reverse, &[cols], None)?;
+        let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
+        let last = self.push("", Op::Slice(0), &[back], Some(&to))?;
+        let last = self.push("", Op::Reverse, &[last], None)?;
+        self.push("", Op::Transpose, &[last], None)
+    }
+
+    /// The rows of the matrices `a` (`T[R, p]`) and `b` (`T[R, q]`) side
+    /// by side: `T[R, p + q]`.
+    pub fn concat_columns(&mut self, a: VarId, b: VarId) -> Result<VarId, OpTypeError> {
+        let (ta, tb) = (self.ty(a).clone(), self.ty(b).clone());
+        if ta.rank() != 2 || tb.rank() != 2 {
+            return Err(OpTypeError(format!("the columns of {ta} and {tb}")));
+        }
+        let w = ta.shape[1]
+            .plus(&tb.shape[1])
+            .ok_or_else(|| OpTypeError(format!("the columns of {ta} and {tb}")))?;
+        let to = Type::array(ta.dtype, vec![w, ta.shape[0].clone()]);
+        let ca = self.push("", Op::Transpose, &[a], None)?;
+        let front = self.push("", Op::Pad(0), &[ca], Some(&to))?;
+        // `b`'s columns at the end: padded from the back.
+        let cb = self.push("", Op::Transpose, &[b], None)?;
+        let cb = self.push("", Op::Reverse, &[cb], None)?;
+        let back = self.push("", Op::Pad(0), &[cb], Some(&to))?;
+        let back = self.push("", Op::Reverse, &[back], None)?;
+        let both = self.push("", Op::Add, &[front, back], None)?;
+        self.push("", Op::Transpose, &[both], None)
+    }
+
+    /// The last `w` elements of the vector `x`.
+    pub fn trailing(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        let back = self.push("", Op::Reverse, &[x], None)?;
+        let to = Type::array(t.dtype, vec![w]);
+        let first = self.push("", Op::Slice(0), &[back], Some(&to))?;
+        self.push("", Op::Reverse, &[first], None)
+    }
+}
