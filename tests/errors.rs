@@ -100,11 +100,11 @@ const CASES: &[Case] = &[
         says: "specialized 64 calls deep",
     },
     Case {
-        file: "tabulate-nested",
+        file: "tabulate-matmul",
         action: Action::Check,
         kind: ErrorKind::Unsupported,
-        at: "1:52",
-        says: "`tabulate` inside `tabulate` is not supported yet",
+        at: "1:49",
+        says: "`matmul` on a value that depends on the index of `tabulate` is not supported yet",
     },
     Case {
         file: "grad-of-loop-gradient",

@@ -311,8 +311,8 @@ fn array_errors_name_the_problem() {
             &["reads rows 0..4 of an array of length 3"],
         ),
         (
-            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => tabulate[N](j => x[j])[i])",
-            &["`tabulate` inside `tabulate` is not supported yet"],
+            "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => tabulate[N](j => x[j])[2.5])",
+            &["an index must be an integer, but this is 2.5"],
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N] = tabulate[N](i => x[i] * i)",

@@ -1,7 +1,8 @@
-//! Arrays and indexing: `x[k]`, `tabulate` (vectorized lowering), and the
-//! array builtins `reverse` and `concat`.
+//! Arrays and indexing: `x[k]`, gathers and `scatter_add`, conversions,
+//! `argmax`/`argmin`, and the array builtins `reverse` and `concat`
+//! (`tabulate` is `tabulate.rs`).
 
-use super::{arity_message, exact_int, result_expr, FnCx, Val};
+use super::{arity_message, exact_int, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::interp::pack_site;
@@ -34,13 +35,6 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             }
         };
-        if self.batched.contains(&x) {
-            self.error(Diagnostic::unsupported(
-                vspan,
-                "indexing a value that depends on the index of `tabulate` is not supported yet",
-            ).with_note("index the arrays the value is computed from instead (`X[i][0] * w[0]`, not `(X[i] .* w)[0]`)"));
-            return Val::Err;
-        }
         let t = self.ty(x);
         let rows = t.shape[0].clone();
         let rest = t.shape[1..].to_vec();
@@ -58,6 +52,9 @@ impl<'a> FnCx<'a> {
             },
             k => k,
         };
+        if self.batched.contains(&x) && !matches!(k, Val::Int(n) | Val::Idx(n) if n < 0) {
+            return self.index_stacked(x, k, kspan, hint);
+        }
         match k {
             Val::Int(n) | Val::Idx(n) if n < 0 => {
                 self.error(Diagnostic::new(kspan, format!("index {n} is negative")));
@@ -76,7 +73,7 @@ impl<'a> FnCx<'a> {
                 self.push(hint, Op::Index(n as u64), &[x], None)
             }
             Val::Idx(off) => {
-                let Some((len, _)) = self.batch.clone() else {
+                let Some(len) = self.own_len.clone() else {
                     return self.bug("a tabulate index outside `tabulate`");
                 };
                 if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &len) {
@@ -90,16 +87,16 @@ impl<'a> FnCx<'a> {
                 }
                 let mut shape = vec![len];
                 shape.extend(rest);
-                let r = self.push_plain(
+                let hint = if self.outer.is_empty() { hint } else { "" };
+                match self.push_plain(
                     hint,
                     Op::Slice(off as u64),
                     &[x],
                     Some(&Type::array(t.dtype, shape)),
-                );
-                if let Val::Var(s) = r {
-                    self.batched.insert(s);
+                ) {
+                    Val::Var(s) => self.inner_rows(s),
+                    other => other,
                 }
-                r
             }
             Val::Count(_, k) => self.gather(x, k, kspan, hint),
             Val::Var(k) if self.ty(k).dtype == DType::I64 => self.gather(x, k, kspan, hint),
@@ -126,6 +123,7 @@ impl<'a> FnCx<'a> {
         let site = pack_site(kspan.start, kspan.end);
         let r = self.push_plain(hint, Op::Gather(site), &[x, k], None);
         if let Val::Var(g) = r {
+            self.note_gather(g);
             if self.batched.contains(&k) {
                 self.batched.insert(g);
             }
@@ -256,72 +254,6 @@ impl<'a> FnCx<'a> {
                 ));
                 Val::Err
             }
-        }
-    }
-
-    /// `tabulate[L](i => e)`: lowered once for all `i` at the same time.
-    /// Every value that depends on `i` is a stack of L values (a leading
-    /// axis); `x[i + c]` is rows `c .. c+L` of `x`, `+/` of a stack sums each
-    /// row, and values that do not depend on `i` are computed once.
-    pub(super) fn tabulate(
-        &mut self,
-        span: Span,
-        size: &DimExpr,
-        param: &Ident,
-        body: &Expr,
-        hints: &[&str],
-    ) -> Val {
-        if self.batch.is_some() {
-            self.error(Diagnostic::unsupported(
-                span,
-                "`tabulate` inside `tabulate` is not supported yet",
-            ));
-            return Val::Err;
-        }
-        let Some(len) = self.body_dim(size, "the length of `tabulate`") else {
-            return Val::Err;
-        };
-        self.batch = Some((len.clone(), span));
-        let mark = self.env.len();
-        self.env.push((param.name.clone(), Val::Idx(0)));
-        let v = self.lower(body, hints);
-        let v = self.number(v);
-        self.env.truncate(mark);
-        let hint = hints.first().copied().unwrap_or("");
-        // A condition per index is a condition of the stack's shape.
-        let (v, mask) = match v {
-            Val::Mask(m) => (Val::Var(m), true),
-            v => (v, false),
-        };
-        let out = match v {
-            Val::Err => Val::Err,
-            Val::Var(x) if self.batched.contains(&x) => Val::Var(x),
-            Val::Var(x) => {
-                // The same value for every index.
-                let t = self.ty(x);
-                let mut shape = vec![len];
-                shape.extend(t.shape.iter().cloned());
-                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
-                self.push_plain(hint, lift, &[x], Some(&Type::array(t.dtype, shape)))
-            }
-            other => {
-                let what = self.describe(&other);
-                let mut d = Diagnostic::new(
-                    result_expr(body).span,
-                    format!("`tabulate` builds arrays of numbers, but its body has type {what}"),
-                );
-                if matches!(other, Val::Const(_) | Val::Int(_)) {
-                    d = d.with_note("a bare number has no element type yet: write it with a typed value, as in `x[i] * 0.0 + 1.0`");
-                }
-                self.error(d);
-                Val::Err
-            }
-        };
-        self.batch = None;
-        self.batched.clear();
-        match out {
-            Val::Var(x) if mask => Val::Mask(x),
-            out => out,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::lang::ir::{Builder, VarId};
 use crate::lang::transform::Transforms;
 use crate::lang::types::{DType, Type};
 use crate::ops::Op;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 impl<'a> FnCx<'a> {
     pub(super) fn new(
@@ -39,6 +39,10 @@ impl<'a> FnCx<'a> {
             hint_uses: sig.params.iter().map(|p| (p.0.clone(), 1)).collect(),
             batch: None,
             batched: HashSet::new(),
+            own_len: None,
+            outer: Vec::new(),
+            lifted: HashMap::new(),
+            gathered: HashMap::new(),
         }
     }
 
@@ -212,14 +216,16 @@ impl<'a> FnCx<'a> {
         match v {
             Val::Count(_, v) => Val::Var(v),
             Val::Idx(off) => {
-                let Some((len, _)) = self.batch.clone() else {
+                let Some(len) = self.own_len.clone() else {
                     return self.bug("a tabulate index outside `tabulate`");
                 };
                 let t = Type::array(DType::I64, vec![len]);
                 let Val::Var(i) = self.push_plain("", Op::Iota, &[], Some(&t)) else {
                     return Val::Err;
                 };
-                self.batched.insert(i);
+                let Val::Var(i) = self.inner_rows(i) else {
+                    return Val::Err;
+                };
                 if off == 0 {
                     return Val::Var(i);
                 }

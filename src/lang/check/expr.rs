@@ -362,7 +362,8 @@ impl<'a> FnCx<'a> {
 
     fn lookup(&mut self, n: &str, span: Span) -> Val {
         if let Some((_, v)) = self.env.iter().rev().find(|(k, _)| k == n) {
-            return v.clone();
+            let v = v.clone();
+            return self.lift(v);
         }
         let d = if self.by_name.contains_key(n) || is_reserved(n) {
             Diagnostic::new(span, format!("`{n}` is a function, not a value"))

@@ -38,6 +38,7 @@ mod graph;
 mod loops;
 mod signature;
 mod sizes;
+mod tabulate;
 
 use super::ast::*;
 use super::ir::{Builder, Function, VarId};
@@ -421,6 +422,30 @@ struct FnCx<'a> {
     /// Values that depend on the tabulate index: each holds one value per
     /// index, stacked on a leading axis of length L (vectorized lowering).
     batched: HashSet<VarId>,
+    /// The length of the innermost `tabulate` itself: `L` of `batch` for
+    /// one `tabulate`; inside nested ones, `batch` is the product of the
+    /// enclosing lengths and this one's (the stacks are flat, row-major:
+    /// row `i * M + j` for indices `i` outside and `j` inside).
+    own_len: Option<Dim>,
+    /// The enclosing `tabulate`s of a nested one, outermost first.
+    outer: Vec<Level>,
+    /// Values of the enclosing level lifted into this one (each row
+    /// repeated once per index of this `tabulate`), by the value lifted.
+    lifted: HashMap<VarId, VarId>,
+    /// Gathers pushed while lowering, by result: the statement's position
+    /// (checked before use, as statements are truncated and redone when a
+    /// loop's step is lowered twice). Indexing a gathered stack reads the
+    /// gathered array directly.
+    gathered: HashMap<VarId, usize>,
+}
+
+/// An enclosing `tabulate`'s lowering state, kept while a nested one is
+/// lowered (see [`FnCx::outer`]).
+struct Level {
+    batch: (Dim, Span),
+    own_len: Dim,
+    batched: HashSet<VarId>,
+    lifted: HashMap<VarId, VarId>,
 }
 
 /// The innermost result expression (where a type error of a body shows).

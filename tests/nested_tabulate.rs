@@ -1,0 +1,190 @@
+//! Nested `tabulate`s and indexing values that depend on the index of
+//! `tabulate`: values against hand-computed expectations, the JIT (SIMD
+//! on and off) equal to the interpreter, gradients against finite
+//! differences in reverse and forward mode, and errors at the index.
+
+mod common;
+
+use common::{check_gradient, check_jvp, err, run_both};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::Program;
+
+fn prog(src: &str) -> Program {
+    Program::parse_named("nest.eg", src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn f64s(xs: &[f64]) -> Value {
+    Value::array(DType::F64, vec![xs.len()], xs.to_vec())
+}
+
+fn matrix(rows: usize, cols: usize, xs: &[f64]) -> Value {
+    Value::array(DType::F64, vec![rows, cols], xs.to_vec())
+}
+
+/// The results of `f` (checked JIT = interpreter) printed as the CLI does.
+fn shown(p: &Program, f: &str, args: &[Value]) -> Vec<String> {
+    let out = run_both(p, f, args).unwrap_or_else(|e| panic!("{f}: {e}"));
+    out.iter().map(|v| v.to_string()).collect()
+}
+
+const NESTED: &str = "fn outer2[N, M](x: f64[N], y: f64[M]) -> f64[N, M] =
+  tabulate[N](i => tabulate[M](j => x[i] * y[j]))
+fn affine[N, K](A: f64[N, K], x: f64[K], b: f64[N]) -> f64[N, K] =
+  tabulate[N](i => tabulate[K](j => A[i, j] * x[j] + b[i]))
+fn transposed[N, K](A: f64[N, K]) -> f64[K, N] = tabulate[K](i => tabulate[N](j => A[j, i]))
+fn lower[N](x: f64[N]) -> f64[N, N] =
+  tabulate[N](i => tabulate[N](j => if j <= i { x[i] * x[j] } else { 0.0 * x[j] }))
+fn shifted[N](x: f64[N]) -> f64[N-1, N-1] =
+  tabulate[N-1](i => { let d = x[i+1] - x[i]; tabulate[N-1](j => d * x[j+1] + f64(i) - f64(j)) })
+fn three[N](x: f64[N]) -> f64[N, 2, 3] =
+  tabulate[N](i => tabulate[2](j => tabulate[3](k => x[i] * f64(10 * j + k))))
+fn rownorm[N, K](A: f64[N, K]) -> f64[N, K] =
+  tabulate[N](i => { let s = +/A[i]; tabulate[K](j => A[i, j] / s + +/(A[i] .* A[i])) })
+fn same[N](x: f64[N]) -> f64[N, 3] = tabulate[N](i => tabulate[3](j => x[i]))
+fn fixed[N](x: f64[N]) -> f64[N, 2] = tabulate[N](i => tabulate[2](j => x[j] * 2.0))
+fn less[N](x: f64[N]) -> bool[N, N] = tabulate[N](i => tabulate[N](j => x[i] < x[j]))
+fn pairs[N, K](A: f64[N, K]) -> f64[N, N] =
+  tabulate[N](i => tabulate[N](j => +/(A[i] .* A[j])))";
+
+#[test]
+fn nested_tabulates_give_every_element() {
+    let p = prog(NESTED);
+    let x = f64s(&[1.0, 2.0, 4.0]);
+    let a = matrix(3, 2, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        shown(&p, "outer2", &[x.clone(), f64s(&[10.0, 20.0])]),
+        ["[10, 20, 20, 40, 40, 80]"]
+    );
+    assert_eq!(
+        shown(
+            &p,
+            "affine",
+            &[a.clone(), f64s(&[1.0, 10.0]), f64s(&[100.0, 200.0, 300.0])]
+        ),
+        ["[101, 120, 203, 240, 305, 360]"]
+    );
+    assert_eq!(
+        shown(&p, "transposed", std::slice::from_ref(&a)),
+        ["[1, 3, 5, 2, 4, 6]"]
+    );
+    assert_eq!(
+        shown(&p, "lower", std::slice::from_ref(&x)),
+        ["[1, 0, 0, 2, 4, 0, 4, 8, 16]"]
+    );
+    // d = 1, 2; element (i, j) = d_i * x[j+1] + i - j.
+    assert_eq!(
+        shown(&p, "shifted", std::slice::from_ref(&x)),
+        ["[2, 3, 5, 8]"]
+    );
+    assert_eq!(
+        shown(&p, "three", &[f64s(&[1.0, 2.0])]),
+        ["[0, 1, 2, 10, 11, 12, 0, 2, 4, 20, 22, 24]"]
+    );
+    let m = matrix(2, 2, &[1.0, 3.0, 2.0, 2.0]);
+    assert_eq!(shown(&p, "rownorm", &[m]), ["[10.25, 10.75, 8.5, 8.5]"]);
+    assert_eq!(
+        shown(&p, "same", &[f64s(&[1.0, 2.0])]),
+        ["[1, 1, 1, 2, 2, 2]"]
+    );
+    assert_eq!(
+        shown(&p, "fixed", std::slice::from_ref(&x)),
+        ["[2, 4, 2, 4, 2, 4]"]
+    );
+    assert_eq!(
+        shown(&p, "less", &[f64s(&[3.0, 1.0, 2.0])]),
+        ["[false, false, false, true, false, true, true, false, false]"]
+    );
+    assert_eq!(
+        shown(&p, "pairs", std::slice::from_ref(&a)),
+        ["[5, 11, 17, 11, 25, 39, 17, 39, 61]"]
+    );
+    // Empty lengths inside and outside.
+    assert_eq!(shown(&p, "outer2", &[f64s(&[]), f64s(&[1.0])]), ["[]"]);
+    assert_eq!(shown(&p, "outer2", &[x, f64s(&[])]), ["[]"]);
+}
+
+const STACKED: &str = "fn col[N, K](A: f64[N, K], k: i64) -> f64[N] = tabulate[N](i => (A[i] .* A[i])[k])
+fn first[N, K](A: f64[N, K], w: f64[K]) -> f64[N] = tabulate[N](i => (A[i] .* w)[0] + (A[i] .* w)[1])
+fn diag[N](A: f64[N, N]) -> f64[N] = tabulate[N](i => (A[i] * 2.0)[i])
+fn picked[N, K](A: f64[N, K], ks: i64[N]) -> f64[N] = tabulate[N](i => (A[i] + 1.0)[ks[i]])
+fn planes[N](X: f64[N, 2, 3]) -> f64[N, 3] = tabulate[N](i => (X[i] * 2.0)[1])
+fn cross[N](A: f64[N, 2]) -> f64[N, 2] =
+  tabulate[N](i => { let r = A[i] .* A[i]; tabulate[2](j => r[j] - r[1 - j]) })";
+
+#[test]
+fn values_that_depend_on_the_index_can_be_indexed() {
+    let p = prog(STACKED);
+    let a = matrix(3, 2, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let k = |n: f64| Value::scalar(DType::I64, n);
+    assert_eq!(shown(&p, "col", &[a.clone(), k(1.0)]), ["[4, 16, 36]"]);
+    assert_eq!(
+        shown(&p, "first", &[a.clone(), f64s(&[1.0, 10.0])]),
+        ["[21, 43, 65]"]
+    );
+    let sq = matrix(2, 2, &[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(shown(&p, "diag", std::slice::from_ref(&sq)), ["[2, 8]"]);
+    let ks = Value::array(DType::I64, vec![3], vec![1.0, 0.0, 1.0]);
+    assert_eq!(shown(&p, "picked", &[a.clone(), ks]), ["[3, 4, 7]"]);
+    let x = Value::array(DType::F64, vec![2, 2, 3], (0..12).map(f64::from).collect());
+    assert_eq!(shown(&p, "planes", &[x]), ["[6, 8, 10, 18, 20, 22]"]);
+    assert_eq!(shown(&p, "cross", &[sq]), ["[-3, 3, -7, 7]"]);
+    // An index out of a row's range is the run-time error at the index,
+    // never a read of the next row.
+    for bad in [2.0, 7.0] {
+        let e = run_both(&p, "col", &[a.clone(), k(bad)]).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "index {bad} is out of range for an array of length 2"
+            )) && e.contains("nest.eg:1:"),
+            "{e}"
+        );
+    }
+    let ks = Value::array(DType::I64, vec![3], vec![1.0, 2.0, 0.0]);
+    let e = run_both(&p, "picked", &[a, ks]).unwrap_err();
+    assert!(
+        e.contains("index 2 is out of range") && e.contains("nest.eg:4:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn misuse_is_reported_at_the_index() {
+    let e = err("fn f[N](A: f64[N, 2]) -> f64[N] = tabulate[N](i => (A[i] * 2.0)[2])");
+    assert!(
+        e.contains("index 2 is out of range for an array of length 2"),
+        "{e}"
+    );
+    let e = err("fn f[N](A: f64[N, 2], k: f64) -> f64[N] = tabulate[N](i => (A[i] * 2.0)[k])");
+    assert!(e.contains("an index must be an integer"), "{e}");
+    let e =
+        err("fn f[N](A: f64[N, 2], k: i64[2]) -> f64[N, 2] = tabulate[N](i => (A[i] * 2.0)[k])");
+    assert!(e.contains("gathering with an array of indices"), "{e}");
+    let e = err("fn f[N](y: f64[N], x: f64[3]) -> f64[N, 4] = tabulate[N](i => tabulate[4](j => x[j] * y[i]))");
+    assert!(e.contains("reads rows 0..4 of an array of length 3"), "{e}");
+}
+
+const GRADS: &str = "fn net[N, K](A: f64[N, K], x: f64[K], b: f64[N]) -> f64 {
+  let h = tabulate[N](i => tabulate[K](j => tanh(A[i, j] * x[j] + b[i])))
+  let g = tabulate[N](i => { let r = h[i] .* h[i]; tabulate[K](j => r[j] * reverse(x)[j]) })
+  +/flatten(g) + +/flatten(tabulate[N](i => tabulate[N](j => +/(A[i] .* A[j]) * b[j])))
+}
+@grad(A, x, b)
+fn dnet[N, K](A: f64[N, K], x: f64[K], b: f64[N]) -> (f64[N, K], f64[K], f64[N]) = net(A, x, b)
+@jvp(A, x, b)
+fn tnet[N, K](A: f64[N, K], x: f64[K], b: f64[N], dA: f64[N, K], dx: f64[K], db: f64[N]) -> f64 = net(A, x, b)
+fn picks[N, K](A: f64[N, K], ks: i64[N]) -> f64 = +/tabulate[N](i => sin(A[i] * 3.0)[ks[i]] * (A[i] .* A[i])[1])
+@grad(A)
+fn dpicks[N, K](A: f64[N, K], ks: i64[N]) -> f64[N, K] = picks(A, ks)";
+
+#[test]
+fn gradients_through_nested_tabulates_match_finite_differences() {
+    let p = prog(GRADS);
+    let a = matrix(3, 2, &[0.5, -1.0, 0.25, 1.5, -0.75, 2.0]);
+    let args = [a, f64s(&[0.3, -0.7]), f64s(&[0.1, -0.2, 0.4])];
+    check_gradient(&p, "dnet", "net", 3, &args, "nested tabulate");
+    check_jvp(&p, "tnet", "net", 3, &args, "nested tabulate");
+    let a = matrix(3, 3, &[0.5, -1.0, 0.25, 1.5, -0.75, 2.0, 0.1, 0.2, 0.3]);
+    let ks = Value::array(DType::I64, vec![3], vec![2.0, 0.0, 1.0]);
+    check_gradient(&p, "dpicks", "picks", 1, &[a, ks], "indexed stack");
+}
