@@ -403,18 +403,6 @@ fn misuse_gives_a_clear_diagnostic() {
             "`f` is declared to return f64[N], but its body has type f64[N+1]",
         ),
         (
-            "fn f[N](X: f64[N, 3]) -> f64[N, 3] = tabulate[N](i => reverse(X[i]))",
-            "`reverse` on a value that depends on the index of `tabulate` is not supported yet",
-        ),
-        (
-            "fn f[N](X: f64[N, 3], r: f64[1]) -> f64[N, 4] = tabulate[N](i => concat(r, X[i]))",
-            "`concat` on a value that depends on the index of `tabulate` is not supported yet",
-        ),
-        (
-            "fn f[N](X: f64[N, 3], r: f64[1]) -> f64[N, 4] = tabulate[N](i => concat(X[i], r))",
-            "`concat` on a value that depends on the index of `tabulate` is not supported yet",
-        ),
-        (
             "fn concat[N](x: f64[N]) -> f64[N] = x",
             "`concat` is a builtin function and cannot be redefined",
         ),

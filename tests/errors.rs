@@ -103,8 +103,8 @@ const CASES: &[Case] = &[
         file: "tabulate-matmul",
         action: Action::Check,
         kind: ErrorKind::Unsupported,
-        at: "1:49",
-        says: "`matmul` on a value that depends on the index of `tabulate` is not supported yet",
+        at: "1:41",
+        says: "`matmul` of two values that both depend on the index of `tabulate` is not supported yet",
     },
     Case {
         file: "grad-of-loop-gradient",

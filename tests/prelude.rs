@@ -236,10 +236,6 @@ fn matvec_size_errors_point_at_the_call() {
             &["[M, K] and [K]", "f64[2, 3, 4] and f64[4]"],
         ),
         (
-            "fn f[M](A: f64[M, 4], V: f64[M, 4]) -> f64[M] = tabulate[M](i => matmul(A, V[i]))",
-            &["`matmul` on a value that depends on the index of `tabulate`"],
-        ),
-        (
             "fn f(A: i64[3, 4], v: i64[4]) -> i64[3] = matmul(A, v)",
             &["`matmul` needs floating-point operands", "`f64(...)`"],
         ),

@@ -158,7 +158,6 @@ impl Tool {
             function: entry,
             wrapper,
             args,
-            more,
         } = (spec.call)(input)?;
         let (_, program) = self.module_program(module, wrapper.as_deref())?;
 
@@ -172,32 +171,23 @@ impl Tool {
         if self.cache.misses() > misses {
             timings.push(timing("compile", start.elapsed()));
         }
-        let sets: Vec<Vec<&Value>> = std::iter::once(&args)
-            .chain(&more)
-            .map(|a| a.iter().collect())
-            .collect();
-        let mut prepared = sets
-            .iter()
-            .map(|refs| compiled.prepare(refs))
-            .collect::<Result<Vec<_>, _>>()
+        let refs: Vec<&Value> = args.iter().collect();
+        let mut prepared = compiled
+            .prepare(&refs)
             .map_err(|e| arg_error(compiled.function(), program.file(), e).to_string())?;
         let mut total = Duration::ZERO;
         let mut runs = 0;
         while runs < min_runs.max(1) || total.as_secs_f64() < min_seconds {
             let t = Instant::now();
-            for p in &mut prepared {
-                p.run()
-                    .map_err(|e| arg_error(compiled.function(), program.file(), e).to_string())?;
-            }
+            prepared
+                .run()
+                .map_err(|e| arg_error(compiled.function(), program.file(), e).to_string())?;
             let d = t.elapsed();
             total += d;
             runs += 1;
             timings.push(timing("evaluate", d));
         }
-        let outputs = prepared
-            .into_iter()
-            .flat_map(|p| p.into_outputs())
-            .collect();
+        let outputs = prepared.into_outputs();
         let output = (spec.output)(input, outputs)?;
         Ok((output, timings))
     }

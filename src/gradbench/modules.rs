@@ -28,10 +28,6 @@ pub struct Call {
     /// that fixes static values (compiled once per value).
     pub wrapper: Option<String>,
     pub args: Vec<Value>,
-    /// Further argument sets: one evaluation runs the function on `args`
-    /// and then on each of these (the columns of a Jacobian from forward
-    /// mode); the outputs are concatenated in that order.
-    pub more: Vec<Vec<Value>>,
 }
 
 /// An eval's JSON input to a call of the module's program.
@@ -420,7 +416,6 @@ fn call(function: &str, args: Vec<Value>) -> Call {
         function: function.to_string(),
         wrapper: None,
         args,
-        more: Vec::new(),
     }
 }
 
@@ -431,7 +426,6 @@ fn wrapped(name: String, wrapper: String, args: Vec<Value>) -> Call {
         function: name,
         wrapper: Some(wrapper),
         args,
-        more: Vec::new(),
     }
 }
 
@@ -804,55 +798,23 @@ fn ht_call<const JAC: bool>(input: &Json) -> Result<Call, String> {
     if !JAC {
         return Ok(call(&format!("objective_{variant}"), args));
     }
-    // One forward-mode run per column: the unit directions of theta, and
-    // in the complicated variant first the all-u0 and all-u1 directions.
-    let unit = |j: usize| {
-        let mut e = vec![0.0; 26];
-        if j < 26 {
-            e[j] = 1.0;
-        }
-        Value::f64(&e)
-    };
-    let complicated = uc > 0;
-    let mut sets = Vec::new();
-    if complicated {
-        for k in 0..2 {
-            let du: Vec<f64> = (0..2 * c)
-                .map(|i| f64::from(u8::from(i % 2 == k)))
-                .collect();
-            let mut a = args.clone();
-            a.push(unit(26));
-            a.push(f64s(vec![c, 2], du));
-            sets.push(a);
-        }
-    }
-    for j in 0..26 {
-        let mut a = args.clone();
-        a.push(unit(j));
-        if complicated {
-            a.push(f64s(vec![c, 2], vec![0.0; 2 * c]));
-        }
-        sets.push(a);
-    }
-    let first = sets.remove(0);
-    Ok(Call {
-        function: format!("tangent_{variant}"),
-        wrapper: None,
-        args: first,
-        more: sets,
-    })
+    // The whole Jacobian in one run: forward mode at every column's
+    // direction at once (`jacobian_<variant>` in ht.eg).
+    Ok(call(&format!("jacobian_{variant}"), args))
 }
 
-/// The 3c x (26 or 28) Jacobian, rows of residuals, from its columns.
+/// The 3c x (26 or 28) Jacobian, rows of residuals, from its columns
+/// (`jacobian_<variant>` gives column k as its row k, of 3c numbers).
 fn ht_jacobian(_: &Json, outs: Vec<Value>) -> Result<Json, String> {
-    let rows = outs.first().map_or(0, |v| v.data.len());
-    if outs.iter().any(|v| v.data.len() != rows) {
-        return Err("the Jacobian's columns differ in length".to_string());
-    }
+    let [jac] = &outs[..] else {
+        return Err(format!("expected the Jacobian, got {} outputs", outs.len()));
+    };
+    let cols = jac.shape.first().copied().unwrap_or(0);
+    let rows = jac.data.len().checked_div(cols).unwrap_or(0);
     (0..rows)
         .map(|r| {
-            outs.iter()
-                .map(|col| json_number(col.data[r]))
+            (0..cols)
+                .map(|k| json_number(jac.data[k * rows + r]))
                 .collect::<Result<Json, String>>()
         })
         .collect()

@@ -361,17 +361,6 @@ impl<'a> FnCx<'a> {
     /// b))`. Gradients follow from those of `pad`, `add` and `reverse`.
     pub(super) fn concat(&mut self, e: &Expr, args: &[Expr], xs: &[VarId], hint: &str) -> Val {
         let (a, b) = (xs[0], xs[1]);
-        if self.batched.contains(&a) || self.batched.contains(&b) {
-            let span = self.batch.as_ref().map_or(e.span, |(_, s)| *s);
-            self.error(
-                Diagnostic::unsupported(
-                    span,
-                    "`concat` on a value that depends on the index of `tabulate` is not supported yet",
-                )
-                .with_label(e.span, "this `concat`"),
-            );
-            return Val::Err;
-        }
         let (ta, tb) = (self.ty(a), self.ty(b));
         if ta.dtype != tb.dtype || ta.rank() != tb.rank() || ta.shape[1..] != tb.shape[1..] {
             let why = if ta.dtype != tb.dtype {

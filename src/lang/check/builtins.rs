@@ -201,10 +201,6 @@ impl<'a> FnCx<'a> {
         (b, tb): (VarId, &Type),
         hint: &str,
     ) -> Val {
-        if self.batched.contains(&a) || self.batched.contains(&b) {
-            // Reported as for two matrices.
-            return self.push(hint, Op::MatMul, &[a, b], None);
-        }
         let mismatch = |message: String| Diagnostic::new(e.span, message);
         if ta.dtype == DType::I64 || tb.dtype == DType::I64 {
             self.error(

@@ -99,6 +99,19 @@ impl<'a> FnCx<'a> {
                     self.push_plain(hint, Op::Reshape, args, Some(&stacked(t)))
                 }
                 _ => {
+                    if let Some(r) = self.push_stacked(hint, op, args, annot) {
+                        if let Val::Var(x) = r {
+                            self.batched.insert(x);
+                        }
+                        return r;
+                    }
+                    if op == Op::MatMul && args.iter().all(|a| self.batched.contains(a)) {
+                        self.error(Diagnostic::unsupported(
+                            span,
+                            "`matmul` of two values that both depend on the index of `tabulate` is not supported yet",
+                        ).with_note("a product of one such value and an array that does not depend on the index works"));
+                        return Val::Err;
+                    }
                     let what = match op {
                         Op::MaxAll => "`max/`".to_string(),
                         Op::MinAll => "`min/`".to_string(),

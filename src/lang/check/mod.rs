@@ -38,6 +38,7 @@ mod graph;
 mod loops;
 mod signature;
 mod sizes;
+mod stacks;
 mod tabulate;
 
 use super::ast::*;

@@ -369,10 +369,23 @@ impl<'a> FnCx<'a> {
             Val::Var(k) if self.batched.contains(&k) && self.ty(k).is_scalar() => Val::Var(k),
             Val::Var(k) if self.ty(k).is_scalar() => self.materialize_var(k, &ints(&total)),
             Val::Err => return Val::Err,
-            _ => {
-                self.error(Diagnostic::unsupported(
+            Val::Var(k) => {
+                // An array of indices (one for all elements, or a stack):
+                // those rows of each element.
+                let site = pack_site(kspan.start, kspan.end);
+                return match self.gather_each(x, k, site, hint) {
+                    Some(r) => {
+                        self.batched.insert(r);
+                        Val::Var(r)
+                    }
+                    None => self.bug("gathering from a stack"),
+                };
+            }
+            other => {
+                let what = self.describe(&other);
+                self.error(Diagnostic::new(
                     kspan,
-                    "gathering with an array of indices from a value that depends on the index of `tabulate` is not supported yet",
+                    format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"),
                 ));
                 return Val::Err;
             }
@@ -426,7 +439,7 @@ impl<'a> FnCx<'a> {
 
     /// `r * K` for each row `r` of an array of `R` rows of `K` elements:
     /// an `i64[R]`. None after an internal error.
-    fn row_starts(&mut self, r: &Dim, k: &Dim) -> Option<VarId> {
+    pub(super) fn row_starts(&mut self, r: &Dim, k: &Dim) -> Option<VarId> {
         let ints = |d: &Dim| Type::array(DType::I64, vec![d.clone()]);
         if let Dim::Lit(k) = k {
             let Val::Var(t) = self.push_plain("", Op::Iota, &[], Some(&ints(r))) else {
