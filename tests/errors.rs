@@ -107,6 +107,13 @@ const CASES: &[Case] = &[
         says: "`matmul` of two values that both depend on the index of `tabulate` is not supported yet",
     },
     Case {
+        file: "tabulate-loop-gradient",
+        action: Action::Check,
+        kind: ErrorKind::Unsupported,
+        at: "4:57",
+        says: "`df` is a derivative that runs a loop, which cannot be called on values that depend on the index of `tabulate` yet",
+    },
+    Case {
         file: "grad-of-loop-gradient",
         action: Action::Grad("g", "xs"),
         kind: ErrorKind::Unsupported,

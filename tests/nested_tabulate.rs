@@ -281,3 +281,37 @@ fn array_functions_run_on_each_element_of_a_stack() {
     );
     check_jvp(&p, "tloss", "loss", 2, &[a4, w], "stacked calls");
 }
+
+const LOOPS: &str = "fn grid[N, M](x: f64[N], y: f64[M], n: i64) -> f64[N, M] =
+  tabulate[N](i => tabulate[M](j => iterate(n, x[i] * y[j], s => s * 0.9 + 0.1 * sin(s + y[j]))))
+fn rows[N, K](X: f64[N, K], n: i64) -> f64[N, K] =
+  tabulate[N](i => { let r = X[i] * 2.0; tabulate[K](j => iterate(n, r[j], s => s * 0.5 + reverse(r)[j])) })
+fn loss[N, M](x: f64[N], y: f64[M], n: i64) -> f64 = +/flatten(grid(x, y, n) .* grid(x, y, n))
+@grad(x, y)
+fn dloss[N, M](x: f64[N], y: f64[M], n: i64) -> (f64[N], f64[M]) = loss(x, y, n)";
+
+#[test]
+fn loops_run_inside_nested_tabulates() {
+    let p = prog(LOOPS);
+    // The loops stay loops: one per function, over the flat stack.
+    for f in ["grid", "rows"] {
+        let text = p.ir(f).unwrap().to_string();
+        assert_eq!(text.matches(" = loop ").count(), 1, "{text}");
+    }
+    let n = |k: f64| Value::scalar(DType::I64, k);
+    assert_eq!(
+        shown(&p, "rows", &[matrix(2, 2, &[1.0, 2.0, 3.0, 4.0]), n(1.0)]),
+        ["[5, 4, 11, 10]"]
+    );
+    let (x, y) = (f64s(&[1.0, -0.5]), f64s(&[0.5, 1.0, 2.0]));
+    let g = shown(&p, "grid", &[x.clone(), y.clone(), n(0.0)]);
+    assert_eq!(g, ["[0.5, 1, 2, -0.25, -0.5, -1]"]);
+    check_gradient(
+        &p,
+        "dloss",
+        "loss",
+        2,
+        &[x, y, n(40.0)],
+        "loops in nested tabulates",
+    );
+}

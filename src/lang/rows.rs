@@ -155,6 +155,106 @@ impl Builder {
         self.push("", Op::Transpose, &[both], None)
     }
 
+    /// `v` as a row of `row_ty` that a loop carries: itself, a scalar
+    /// broadcast, or inside `tabulate` (`row_ty` a stack) a value lifted
+    /// to a stack (repeated) or a stack of scalars (`stacked`) spread
+    /// along a vector state.
+    pub fn carry_row(
+        &mut self,
+        v: VarId,
+        stacked: bool,
+        row_ty: &Type,
+    ) -> Result<VarId, OpTypeError> {
+        let t = self.ty(v).clone();
+        if t == *row_ty {
+            Ok(v)
+        } else if t.is_scalar() {
+            self.push("", Op::Bcast, &[v], Some(row_ty))
+        } else if stacked {
+            self.push("", Op::Spread, &[v], Some(row_ty))
+        } else {
+            self.push("", Op::Repeat, &[v], Some(row_ty))
+        }
+    }
+
+    /// The value of type `t` (of one element of a stack when `stacked`)
+    /// a loop carries as `row` (of `leaf_ty`, or a stack of them): the
+    /// row itself, or for a scalar carried as a broadcast row its first
+    /// element (of each stacked row).
+    pub fn uncarry_row(
+        &mut self,
+        row: VarId,
+        t: &Type,
+        leaf_ty: &Type,
+        stacked: bool,
+    ) -> Result<VarId, OpTypeError> {
+        if t == leaf_ty {
+            return Ok(row);
+        }
+        if !stacked {
+            return self.push("", Op::Index(0), &[row], None);
+        }
+        let len = self.ty(row).shape[0].clone();
+        let first = self.leading_columns(row, Dim::Lit(1))?;
+        let mut shape = vec![len];
+        shape.extend(t.shape.iter().cloned());
+        self.push(
+            "",
+            Op::Reshape,
+            &[first],
+            Some(&Type::array(t.dtype, shape)),
+        )
+    }
+
+    /// `x` (`T[A, B, s...]`) with its two leading axes swapped:
+    /// `T[B, A, s...]`, element `[b, a]` being `x[a, b]`. A matrix is
+    /// transposed; otherwise the `A·B` rows `T[s...]` are gathered in the
+    /// new order (row `a·B + b` at `[b, a]`, indices that provably fit: no
+    /// check). How a stack of sequences (one per index of `tabulate`)
+    /// becomes a sequence of stacks, and back.
+    pub fn swap_leading_axes(&mut self, x: VarId) -> Result<VarId, OpTypeError> {
+        let t = self.ty(x).clone();
+        if t.rank() < 2 {
+            return Err(OpTypeError(format!("the leading axes of {t}")));
+        }
+        if t.rank() == 2 {
+            return self.push("", Op::Transpose, &[x], None);
+        }
+        let (a, b) = (t.shape[0].clone(), t.shape[1].clone());
+        let ab = a
+            .times(&b)
+            .ok_or_else(|| OpTypeError(format!("the rows of {t}")))?;
+        let mut flat = vec![ab];
+        flat.extend(t.shape[2..].iter().cloned());
+        let rows = self.push("", Op::Reshape, &[x], Some(&Type::array(t.dtype, flat)))?;
+        let int = |s: Vec<Dim>| Type::array(DType::I64, s);
+        // `a·B` for each `a`, repeated as every row of an `i64[B, A]`.
+        let ia = self.push("", Op::Iota, &[], Some(&int(vec![a.clone()])))?;
+        let one = self.constant(DType::I64, 1.0);
+        let ones = self.push("", Op::Bcast, &[one], Some(&int(vec![b.clone()])))?;
+        let nb = self.push("", Op::Sum, &[ones], None)?;
+        let nb = self.broadcast_to(nb, &int(vec![a.clone()]))?;
+        let starts = self.push("", Op::Mul, &[ia, nb], None)?;
+        let starts = self.push(
+            "",
+            Op::Repeat,
+            &[starts],
+            Some(&int(vec![b.clone(), a.clone()])),
+        )?;
+        // `b` at `[b, a]`: the rows of an `i64[A, B]` of `0 .. B`, transposed.
+        let ib = self.push("", Op::Iota, &[], Some(&int(vec![b.clone()])))?;
+        let ib = self.push("", Op::Repeat, &[ib], Some(&int(vec![a, b])))?;
+        let ib = self.push("", Op::Transpose, &[ib], None)?;
+        let idx = self.push("", Op::Add, &[starts, ib], None)?;
+        // One index per row, the rows gathered then shaped `[B, A, s...]`.
+        let n = self.ty(rows).shape[0].clone();
+        let idx = self.push("", Op::Reshape, &[idx], Some(&int(vec![n])))?;
+        let out = self.push("", Op::Gather(0), &[rows, idx], None)?;
+        let mut shape = vec![t.shape[1].clone(), t.shape[0].clone()];
+        shape.extend(t.shape[2..].iter().cloned());
+        self.push("", Op::Reshape, &[out], Some(&Type::array(t.dtype, shape)))
+    }
+
     /// The last `w` elements of the vector `x`.
     pub fn trailing(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();

@@ -3,20 +3,26 @@
 //! callee's IR at the caller's sizes.
 
 use super::builtins::{builtin, builtin2, matrix_builtin};
+use super::loops::with_rows;
 use super::signature::signature_with;
-use super::{arity_message, fold, FnCx, StaticKind, Val, MAX_STMTS};
+use super::{arity_message, fold, FnCx, Sig, StaticKind, Val, MAX_STMTS};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
-use crate::lang::ir::{Function, Loop, VarId};
+use crate::lang::ir::{Builder, Function, Loop, VarId};
 use crate::lang::prelude;
 use crate::lang::size::{Misfit, Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How deep specializations may nest (a function with static parameters
 /// calling itself, directly or not, counts one level per call).
 pub const MAX_SPECIALIZATION_DEPTH: usize = 64;
+
+/// The size parameter standing for the length of the enclosing
+/// `tabulate` while a function is lowered on stacks
+/// ([`FnCx::call_on_stacks`]); not a name a program can write.
+const STACK_LEN: &str = "tabulate#L";
 
 /// A callee variable name, as a hint for the inlined copy (numbered
 /// temporaries stay temporaries; `pred.2` becomes `pred`).
@@ -535,6 +541,10 @@ impl<'a> FnCx<'a> {
                 return self.bug(m);
             }
             return match spec {
+                Some(c) if self.loops_on_stacks(&c.ir, &arg_vars) => {
+                    let call = (fi, sig, &statics[..], &arg_vars[..]);
+                    self.call_on_stacks(call, &subst, hints, e.span)
+                }
                 Some(c) => self.inline(&c.ir, &arg_vars, &subst, hints, e.span),
                 None => Val::Err,
             };
@@ -543,7 +553,141 @@ impl<'a> FnCx<'a> {
             // The callee has errors of its own (already reported).
             return Val::Err;
         };
+        if self.loops_on_stacks(&callee_fn.ir, &arg_vars) {
+            let call = (fi, sig, &statics[..], &arg_vars[..]);
+            return self.call_on_stacks(call, &subst, hints, e.span);
+        }
         self.inline(&callee_fn.ir, &arg_vars, &subst, hints, e.span)
+    }
+
+    /// Whether `callee` runs a loop and some of `args` are stacks (inside
+    /// `tabulate`): its IR cannot be inlined as it is (a loop over one
+    /// value is not a loop over a stack), so its body is lowered again.
+    fn loops_on_stacks(&self, callee: &Function, args: &[VarId]) -> bool {
+        !callee.loops.is_empty() && args.iter().any(|a| self.batched.contains(a))
+    }
+
+    /// A call of function `fi` (signature `sig`, static values `statics`)
+    /// that runs a loop, on `args` some of which are stacks (inside
+    /// `tabulate`): its body is lowered again at this call site (as a
+    /// template is) with those parameters stacks of length [`STACK_LEN`],
+    /// so its loops carry stacks, then inlined with `STACK_LEN` the
+    /// length of the enclosing `tabulate`.
+    fn call_on_stacks(
+        &mut self,
+        (fi, sig, statics, args): (usize, &Sig, &[(usize, Val)], &[VarId]),
+        subst: &HashMap<String, Dim>,
+        hints: &[&str],
+        span: Span,
+    ) -> Val {
+        let decl = self.items[fi];
+        let name = decl.name.name.clone();
+        if sig.grad.is_some() || sig.jvp.is_some() {
+            self.error(
+                Diagnostic::unsupported(
+                    span,
+                    format!("`{name}` is a derivative that runs a loop, which cannot be called on values that depend on the index of `tabulate` yet"),
+                )
+                .with_label(decl.name.span, format!("`{name}` is declared here"))
+                .with_note("differentiate a function that calls the undifferentiated one inside `tabulate` instead"),
+            );
+            return Val::Err;
+        }
+        let Some((len, tspan)) = self.batch.clone() else {
+            return self.bug("a call on stacks outside `tabulate`");
+        };
+        let mut cx = FnCx::new(
+            self.transforms,
+            self.sigs,
+            self.lowered,
+            self.scopes,
+            self.items,
+            fi,
+            sig,
+        );
+        cx.depth = self.depth + 1;
+        let mut sizes = sig.size_params.clone();
+        sizes.push(STACK_LEN.to_string());
+        cx.b = Builder::new(name.clone(), sizes);
+        let stack_len = Dim::Param(STACK_LEN.to_string());
+        cx.batch = Some((stack_len.clone(), tspan));
+        cx.own_len = Some(stack_len.clone());
+        let mut dynamic = args.iter();
+        for (k, (pname, pty, pspan)) in sig.params.iter().enumerate() {
+            if sig.statics.get(k).copied().flatten().is_some() {
+                let v = statics
+                    .iter()
+                    .find(|(j, _)| *j == k)
+                    .map(|(_, v)| v.clone());
+                cx.env.push((pname.clone(), v.unwrap_or(Val::Err)));
+                continue;
+            }
+            let Some(&a) = dynamic.next() else {
+                return self.bug(format!("calling `{name}` on stacks: too few arguments"));
+            };
+            let stacked = self.batched.contains(&a);
+            let ty = if stacked {
+                with_rows(stack_len.clone(), pty)
+            } else {
+                pty.clone()
+            };
+            let v = cx.b.param(pname, ty, *pspan);
+            let val = if pty.dtype == DType::I64 && pty.is_scalar() {
+                Val::Count(pname.clone(), v)
+            } else if pty.dtype == DType::Bool {
+                if stacked {
+                    cx.batched.insert(v);
+                }
+                Val::Mask(cx.mask_as(v, DType::I64))
+            } else {
+                Val::Var(v)
+            };
+            if stacked {
+                cx.batched.insert(v);
+            }
+            cx.env.push((pname.clone(), val));
+        }
+        let body = cx.lower(&decl.body, hints);
+        let vals = match body {
+            Val::Tuple(vs) if sig.ret_tuple => vs,
+            v => vec![v],
+        };
+        let mut rets = Vec::new();
+        for (v, t) in vals.iter().zip(&sig.ret) {
+            match cx.coerce(v, t) {
+                Some(Val::Var(x)) => rets.push(x),
+                _ if !cx.errs.is_empty() || matches!(v, Val::Err) => {}
+                _ => {
+                    let got = cx.describe(v);
+                    return self.bug(format!("`{name}` on stacks returns {got}, not {t}"));
+                }
+            }
+        }
+        // Errors in the callee's body are this call's.
+        let in_prelude = self.scopes.is_prelude(fi) && !self.scopes.is_prelude(self.item);
+        for d in &mut cx.errs {
+            if in_prelude {
+                let inner = std::mem::replace(&mut d.span, span);
+                d.labels
+                    .insert(0, (inner, format!("in `{name}`, from the prelude")));
+            } else {
+                d.labels
+                    .push((span, format!("`{name}` is called here inside `tabulate`")));
+            }
+        }
+        let failed = !cx.errs.is_empty();
+        self.errs.append(&mut cx.errs);
+        if let Some(m) = cx.internal.take() {
+            return self.bug(m);
+        }
+        if failed || rets.len() != sig.ret.len() {
+            return Val::Err;
+        }
+        let stacks = std::mem::take(&mut cx.batched);
+        let callee = std::mem::replace(&mut cx.b, Builder::new("", Vec::new())).finish(rets);
+        let mut subst = subst.clone();
+        subst.insert(STACK_LEN.to_string(), len);
+        self.inline_stacks(&callee, args, &subst, hints, span, Some(&stacks))
     }
 
     fn inline(
@@ -553,6 +697,21 @@ impl<'a> FnCx<'a> {
         subst: &HashMap<String, Dim>,
         hints: &[&str],
         span: Span,
+    ) -> Val {
+        self.inline_stacks(callee, args, subst, hints, span, None)
+    }
+
+    /// [`Self::inline`]; with `stacks`, `callee` was lowered on stacks
+    /// ([`Self::call_on_stacks`]): its statements are copied as they are,
+    /// and the copies of those values are stacks here too.
+    fn inline_stacks(
+        &mut self,
+        callee: &Function,
+        args: &[VarId],
+        subst: &HashMap<String, Dim>,
+        hints: &[&str],
+        span: Span,
+        stacks: Option<&HashSet<VarId>>,
     ) -> Val {
         if self.b.function().stmts.len() + callee.stmts.len() > MAX_STMTS {
             if !self.too_large {
@@ -583,12 +742,8 @@ impl<'a> FnCx<'a> {
         // The callee's loops join the caller's, renumbered, their types at
         // the sizes of this call.
         let offset = self.b.function().loops.len() as u32;
-        if !callee.loops.is_empty() && self.batch.is_some() {
-            self.error(Diagnostic::new(
-                span,
-                format!("`{}` runs a loop (a long `iterate`), which cannot be called inside `tabulate` yet", callee.name),
-            ));
-            return Val::Err;
+        if stacks.is_none() && self.loops_on_stacks(callee, args) {
+            return self.bug(format!("inlining `{}`: its loops on stacks", callee.name));
         }
         let sizes = self.b.function().size_params.clone();
         for l in &callee.loops {
@@ -630,10 +785,22 @@ impl<'a> FnCx<'a> {
                 .and_then(|k| hints.get(k).copied())
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(|| base_name(&info.name));
-            let Val::Var(nv) = self.push(hint, renumber(s.op), &xs, Some(&ty)) else {
+            let pushed = match stacks {
+                Some(_) => self.push_plain(hint, renumber(s.op), &xs, Some(&ty)),
+                None => self.push(hint, renumber(s.op), &xs, Some(&ty)),
+            };
+            let Val::Var(nv) = pushed else {
                 return Val::Err;
             };
-            if self.ty(nv) != ty {
+            let ty_here = match stacks {
+                Some(st) if st.contains(&s.var) => {
+                    self.batched.insert(nv);
+                    self.b.ty(nv).clone()
+                }
+                Some(_) => self.b.ty(nv).clone(),
+                None => self.ty(nv),
+            };
+            if ty_here != ty {
                 return self.bug(format!(
                     "inlining `{}`: %{} should be {ty}",
                     callee.name, info.name

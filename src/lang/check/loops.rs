@@ -6,8 +6,8 @@ use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, Function, Loop, Stmt, VarId};
 use crate::lang::types::{Dim, Type};
-use crate::ops::Op;
-use std::collections::HashMap;
+use crate::ops::{Op, OpTypeError};
+use std::collections::{HashMap, HashSet};
 
 /// The stop condition of `iterate_until`: `s => done`.
 type Cond<'e> = (&'e Pattern, &'e Expr);
@@ -36,6 +36,24 @@ fn rebuild_leaves(shape: &Val, leaves: &mut impl Iterator<Item = Val>) -> Val {
         Val::Tuple(vs) => Val::Tuple(vs.iter().map(|x| rebuild_leaves(x, leaves)).collect()),
         _ => leaves.next().unwrap_or(Val::Err),
     }
+}
+
+/// A `scan`'s sequence as its loop reads it: `rows`, one per step (inside
+/// `tabulate`, a stacked sequence's rows are stacks: `stacked`), the name
+/// the step binds to the current row, and for a `scan_all` its span (the
+/// result is then every state after a step, from the loop's tape).
+struct Seq<'e> {
+    rows: VarId,
+    stacked: bool,
+    name: &'e Ident,
+    all: Option<Span>,
+}
+
+/// `t` with a leading axis of length `d`.
+pub(super) fn with_rows(d: Dim, t: &Type) -> Type {
+    let mut shape = vec![d];
+    shape.extend(t.shape.iter().cloned());
+    Type::array(t.dtype, shape)
 }
 
 /// Does a state still hold a compile-time number?
@@ -116,14 +134,7 @@ impl<'a> FnCx<'a> {
         let xs_val = self.lower(seq, &[]);
         let xs = match xs_val {
             Val::Err => return Val::Err,
-            Val::Var(v) if self.ty(v).rank() >= 1 && !self.batched.contains(&v) => v,
-            Val::Var(v) if self.batched.contains(&v) => {
-                self.error(Diagnostic::new(
-                    seq.span,
-                    "`scan` over a value that depends on the index of `tabulate` is not supported",
-                ));
-                return Val::Err;
-            }
+            Val::Var(v) if self.ty(v).rank() >= 1 => v,
             other => {
                 self.error(Diagnostic::new(
                     seq.span,
@@ -144,6 +155,17 @@ impl<'a> FnCx<'a> {
             ));
             return Val::Err;
         }
+        // A stack of sequences (one per index of `tabulate`) is read as a
+        // sequence of stacks: row `t` holds every element's row `t`.
+        let stacked = self.batched.contains(&xs);
+        let rows = if stacked {
+            match self.b.swap_leading_axes(xs) {
+                Ok(r) => r,
+                Err(e) => return self.bug(format!("the rows of a stacked sequence: {}", e.0)),
+            }
+        } else {
+            xs
+        };
         let state = self.lower(init, hints);
         if matches!(state, Val::Err) {
             return Val::Err;
@@ -162,19 +184,23 @@ impl<'a> FnCx<'a> {
             .collect();
         let state = rebuild_leaves(&state, &mut typed.into_iter());
         let param = Pattern::Name(sname);
-        if self.batch.is_none() {
-            if let Some(v) = self.counted_loop_seq(
-                count.clone(),
-                &state,
-                &param,
-                body,
-                init.span,
-                hints,
-                Some((xs, &xname, all.then_some(e.span))),
-                None,
-            ) {
-                return v;
-            }
+        let sq = Seq {
+            rows,
+            stacked,
+            name: &xname,
+            all: all.then_some(e.span),
+        };
+        if let Some(v) = self.counted_loop_seq(
+            count.clone(),
+            &state,
+            &param,
+            body,
+            init.span,
+            hints,
+            Some(sq),
+            None,
+        ) {
+            return v;
         }
         let Dim::Lit(n) = count else {
             self.error(
@@ -193,7 +219,10 @@ impl<'a> FnCx<'a> {
             if self.unrolled_too_large(seq.span, "scan", "a `scan` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)") {
                 return Val::Err;
             }
-            let row = self.push_plain("", Op::Index(t), &[xs], None);
+            let row = self.push_plain("", Op::Index(t), &[rows], None);
+            if let (true, Val::Var(r)) = (stacked, &row) {
+                self.batched.insert(*r);
+            }
             let mark = self.env.len();
             if !self.bind_pattern(&param, state.clone(), init.span) {
                 self.env.truncate(mark);
@@ -250,9 +279,6 @@ impl<'a> FnCx<'a> {
                     return Val::Err;
                 }
             };
-            let mut rows_ty = vec![count.clone()];
-            rows_ty.extend(ty.shape.iter().cloned());
-            let rows_ty = Type::array(ty.dtype, rows_ty);
             let rows: Vec<VarId> = columns
                 .get(i)
                 .map(|c| {
@@ -265,6 +291,14 @@ impl<'a> FnCx<'a> {
                         .collect()
                 })
                 .unwrap_or_default();
+            // Inside `tabulate`, states that are stacks: stacked rows of
+            // stacks, each stack's element then taking its own rows.
+            let len = self.batch.as_ref().map(|(l, _)| l.clone());
+            if let (Some(len), true) = (len, rows.iter().any(|r| self.batched.contains(r))) {
+                stacked.push(self.stack_stacked_states(&rows, &ty, count, len));
+                continue;
+            }
+            let rows_ty = with_rows(count.clone(), &ty);
             let v = if rows.is_empty() {
                 self.push_plain("", Op::Zero, &[], Some(&rows_ty))
             } else if rows.len() == 1 {
@@ -279,6 +313,35 @@ impl<'a> FnCx<'a> {
         }
         let mut it = stacked.into_iter();
         rebuild_leaves(last, &mut it)
+    }
+
+    /// The unrolled states `rows` of one leaf of a `scan_all` inside
+    /// `tabulate`, some of them stacks (of length `len`) of values of type
+    /// `ty`: each element's `count` states as its rows, a stack of
+    /// `ty[count]` arrays.
+    fn stack_stacked_states(&mut self, rows: &[VarId], ty: &Type, count: &Dim, len: Dim) -> Val {
+        let stack_ty = with_rows(len, ty);
+        let built = (|| -> Result<VarId, OpTypeError> {
+            let mut lifted = Vec::new();
+            for r in rows {
+                lifted.push(self.b.carry_row(*r, self.batched.contains(r), &stack_ty)?);
+            }
+            let rows_ty = with_rows(count.clone(), &stack_ty);
+            let packed = if lifted.len() == 1 {
+                self.b
+                    .push("", Op::Unindex(0), &[lifted[0]], Some(&rows_ty))?
+            } else {
+                self.b.pack_rows(&lifted, &rows_ty)?
+            };
+            self.b.swap_leading_axes(packed)
+        })();
+        match built {
+            Ok(v) => {
+                self.batched.insert(v);
+                Val::Var(v)
+            }
+            Err(e) => self.bug(format!("stacking the states of `scan_all`: {}", e.0)),
+        }
     }
 
     /// The float type of the first array among the leaves of `states`
@@ -425,7 +488,7 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         }
         let mut state = self.lower(init, hints);
-        let mut loop_tried = self.batch.is_some();
+        let mut loop_tried = false;
         for step in 0..n {
             if matches!(state, Val::Err) {
                 return Val::Err;
@@ -562,13 +625,18 @@ impl<'a> FnCx<'a> {
         self.counted_loop_seq(count, state, param, body, init_span, hints, None, done)
     }
 
-    /// [`Self::counted_loop`], and for a `scan` the sequence and the name
-    /// its step binds to the current row (the loop body's second
-    /// parameter; the loop always runs, whatever its count), and for a
-    /// `scan_all` its span (the result is then every state after a step,
-    /// from the tape of the loop). With the stop
-    /// condition `done` of an `iterate_until`, the body is the step frozen
-    /// once `done` holds ([`Self::freeze`]).
+    /// [`Self::counted_loop`], and for a `scan` its sequence ([`Seq`]:
+    /// the loop body's second parameter is the current row; the loop
+    /// always runs, whatever its count). With the stop condition `done` of
+    /// an `iterate_until`, the body is the step frozen once `done` holds
+    /// ([`Self::freeze`]).
+    ///
+    /// Inside `tabulate` the loop carries stacks (one value per index, a
+    /// leading axis of length L): the placeholders are stacks, so the step
+    /// is vectorized as usual; a part of the state or a captured value
+    /// that does not depend on the index is lifted to a stack (repeated),
+    /// and a captured one is read back as itself from the first row of its
+    /// stack only where the step does not lift it again.
     #[allow(clippy::too_many_arguments)]
     fn counted_loop_seq(
         &mut self,
@@ -578,11 +646,10 @@ impl<'a> FnCx<'a> {
         body: &Expr,
         init_span: Span,
         hints: &[&str],
-        seq: Option<(VarId, &Ident, Option<Span>)>,
+        seq: Option<Seq>,
         done: Option<Cond>,
     ) -> Option<Val> {
-        let all = seq.and_then(|(_, _, all)| all);
-        let seq = seq.map(|(xs, name, _)| (xs, name));
+        let all = seq.as_ref().and_then(|s| s.all);
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
         // The row type: the dynamic leaves' array type (or scalar type).
@@ -621,21 +688,36 @@ impl<'a> FnCx<'a> {
                 _ => scalar_ty.clone(),
             })
             .collect();
+        // Inside `tabulate`: every row the loop carries is a stack.
+        let batch_len = self.batch.as_ref().map(|(l, _)| l.clone());
+        let batched = batch_len.is_some();
+        let stack = |t: &Type| match &batch_len {
+            Some(l) => with_rows(l.clone(), t),
+            None => t.clone(),
+        };
+        let row_ty = stack(&leaf_ty);
         let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
         let loop_mark = self.b.function().loops.len();
         let err_mark = self.errs.len();
         // Lower one step on placeholder variables standing for the state.
         let holders: Vec<VarId> = leaf_tys
             .iter()
-            .map(|t| self.b.fresh("", t.clone()))
+            .map(|t| self.b.fresh("", stack(t)))
             .collect();
+        if batched {
+            self.batched.extend(holders.iter().copied());
+        }
         let mut it = holders.iter().map(|h| Val::Var(*h));
         let symbolic = rebuild_leaves(state, &mut it);
         // A scan's row: a placeholder too, the body's second parameter.
-        let row = seq.map(|(xs, name)| {
-            let t = self.ty(xs);
+        let row = seq.as_ref().map(|sq| {
+            let t = self.b.ty(sq.rows).clone();
             let row_ty = Type::array(t.dtype, t.shape[1..].to_vec());
-            (self.b.fresh("", row_ty.clone()), row_ty, name)
+            let h = self.b.fresh("", row_ty.clone());
+            if sq.stacked {
+                self.batched.insert(h);
+            }
+            (h, row_ty, sq.name)
         });
         let env_mark = self.env.len();
         let bound = self.bind_pattern(param, symbolic.clone(), init_span);
@@ -666,12 +748,17 @@ impl<'a> FnCx<'a> {
         }
         if self.errs.len() > err_mark || self.internal.is_some() || matches!(next, Val::Err) {
             // Reported once here; unrolling would report it again.
-            self.b.truncate(stmt_mark, var_mark);
+            self.forget(stmt_mark, var_mark);
             self.b.take_loops(loop_mark);
             return Some(Val::Err);
         }
         let mut next_leaves = Vec::new();
         flatten_leaves(&next, &mut next_leaves);
+        // Which results of the step are stacks (known until `forget`).
+        let next_stacked: Vec<bool> = next_leaves
+            .iter()
+            .map(|l| matches!(l, Val::Var(v) if self.batched.contains(v)))
+            .collect();
         let step_stmts: Vec<(Stmt, String, Type)> = self.b.function().stmts[stmt_mark..]
             .iter()
             .map(|s| {
@@ -699,42 +786,119 @@ impl<'a> FnCx<'a> {
                 }
                 _ => true,
             };
+        // A value of this type (of one element) can be carried.
+        let carried = |t: &Type| {
+            *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
+        };
+        // Inside `tabulate`, what the step computes from outside values
+        // only (`X[i]`, `x[i] * w`, `w` broadcast, the index of a nested
+        // `tabulate`: not from the state): computed once before the loop,
+        // and read like values from outside (what the rest of the step
+        // reads of it must then be a stack or a value that can be
+        // carried).
+        let is_outer = |v: VarId| v.index() < var_mark;
+        let mut hoisted: HashSet<VarId> = HashSet::new();
+        for (st, _, _) in &step_stmts {
+            if batched
+                && (!st.args.is_empty() || st.op == Op::Iota)
+                && st.op.loop_id().is_none()
+                && st.args.iter().all(|a| is_outer(*a) || hoisted.contains(a))
+            {
+                hoisted.insert(st.var);
+            }
+        }
+        // A hoisted value the rest of the step reads must be a stack or a
+        // value that can be carried; otherwise it stays in the step (and
+        // what it reads becomes such a read in turn).
+        loop {
+            let readers = step_stmts
+                .iter()
+                .filter(|(st, _, _)| !hoisted.contains(&st.var))
+                .flat_map(|(st, _, _)| st.args.iter().copied())
+                .chain(next_leaves.iter().filter_map(|l| match l {
+                    Val::Var(v) => Some(*v),
+                    _ => None,
+                }));
+            let bad: Vec<VarId> = readers
+                .filter(|v| {
+                    hoisted.contains(v) && !self.batched.contains(v) && !carried(&self.ty(*v))
+                })
+                .collect();
+            if bad.is_empty() {
+                break;
+            }
+            for v in bad {
+                hoisted.remove(&v);
+            }
+        }
         // Values from outside the step that it reads: carried in the state.
         let mut captures: Vec<VarId> = Vec::new();
-        let is_outer = |v: VarId| v.index() < var_mark;
+        let read = |v: VarId| is_outer(v) || hoisted.contains(&v);
         for (s, _, _) in &step_stmts {
+            if hoisted.contains(&s.var) {
+                continue;
+            }
             for a in &s.args {
-                if is_outer(*a) && !captures.contains(a) {
+                if read(*a) && !captures.contains(a) {
                     captures.push(*a);
                 }
             }
         }
         for l in &next_leaves {
             if let Val::Var(v) = l {
-                if is_outer(*v) && !captures.contains(v) {
+                if read(*v) && !captures.contains(v) {
                     captures.push(*v);
                 }
             }
         }
-        let captures_fit = captures.iter().all(|c| {
-            let t = self.b.ty(*c);
-            *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
-        });
-        self.b.truncate(stmt_mark, var_mark);
-        if !fits || !captures_fit || self.batched.iter().any(|v| captures.contains(v)) {
+        // Each one's own type (of one element of a stack).
+        let capture_tys: Vec<Type> = captures.iter().map(|c| self.ty(*c)).collect();
+        let captures_fit = capture_tys.iter().all(carried);
+        // Inside `tabulate`, the captured values that are not stacks:
+        // carried lifted to one, each with its own type.
+        let lifted: HashMap<VarId, Type> = captures
+            .iter()
+            .zip(&capture_tys)
+            .filter(|(c, _)| batched && !self.batched.contains(c))
+            .map(|(c, t)| (*c, t.clone()))
+            .collect();
+        let stacked_steps: HashSet<VarId> = hoisted
+            .iter()
+            .copied()
+            .filter(|v| self.batched.contains(v))
+            .collect();
+        self.forget(stmt_mark, var_mark);
+        if !fits || !captures_fit {
             // Unrolling lowers the step again, loops and all.
             drop(nested);
             return None;
+        }
+        // The hoisted stacks, before the loop (the step's variables are
+        // gone: `outside` maps them to their copies here).
+        let mut outside: HashMap<VarId, VarId> = HashMap::new();
+        for (st, _, ty) in step_stmts.iter().filter(|s| hoisted.contains(&s.0.var)) {
+            let args: Vec<VarId> = st
+                .args
+                .iter()
+                .map(|a| outside.get(a).copied().unwrap_or(*a))
+                .collect();
+            match self.b.push("", st.op, &args, Some(ty)) {
+                Ok(v) => {
+                    if stacked_steps.contains(&st.var) {
+                        self.batched.insert(v);
+                    }
+                    outside.insert(st.var, v);
+                }
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
         }
 
         // The body: unpack, the step's statements, pack.
         let k = leaves.len() + captures.len();
         let packed_ty = if k == 1 {
-            leaf_ty.clone()
+            row_ty.clone()
         } else {
-            let mut shape = vec![Dim::Lit(k as u64)];
-            shape.extend(leaf_ty.shape.iter().cloned());
-            Type::array(leaf_ty.dtype, shape)
+            with_rows(Dim::Lit(k as u64), &row_ty)
         };
         let fname = self.b.function().name.clone();
         let lid = loop_mark;
@@ -750,66 +914,94 @@ impl<'a> FnCx<'a> {
         if let Some((h, row_ty, name)) = &row {
             map.insert(*h, bb.param(&name.name, row_ty.clone(), name.span));
         }
-        // Row `i` of the state, and the value it carries (a scalar is
-        // carried as a broadcast row).
-        let unpack = |bb: &mut Builder, i: usize, ty: &Type| -> Result<(VarId, VarId), String> {
+        // Row `i` of the state.
+        let part = |bb: &mut Builder, i: usize| -> Result<VarId, OpTypeError> {
             if k == 1 {
-                return Ok((s, s));
+                return Ok(s);
             }
-            let row = bb
-                .push("", Op::Index(i as u64), &[s], None)
-                .map_err(|e| e.0)?;
-            if bb.ty(row) == ty {
-                Ok((row, row))
-            } else {
-                Ok((
-                    row,
-                    bb.push("", Op::Index(0), &[row], None).map_err(|e| e.0)?,
-                ))
-            }
+            bb.push("", Op::Index(i as u64), &[s], None)
         };
         let mut capture_rows = Vec::new();
-        let built = (|| -> Result<Function, String> {
+        let built = (|| -> Result<Function, OpTypeError> {
             for (i, (h, t)) in holders.iter().zip(&leaf_tys).enumerate() {
-                map.insert(*h, unpack(&mut bb, i, t)?.1);
+                let r = part(&mut bb, i)?;
+                map.insert(*h, bb.uncarry_row(r, t, &leaf_ty, batched)?);
             }
-            for (j, c) in captures.iter().enumerate() {
-                let t = self.b.ty(*c).clone();
-                let (row, value) = unpack(&mut bb, leaves.len() + j, &t)?;
-                map.insert(*c, value);
-                capture_rows.push(row);
+            // A lifted capture's row, until the step reads it as itself.
+            let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
+            for (j, (c, t)) in captures.iter().zip(&capture_tys).enumerate() {
+                let r = part(&mut bb, leaves.len() + j)?;
+                capture_rows.push(r);
+                if lifted.contains_key(c) {
+                    lifted_rows.insert(*c, r);
+                } else {
+                    map.insert(*c, bb.uncarry_row(r, t, &leaf_ty, batched)?);
+                }
             }
+            // A lifted capture read as itself: the first row of its stack.
+            let plain = |bb: &mut Builder, map: &mut HashMap<VarId, VarId>, a: VarId| {
+                if let Some(v) = map.get(&a) {
+                    return Ok(*v);
+                }
+                let r = lifted_rows[&a];
+                let first = bb.push("", Op::Index(0), &[r], None)?;
+                let v = bb.uncarry_row(first, &lifted[&a], &leaf_ty, false)?;
+                map.insert(a, v);
+                Ok(v)
+            };
             for (st, name, ty) in &step_stmts {
-                let args: Vec<VarId> = st.args.iter().map(|a| map[a]).collect();
+                if hoisted.contains(&st.var) {
+                    continue;
+                }
+                // The step lifting a captured value to a stack: its row.
+                if let ([a], Op::Repeat | Op::Bcast) = (&st.args[..], st.op) {
+                    if let (Some(&r), Some(t)) = (lifted_rows.get(a), lifted.get(a)) {
+                        if *ty == stack(t) {
+                            map.insert(st.var, bb.uncarry_row(r, t, &leaf_ty, true)?);
+                            continue;
+                        }
+                    }
+                }
+                let mut args = Vec::new();
+                for a in &st.args {
+                    args.push(plain(&mut bb, &mut map, *a)?);
+                }
                 let op = st.op.map_loop(|l| l - lid as u32);
                 let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
                     ""
                 } else {
                     name
                 };
-                let v = bb.push(hint, op, &args, Some(ty)).map_err(|e| e.0)?;
+                let v = bb.push(hint, op, &args, Some(ty))?;
                 map.insert(st.var, v);
             }
             let mut outs = Vec::new();
-            for l in &next_leaves {
+            for (l, stacked) in next_leaves.iter().zip(&next_stacked) {
                 let v = match l {
-                    Val::Var(v) => map[v],
-                    Val::Const(x) => bb.constant(leaf_ty.dtype, *x),
+                    // Already carried as a stack.
+                    Val::Var(v) if lifted_rows.contains_key(v) => lifted_rows[v],
+                    Val::Var(v) => {
+                        let x = plain(&mut bb, &mut map, *v)?;
+                        bb.carry_row(x, *stacked, &row_ty)?
+                    }
+                    Val::Const(x) => {
+                        let c = bb.constant(leaf_ty.dtype, *x);
+                        bb.carry_row(c, false, &row_ty)?
+                    }
                     _ => unreachable!("checked above"),
                 };
-                outs.push(bb.broadcast_to(v, &leaf_ty).map_err(|e| e.0)?);
+                outs.push(v);
             }
             outs.extend(capture_rows.iter().copied());
-            let next = bb.pack_rows(&outs, &packed_ty).map_err(|e| e.0)?;
+            let next = bb.pack_rows(&outs, &packed_ty)?;
             Ok(bb.finish(vec![next]))
         })();
         let body_fn = match built {
             Ok(f) => f,
-            Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
+            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
         };
         // The statements this step emitted were removed; so were their
         // variables. Start again from here: pack, loop, unpack.
-        let mut init_vars = Vec::new();
         let mut dynamic = Vec::new();
         for l in &leaves {
             dynamic.push(match l {
@@ -818,16 +1010,18 @@ impl<'a> FnCx<'a> {
                 _ => unreachable!("checked above"),
             });
         }
-        dynamic.extend(captures.iter().copied());
+        dynamic.extend(
+            captures
+                .iter()
+                .map(|c| outside.get(c).copied().unwrap_or(*c)),
+        );
+        let mut init_vars = Vec::new();
         for v in dynamic {
-            init_vars.push(if *self.b.ty(v) == leaf_ty {
-                v
-            } else {
-                match self.push_plain("", Op::Bcast, &[v], Some(&leaf_ty)) {
-                    Val::Var(v) => v,
-                    _ => return Some(Val::Err),
-                }
-            });
+            let stacked = self.batched.contains(&v);
+            match self.b.carry_row(v, stacked, &row_ty) {
+                Ok(x) => init_vars.push(x),
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
         }
         let id = self.b.add_loop(Loop {
             count,
@@ -841,39 +1035,62 @@ impl<'a> FnCx<'a> {
         };
         let hint = hints.first().copied().unwrap_or("");
         let ins: Vec<VarId> = std::iter::once(packed)
-            .chain(seq.map(|(xs, _)| xs))
+            .chain(seq.as_ref().map(|sq| sq.rows))
             .collect();
         if let Some(span) = all {
-            return Some(self.every_state(id, &ins, (&leaf_tys, &leaf_ty), state, span, hint));
+            let tys = (&leaf_tys[..], &leaf_ty, &row_ty);
+            return Some(self.every_state(id, &ins, tys, state, span, hint));
         }
         let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
             return Some(Val::Err);
         };
         let mut finals = Vec::new();
         for (i, t) in leaf_tys.iter().enumerate() {
-            let row = if k == 1 {
-                Val::Var(last)
+            let unpacked = if k == 1 {
+                Ok(last)
             } else {
-                self.push_plain("", Op::Index(i as u64), &[last], None)
+                self.b.push("", Op::Index(i as u64), &[last], None)
             };
-            finals.push(match row {
-                Val::Var(r) if *self.b.ty(r) != *t => self.push_plain("", Op::Index(0), &[r], None),
-                other => other,
-            });
+            match unpacked.and_then(|r| self.b.uncarry_row(r, t, &leaf_ty, batched)) {
+                Ok(v) => {
+                    if batched {
+                        self.batched.insert(v);
+                    }
+                    finals.push(Val::Var(v));
+                }
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
         }
         let mut it = finals.into_iter();
         Some(rebuild_leaves(state, &mut it))
     }
 
+    /// Drop what a lowering attempt emitted (statements from `stmts` on,
+    /// variables from `vars` on), and forget that any of them was a stack.
+    fn forget(&mut self, stmts: usize, vars: usize) {
+        self.b.truncate(stmts, vars);
+        self.batched.retain(|v| v.index() < vars);
+        // Lifted copies made in the part undone (nested `tabulate`s).
+        let kept = |k: &VarId, v: &mut VarId| k.index() < vars && v.index() < vars;
+        self.lifted.retain(kept);
+        for level in &mut self.outer {
+            level.batched.retain(|v| v.index() < vars);
+            level.lifted.retain(kept);
+        }
+    }
+
     /// The states of scan loop `id` after each of its steps, leaf by leaf
-    /// (`leaf_tys`, packed as rows of `leaf_ty`): its tape keeping every
-    /// state has the final state in row 0 and state `j` in row `1 + j`, so
-    /// state `t + 1` is row `(t + 2) % (count + 1)`, gathered.
+    /// (`leaf_tys`, packed as rows of `leaf_ty`, stacked as `row_ty`
+    /// inside `tabulate`): its tape keeping every state has the final
+    /// state in row 0 and state `j` in row `1 + j`, so state `t + 1` is
+    /// row `(t + 2) % (count + 1)`, gathered. Inside `tabulate` the
+    /// states of each stack's element become its rows (the two leading
+    /// axes swapped).
     fn every_state(
         &mut self,
         id: u32,
         ins: &[VarId],
-        (leaf_tys, leaf_ty): (&[Type], &Type),
+        (leaf_tys, leaf_ty, row_ty): (&[Type], &Type, &Type),
         state: &Val,
         span: Span,
         hint: &str,
@@ -881,11 +1098,6 @@ impl<'a> FnCx<'a> {
         let lp = &self.b.function().loops[id as usize];
         let (count, packed) = (lp.count.clone(), lp.state().clone());
         let rows = lp.tape_rows(1);
-        let with_rows = |d: Dim, t: &Type| {
-            let mut shape = vec![d];
-            shape.extend(t.shape.iter().cloned());
-            Type::array(t.dtype, shape)
-        };
         let tape_ty = with_rows(rows.clone(), &packed);
         let Val::Var(tape) = self.push_plain(
             format!("{hint}.tape").trim_start_matches('.'),
@@ -895,28 +1107,37 @@ impl<'a> FnCx<'a> {
         ) else {
             return Val::Err;
         };
-        let built = (|| -> Result<Vec<VarId>, String> {
+        let batch = self.batch.as_ref().map(|(l, _)| l.clone());
+        let built = (|| -> Result<Vec<VarId>, OpTypeError> {
             let b = &mut self.b;
-            let e = |e: crate::ops::OpTypeError| e.0;
             let site = crate::lang::interp::pack_site(span.start, span.end);
             let mut out = Vec::new();
             for (i, t) in leaf_tys.iter().enumerate() {
                 // One value carried (no other part, nothing captured), or
                 // part `i` of each state, gathered from the tape at once.
-                let part = (packed != *leaf_ty).then_some(i as u64);
-                let part = b
-                    .states_after_steps(tape, count.clone(), site, part)
-                    .map_err(e)?;
+                let part = (packed != *row_ty).then_some(i as u64);
+                let mut part = b.states_after_steps(tape, count.clone(), site, part)?;
+                let mut states_ty = with_rows(count.clone(), t);
+                if let Some(len) = &batch {
+                    part = b.swap_leading_axes(part)?;
+                    states_ty = with_rows(len.clone(), &states_ty);
+                }
                 // A scalar carried as a broadcast row: its first element.
                 let v = if t != leaf_ty && t.is_scalar() && !leaf_ty.is_scalar() {
-                    let first = b.leading_columns(part, Dim::Lit(1)).map_err(e)?;
-                    b.push(
-                        "",
-                        Op::Reshape,
-                        &[first],
-                        Some(&with_rows(count.clone(), t)),
-                    )
-                    .map_err(e)?
+                    // (Each stack's states one after another.)
+                    let pt = b.ty(part).clone();
+                    let rows = match &pt.shape[..] {
+                        [l, c, n] => {
+                            let lc = l
+                                .times(c)
+                                .ok_or_else(|| OpTypeError(format!("the states of {pt}")))?;
+                            let to = Type::array(pt.dtype, vec![lc, n.clone()]);
+                            b.push("", Op::Reshape, &[part], Some(&to))?
+                        }
+                        _ => part,
+                    };
+                    let first = b.leading_columns(rows, Dim::Lit(1))?;
+                    b.push("", Op::Reshape, &[first], Some(&states_ty))?
                 } else {
                     part
                 };
@@ -926,10 +1147,13 @@ impl<'a> FnCx<'a> {
         })();
         match built {
             Ok(vs) => {
+                if batch.is_some() {
+                    self.batched.extend(vs.iter().copied());
+                }
                 let mut it = vs.into_iter().map(Val::Var);
                 rebuild_leaves(state, &mut it)
             }
-            Err(e) => self.bug(format!("the states of `scan_all`: {e}")),
+            Err(e) => self.bug(format!("the states of `scan_all`: {}", e.0)),
         }
     }
 
