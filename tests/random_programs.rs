@@ -174,6 +174,47 @@
 //! loop counted by `u` in the loss's IR, and check a gradient with respect
 //! to a sequence, and some must check one of an empty sequence.
 //!
+//! A fifth of the programs (`EGRAD_RANDOM_NEST`) have nested `tabulate`s
+//! or indexed stacks (most both), drawn from a stream of their own too
+//! (without them a seed gives the program it gave before they were
+//! generated):
+//!
+//! - nested `tabulate`s, two levels mostly and three sometimes (a third
+//!   summed in the inner body, `+/tabulate[..](k => ...)`, or the element
+//!   of a rank-3 result): outside any `tabulate`, `+/flatten(tabulate[N](i
+//!   => tabulate[M](j => e)))`, `+/` of row sums `tabulate[N](i =>
+//!   +/tabulate[M](j => e))` (that vector also where one is wanted), or
+//!   the `f64[N, M]` matrix itself where the generator wants a matrix; and
+//!   inside the body of a `tabulate`, `+/tabulate[L](j => e)` for a scalar
+//!   or `tabulate[c](j => e)` for a row `f64[c]`. Their lengths are `N`,
+//!   `M`, `N-1` or 2. The outer body sometimes has lets (mostly values of
+//!   `i`, scalars or rows) that the inner body reads (`u`, or `u[j]` of a
+//!   row: a stack indexed by the inner index); the inner body reads arrays
+//!   along either index (`x[i]`, `y[j]`, `A[i]`, at offsets `x[j + 1]`),
+//!   elements along both (`A[i, j]`, `A[j, i]`, `A[i][j]`, `transpose(A)[j,
+//!   i + 1]`, where shapes fit), the indices as numbers (`f64(i) * 0.25`),
+//!   `+/` of rows, anything the generator writes in a `tabulate`'s body,
+//!   and is sometimes under an `if` on a comparison of the indices (`j <=
+//!   i`, `i != j`, `j % 2 == 0`, `i + j >= 2`);
+//! - indexing a stack (a row that depends on the index of the enclosing
+//!   `tabulate`, of any level: an expression of `X[i]`, or a vector from
+//!   outside times a value of `i`) in a `tabulate`'s body: `(e)[c]` with a
+//!   static `c` in range, `(e)[i]` with the index of a `tabulate` whose
+//!   length is at most the row's, `(e)[k]` with a run-time index in range
+//!   (in the programs with run-time integers, as for `x[k]` above) and
+//!   `(e)[ix[i]]` with an index array whose values index the row; written
+//!   at random in `tabulate` bodies, and as a let of the loss (a
+//!   `tabulate` whose body indexes a stack).
+//!
+//! A program drawn with them has a let of the loss that is a nested
+//! `tabulate`, one that is a `tabulate` indexing a stack, or (most) both
+//! (where one fits; drawn in their stream). The test prints
+//! how many programs have a nested `tabulate` and an indexed stack, and
+//! how many have each form; in a release run at least 5% of the programs
+//! must have a nested `tabulate`, and 5% an indexed stack. Like the
+//! run-time integers, none of these reads in a loop's or a scan's step
+//! what a loop does not carry (an index array there).
+//!
 //! For every program:
 //!
 //! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
@@ -231,7 +272,8 @@
 //! 0 to 1; 0.2), `EGRAD_RANDOM_INTS` (the share of programs with run-time
 //! integers, 0 to 1; 0.3), `EGRAD_RANDOM_SEQ` (the share of programs with
 //! sequences of length `L` and run-time bounds, 0 to 1; 0.15),
-//! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
+//! `EGRAD_RANDOM_NEST` (the share of programs with nested `tabulate`s
+//! and indexed stacks, 0 to 1; 0.2), `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
 //! (print why a program's finite differences were skipped).
 //!
@@ -655,6 +697,16 @@ struct Gen<'r> {
     /// The helper with an `i64` result (see `gen_int_helper`), and a bound
     /// of its result.
     int_helper: Option<(String, f64)>,
+    /// Nested `tabulate`s may be written (`EGRAD_RANDOM_NEST`; false
+    /// elsewhere, and in programs without them, which then draw what they
+    /// drew before).
+    nest: bool,
+    /// Values that depend on the index of `tabulate` may be indexed
+    /// (`(X[i] .* w)[c]`, `[i]`, `[k]`, `[ix[i]]`; `EGRAD_RANDOM_NEST` too).
+    stack_ix: bool,
+    /// The `tabulate`s enclosing the current one (`tab`), outermost first:
+    /// empty unless a nested `tabulate` is being generated.
+    outer: Vec<Tab>,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -686,6 +738,9 @@ impl<'r> Gen<'r> {
             cat: false,
             ints: Vec::new(),
             int_helper: None,
+            nest: false,
+            stack_ix: false,
+            outer: Vec::new(),
         }
     }
 
@@ -839,22 +894,7 @@ impl<'r> Gen<'r> {
                 let (Some(lead), Some(row)) = (ty.lead(), ty.row()) else {
                     continue;
                 };
-                // An integer length reads from 0 up to what is there for sure.
-                let lit_offs: Vec<u64> = match len {
-                    Len::Lit(k) => (0..3).filter(|o| o + k <= self.known_len(lead)).collect(),
-                    _ => Vec::new(),
-                };
-                let offs: &[u64] = match (len, lead) {
-                    (Len::D(l), d) if l == d => &[0],
-                    (Len::D(D::N1), D::N) => &[0, 1],
-                    (Len::Two, D::N) if self.n_min >= 2 => &[0],
-                    (Len::N2, D::N) if self.n_min >= 2 => &[0, 1, 2],
-                    (Len::N2, D::N1) if self.n_min >= 2 => &[0, 1],
-                    (Len::Lit(_), _) => &lit_offs,
-                    (Len::M1, D::M) => &[0, 1],
-                    _ => &[],
-                };
-                for &o in offs {
+                for o in self.offsets(len, lead) {
                     out.push((base.clone(), v.var, v.b, o, row));
                 }
             }
@@ -862,8 +902,40 @@ impl<'r> Gen<'r> {
         out
     }
 
+    /// The types of the rows the enclosing `tabulate` reads (of every
+    /// level, when nested), as `tab_bases` lists them.
+    fn tab_rows(&self) -> Vec<Ty> {
+        let Some(tab) = &self.tab else {
+            return Vec::new();
+        };
+        let mut rows: Vec<Ty> = self.tab_bases(tab.len).iter().map(|r| r.4).collect();
+        for t in &self.outer {
+            rows.extend(self.tab_bases(t.len).iter().map(|r| r.4));
+        }
+        rows
+    }
+
+    /// The offsets `o` at which `tabulate[len]` may read `x[i + o]` from
+    /// an array whose leading dimension is `lead`.
+    fn offsets(&self, len: Len, lead: D) -> Vec<u64> {
+        match (len, lead) {
+            (Len::D(l), d) if l == d => vec![0],
+            (Len::D(D::N1), D::N) => vec![0, 1],
+            (Len::Two, D::N) if self.n_min >= 2 => vec![0],
+            (Len::N2, D::N) if self.n_min >= 2 => vec![0, 1, 2],
+            (Len::N2, D::N1) if self.n_min >= 2 => vec![0, 1],
+            // An integer length reads from 0 up to what is there for sure.
+            (Len::Lit(k), _) => (0..3).filter(|o| o + k <= self.known_len(lead)).collect(),
+            (Len::M1, D::M) => vec![0, 1],
+            _ => vec![],
+        }
+    }
+
     /// `base[i]` or `base[i + 1]` of type `ty` in the enclosing `tabulate`.
     fn tab_leaf(&mut self, ty: Ty) -> Option<Ex> {
+        if !self.outer.is_empty() {
+            return self.nested_leaf(ty);
+        }
         let tab = self.tab.clone()?;
         let all = self.tab_bases(tab.len);
         let bases: Vec<_> = all.iter().filter(|r| r.4 == ty).cloned().collect();
@@ -1118,8 +1190,10 @@ impl<'r> Gen<'r> {
     /// on its index).
     fn hoist<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         let saved = self.tab.take();
+        let outer = std::mem::take(&mut self.outer);
         let r = f(self);
         self.tab = saved;
+        self.outer = outer;
         r
     }
 
@@ -1159,8 +1233,8 @@ impl<'r> Gen<'r> {
     fn gen(&mut self, ty: Ty, depth: u32) -> Ex {
         // Inside `tabulate`, types other than the scalars and the rows being
         // read are computed outside it.
-        if let Some(tab) = self.tab.clone() {
-            let rows: Vec<Ty> = self.tab_bases(tab.len).iter().map(|r| r.4).collect();
+        if self.tab.is_some() {
+            let rows = self.tab_rows();
             if ty != Ty::S && !rows.contains(&ty) {
                 return self.hoist(|g| g.gen(ty, depth));
             }
@@ -1183,6 +1257,12 @@ impl<'r> Gen<'r> {
         // Run-time integers, likewise.
         if self.int_ok() && self.rng.chance(0.12) {
             if let Some(e) = self.int_float(ty, d) {
+                return self.bounded(e);
+            }
+        }
+        // Nested `tabulate`s and indexed stacks, likewise.
+        if (self.nest || self.stack_ix) && self.rng.chance(0.12) {
+            if let Some(e) = self.nest_construct(ty, d) {
                 return self.bounded(e);
             }
         }
@@ -2586,15 +2666,11 @@ impl<'r> Gen<'r> {
         match self.rng.below(8) {
             // Reductions.
             0..=2 => {
-                let rows: Vec<Ty> = match &in_tab {
-                    Some(t) => self
-                        .tab_bases(t.len)
-                        .iter()
-                        .map(|r| r.4)
-                        .filter(|t| t.is_array())
-                        .collect(),
-                    None => vec![],
-                };
+                let rows: Vec<Ty> = self
+                    .tab_rows()
+                    .into_iter()
+                    .filter(|t| t.is_array())
+                    .collect();
                 if !rows.is_empty() && self.rng.chance(0.6) {
                     // `+/` of a row of the enclosing tabulate.
                     let t = self.rng.pick(&rows);
@@ -2952,6 +3028,600 @@ impl<'r> Gen<'r> {
         };
         let e = Ex::of(text, dim_max(c) * mm.b * v.b, false, &[&mm, &v]).not_ts();
         Some(self.bounded(e))
+    }
+}
+
+// ---------------------------------------------------------------- nested tabulates and indexed stacks
+
+/// Whether `text` mentions the name `name` (not as a part of a longer name).
+fn mentions(text: &str, name: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(name).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + name.len()..].chars().next())
+    })
+}
+
+/// `i`, or `i + o`: a read at an offset along the index `i`.
+fn at_offset(idx: &str, off: u64) -> String {
+    if off == 0 {
+        idx.to_string()
+    } else {
+        format!("{idx} + {off}")
+    }
+}
+
+/// The tags of the nested `tabulate`s (counted by program; in a release
+/// run at least 5% of the programs must have the first).
+const NEST_TAGS: [&str; 7] = [
+    "nested tabulate",
+    "nested tabulate: three levels",
+    "nested tabulate: reads along an outer index in the inner body",
+    "nested tabulate: an element along two indices A[i, j]",
+    "nested tabulate: the index of an enclosing tabulate as a number",
+    "nested tabulate: a let of the outer body read by the inner one",
+    "nested tabulate: if on a comparison of indices",
+];
+
+/// The tags of the indexed stacks (values that depend on the index of
+/// `tabulate`, indexed): counted by program, and in a release run at least
+/// 5% of the programs must have one of them.
+const STACK_TAGS: [&str; 4] = [
+    "indexed stack: a static index (X[i] .* w)[c]",
+    "indexed stack: the index of tabulate (e)[i]",
+    "indexed stack: a run-time index (e)[k]",
+    "indexed stack: an index array (e)[ix[i]]",
+];
+
+/// What a nested `tabulate` written outside any `tabulate` gives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NestShape {
+    /// `+/flatten(tabulate[..](i => tabulate[..](j => ...)))` (a scalar).
+    Flat,
+    /// `tabulate[..](i => +/tabulate[..](j => ...))`, a vector (summed
+    /// for a scalar).
+    RowSums,
+    /// `tabulate[..](i => tabulate[..](j => ...))`, a matrix.
+    Matrix,
+}
+
+impl Gen<'_> {
+    /// The lengths a nested `tabulate` may have here.
+    fn nest_lens(&self) -> Vec<Len> {
+        let mut out = vec![Len::D(D::N)];
+        if self.has_dim(D::M) {
+            out.push(Len::D(D::M));
+        }
+        if self.allow_n1 {
+            out.push(Len::D(D::N1));
+        }
+        if self.n_min >= 2 {
+            out.push(Len::Two);
+        }
+        out
+    }
+
+    /// The loss has values along `d` (so its size is in scope).
+    fn has_dim(&self, d: D) -> bool {
+        self.lit.is_some()
+            || self.env.iter().any(|v| match v.ty {
+                Ty::S => false,
+                Ty::V(a) => a == d,
+                Ty::Mt(a, b) => a == d || b == d,
+            })
+    }
+
+    /// An upper bound of a `tabulate` length.
+    fn len_bound(&self, len: Len) -> f64 {
+        match len {
+            Len::D(d) => dim_max(d),
+            Len::Two => 2.0,
+            Len::N2 => (N_MAX - 2) as f64,
+            Len::Lit(k) => k as f64,
+            Len::M1 => (M_MAX - 1) as f64,
+        }
+    }
+
+    /// A leaf of type `ty` in the body of a nested `tabulate`: an array
+    /// read along the index of any level (`x[i]`, `y[j]`, `A[i]`, at
+    /// offsets), an element along two of them (`A[i, j]`, `A[j, i]`,
+    /// `A[i][j]`), or an index as a number (`f64(i) * 0.25`).
+    fn nested_leaf(&mut self, ty: Ty) -> Option<Ex> {
+        let mut levels = self.outer.clone();
+        levels.push(self.tab.clone()?);
+        let last = levels.len() - 1;
+        // (text, name read, var, bound, tag)
+        let mut cands: Vec<(String, String, bool, f64, Option<&'static str>)> = Vec::new();
+        for (li, t) in levels.iter().enumerate() {
+            for (base, var, b, off, row) in self.tab_bases(t.len) {
+                let name = base
+                    .trim_start_matches("transpose(")
+                    .trim_start_matches("reverse(")
+                    .trim_end_matches(')')
+                    .to_string();
+                let ix = at_offset(&t.idx, off);
+                if row == ty {
+                    cands.push((
+                        format!("{base}[{ix}]"),
+                        name.clone(),
+                        var && (li == last || ty != Ty::S),
+                        b,
+                        (li != last).then_some(NEST_TAGS[2]),
+                    ));
+                }
+                let Ty::V(c) = row else { continue };
+                if ty != Ty::S {
+                    continue;
+                }
+                for (lj, t2) in levels.iter().enumerate() {
+                    if lj == li {
+                        continue;
+                    }
+                    for o2 in self.offsets(t2.len, c) {
+                        let ix2 = at_offset(&t2.idx, o2);
+                        let text = if self.rng.chance(0.3) {
+                            format!("{base}[{ix}][{ix2}]")
+                        } else {
+                            format!("{base}[{ix}, {ix2}]")
+                        };
+                        cands.push((text, name.clone(), false, b, Some(NEST_TAGS[3])));
+                    }
+                }
+            }
+        }
+        if ty == Ty::S {
+            for t in &levels {
+                let b = 0.25 * (self.len_bound(t.len) - 1.0).max(0.0);
+                cands.push((
+                    format!("(f64({}) * 0.25)", t.idx),
+                    String::new(),
+                    false,
+                    b,
+                    Some(NEST_TAGS[4]),
+                ));
+            }
+        }
+        if cands.is_empty() {
+            return None;
+        }
+        let (text, name, var, b, what) = self.rng.pick(&cands);
+        if !name.is_empty() {
+            self.mark_used(&name);
+        }
+        if let Some(what) = what {
+            tag(what, &text);
+        }
+        let mut e = Ex::leaf(text, b, var);
+        e.tab = true;
+        Some(e)
+    }
+
+    /// One of the nested-`tabulate` constructs giving `ty`: a nested
+    /// `tabulate`, one inside the current `tabulate`, an indexed stack, or
+    /// a `tabulate` of one (None where none fits here).
+    fn nest_construct(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let mut kinds = Vec::new();
+        if self.nest {
+            if self.tab.is_none() && !self.no_tabulate {
+                kinds.push(0);
+            }
+            if self.tab.is_some() && self.outer.len() < 2 && !matches!(ty, Ty::Mt(..)) {
+                kinds.push(1);
+            }
+        }
+        if self.stack_ix {
+            if self.tab.is_some() && ty == Ty::S {
+                kinds.extend([2, 2]);
+            }
+            if self.tab.is_none() && !self.no_tabulate && !matches!(ty, Ty::Mt(..)) {
+                kinds.push(3);
+            }
+        }
+        if kinds.is_empty() {
+            return None;
+        }
+        match self.rng.pick(&kinds) {
+            0 => self.nested_tab(ty, d),
+            1 => self.inner_tab(ty, d),
+            2 => self.stack_index(d),
+            _ => self.stack_tab(ty, d),
+        }
+    }
+
+    /// A nested `tabulate` written outside any `tabulate`, giving `ty`:
+    /// two levels, sometimes three; the outer body sometimes has lets the
+    /// inner one reads.
+    fn nested_tab(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        if self.tab.is_some() || self.no_tabulate {
+            return None;
+        }
+        let lens = self.nest_lens();
+        let (olen, ilen, shape) = match ty {
+            Ty::S => {
+                let shape = if self.rng.chance(0.5) {
+                    NestShape::Flat
+                } else {
+                    NestShape::RowSums
+                };
+                (self.rng.pick(&lens), self.rng.pick(&lens), shape)
+            }
+            Ty::V(l) => (Len::D(l), self.rng.pick(&lens), NestShape::RowSums),
+            Ty::Mt(a, b) => (Len::D(a), Len::D(b), NestShape::Matrix),
+        };
+        // A third level: summed in the inner body, or (a scalar) the
+        // element of a rank-3 result.
+        let third = match (shape, self.rng.chance(0.25)) {
+            (_, false) => 0,
+            (NestShape::Flat, true) if self.rng.chance(0.5) => 2,
+            _ => 1,
+        };
+        let i = self.fresh("i");
+        self.tab = Some(Tab {
+            len: olen,
+            idx: i.clone(),
+        });
+        self.no_tabulate = true;
+        let mark = self.env.len();
+        // Lets of the outer body (scalars or rows, of `i` mostly).
+        let mut lets = String::new();
+        let mut names = Vec::new();
+        for _ in 0..self.rng.below(3) {
+            let mut tys = vec![Ty::S];
+            tys.extend(self.tab_rows().into_iter().filter(|t| t.is_array()));
+            let t = self.rng.pick(&tys);
+            let mut e = self.gen(t, d);
+            if !e.tab {
+                // Mostly a value of `i`.
+                if let Some(l) = self.tab_leaf(t).filter(|_| self.rng.chance(0.8)) {
+                    let op = self.rng.pick(&["+", "*", "-"]);
+                    let b = if op == "*" { e.b * l.b } else { e.b + l.b };
+                    e = Ex::of(format!("({} {op} {})", e.s, l.s), b, false, &[&e, &l]);
+                    e = self.bounded(e);
+                }
+            }
+            let u = self.fresh("u");
+            let _ = write!(lets, "let {u} = {}; ", e.s);
+            self.push_var(&u, &e, t);
+            names.push((u, t, e.b, e.tab));
+        }
+        let inner = self.inner_tab_text(ilen, third, &names, d);
+        self.env.truncate(mark);
+        self.tab = None;
+        self.no_tabulate = false;
+        let inner = inner?;
+        let reduce = shape == NestShape::RowSums;
+        let core = if reduce {
+            format!("(+/{})", inner.s)
+        } else {
+            inner.s.clone()
+        };
+        let body = if lets.is_empty() {
+            core
+        } else {
+            format!("{{ {lets}{core} }}")
+        };
+        let tab = format!("tabulate[{}]({i} => {body})", self.len_text(olen));
+        tag(NEST_TAGS[0], &tab);
+        if third > 0 {
+            tag(NEST_TAGS[1], &tab);
+        }
+        let (ilen_b, olen_b) = (self.len_bound(ilen), self.len_bound(olen));
+        let (text, b) = match (ty, shape) {
+            (Ty::S, NestShape::Flat) => {
+                let rows = if third == 2 { N_MAX as f64 } else { 1.0 };
+                (
+                    format!("(+/flatten({tab}))"),
+                    olen_b * ilen_b * rows * inner.b,
+                )
+            }
+            (Ty::S, _) => (format!("(+/{tab})"), olen_b * ilen_b * inner.b),
+            (_, NestShape::RowSums) => (tab, ilen_b * inner.b),
+            _ => (tab, inner.b),
+        };
+        Some(Ex::leaf(text, b, false).not_ts())
+    }
+
+    /// `tabulate[len](j => e)` in the body of the current `tabulate`, `e` a
+    /// scalar reading along every index (its bound is `e`'s). `lets` are
+    /// the lets of the enclosing body (name, type, bound, depends on its
+    /// index), some of which `e` reads. With `third` 1, `e` sums a
+    /// `tabulate` of its own; with 2, `e` is one (a rank-3 result).
+    fn inner_tab_text(
+        &mut self,
+        len: Len,
+        third: u8,
+        lets: &[(String, Ty, f64, bool)],
+        d: u32,
+    ) -> Option<Ex> {
+        let cur = self.tab.clone()?;
+        let j = self.fresh("j");
+        self.outer.push(cur);
+        self.tab = Some(Tab {
+            len,
+            idx: j.clone(),
+        });
+        let body = match third {
+            0 => Some(self.inner_body(&j, lets, d)),
+            _ => {
+                let l3 = self.rng.pick(&self.nest_lens());
+                self.inner_tab_text(l3, 0, &[], d).map(|e| {
+                    if third == 2 {
+                        e
+                    } else {
+                        let s = Ex::of(
+                            format!("(+/{})", e.s),
+                            self.len_bound(l3) * e.b,
+                            false,
+                            &[&e],
+                        );
+                        self.bounded(s)
+                    }
+                })
+            }
+        };
+        self.tab = self.outer.pop();
+        let body = body?;
+        let mut e = body.clone();
+        e.s = format!("tabulate[{}]({j} => {})", self.len_text(len), body.s);
+        e.tab = true;
+        e.var = false;
+        e.ts = false;
+        e.k = false;
+        tag(NEST_TAGS[0], &e.s);
+        if third > 0 {
+            tag(NEST_TAGS[1], &e.s);
+        }
+        Some(e)
+    }
+
+    /// The scalar body of an inner `tabulate` whose index is `j`: a
+    /// generated scalar made to read along `j`, sometimes with a let of
+    /// the enclosing body (`u`, or `u[j]` of a row) and under an `if` on a
+    /// comparison of indices.
+    fn inner_body(&mut self, j: &str, lets: &[(String, Ty, f64, bool)], d: u32) -> Ex {
+        let mut body = self.gen(Ty::S, d);
+        if !mentions(&body.s, j) {
+            let mut leaf = None;
+            for _ in 0..6 {
+                match self.nested_leaf(Ty::S) {
+                    Some(l) if mentions(&l.s, j) => {
+                        leaf = Some(l);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let l = leaf.unwrap_or_else(|| {
+                let b = 0.25 * (self.len_bound(self.tab.as_ref().unwrap().len) - 1.0).max(0.0);
+                let mut e = Ex::leaf(format!("(f64({j}) * 0.25)"), b, false);
+                e.tab = true;
+                e
+            });
+            let op = self.rng.pick(&["+", "*", "-"]);
+            let b = if op == "*" {
+                body.b * l.b
+            } else {
+                body.b + l.b
+            };
+            body = Ex::of(format!("({} {op} {})", body.s, l.s), b, false, &[&body, &l]);
+            body = self.bounded(body);
+        }
+        // A let of the outer body: a scalar, or a row read along `j`.
+        if !lets.is_empty() && self.rng.chance(0.6) {
+            let (u, t, b, _) = self.rng.pick(lets);
+            let len = self.tab.as_ref().unwrap().len;
+            let read = match t {
+                Ty::S => Some((u.clone(), b)),
+                Ty::V(c) => {
+                    let offs = self.offsets(len, c);
+                    (!offs.is_empty()).then(|| {
+                        let o = self.rng.pick(&offs);
+                        (format!("{u}[{}]", at_offset(j, o)), b)
+                    })
+                }
+                Ty::Mt(..) => None,
+            };
+            if let Some((text, b)) = read {
+                self.mark_used(&u);
+                let op = self.rng.pick(&["+", "*", "-"]);
+                let bound = if op == "*" { body.b * b } else { body.b + b };
+                let s = format!("({} {op} {text})", body.s);
+                tag(NEST_TAGS[5], &s);
+                let mut e = Ex::leaf(s, bound, false);
+                e.tab = true;
+                e.ts = false;
+                body = self.bounded(e);
+            }
+        }
+        // An `if` on a comparison of the indices.
+        if self.rng.chance(0.25) {
+            let levels: Vec<String> = self.outer.iter().map(|t| t.idx.clone()).collect();
+            let i = self.rng.pick(&levels);
+            let c = match self.rng.below(5) {
+                0 => format!("{j} <= {i}"),
+                1 => format!("{i} < {j}"),
+                2 => format!("{i} != {j}"),
+                3 => format!("{j} % 2 == 0"),
+                _ => format!("{i} + {j} >= 2"),
+            };
+            let other = self.gen(Ty::S, d.min(1));
+            let s = if self.rng.chance(0.5) {
+                format!("(if {c} {{ {} }} else {{ {} }})", body.s, other.s)
+            } else {
+                format!("(if {c} {{ {} }} else {{ {} }})", other.s, body.s)
+            };
+            tag(NEST_TAGS[6], &s);
+            let mut e = Ex::of(s, body.b.max(other.b), false, &[&body, &other]);
+            e.tab = true;
+            e.k = false;
+            body = e;
+        }
+        body
+    }
+
+    /// A nested `tabulate` in the body of the current `tabulate` (at most
+    /// three levels in all): `(+/tabulate[L](j => e))` for a scalar, or
+    /// `tabulate[c](j => e)` for a row `f64[c]`.
+    fn inner_tab(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let len = match ty {
+            Ty::S => self.rng.pick(&self.nest_lens()),
+            Ty::V(c) => Len::D(c),
+            Ty::Mt(..) => return None,
+        };
+        let e = self.inner_tab_text(len, 0, &[], d)?;
+        if ty == Ty::S {
+            let mut s = Ex::of(
+                format!("(+/{})", e.s),
+                self.len_bound(len) * e.b,
+                false,
+                &[&e],
+            );
+            s.tab = true;
+            Some(s.not_ts())
+        } else {
+            Some(e)
+        }
+    }
+
+    /// A scalar in the body of a `tabulate`: a row that depends on its
+    /// index (a stack), indexed with a static index, the index of a
+    /// `tabulate` (where the row is at least as long), a run-time index
+    /// (with run-time integers) or an element of an index array at the
+    /// index of a `tabulate` (`ix[i]`).
+    fn stack_index(&mut self, d: u32) -> Option<Ex> {
+        let tab = self.tab.clone()?;
+        let mut levels = self.outer.clone();
+        levels.push(tab);
+        // Rows read along an index, or vectors from outside (times a
+        // scalar that depends on the index); mostly a length an index
+        // array indexes, where there is one.
+        let mut rows: Vec<D> = self
+            .tab_rows()
+            .into_iter()
+            .chain(self.avail())
+            .filter_map(|t| match t {
+                Ty::V(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        // (Not in a loop's step, which reads only what a loop carries.)
+        let ints = self.int_ok();
+        let indexed: Vec<D> = rows
+            .iter()
+            .copied()
+            .filter(|&c| ints && !self.index_arrays(None, Some(c)).is_empty())
+            .collect();
+        if !indexed.is_empty() && self.rng.chance(0.7) {
+            rows = indexed;
+        }
+        let c = self.rng.pick(&rows);
+        let mut e = self.gen(Ty::V(c), d);
+        if !e.tab {
+            let l = match self.tab_leaf(Ty::V(c)) {
+                Some(l) if self.rng.chance(0.6) => Some(l),
+                _ => self.tab_leaf(Ty::S),
+            };
+            if let Some(l) = l {
+                let op = if l.s.contains('[') && self.rng.chance(0.5) {
+                    "*"
+                } else {
+                    self.rng.pick(&["+", "*", "-"])
+                };
+                let b = if op == "*" { e.b * l.b } else { e.b + l.b };
+                e = Ex::of(format!("({} {op} {})", e.s, l.s), b, false, &[&e, &l]);
+                e = self.bounded(e);
+            }
+        }
+        let fits: Vec<String> = levels
+            .iter()
+            .filter(|t| self.offsets(t.len, c).contains(&0))
+            .map(|t| t.idx.clone())
+            .collect();
+        let arrays: Vec<(String, String)> = self
+            .index_arrays(None, Some(c))
+            .iter()
+            .filter(|_| ints)
+            .flat_map(|p| {
+                levels
+                    .iter()
+                    .filter(|t| self.offsets(t.len, p.len.unwrap()).contains(&0))
+                    .map(|t| (p.name.to_string(), t.idx.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut kinds = vec![0];
+        if !fits.is_empty() {
+            kinds.extend([1, 1]);
+        }
+        if self.int_ok() {
+            kinds.extend([2, 2]);
+        }
+        if !arrays.is_empty() {
+            kinds.extend([3, 3, 3, 3]);
+        }
+        let (ix, what) = match self.rng.pick(&kinds) {
+            0 => (
+                self.rng.below(self.known_len(c) as usize).to_string(),
+                STACK_TAGS[0],
+            ),
+            1 => (self.rng.pick(&fits), STACK_TAGS[1]),
+            2 => (self.index(c, d), STACK_TAGS[2]),
+            _ => {
+                let (p, i) = self.rng.pick(&arrays);
+                (format!("{p}[{i}]"), STACK_TAGS[3])
+            }
+        };
+        let text = format!("({})[{ix}]", e.s);
+        if e.tab {
+            tag(what, &text);
+        }
+        let mut r = Ex::leaf(text, e.b, false).not_ts();
+        r.tab = true;
+        Some(r)
+    }
+
+    /// A `tabulate` (outside any) whose body indexes a stack: a vector,
+    /// or its sum for a scalar.
+    fn stack_tab(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        if self.tab.is_some() || self.no_tabulate {
+            return None;
+        }
+        let len = match ty {
+            Ty::V(l) => Len::D(l),
+            Ty::S => self.rng.pick(&self.nest_lens()),
+            Ty::Mt(..) => return None,
+        };
+        let i = self.fresh("i");
+        self.tab = Some(Tab {
+            len,
+            idx: i.clone(),
+        });
+        self.no_tabulate = true;
+        let body = self.stack_index(d).map(|e| {
+            if self.rng.chance(0.5) {
+                let o = self.gen(Ty::S, d);
+                let op = self.rng.pick(&["+", "*", "-"]);
+                let b = if op == "*" { e.b * o.b } else { e.b + o.b };
+                let mut r = Ex::of(format!("({} {op} {})", e.s, o.s), b, false, &[&e, &o]);
+                r.tab = true;
+                self.bounded(r)
+            } else {
+                e
+            }
+        });
+        self.tab = None;
+        self.no_tabulate = false;
+        let body = body?;
+        let tab = format!("tabulate[{}]({i} => {})", self.len_text(len), body.s);
+        Some(
+            match ty {
+                Ty::S => Ex::leaf(format!("(+/{tab})"), self.len_bound(len) * body.b, false),
+                _ => Ex::leaf(tab, body.b, false),
+            }
+            .not_ts(),
+        )
     }
 }
 
@@ -4133,6 +4803,8 @@ struct Generated {
     novel: bool,
     /// The program was drawn with run-time integers.
     ints: bool,
+    /// The program was drawn with nested `tabulate`s or indexed stacks.
+    nest: bool,
     /// The helper that recurses through a static depth.
     rec_helper: Option<String>,
     /// The loss's derivatives were left out: egrad rejects them (a scan in
@@ -4227,6 +4899,15 @@ fn seq_share() -> f64 {
         .unwrap_or(0.15)
 }
 
+/// The share of programs with nested `tabulate`s and indexed stacks, 0.2
+/// unless `EGRAD_RANDOM_NEST` (a number from 0 to 1) says otherwise.
+fn nest_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_NEST")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.2)
+}
+
 /// The share of the loop programs with a run-time count.
 const RT_SHARE: f64 = 1.0 / 3.0;
 
@@ -4285,6 +4966,19 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             0 => seq_scan_on = true,
             1 => seq_all_on = true,
             _ => until_on = true,
+        }
+    }
+    // Nested `tabulate`s and indexed stacks (values that depend on the
+    // index of `tabulate`, indexed): a stream of their own as well.
+    let mut nest_rng = Rng(mix(seed ^ 0x7AB5_0F7A_B500));
+    let nest_any = nest_rng.chance(nest_share());
+    let mut nest_on = nest_any && nest_rng.chance(0.7);
+    let mut stack_on = nest_any && nest_rng.chance(0.7);
+    if nest_any && !(nest_on || stack_on) {
+        if nest_rng.chance(0.5) {
+            nest_on = true;
+        } else {
+            stack_on = true;
         }
     }
     let seq_len = seq_rng.range(0, L_MAX + 1);
@@ -4437,6 +5131,8 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     g.cat = cat_on;
     g.ints = iparams.clone();
     g.int_helper = int_helper.clone();
+    g.nest = nest_on;
+    g.stack_ix = stack_on;
     for (name, ty) in &params {
         if !new_seq(name) {
             g.push_var(name, &Ex::leaf(name.clone(), 1.0, ty.is_array()), *ty);
@@ -4501,8 +5197,15 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     let int_let = ints_on.then(|| int_rng.below(nlets));
     // The sequence lets, each before one of the lets or after them all.
     let seq_slots: Vec<usize> = seq_kinds.iter().map(|_| seq_rng.below(nlets + 1)).collect();
-    // (From `rec_let` on, until a call is written.)
+    // A let that is a nested `tabulate`, and one that is a `tabulate`
+    // indexing a stack.
+    let nest_let = nest_on.then(|| nest_rng.below(nlets));
+    let stack_let = stack_on.then(|| nest_rng.below(nlets));
+    // (From `rec_let` on, until a call is written; likewise the nested
+    // `tabulate` and the indexed stack, from their lets on.)
     let mut rec_pending = false;
+    let mut nest_pending = false;
+    let mut stack_pending = false;
     for li in 0..nlets {
         for (what, _) in seq_kinds.iter().zip(&seq_slots).filter(|k| *k.1 == li) {
             seq_let(&mut g, &mut body, &mut lets, what);
@@ -4574,6 +5277,19 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
                 g.bind_let(&mut body, &mut lets, name, &e, ty);
                 continue;
             }
+        }
+        nest_pending |= nest_let == Some(li);
+        stack_pending |= stack_let == Some(li);
+        if (nest_pending || stack_pending)
+            && nest_lets(
+                &mut g,
+                &mut body,
+                &mut lets,
+                &mut nest_pending,
+                &mut stack_pending,
+            )
+        {
+            continue;
         }
         let r = g.rng.below(10);
         if r < 2 {
@@ -4657,6 +5373,16 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             let name = g.fresh("a");
             g.bind_let(&mut body, &mut lets, name, &e, ty);
         }
+    }
+    // (Lets that found no slot.)
+    while nest_pending || stack_pending {
+        nest_lets(
+            &mut g,
+            &mut body,
+            &mut lets,
+            &mut nest_pending,
+            &mut stack_pending,
+        );
     }
     let depth = g.rng.range(1, max_depth()) as u32;
     let fin = g.gen(Ty::S, depth);
@@ -4851,6 +5577,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         rt_in_loss: rt.is_some() && counts_with_n(&body, &rt_helpers),
         novel,
         ints: ints_on,
+        nest: nest_any,
         rec_helper,
         deriv_dropped,
         source,
@@ -4867,6 +5594,47 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         wrt,
         scalar,
     }
+}
+
+/// A let of the loss that is a nested `tabulate` (if `nest`) or else a
+/// `tabulate` indexing a stack (if `stack`), clearing the flag of the one
+/// written: whether one was.
+fn nest_lets(
+    g: &mut Gen,
+    body: &mut String,
+    lets: &mut Vec<String>,
+    nest: &mut bool,
+    stack: &mut bool,
+) -> bool {
+    let avail = g.avail();
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let made = (0..8).find_map(|_| {
+        let ty = g.rng.pick(&avail);
+        let e = if *nest {
+            g.nested_tab(ty, depth)
+        } else {
+            g.stack_tab(ty, depth)
+        };
+        e.map(|e| (e, ty))
+    });
+    let Some((e, ty)) = made else {
+        // (None fits: the flag is cleared all the same.)
+        if *nest {
+            *nest = false;
+        } else {
+            *stack = false;
+        }
+        return false;
+    };
+    if *nest {
+        *nest = false;
+    } else {
+        *stack = false;
+    }
+    let e = g.bounded(e);
+    let name = g.fresh("a");
+    g.bind_let(body, lets, name, &e, ty);
+    true
 }
 
 /// Whether `text` runs a loop of count `n`: its own `iterate(n, ...)`, or
@@ -6340,7 +7108,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
         || std::env::var("EGRAD_RANDOM_LOOPS").is_ok()
         || std::env::var("EGRAD_RANDOM_NEW").is_ok()
         || std::env::var("EGRAD_RANDOM_INTS").is_ok()
-        || std::env::var("EGRAD_RANDOM_SEQ").is_ok();
+        || std::env::var("EGRAD_RANDOM_SEQ").is_ok()
+        || std::env::var("EGRAD_RANDOM_NEST").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
     let seeds: Vec<u64> = match env_u64("EGRAD_RANDOM_PROGRAM_SEED") {
         Some(s) => vec![s],
@@ -6366,6 +7135,11 @@ fn random_programs_jit_optimizer_and_derivatives() {
     let mut seq_wrt_programs = 0;
     let mut jv_seq_left_out = 0;
     let mut refused: Vec<(String, usize)> = Vec::new();
+    // Programs drawn with nested `tabulate`s or indexed stacks; those
+    // having a nested `tabulate`, an indexed stack; by tag.
+    let mut nest_programs = 0;
+    let mut nested_programs = 0;
+    let mut stack_programs = 0;
     let mut features: Vec<(&str, usize)> = [
         "tabulate[",
         "matmul(",
@@ -6481,6 +7255,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "iterate_until(u, ...): the step reads values from outside",
     ]
     .iter()
+    .chain(NEST_TAGS.iter())
+    .chain(STACK_TAGS.iter())
     .map(|f| (*f, 0))
     .collect();
     let print = std::env::var("EGRAD_RANDOM_PRINT").is_ok();
@@ -6565,6 +7341,9 @@ fn random_programs_jit_optimizer_and_derivatives() {
                 }
             }
             int_programs += usize::from(gp.ints);
+            nest_programs += usize::from(gp.nest);
+            nested_programs += usize::from(gp.tags.contains(&NEST_TAGS[0]));
+            stack_programs += usize::from(STACK_TAGS.iter().any(|t| gp.tags.contains(t)));
             for (c, (_, tags)) in int_groups.iter_mut().zip(INT_GROUPS) {
                 *c += usize::from(tags.iter().any(|t| gp.tags.contains(t)));
             }
@@ -6683,6 +7462,23 @@ fn random_programs_jit_optimizer_and_derivatives() {
         "run-time integers: {int_programs} programs drawn with them; {}",
         groups.join(", ")
     );
+    let by_tag = |tags: &[&str]| -> String {
+        tags.iter()
+            .map(|t| {
+                format!(
+                    "{} {}",
+                    programs_with(t),
+                    t.split_once(": ").map_or(*t, |x| x.1)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "nested tabulates and indexed stacks: {nest_programs} programs drawn with them; a nested `tabulate` in {nested_programs} ({}), an indexed stack in {stack_programs} ({})",
+        by_tag(&NEST_TAGS[1..]),
+        by_tag(&STACK_TAGS),
+    );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
     assert_eq!(stats.programs, seeds.len(), "every program must be checked");
@@ -6752,6 +7548,17 @@ fn random_programs_jit_optimizer_and_derivatives() {
         );
         // And the run-time integers.
         for ((what, _), count) in INT_GROUPS.iter().zip(int_groups).take(3) {
+            assert!(
+                ratio(count, stats.programs) >= 0.05,
+                "only {count} of {} programs have {what}",
+                stats.programs
+            );
+        }
+        // And the nested `tabulate`s and indexed stacks.
+        for (what, count) in [
+            ("a nested `tabulate`", nested_programs),
+            ("an indexed stack", stack_programs),
+        ] {
             assert!(
                 ratio(count, stats.programs) >= 0.05,
                 "only {count} of {} programs have {what}",
