@@ -315,3 +315,28 @@ fn loops_run_inside_nested_tabulates() {
         "loops in nested tabulates",
     );
 }
+
+const ARG: &str = "fn am[N, K](X: f64[N, K]) -> i64[N] = tabulate[N](i => argmax(X[i] * 2.0))
+fn an[N, K](X: f64[N, K]) -> i64[N] = tabulate[N](i => argmin(sin(X[i])))
+fn top[N, K](X: f64[N, K]) -> f64[N] = tabulate[N](i => { let r = X[i] * X[i]; r[argmax(r)] })
+fn rows[N](X: f64[N, 6]) -> i64[N, 2] = tabulate[N](i => argmax(reshape[2, 3](X[i] * 1.0)))
+fn best[N, K](X: f64[N, K]) -> f64 = +/top(X)
+@grad(X)
+fn dbest[N, K](X: f64[N, K]) -> f64[N, K] = best(X)";
+
+#[test]
+fn argmax_and_argmin_of_each_element() {
+    let p = prog(ARG);
+    let nan = f64::NAN;
+    let x = matrix(
+        2,
+        6,
+        &[1.0, 5.0, 2.0, 0.0, 3.0, nan, 4.0, 4.0, -9.0, 1.0, 2.0, 3.0],
+    );
+    assert_eq!(shown(&p, "am", std::slice::from_ref(&x)), ["[5, 0]"]);
+    assert_eq!(shown(&p, "an", std::slice::from_ref(&x)), ["[5, 0]"]);
+    assert_eq!(shown(&p, "top", std::slice::from_ref(&x)), ["[NaN, 81]"]);
+    assert_eq!(shown(&p, "rows", &[x]), ["[1, 2, 0, 2]"]);
+    let x = matrix(2, 3, &[0.5, -2.0, 1.0, 3.0, 0.25, -1.0]);
+    check_gradient(&p, "dbest", "best", 1, &[x], "argmax of each element");
+}

@@ -298,13 +298,11 @@ impl<'a> FnCx<'a> {
     /// carry no derivative; `x[argmax(x)]` is a gather, differentiable.
     pub(super) fn arg_extremum(&mut self, e: &Expr, name: &str, x: VarId, hint: &str) -> Val {
         let t = self.ty(x);
-        if t.rank() > 2 || self.batched.contains(&x) {
-            let what = if t.rank() > 2 {
-                format!("`{name}` takes a vector or a matrix (the index in each row), but this has type {t}")
-            } else {
-                format!("`{name}` of a value that depends on the index of `tabulate` is not supported yet")
-            };
-            self.error(Diagnostic::new(e.span, what));
+        if t.rank() > 2 {
+            self.error(Diagnostic::new(
+                e.span,
+                format!("`{name}` takes a vector or a matrix (the index in each row), but this has type {t}"),
+            ));
             return Val::Err;
         }
         let (ext, first, spread) = match (t.rank(), name == "argmax") {
@@ -314,21 +312,21 @@ impl<'a> FnCx<'a> {
             (_, false) => (Op::MinTail, Op::MinTail, Op::Spread),
         };
         let ints = Type::array(DType::I64, t.shape.clone());
-        let Val::Var(m) = self.push_plain("", ext, &[x], None) else {
+        let Val::Var(m) = self.push("", ext, &[x], None) else {
             return Val::Err;
         };
-        let Val::Var(m) = self.push_plain("", spread, &[m], Some(&t)) else {
+        let Val::Var(m) = self.push("", spread, &[m], Some(&t)) else {
             return Val::Err;
         };
-        let Val::Var(mut hit) = self.push_plain("", Op::Eq, &[x, m], None) else {
+        let Val::Var(mut hit) = self.push("", Op::Eq, &[x, m], None) else {
             return Val::Err;
         };
         if t.dtype != DType::I64 {
             // The extremum is NaN when some element is: the NaNs are hits.
-            let Val::Var(nan) = self.push_plain("", Op::Ne, &[x, x], None) else {
+            let Val::Var(nan) = self.push("", Op::Ne, &[x, x], None) else {
                 return Val::Err;
             };
-            let Val::Var(h) = self.push_plain("", Op::Max, &[hit, nan], None) else {
+            let Val::Var(h) = self.push("", Op::Max, &[hit, nan], None) else {
                 return Val::Err;
             };
             hit = self.mask_as(h, DType::I64);
@@ -346,10 +344,10 @@ impl<'a> FnCx<'a> {
         let Val::Var(none) = self.materialize(i64::MAX as f64, &ints, "") else {
             return Val::Err;
         };
-        let Val::Var(c) = self.push_plain("", Op::Select, &[hit, idx, none], None) else {
+        let Val::Var(c) = self.push("", Op::Select, &[hit, idx, none], None) else {
             return Val::Err;
         };
-        self.push_plain(hint, first, &[c], None)
+        self.push(hint, first, &[c], None)
     }
 
     /// `concat(a, b)`: the rows of `a`, then those of `b`; its length is
