@@ -340,3 +340,26 @@ fn argmax_and_argmin_of_each_element() {
     let x = matrix(2, 3, &[0.5, -2.0, 1.0, 3.0, 0.25, -1.0]);
     check_gradient(&p, "dbest", "best", 1, &[x], "argmax of each element");
 }
+
+const SCATTER: &str = "fn spill[N, K](X: f64[N, K], ks: i64[2], w: f64[2]) -> f64[N, K] =
+  tabulate[N](i => scatter_add(X[i] * 1.0, ks, w * X[i][0]))
+fn put[N](X: f64[N, 3]) -> f64[N, 3] = tabulate[N](i => scatter_add(X[i] * 0.0, 1, X[i][2]))
+fn loss[N, K](X: f64[N, K], ks: i64[2], w: f64[2]) -> f64 = +/flatten(sin(spill(X, ks, w)))
+@grad(X)
+fn dloss[N, K](X: f64[N, K], ks: i64[2], w: f64[2]) -> f64[N, K] = loss(X, ks, w)";
+
+#[test]
+fn scatter_add_into_each_element() {
+    let p = prog(SCATTER);
+    let x = matrix(2, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let ks = Value::array(DType::I64, vec![2], vec![2.0, 2.0]);
+    assert_eq!(
+        shown(&p, "spill", &[x.clone(), ks.clone(), f64s(&[1.0, 10.0])]),
+        ["[1, 2, 14, 4, 5, 50]"]
+    );
+    assert_eq!(shown(&p, "put", std::slice::from_ref(&x)), ["[0, 3, 0, 0, 6, 0]"]);
+    let bad = Value::array(DType::I64, vec![2], vec![0.0, 3.0]);
+    let e = run_both(&p, "spill", &[x.clone(), bad, f64s(&[1.0, 10.0])]).unwrap_err();
+    assert!(e.contains("index 3 is out of range"), "{e}");
+    check_gradient(&p, "dloss", "loss", 1, &[x, ks, f64s(&[0.5, -0.25])], "scatter_add on stacks");
+}

@@ -201,15 +201,30 @@ impl<'a> FnCx<'a> {
             );
             return Val::Err;
         }
-        if [x, idx, v].iter().any(|a| self.batched.contains(a)) {
-            self.error(Diagnostic::unsupported(e.span, "`scatter_add` on values that depend on the index of `tabulate` is not supported yet"));
-            return Val::Err;
-        }
-        let site = pack_site(args[1].span.start, args[1].span.end);
-        let Val::Var(s) = self.push_plain("", Op::Scatter(site), &[idx, v], Some(&xt)) else {
+        // One row at a static index inside the rows: `unindex`, an index
+        // map (the adjoint of `x[k]`).
+        let static_row = match (&vals[1], &xt.shape[0]) {
+            (Val::Int(n), Dim::Lit(d)) => *n >= 0 && (*n as u64) < *d,
+            (Val::Int(n), _) => *n >= 0,
+            _ => false,
+        };
+        let s = if static_row {
+            let Val::Int(n) = vals[1] else {
+                return Val::Err;
+            };
+            self.push("", Op::Unindex(n as u64), &[v], Some(&xt))
+        } else {
+            if self.batched.contains(&idx) && !self.batched.contains(&v) {
+                self.error(Diagnostic::unsupported(e.span, "`scatter_add` at indices that depend on the index of `tabulate` of rows that do not is not supported yet"));
+                return Val::Err;
+            }
+            let site = pack_site(args[1].span.start, args[1].span.end);
+            self.push("", Op::Scatter(site), &[idx, v], Some(&xt))
+        };
+        let Val::Var(s) = s else {
             return Val::Err;
         };
-        self.push_plain(hint, Op::Add, &[x, s], None)
+        self.push(hint, Op::Add, &[x, s], None)
     }
 
     /// `f64(x)`, `f32(x)`, `i64(x)`: a number or array converted to the

@@ -32,6 +32,13 @@ impl<'a> FnCx<'a> {
         let stacked: Vec<bool> = args.iter().map(|a| self.batched.contains(a)).collect();
         let raw = |cx: &Self, v: VarId| cx.b.ty(v).clone();
         let x = args[0];
+        if let (Op::Index(_) | Op::Slice(_) | Op::Pad(_) | Op::Unindex(_) | Op::Reverse, [true]) =
+            (op, &stacked[..])
+        {
+            if let Some(r) = self.along_rows(op, x, annot, hint) {
+                return Some(Val::Var(r));
+            }
+        }
         let r = match (op, &stacked[..]) {
             (Op::Index(n), [true]) => {
                 let w = self.b.constant(DType::I64, n as f64);
@@ -138,14 +145,28 @@ impl<'a> FnCx<'a> {
                 self.named(hint, Op::Reshape, &[p], Some(&back))?
             }
             (Op::MatMul, [false, true]) => {
-                // A B_t = (B_t' A')' for each element t.
-                let bt = self.transpose_each(args[1], site, "")?;
-                self.batched.insert(bt);
-                let at = self.plain(Op::Transpose, &[x], None)?;
-                let Val::Var(p) = self.push("", Op::MatMul, &[bt, at], None) else {
-                    return None;
-                };
-                self.transpose_each(p, site, hint)?
+                // A B_t for each element t: B's stack with its two leading
+                // axes swapped (`[K, T, N]`, row gathers) is one matrix
+                // `[K, T*N]`, so one product `[M, T*N]`, swapped back.
+                let bt = raw(self, args[1]);
+                let (k, n) = (bt.shape.get(1)?.clone(), bt.shape.get(2)?.clone());
+                let m = raw(self, x).shape[0].clone();
+                let sw = self.b.swap_leading_axes(args[1]).ok()?;
+                let tn = total.times(&n)?;
+                let wide = self.plain(
+                    Op::Reshape,
+                    &[sw],
+                    Some(&Type::array(bt.dtype, vec![k, tn])),
+                )?;
+                let p = self.plain(Op::MatMul, &[x, wide], None)?;
+                let p = self.plain(
+                    Op::Reshape,
+                    &[p],
+                    Some(&Type::array(bt.dtype, vec![m, total.clone(), n])),
+                )?;
+                let r = self.b.swap_leading_axes(p).ok()?;
+                let out = self.b.ty(r).clone();
+                self.named(hint, Op::Reshape, &[r], Some(&out))?
             }
             _ => return None,
         };
@@ -225,6 +246,76 @@ impl<'a> FnCx<'a> {
         let s = self.plain(Op::Spread, &[starts], Some(&ints(&shape)))?;
         let r = self.plain(Op::Repeat, &[w], Some(&ints(&shape)))?;
         self.plain(Op::Add, &[s, r], None)
+    }
+
+    /// A row shift of each element of the stack `x` (`index`, `slice`,
+    /// `pad`, `unindex`, or `reverse` of vectors) as the same shift of the
+    /// columns of the stack seen as a matrix `[T, K*r]` (`r` the literal
+    /// size of an element's row), between two transposes: index maps
+    /// that native code reads in place, with no gather or scatter. None
+    /// where that does not apply (a row of non-literal size, a reversal
+    /// of rows that are not numbers); the caller then gathers.
+    fn along_rows(&mut self, op: Op, x: VarId, annot: Option<&Type>, hint: &str) -> Option<VarId> {
+        let t = self.b.ty(x).clone();
+        // An element of `k` rows of `rest` (`unindex` takes one row).
+        let (total, k, rest) = if matches!(op, Op::Unindex(_)) {
+            (t.shape[0].clone(), Dim::Lit(1), t.shape[1..].to_vec())
+        } else {
+            (
+                t.shape[0].clone(),
+                t.shape.get(1)?.clone(),
+                t.shape[2..].to_vec(),
+            )
+        };
+        let Dim::Lit(r) = Dim::product(&rest)? else {
+            return None;
+        };
+        let cols = k.times(&Dim::Lit(r))?;
+        let dt = t.dtype;
+        // The element's rows after the op, and the op on the columns.
+        let (rows_out, col_op, out_cols) = match op {
+            Op::Index(n) => (None, Op::Slice(n * r), Dim::Lit(r)),
+            Op::Slice(off) => {
+                let l = annot?.shape.first()?.clone();
+                let lc = l.times(&Dim::Lit(r))?;
+                (Some(l), Op::Slice(off * r), lc)
+            }
+            Op::Pad(off) => {
+                let l = annot?.shape.first()?.clone();
+                let lc = l.times(&Dim::Lit(r))?;
+                (Some(l), Op::Pad(off * r), lc)
+            }
+            Op::Unindex(n) => {
+                let l = annot?.shape.first()?.clone();
+                let lc = l.times(&Dim::Lit(r))?;
+                (Some(l), Op::Pad(n * r), lc)
+            }
+            Op::Reverse if r == 1 => (Some(k.clone()), Op::Reverse, cols.clone()),
+            _ => return None,
+        };
+        let m = if t.rank() == 2 {
+            x
+        } else {
+            self.plain(
+                Op::Reshape,
+                &[x],
+                Some(&Type::array(dt, vec![total.clone(), cols])),
+            )?
+        };
+        let tr = self.plain(Op::Transpose, &[m], None)?;
+        let shifted = self.plain(
+            col_op,
+            &[tr],
+            Some(&Type::array(dt, vec![out_cols, total.clone()])),
+        )?;
+        let back = self.plain(Op::Transpose, &[shifted], None)?;
+        let mut shape = vec![total];
+        shape.extend(rows_out);
+        shape.extend(rest);
+        if self.b.ty(back).shape == shape {
+            return Some(back);
+        }
+        self.named(hint, Op::Reshape, &[back], Some(&Type::array(dt, shape)))
     }
 
     /// Each element of the stack `x` (matrices `[a, b]`) transposed: the
