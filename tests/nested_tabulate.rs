@@ -357,9 +357,19 @@ fn scatter_add_into_each_element() {
         shown(&p, "spill", &[x.clone(), ks.clone(), f64s(&[1.0, 10.0])]),
         ["[1, 2, 14, 4, 5, 50]"]
     );
-    assert_eq!(shown(&p, "put", std::slice::from_ref(&x)), ["[0, 3, 0, 0, 6, 0]"]);
+    assert_eq!(
+        shown(&p, "put", std::slice::from_ref(&x)),
+        ["[0, 3, 0, 0, 6, 0]"]
+    );
     let bad = Value::array(DType::I64, vec![2], vec![0.0, 3.0]);
     let e = run_both(&p, "spill", &[x.clone(), bad, f64s(&[1.0, 10.0])]).unwrap_err();
     assert!(e.contains("index 3 is out of range"), "{e}");
-    check_gradient(&p, "dloss", "loss", 1, &[x, ks, f64s(&[0.5, -0.25])], "scatter_add on stacks");
+    check_gradient(
+        &p,
+        "dloss",
+        "loss",
+        1,
+        &[x, ks, f64s(&[0.5, -0.25])],
+        "scatter_add on stacks",
+    );
 }
