@@ -99,7 +99,13 @@ impl<'a> FnCx<'a> {
                 }
             }
             Val::Count(_, k) => self.gather(x, k, kspan, hint),
-            Val::Var(k) if self.ty(k).dtype == DType::I64 => self.gather(x, k, kspan, hint),
+            Val::Var(k) if self.ty(k).dtype == DType::I64 => {
+                // Along the index of an enclosing `tabulate`: its rows.
+                if let Some(r) = self.outer_index_rows(x, k) {
+                    return r;
+                }
+                self.gather(x, k, kspan, hint)
+            }
             other => {
                 let what = self.describe(&other);
                 let float = matches!(other, Val::Var(_));

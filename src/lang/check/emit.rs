@@ -43,6 +43,8 @@ impl<'a> FnCx<'a> {
             outer: Vec::new(),
             lifted: HashMap::new(),
             gathered: HashMap::new(),
+            lift_of: HashMap::new(),
+            index_numbers: HashMap::new(),
         }
     }
 
@@ -239,11 +241,16 @@ impl<'a> FnCx<'a> {
                 let Val::Var(i) = self.inner_rows(i) else {
                     return Val::Err;
                 };
-                if off == 0 {
-                    return Val::Var(i);
+                let v = if off == 0 {
+                    Val::Var(i)
+                } else {
+                    let c = self.b.constant(DType::I64, off as f64);
+                    self.push("", Op::Add, &[i, c], None)
+                };
+                if let Val::Var(n) = v {
+                    self.index_numbers.insert(n, off);
                 }
-                let c = self.b.constant(DType::I64, off as f64);
-                self.push("", Op::Add, &[i, c], None)
+                v
             }
             v => v,
         }

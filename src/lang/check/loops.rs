@@ -1073,6 +1073,8 @@ impl<'a> FnCx<'a> {
         // Lifted copies made in the part undone (nested `tabulate`s).
         let kept = |k: &VarId, v: &mut VarId| k.index() < vars && v.index() < vars;
         self.lifted.retain(kept);
+        self.lift_of.retain(kept);
+        self.index_numbers.retain(|v, _| v.index() < vars);
         for level in &mut self.outer {
             level.batched.retain(|v| v.index() < vars);
             level.lifted.retain(kept);

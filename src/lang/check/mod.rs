@@ -438,6 +438,10 @@ struct FnCx<'a> {
     /// loop's step is lowered twice). Indexing a gathered stack reads the
     /// gathered array directly.
     gathered: HashMap<VarId, usize>,
+    /// Lifted copies, by copy: the value of the enclosing level lifted.
+    lift_of: HashMap<VarId, VarId>,
+    /// The index of `tabulate` as a number (`iota + off`), by variable.
+    index_numbers: HashMap<VarId, i64>,
 }
 
 /// An enclosing `tabulate`'s lowering state, kept while a nested one is

@@ -255,7 +255,13 @@ impl<'a> FnCx<'a> {
     /// that native code reads in place, with no gather or scatter. None
     /// where that does not apply (a row of non-literal size, a reversal
     /// of rows that are not numbers); the caller then gathers.
-    fn along_rows(&mut self, op: Op, x: VarId, annot: Option<&Type>, hint: &str) -> Option<VarId> {
+    pub(super) fn along_rows(
+        &mut self,
+        op: Op,
+        x: VarId,
+        annot: Option<&Type>,
+        hint: &str,
+    ) -> Option<VarId> {
         let t = self.b.ty(x).clone();
         // An element of `k` rows of `rest` (`unindex` takes one row).
         let (total, k, rest) = if matches!(op, Op::Unindex(_)) {

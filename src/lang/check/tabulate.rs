@@ -221,6 +221,7 @@ impl<'a> FnCx<'a> {
                     };
                     lifted.insert(v, w);
                     batched.insert(w);
+                    self.lift_of.insert(w, v);
                     w
                 }
             };
@@ -320,6 +321,11 @@ impl<'a> FnCx<'a> {
         let Some((total, _)) = self.batch.clone() else {
             return self.bug("a stacked value outside `tabulate`");
         };
+        if let Val::Idx(off) = k {
+            if let Some(r) = self.lifted_rows(x, off, kspan, hint) {
+                return r;
+            }
+        }
         let (base, rows_of) = match self.gathered_from(x) {
             Some((base, idx, site))
                 if !self.batched.contains(&base) && self.b.ty(idx).rank() == 1 =>
@@ -435,6 +441,95 @@ impl<'a> FnCx<'a> {
             self.batched.insert(r);
         }
         r
+    }
+
+    /// `x[j + off]` for the index `j` of this `tabulate` (of length M)
+    /// where `x` is a value of the enclosing level (of rows `T[K, s..]`)
+    /// lifted: rows `off .. off + M` of each of its elements, which are
+    /// the lifted stack's rows in order (`x` itself reshaped when `off`
+    /// is 0 and M is K): no gather. None where that does not apply.
+    fn lifted_rows(&mut self, x: VarId, off: i64, kspan: Span, hint: &str) -> Option<Val> {
+        let base = *self.lift_of.get(&x)?;
+        let up = self.outer.last()?;
+        if off < 0 || !up.batched.contains(&base) {
+            return None;
+        }
+        let (total, _) = self.batch.clone()?;
+        let own = self.own_len.clone()?;
+        let raw = self.b.ty(base).clone();
+        let rows = raw.shape.get(1)?.clone();
+        if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &own) {
+            if off as u64 + l > *d {
+                self.error(Diagnostic::new(
+                    kspan,
+                    format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
+                ));
+                return Some(Val::Err);
+            }
+        }
+        let rest = raw.shape[2..].to_vec();
+        let sliced = if off == 0 && own == rows {
+            base
+        } else {
+            let mut elem = vec![own.clone()];
+            elem.extend(rest.iter().cloned());
+            self.along_rows(
+                Op::Slice(off as u64),
+                base,
+                Some(&Type::array(raw.dtype, elem)),
+                "",
+            )?
+        };
+        let mut flat = vec![total];
+        flat.extend(rest);
+        let r = self.push_plain(
+            hint,
+            Op::Reshape,
+            &[sliced],
+            Some(&Type::array(raw.dtype, flat)),
+        );
+        if let Val::Var(v) = r {
+            self.batched.insert(v);
+        }
+        Some(r)
+    }
+
+    /// `x[i + off]` inside a `tabulate` nested in one other, where `i` is
+    /// the enclosing index (here a lifted number) and `x` depends on no
+    /// index: rows `off ..` of `x` along the enclosing index (a slice, as
+    /// there), lifted. None where that does not apply.
+    pub(super) fn outer_index_rows(&mut self, x: VarId, k: VarId) -> Option<Val> {
+        if self.outer.len() != 1 || self.batched.contains(&x) || self.outer[0].batched.contains(&x)
+        {
+            return None;
+        }
+        let v = *self.lift_of.get(&k)?;
+        let off = *self.index_numbers.get(&v)?;
+        if off < 0 || !self.outer[0].batched.contains(&v) {
+            return None;
+        }
+        let len = self.outer[0].own_len.clone();
+        let xt = self.b.ty(x).clone();
+        if xt.is_scalar() {
+            return None;
+        }
+        if let (Dim::Lit(d), Dim::Lit(l)) = (&xt.shape[0], &len) {
+            if off as u64 + l > *d {
+                return None;
+            }
+        }
+        let mut shape = vec![len];
+        shape.extend(xt.shape[1..].iter().cloned());
+        let Val::Var(s) = self.push_plain(
+            "",
+            Op::Slice(off as u64),
+            &[x],
+            Some(&Type::array(xt.dtype, shape)),
+        ) else {
+            return None;
+        };
+        self.outer[0].batched.insert(s);
+        Some(Val::Var(self.lift_var(s)))
     }
 
     /// `r * K` for each row `r` of an array of `R` rows of `K` elements:
