@@ -127,3 +127,59 @@ fn an_index_out_of_range_is_an_error_in_both() {
         assert!(i.contains("out of range for an array of length 4"), "{i}");
     }
 }
+
+/// A gather with a matrix of indices fused into a row-wise loop (here with
+/// a `spread`): each row of the result holds several gathered rows, so
+/// the row context must not stand for one index (native code read the
+/// wrong rows before).
+const GATHER_ROWS: &str = "fn g[N, T, B](%X: f64[T, N, B], %H: f64[N, B]) -> f64[N, T, B] {
+  %0: f64[T, N, B] = sin %X
+  %1: f64[N*T, B] = reshape %0
+  %2: i64[T] = iota
+  %3: i64 = const 2
+  %4: i64[T] = bcast %3
+  %5: i64[T] = mul %2 %4
+  %6: i64[N, T] = repeat %5
+  %7: i64[N] = iota
+  %8: i64[T, N] = repeat %7
+  %9: i64[N, T] = transpose %8
+  %10: i64[N, T] = add %6 %9
+  %11: f64[N, T, B] = gather 0 %1 %10
+  %12: f64[N] = sumtail %H
+  %13: f64[N, T, B] = spread %12
+  %14: f64[N, T, B] = mul %11 %13
+  ret %14
+}";
+
+#[test]
+fn a_gather_with_a_matrix_of_indices_in_a_row_loop() {
+    let x = Value::array(
+        DType::F64,
+        vec![3, 2, 2],
+        (0..12).map(|i| f64::from(i) * 0.37).collect(),
+    );
+    let h = Value::array(DType::F64, vec![2, 2], vec![0.5, 1.0, -2.0, 0.25]);
+    let (i, n) = both(GATHER_ROWS, &[&x, &h]);
+    let (i, n) = (i.unwrap(), n.unwrap());
+    assert!(
+        i[0].bits_eq(&n[0]),
+        "JIT {:?} vs interpreter {:?}",
+        n[0],
+        i[0]
+    );
+    // Element [n, t, b] is sin(X[t, n, b]) * sum(H[n]).
+    let want = |nn: usize, t: usize, b: usize| {
+        ((t * 4 + nn * 2 + b) as f64 * 0.37).sin() * [1.5, -1.75][nn]
+    };
+    for nn in 0..2 {
+        for t in 0..3 {
+            for b in 0..2 {
+                let got = i[0].data[nn * 6 + t * 2 + b];
+                assert!(
+                    (got - want(nn, t, b)).abs() < 1e-12,
+                    "[{nn}, {t}, {b}]: {got}"
+                );
+            }
+        }
+    }
+}

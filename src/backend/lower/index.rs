@@ -294,12 +294,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .ok_or_else(|| Error::internal("backend: `gather` without indices"))?;
                 let row = self.translate_len(tail(&at))?;
                 let rows = self.translate_len(Type::array(dtype, vec![at.shape[0].clone()]))?;
-                // In a row context of the result's rows, row `index` and
-                // column `i - start` without dividing.
-                let in_rows = self
-                    .row
-                    .clone()
-                    .filter(|ctx| self.f.ty(stmt.var).shape.get(1..) == Some(&ctx.tail[..]));
+                // In a row context of the result's rows, when each of them
+                // is one row gathered (a vector of indices), row `index`
+                // and column `i - start` without dividing.
+                let in_rows = self.row.clone().filter(|ctx| {
+                    self.f.ty(idx).rank() == 1
+                        && self.f.ty(stmt.var).shape.get(1..) == Some(&ctx.tail[..])
+                });
                 let (j, c) = match (in_rows, self.known(row)) {
                     (_, Some(1)) => (i, self.b.ins().iconst(types::I64, 0)),
                     (Some(ctx), _) => (ctx.index, self.b.ins().isub(i, ctx.start)),
