@@ -50,7 +50,7 @@ impl<'a> FnCx<'a> {
                 self.gather_each(x, w, site, hint)?
             }
             (Op::Reverse, [true]) => {
-                let k = raw(self, x).shape[1].clone();
+                let k = raw(self, x).shape.get(1)?.clone();
                 let i = self.plain(Op::Iota, &[], Some(&ints(&[k])))?;
                 let w = self.plain(Op::Reverse, &[i], None)?;
                 self.gather_each(x, w, site, hint)?
@@ -71,14 +71,14 @@ impl<'a> FnCx<'a> {
             (Op::Spread, [true]) => {
                 // Element `l` of each vector filling row `l`.
                 let a = annot?;
-                let i = self.plain(Op::Iota, &[], Some(&ints(&a.shape[..1])))?;
+                let i = self.plain(Op::Iota, &[], Some(&ints(a.shape.get(..1)?)))?;
                 let w = self.plain(Op::Spread, &[i], Some(&ints(&a.shape)))?;
                 self.gather_each(x, w, site, hint)?
             }
             (Op::SumTail | Op::MaxTail | Op::MinTail, [true]) => {
                 // Rows of the elements are rows of the stack.
                 let t = raw(self, x);
-                let rows = total.times(&t.shape[1])?;
+                let rows = total.times(t.shape.get(1)?)?;
                 let mut flat = vec![rows.clone()];
                 flat.extend(t.shape[2..].iter().cloned());
                 let f = self.plain(Op::Reshape, &[x], Some(&Type::array(t.dtype, flat)))?;
@@ -93,7 +93,7 @@ impl<'a> FnCx<'a> {
                 } else {
                     // Each element `[L, r..]` as `[R, L]` (a transpose of
                     // its rows), then the sum of each row.
-                    let l = t.shape[1].clone();
+                    let l = t.shape.get(1)?.clone();
                     let r = Dim::product(&t.shape[2..])?;
                     let lr = l.times(&r)?;
                     let f = self.plain(
@@ -120,8 +120,7 @@ impl<'a> FnCx<'a> {
             (Op::Gather(s), [true, false]) => self.gather_each(x, args[1], s, hint)?,
             (Op::Gather(s), [true, true]) => self.gather_each(x, args[1], s, hint)?,
             (Op::Pad(off), [true]) => {
-                let t = raw(self, x);
-                let len = t.shape[1].clone();
+                let len = raw(self, x).shape.get(1)?.clone();
                 let w = self.iota_from(&len, off)?;
                 self.scatter_each(x, w, annot?, site, hint)?
             }
@@ -133,15 +132,16 @@ impl<'a> FnCx<'a> {
             (Op::MatMul, [true, false]) => {
                 // The elements' rows are rows of one matrix.
                 let t = raw(self, x);
-                let rows = total.times(&t.shape[1])?;
+                let (m, k) = (t.shape.get(1)?.clone(), t.shape.get(2)?.clone());
+                let rows = total.times(&m)?;
                 let f = self.plain(
                     Op::Reshape,
                     &[x],
-                    Some(&Type::array(t.dtype, vec![rows, t.shape[2].clone()])),
+                    Some(&Type::array(t.dtype, vec![rows, k])),
                 )?;
                 let p = self.plain(Op::MatMul, &[f, args[1]], None)?;
-                let n = self.b.ty(args[1]).shape[1].clone();
-                let back = Type::array(t.dtype, vec![total.clone(), t.shape[1].clone(), n]);
+                let n = self.b.ty(args[1]).shape.get(1)?.clone();
+                let back = Type::array(t.dtype, vec![total.clone(), m, n]);
                 self.named(hint, Op::Reshape, &[p], Some(&back))?
             }
             (Op::MatMul, [false, true]) => {
@@ -185,6 +185,9 @@ impl<'a> FnCx<'a> {
         hint: &str,
     ) -> Option<VarId> {
         let t = self.b.ty(x).clone();
+        if t.rank() < 2 {
+            return None;
+        }
         let at = self.each_at(&t.shape[0], &t.shape[1], w, site)?;
         let all = t.shape[0].times(&t.shape[1])?;
         let mut flat = vec![all];
@@ -207,7 +210,7 @@ impl<'a> FnCx<'a> {
         hint: &str,
     ) -> Option<VarId> {
         let (total, _) = self.batch.clone()?;
-        let at = self.each_at(&total, &to.shape[0], w, site)?;
+        let at = self.each_at(&total, to.shape.first()?, w, site)?;
         let all = total.times(&to.shape[0])?;
         let mut flat = vec![all];
         flat.extend(to.shape[1..].iter().cloned());

@@ -105,7 +105,9 @@ impl<'a> FnCx<'a> {
         };
         match saved_env {
             Some(env) => {
-                let up = self.outer.pop().expect("entered above");
+                let Some(up) = self.outer.pop() else {
+                    return self.bug("leaving a nested `tabulate` that was not entered");
+                };
                 self.batch = Some(up.batch);
                 self.own_len = Some(up.own_len);
                 self.batched = up.batched;
@@ -204,10 +206,10 @@ impl<'a> FnCx<'a> {
             let total = self.outer[j].batch.0.clone();
             let (own, cached) = match self.outer.get(j + 1) {
                 Some(next) => (next.own_len.clone(), next.lifted.get(&v).copied()),
-                None => (
-                    self.own_len.clone().expect("nested"),
-                    self.lifted.get(&v).copied(),
-                ),
+                None => match self.own_len.clone() {
+                    Some(own) => (own, self.lifted.get(&v).copied()),
+                    None => return x,
+                },
             };
             let w = match cached {
                 Some(w) => w,
