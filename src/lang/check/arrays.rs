@@ -61,14 +61,8 @@ impl<'a> FnCx<'a> {
                 Val::Err
             }
             Val::Int(n) => {
-                if let Dim::Lit(d) = rows {
-                    if n as u64 >= d {
-                        self.error(Diagnostic::new(
-                            kspan,
-                            format!("index {n} is out of range for an array of length {d}"),
-                        ));
-                        return Val::Err;
-                    }
+                if !self.row_fits(n, &rows, kspan) {
+                    return Val::Err;
                 }
                 self.push(hint, Op::Index(n as u64), &[x], None)
             }
@@ -76,14 +70,8 @@ impl<'a> FnCx<'a> {
                 let Some(len) = self.own_len.clone() else {
                     return self.bug("a tabulate index outside `tabulate`");
                 };
-                if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &len) {
-                    if off as u64 + l > *d {
-                        self.error(Diagnostic::new(
-                            kspan,
-                            format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
-                        ));
-                        return Val::Err;
-                    }
+                if !self.rows_fit(off, &len, &rows, kspan) {
+                    return Val::Err;
                 }
                 let mut shape = vec![len];
                 shape.extend(rest);
@@ -119,6 +107,37 @@ impl<'a> FnCx<'a> {
                 self.error(d);
                 Val::Err
             }
+        }
+    }
+
+    /// Whether a static index `n` (not negative) can be a row of `rows`
+    /// rows; an error at `kspan` when it cannot (a literal length).
+    pub(super) fn row_fits(&mut self, n: i64, rows: &Dim, kspan: Span) -> bool {
+        match rows {
+            Dim::Lit(d) if n as u64 >= *d => {
+                self.error(Diagnostic::new(
+                    kspan,
+                    format!("index {n} is out of range for an array of length {d}"),
+                ));
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether rows `off .. off + len` (a `tabulate` of length `len`
+    /// reading at offset `off`) can be read from `rows` rows; an error at
+    /// `kspan` when they cannot (literal lengths).
+    pub(super) fn rows_fit(&mut self, off: i64, len: &Dim, rows: &Dim, kspan: Span) -> bool {
+        match (rows, len) {
+            (Dim::Lit(d), Dim::Lit(l)) if off as u64 + l > *d => {
+                self.error(Diagnostic::new(
+                    kspan,
+                    format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
+                ));
+                false
+            }
+            _ => true,
         }
     }
 

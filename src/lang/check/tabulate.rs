@@ -342,14 +342,8 @@ impl<'a> FnCx<'a> {
         // The row read by each element, as a stack of i64.
         let k = match k {
             Val::Int(n) => {
-                if let Dim::Lit(d) = rows {
-                    if n as u64 >= d {
-                        self.error(Diagnostic::new(
-                            kspan,
-                            format!("index {n} is out of range for an array of length {d}"),
-                        ));
-                        return Val::Err;
-                    }
+                if !self.row_fits(n, &rows, kspan) {
+                    return Val::Err;
                 }
                 if raw.rank() == 2 && rows_of.is_none() {
                     // Column `n` of the stack.
@@ -460,14 +454,8 @@ impl<'a> FnCx<'a> {
         let own = self.own_len.clone()?;
         let raw = self.b.ty(base).clone();
         let rows = raw.shape.get(1)?.clone();
-        if let (Dim::Lit(d), Dim::Lit(l)) = (&rows, &own) {
-            if off as u64 + l > *d {
-                self.error(Diagnostic::new(
-                    kspan,
-                    format!("`tabulate` over {l} reads rows {off}..{} of an array of length {d}, out of range", off as u64 + l),
-                ));
-                return Some(Val::Err);
-            }
+        if !self.rows_fit(off, &own, &rows, kspan) {
+            return Some(Val::Err);
         }
         let rest = raw.shape[2..].to_vec();
         let sliced = if off == 0 && own == rows {
