@@ -309,11 +309,13 @@ fn parse_dims(dims: &[String]) -> Result<IndexMap<String, u64>> {
 }
 
 fn options(opt: &OptArgs) -> Result<Options> {
-    if !(opt.time_limit.is_finite() && opt.time_limit >= 0.0) {
-        return Err(Error::Usage(
-            "--time-limit must be a non-negative number of seconds".into(),
-        ));
-    }
+    // Finite, not negative, and within a `Duration` (1e300 is finite).
+    let time = Duration::try_from_secs_f64(opt.time_limit).map_err(|_| {
+        Error::Usage(format!(
+            "--time-limit must be a non-negative number of seconds that fits a duration (at most about 1.8e19), not {}",
+            opt.time_limit
+        ))
+    })?;
     if !(opt.lambda.is_finite() && opt.lambda >= 0.0) {
         return Err(Error::Usage(
             "--lambda must be a non-negative number (flops per byte)".into(),
@@ -326,7 +328,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
         .limits(Limits {
             nodes: opt.node_limit,
             iterations: opt.iter_limit,
-            time: Duration::from_secs_f64(opt.time_limit),
+            time,
         });
     o.dims = parse_dims(&opt.dims)?;
     o.rules_dir = opt.rules.clone();

@@ -422,3 +422,32 @@ fn backend_flags_reach_the_backend() {
     let _ = std::fs::remove_file(&o);
     let _ = std::fs::remove_file(o.with_extension("h"));
 }
+
+#[test]
+fn a_huge_or_negative_time_limit_is_a_usage_error() {
+    // 1e300 is finite but no duration: this panicked (exit 101).
+    for limit in ["1e300", "-1", "NaN", "inf"] {
+        let (code, _, err) = egrad(&[
+            "grad",
+            "examples/loss.eg",
+            "--fn",
+            "dloss_dw",
+            &format!("--time-limit={limit}"),
+        ]);
+        assert_eq!(code, 2, "--time-limit {limit}: {err}");
+        assert!(
+            err.contains("--time-limit must be a non-negative number"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let (code, _, err) = egrad(&[
+        "grad",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--time-limit",
+        "0.5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
