@@ -94,20 +94,23 @@ impl<'a> FnCx<'a> {
                 }
                 self.gather(x, k, kspan, hint)
             }
-            other => {
-                let what = self.describe(&other);
-                let float = matches!(other, Val::Var(_));
-                let mut d = Diagnostic::new(
-                    kspan,
-                    format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"),
-                );
-                if float {
-                    d = d.with_note("convert a floating-point index with `i64(...)`");
-                }
-                self.error(d);
-                Val::Err
-            }
+            other => self.not_an_index(&other, kspan),
         }
+    }
+
+    /// The error for an index `k` that is not an integer (a floating-point
+    /// value gets a note on converting it).
+    pub(super) fn not_an_index(&mut self, k: &Val, kspan: Span) -> Val {
+        let what = self.describe(k);
+        let mut d = Diagnostic::new(
+            kspan,
+            format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"),
+        );
+        if matches!(k, Val::Var(_)) {
+            d = d.with_note("convert a floating-point index with `i64(...)`");
+        }
+        self.error(d);
+        Val::Err
     }
 
     /// Whether a static index `n` (not negative) can be a row of `rows`

@@ -102,14 +102,14 @@ impl<'a> FnCx<'a> {
                         Some(&Type::array(t.dtype, vec![total.clone(), lr.clone()])),
                     )?;
                     let n = self.plain(Op::Iota, &[], Some(&ints(&[lr])))?;
-                    let g = self.plain(Op::Reshape, &[n], Some(&ints(&[l, r.clone()])))?;
+                    let g = self.plain(Op::Reshape, &[n], Some(&ints(&[l.clone(), r.clone()])))?;
                     let w = self.plain(Op::Transpose, &[g], None)?;
                     let p = self.gather_each(f, w, site, "")?;
                     let rows = total.times(&r)?;
                     let p = self.plain(
                         Op::Reshape,
                         &[p],
-                        Some(&Type::array(t.dtype, vec![rows, l_of(&t)])),
+                        Some(&Type::array(t.dtype, vec![rows, l])),
                     )?;
                     let s = self.plain(Op::SumTail, &[p], None)?;
                     let mut back = vec![total.clone()];
@@ -371,8 +371,4 @@ impl<'a> FnCx<'a> {
 
 fn ints(shape: &[Dim]) -> Type {
     Type::array(DType::I64, shape.to_vec())
-}
-
-fn l_of(t: &Type) -> Dim {
-    t.shape[1].clone()
 }

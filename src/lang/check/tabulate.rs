@@ -361,12 +361,7 @@ impl<'a> FnCx<'a> {
             Val::Idx(_) => self.number(k),
             Val::Count(_, k) => self.materialize_var(k, &ints(&total)),
             Val::Var(k) if self.ty(k).dtype != DType::I64 => {
-                let what = self.describe(&Val::Var(k));
-                self.error(
-                    Diagnostic::new(kspan, format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"))
-                        .with_note("convert a floating-point index with `i64(...)`"),
-                );
-                return Val::Err;
+                return self.not_an_index(&Val::Var(k), kspan);
             }
             Val::Var(k) if self.batched.contains(&k) && self.ty(k).is_scalar() => Val::Var(k),
             Val::Var(k) if self.ty(k).is_scalar() => self.materialize_var(k, &ints(&total)),
@@ -383,14 +378,7 @@ impl<'a> FnCx<'a> {
                     None => self.bug("gathering from a stack"),
                 };
             }
-            other => {
-                let what = self.describe(&other);
-                self.error(Diagnostic::new(
-                    kspan,
-                    format!("an index must be an integer (static, run-time `i64`, or the index of `tabulate`), but this is {what}"),
-                ));
-                return Val::Err;
-            }
+            other => return self.not_an_index(&other, kspan),
         };
         let Val::Var(k) = k else {
             return Val::Err;
