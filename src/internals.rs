@@ -26,6 +26,8 @@ pub(crate) mod gemv;
 pub mod gradbench;
 #[path = "lang/mod.rs"]
 pub mod lang;
+#[path = "npy.rs"]
+pub mod npy;
 #[path = "ops/mod.rs"]
 pub mod ops;
 #[path = "pipeline.rs"]

@@ -462,6 +462,53 @@ fn counts(f: &Function) -> String {
     format!("{total} ({})", parts.join(", "))
 }
 
+impl Report<'_> {
+    /// The report as JSON (the schema is in `docs/json.md`, under
+    /// `grad`): the same figures as the text, one field each.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let g = self.g;
+        let o = &g.optimized;
+        let num = |x: f64| if x.is_finite() { json!(x) } else { json!(null) };
+        let ops = |f: &Function| {
+            let c = f.op_counts();
+            json!({
+                "total": c.values().sum::<usize>(),
+                "by_op": c.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            })
+        };
+        json!({
+            "function": g.primal.name,
+            "wrt": g.wrt,
+            "lambda": num(g.model.lambda),
+            "sizes": g.sizes().into_iter().map(|(k, v)| (k, json!(v))).collect::<serde_json::Map<_, _>>(),
+            "ops_before": ops(&o.before),
+            "ops_after": ops(&o.after),
+            "cost_before": num(o.cost_before.flops()),
+            "cost_after": num(o.cost_after.flops()),
+            "bytes_before": num(o.bytes_before),
+            "bytes_after": num(o.bytes_after),
+            "egraph": o.saturation.as_ref().map(|s| json!({
+                "nodes": s.nodes,
+                "classes": s.classes,
+                "iterations": s.iterations,
+                "stop_reason": s.stop_reason,
+                "hit_limit": s.hit_limit,
+                "time_ms": s.time.as_secs_f64() * 1e3,
+            })),
+            "residuals": g.residuals.to_string(),
+            "store_or_recompute": o.residual_choices.iter().map(|c| json!({
+                "name": c.name,
+                "type": c.ty.to_string(),
+                "stored": c.stored,
+                "bytes": num(c.bytes),
+                "cost": num(c.cost),
+                "other": c.other.map(num),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let g = self.g;

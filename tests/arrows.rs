@@ -70,6 +70,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["error", "lang", "program", "pipeline", "extract", "backend"],
     ),
     ("suite", &["error", "lang"]),
+    ("npy", &["error", "lang"]),
     (
         "gradbench",
         &["error", "lang", "program", "pipeline", "cache", "backend"],

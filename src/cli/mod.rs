@@ -4,14 +4,20 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use egrad::error::{Error, Result};
 use egrad::internals::backend;
 use egrad::internals::lang::interp;
-use egrad::internals::lang::types::{DType, Type};
-use egrad::internals::lang::value::{format_elem, Value};
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
 use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
 use egrad::internals::program::{ParseOptions, Program};
 use egrad::internals::rewrites::Limits;
 use egrad::internals::suite;
 use indexmap::IndexMap;
+use inputs::{InputArgs, OutputArgs};
+use serde_json::json;
 use std::path::PathBuf;
+
+mod fdcheck;
+mod inputs;
+mod json;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
@@ -37,14 +43,12 @@ const EXIT_CODES: &str = "Exit codes:
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Parse and type-check a program (and differentiate its @grad functions).
-    Check {
-        file: PathBuf,
-        /// Check the program without the prelude (dot, mean, softmax, ...).
-        #[arg(long)]
-        no_prelude: bool,
-    },
+    Check(CheckArgs),
     /// Run a function through the JIT and print its results.
     Run(RunArgs),
+    /// Check a gradient against central finite differences of its function
+    /// (run by the reference interpreter) at given or random arguments.
+    Fdcheck(FdcheckArgs),
     /// Differentiate a function and show the stages and the report.
     Grad(GradArgs),
     /// The memory-versus-recompute tradeoff of a gradient: for each λ, the
@@ -66,6 +70,17 @@ pub enum Command {
 }
 
 #[derive(Args, Debug)]
+pub struct CheckArgs {
+    pub file: PathBuf,
+    /// Check the program without the prelude (dot, mean, softmax, ...).
+    #[arg(long)]
+    pub no_prelude: bool,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ExplainArgs {
     pub file: PathBuf,
     /// A @grad function, or any function (with --wrt: its gradient).
@@ -79,6 +94,9 @@ pub struct ExplainArgs {
     /// differ (what a recompile after changing λ would report).
     #[arg(long, value_name = "LAMBDA")]
     pub lambda_before: Option<f64>,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub opt: OptArgs,
 }
@@ -105,6 +123,9 @@ pub struct BuildArgs {
     /// parameters.
     #[arg(long)]
     pub grad: bool,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub opt: OptArgs,
 }
@@ -121,9 +142,17 @@ pub struct ExploreArgs {
     /// Write an SVG plot of residual bytes against run time.
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
-    /// Print JSON instead of the table.
+    /// Print JSON (docs/json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// An argument to time on instead of a random or suite one:
+    /// name=VALUE or name=@FILE.npy (repeatable).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+    /// @FILE.npz: bind the arrays of a NumPy archive to the parameters of
+    /// their names (repeatable).
+    #[arg(long = "args", value_name = "@FILE.npz")]
+    pub npz: Vec<String>,
     /// Time on a benchmark's inputs (bench-suite.md) instead of random ones;
     /// the model prices at their sizes unless --dim says otherwise.
     #[arg(long, value_name = "BENCHMARK", value_parser = clap::builder::PossibleValuesParser::new(suite::keys()))]
@@ -188,26 +217,43 @@ pub struct RunArgs {
     /// The function to run.
     #[arg(long = "fn")]
     pub function: String,
-    /// An argument: name=VALUE where VALUE is a number or a list ([1, 2, 3],
-    /// [[1, 2], [3, 4]]).
-    #[arg(long = "arg", value_name = "NAME=VALUE")]
-    pub args: Vec<String>,
-    /// Fill every argument not given with --arg with uniform values in [-1, 1).
-    #[arg(long, conflicts_with = "suite")]
-    pub random: bool,
-    /// Fill the arguments (by position) with the inputs of a benchmark of the
-    /// suite (bench-suite.md), in f64; --arg overrides one by name.
-    #[arg(long, value_name = "BENCHMARK", value_parser = clap::builder::PossibleValuesParser::new(suite::keys()))]
-    pub suite: Option<String>,
-    /// With --suite: generate the inputs in f64 and round them to f32.
-    #[arg(long, requires = "suite")]
-    pub f32: bool,
-    /// Seed for --random.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub inputs: InputArgs,
     /// Run the reference interpreter instead of native code.
     #[arg(long)]
     pub interp: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub opt: OptArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct FdcheckArgs {
+    pub file: PathBuf,
+    /// A @grad function, or a scalar function to differentiate.
+    #[arg(long = "fn")]
+    pub function: String,
+    /// Parameters to differentiate (plain functions; default all float
+    /// parameters).
+    #[arg(long = "wrt")]
+    pub wrt: Vec<String>,
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Largest error allowed, relative to max(1, |finite difference|)
+    /// (default: 1e-5 for f64, 2e-2 for f32).
+    #[arg(long)]
+    pub tol: Option<f64>,
+    /// Elements checked per parameter at most (evenly spaced; each costs
+    /// two runs of the function).
+    #[arg(long, default_value_t = 200)]
+    pub max_elements: usize,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub opt: OptArgs,
 }
@@ -241,15 +287,40 @@ pub struct GradArgs {
     /// Print the optimization report.
     #[arg(long)]
     pub report: bool,
+    /// Arguments to compute the value and gradient at (with none, only the
+    /// report or the dumps are printed).
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Run the reference interpreter on the extracted program instead of
+    /// native code.
+    #[arg(long)]
+    pub interp: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Print JSON (docs/json.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub opt: OptArgs,
 }
 
 /// Run the CLI; returns the process exit code.
 pub fn main_with(cli: Cli) -> i32 {
+    let json = match &cli.command {
+        Command::Check(a) => a.json,
+        Command::Run(a) => a.json,
+        Command::Fdcheck(a) => a.json,
+        Command::Grad(a) => a.json,
+        Command::Explore(a) | Command::Bench(a) => a.json,
+        Command::Build(a) => a.json,
+        Command::Explain(a) => a.json,
+        Command::Gradbench => false,
+    };
+    let name = command_name(&cli.command);
     let result = match cli.command {
-        Command::Check { file, no_prelude } => check(&file, no_prelude),
+        Command::Check(a) => check(&a),
         Command::Run(a) => run(&a),
+        Command::Fdcheck(a) => fdcheck::fdcheck(&a),
         Command::Grad(a) => grad(&a),
         Command::Explore(a) => explore(&a),
         Command::Bench(a) => bench(&a),
@@ -269,12 +340,59 @@ pub fn main_with(cli: Cli) -> i32 {
     };
     match result {
         Ok(out) => {
-            print!("{out}");
-            0
+            print!("{}", out.render(json));
+            out.code
         }
         Err(e) => {
             eprint!("{e}");
+            if json {
+                println!("{}", json::error(name, &e));
+            }
             e.exit_code()
+        }
+    }
+}
+
+/// The name of a command, as typed.
+fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::Check(_) => "check",
+        Command::Run(_) => "run",
+        Command::Fdcheck(_) => "fdcheck",
+        Command::Grad(_) => "grad",
+        Command::Explore(_) => "explore",
+        Command::Bench(_) => "bench",
+        Command::Build(_) => "build",
+        Command::Explain(_) => "explain",
+        Command::Gradbench => "gradbench",
+    }
+}
+
+/// What a command prints: its text, its JSON (docs/json.md), and the exit
+/// code (0, or 1 when `fdcheck` finds a mismatch).
+pub struct Output {
+    text: String,
+    json: serde_json::Value,
+    code: i32,
+}
+
+impl Output {
+    fn new(text: String, json: serde_json::Value) -> Output {
+        Output {
+            text,
+            json,
+            code: 0,
+        }
+    }
+
+    fn render(&self, json: bool) -> String {
+        if json {
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&self.json).expect("JSON values always serialize")
+            )
+        } else {
+            self.text.clone()
         }
     }
 }
@@ -284,12 +402,16 @@ fn load(file: &PathBuf, no_prelude: bool) -> Result<Program> {
     Program::from_file_with(file, &ParseOptions::default().prelude(!no_prelude))
 }
 
-fn check(file: &PathBuf, no_prelude: bool) -> Result<String> {
-    let p = load(file, no_prelude)?;
-    Ok(format!(
-        "ok: {} function(s): {}\n",
-        p.function_names().len(),
-        p.function_names().join(", ")
+fn check(a: &CheckArgs) -> Result<Output> {
+    let p = load(&a.file, a.no_prelude)?;
+    let names = p.function_names();
+    Ok(Output::new(
+        format!("ok: {} function(s): {}\n", names.len(), names.join(", ")),
+        json!({
+            "command": "check",
+            "file": a.file.display().to_string(),
+            "functions": names,
+        }),
     ))
 }
 
@@ -444,132 +566,109 @@ fn suite_args(
     Ok(b.values(dtype))
 }
 
-fn build_args(
-    f: &egrad::internals::lang::ir::Function,
-    a: &RunArgs,
-    dims: &IndexMap<String, u64>,
-) -> Result<Vec<Value>> {
-    let mut given: IndexMap<String, String> = IndexMap::new();
-    for s in &a.args {
-        let (k, v) = s
-            .split_once('=')
-            .ok_or_else(|| Error::Usage(format!("--arg `{s}`: expected NAME=VALUE")))?;
-        let k = k.trim().to_string();
-        if !f.params.iter().any(|p| f.var_name(p.var) == k) {
-            return Err(Error::Usage(format!(
-                "--arg `{k}`: `{}` has no parameter `{k}` (parameters: {})",
-                f.name,
-                f.params
-                    .iter()
-                    .map(|p| f.var_name(p.var))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        given.insert(k, v.to_string());
+/// The names results are printed and saved under: `result` for one,
+/// `result0`, `result1`, ... for several.
+fn result_names(n: usize) -> Vec<String> {
+    if n == 1 {
+        vec!["result".into()]
+    } else {
+        (0..n).map(|i| format!("result{i}")).collect()
     }
-    let suite_values = match &a.suite {
-        Some(key) => {
-            let dtype = if a.f32 { DType::F32 } else { DType::F64 };
-            Some(suite_args(f, key, dtype)?)
-        }
-        None => None,
+}
+
+/// Results as printed text and JSON, written to `--out` when given.
+fn results_output(
+    command: &str,
+    function: &str,
+    results: Vec<(String, Value)>,
+    o: &OutputArgs,
+    named: bool,
+    extra: serde_json::Value,
+) -> Result<Output> {
+    let mut text = inputs::emit(&results, o.print, named);
+    let written: Vec<String> = match &o.out {
+        Some(p) => inputs::write_outputs(p, &results)?
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        None => Vec::new(),
     };
-    let mut out = Vec::new();
-    for (i, p) in f.params.iter().enumerate() {
-        let name = f.var_name(p.var);
-        let ty: &Type = f.ty(p.var);
-        if let Some(text) = given.get(name) {
-            if text.starts_with('@') {
-                return Err(Error::Usage(format!(
-                    "--arg {name}={text}: reading arrays from files is not supported yet; give the values inline"
-                )));
-            }
-            let v = parse_value(text, ty.dtype)
-                .map_err(|e| Error::Usage(format!("--arg {name}: {e}")))?;
-            out.push(v);
-        } else if let Some(vals) = &suite_values {
-            let v = &vals[i];
-            if v.dtype != ty.dtype {
-                let fix = match v.dtype {
-                    DType::F64 => "add --f32",
-                    DType::F32 | DType::I64 | DType::Bool => "drop --f32",
-                };
-                return Err(Error::Usage(format!(
-                    "--suite gives {} arguments, but `{name}` of `{}` is {ty}: {fix}",
-                    v.dtype, f.name
-                )));
-            }
-            out.push(v.clone());
-        } else if a.random {
-            let mut one = f.clone();
-            one.params = vec![p.clone()];
-            let seed = a.seed.wrapping_add(i as u64);
-            out.extend(random_args(&one, dims, seed)?);
-        } else {
-            return Err(Error::Usage(format!(
-                "missing argument `{name}: {ty}`: give --arg {name}=VALUE, --random or --suite BENCHMARK"
-            )));
-        }
+    if !written.is_empty() {
+        text.push_str(&format!("wrote {}\n", written.join(", ")));
     }
-    Ok(out)
+    let mut j = json!({
+        "command": command,
+        "function": function,
+        "results": results.iter().map(|(k, v)| inputs::value_json(k, v)).collect::<Vec<_>>(),
+        "written": written,
+    });
+    if let (Some(m), Some(e)) = (j.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    Ok(Output::new(text, j))
 }
 
-/// Print a value; long arrays are elided in the middle.
-pub fn show(v: &Value) -> String {
-    if v.is_scalar() || v.len() <= 32 {
-        return v.to_string();
+/// With `--suite`, price the program at the sizes of the benchmark's
+/// inputs (--dim wins), checking them against the signature first.
+fn price_at_inputs(
+    f: &egrad::internals::lang::ir::Function,
+    program: &Program,
+    values: &[Value],
+    opts: &mut Options,
+) -> Result<()> {
+    let refs: Vec<&Value> = values.iter().collect();
+    let dims = interp::bind_args(f, &refs).map_err(|e| arg_error(f, program.file(), e))?;
+    for (k, n) in dims {
+        opts.dims.entry(k).or_insert(n);
     }
-    let head: Vec<String> = v.data[..8]
-        .iter()
-        .map(|x| format_elem(v.dtype, *x))
-        .collect();
-    let tail: Vec<String> = v.data[v.len() - 2..]
-        .iter()
-        .map(|x| format_elem(v.dtype, *x))
-        .collect();
-    let shape: Vec<String> = v.shape.iter().map(|d| d.to_string()).collect();
-    format!(
-        "{}[{}] [{}, ..., {}]",
-        v.dtype,
-        shape.join(", "),
-        head.join(", "),
-        tail.join(", ")
-    )
+    Ok(())
 }
 
-fn run(a: &RunArgs) -> Result<String> {
+fn run(a: &RunArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let mut opts = options(&a.opt)?;
     let f = program.ir(&a.function)?.clone();
-    let args = build_args(&f, a, &opts.dims)?;
-    let refs: Vec<&Value> = args.iter().collect();
-    if a.suite.is_some() {
-        // Check the benchmark's inputs against the signature before
-        // optimizing, and price the program at their sizes (--dim wins).
-        let dims = interp::bind_args(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?;
-        for (k, n) in dims {
-            opts.dims.entry(k).or_insert(n);
-        }
+    let args = inputs::build_inputs(&f, &a.inputs, false, &opts.dims)?;
+    if a.inputs.suite.is_some() {
+        price_at_inputs(&f, &program, &inputs::values(&args), &mut opts)?;
     }
     let results = if a.interp {
-        interp::run(&f, &refs).map_err(|e| arg_error(&f, program.file(), e))?
+        let vals = inputs::values(&args);
+        let refs: Vec<&Value> = vals.iter().collect();
+        interp::run(&f, &refs)
+            .map_err(|e| arg_error(&f, program.file(), inputs::with_file(&args, e)))?
     } else {
         let opt = optimize_ir(&f, &opts)?;
         let native = backend::compile(&opt.after, &opts.backend)?;
-        native
-            .call(&refs)
-            .map_err(|e| arg_error(&opt.after, program.file(), e))?
+        inputs::call_native(&native, &args).map_err(|e| arg_error(&opt.after, program.file(), e))?
     };
-    let mut out = String::new();
-    for r in results {
-        out.push_str(&show(&r));
-        out.push('\n');
-    }
-    Ok(out)
+    let named: Vec<(String, Value)> = result_names(results.len())
+        .into_iter()
+        .zip(results)
+        .collect();
+    results_output(
+        "run",
+        &a.function,
+        named,
+        &a.output,
+        false,
+        json!({ "backend": if a.interp { "interpreter" } else { "native" } }),
+    )
 }
 
-fn bench(a: &ExploreArgs) -> Result<String> {
+/// A duration as printed: ns, µs or ms.
+fn time_text(t: Duration) -> String {
+    let s = t.as_secs_f64();
+    if s < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if s < 1e-3 {
+        format!("{:.2} µs", s * 1e6)
+    } else {
+        format!("{:.3} ms", s * 1e3)
+    }
+}
+
+fn bench(a: &ExploreArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
     let inputs =
@@ -588,60 +687,74 @@ fn bench(a: &ExploreArgs) -> Result<String> {
             worst = worst.max((x - y).abs() / (1.0 + y.abs()));
         }
     }
-    let us = |t: Duration| {
-        let s = t.as_secs_f64();
-        if s < 1e-6 {
-            format!("{:.1} ns", s * 1e9)
-        } else if s < 1e-3 {
-            format!("{:.2} µs", s * 1e6)
-        } else {
-            format!("{:.3} ms", s * 1e3)
-        }
-    };
-    Ok(format!(
+    let speedup = u.time.as_secs_f64() / o.time.as_secs_f64();
+    let text = format!(
         "{}: optimized {} ({} statements, {} buffer bytes), unoptimized {} ({} statements, {} buffer bytes), speedup {:.2}x; largest relative difference {worst:.1e}\n",
         opt.name,
-        us(o.time),
+        time_text(o.time),
         opt.optimized.after.stmts.len(),
         o.scratch_bytes,
-        us(u.time),
+        time_text(u.time),
         unopt.optimized.after.stmts.len(),
         u.scratch_bytes,
-        u.time.as_secs_f64() / o.time.as_secs_f64()
+        speedup
+    );
+    let side = |t: &egrad::internals::explore::Timed, g: &egrad::GradProgram| {
+        json!({
+            "time_s": t.time.as_secs_f64(),
+            "statements": g.optimized.after.stmts.len(),
+            "buffer_bytes": t.scratch_bytes,
+        })
+    };
+    Ok(Output::new(
+        text,
+        json!({
+            "command": "bench",
+            "function": opt.name,
+            "optimized": side(o, &opt),
+            "unoptimized": side(u, &unopt),
+            "speedup": inputs::json_number(speedup),
+            "largest_relative_difference": inputs::json_number(worst),
+        }),
     ))
 }
 
 /// The options and inputs `explore` and `bench` share: the function, the
-/// model's sizes, and the inputs (suite or random) unless --no-run.
+/// model's sizes, and the inputs (--arg/--args, else suite or random)
+/// unless --no-run.
 fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option<Vec<Value>>)> {
     let mut opts = options(&a.opt)?.function(a.function.clone());
     let primal = match program.grad_spec(&a.function) {
         Some(spec) => spec.primal.clone(),
         None => program.ir(&a.function)?.clone(),
     };
-    let inputs = if a.no_run {
-        None
-    } else if let Some(key) = &a.suite {
-        let vals = suite_args(&primal, key, DType::F64)?;
-        let refs: Vec<&Value> = vals.iter().collect();
-        let dims =
-            interp::bind_args(&primal, &refs).map_err(|e| arg_error(&primal, program.file(), e))?;
-        for (k, n) in dims {
-            opts.dims.entry(k).or_insert(n);
-        }
-        Some(vals)
-    } else {
+    if a.no_run {
+        return Ok((opts, None));
+    }
+    if a.suite.is_none() {
         for p in &primal.size_params {
             opts.dims
                 .entry(p.clone())
                 .or_insert(egrad::internals::extract::cost::DEFAULT_DIM);
         }
-        Some(random_args(&primal, &opts.dims, a.seed)?)
+    }
+    let given = inputs::InputArgs {
+        args: a.args.clone(),
+        npz: a.npz.clone(),
+        random: a.suite.is_none(),
+        suite: a.suite.clone(),
+        f32: false,
+        seed: a.seed,
     };
-    Ok((opts, inputs))
+    let vals = inputs::values(&inputs::build_inputs(&primal, &given, false, &opts.dims)?);
+    if a.suite.is_some() || !a.args.is_empty() || !a.npz.is_empty() {
+        // Price at the sizes of the inputs given (--dim wins).
+        price_at_inputs(&primal, program, &vals, &mut opts)?;
+    }
+    Ok((opts, Some(vals)))
 }
 
-fn explore(a: &ExploreArgs) -> Result<String> {
+fn explore(a: &ExploreArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
     let timing = egrad::internals::explore::Timing {
@@ -653,7 +766,12 @@ fn explore(a: &ExploreArgs) -> Result<String> {
     if let Some(path) = &a.plot {
         std::fs::write(path, e.to_svg()).map_err(|err| Error::io("write", path.display(), err))?;
     }
-    Ok(if a.json { e.to_json() } else { e.to_string() })
+    let mut j: serde_json::Value = serde_json::from_str(&e.to_json())
+        .map_err(|err| Error::internal(format!("explore's JSON does not parse: {err}")))?;
+    if let Some(m) = j.as_object_mut() {
+        m.insert("command".into(), json!("explore"));
+    }
+    Ok(Output::new(e.to_string(), j))
 }
 
 /// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`.
@@ -735,43 +853,119 @@ fn with_wrt(
     })
 }
 
-fn grad(a: &GradArgs) -> Result<String> {
+fn grad(a: &GradArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
-    let opts = with_wrt(
+    let mut opts = with_wrt(
         &program,
         &a.function,
         &a.wrt,
         false,
         options(&a.opt)?.function(a.function.clone()),
     )?;
+    let primal = match program.grad_spec(&a.function) {
+        Some(spec) => spec.primal.clone(),
+        None => program.ir(&a.function)?.clone(),
+    };
+    let args = if a.inputs.any() {
+        let args = inputs::build_inputs(&primal, &a.inputs, false, &opts.dims)?;
+        price_at_inputs(&primal, &program, &inputs::values(&args), &mut opts)?;
+        Some(args)
+    } else {
+        None
+    };
     let g = optimize_gradient(&program, &opts)?;
     let mut out = String::new();
+    let mut dumps = serde_json::Map::new();
     for stage in &a.dumps {
-        match stage {
-            Stage::Ast => out.push_str(&program.dump_ast()),
-            Stage::Ir => out.push_str(&g.primal.to_string()),
-            Stage::Ad => {
-                out.push_str(&g.ad.forward.to_string());
-                out.push('\n');
-                out.push_str(&g.ad.pullback.to_string());
-            }
-            Stage::Extracted => out.push_str(&g.gradient_ir().to_string()),
-            Stage::Clif => out.push_str(&backend::clif_text(&g.gradient_ir())?),
-        }
+        let text = match stage {
+            Stage::Ast => program.dump_ast(),
+            Stage::Ir => g.primal.to_string(),
+            Stage::Ad => format!("{}\n{}", g.ad.forward, g.ad.pullback),
+            Stage::Extracted => g.gradient_ir().to_string(),
+            Stage::Clif => backend::clif_text(&g.gradient_ir())?,
+        };
+        out.push_str(&text);
+        let key = stage
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        dumps.insert(key, json!(text));
     }
-    if a.report || a.dumps.is_empty() {
+    let mut j = json!({
+        "command": "grad",
+        "function": a.function,
+        "wrt": g.wrt,
+        "report": g.report().to_json(),
+        "dumps": dumps,
+    });
+    if a.report || (a.dumps.is_empty() && args.is_none()) {
         if !out.is_empty() {
             out.push('\n');
         }
         out.push_str(&g.report().to_string());
     }
-    Ok(out)
+    if let Some(args) = args {
+        let vg = g.value_and_grad_ir();
+        let results = if a.interp {
+            let vals = inputs::values(&args);
+            let refs: Vec<&Value> = vals.iter().collect();
+            interp::run(vg, &refs)
+                .map_err(|e| arg_error(vg, program.file(), inputs::with_file(&args, e)))?
+        } else {
+            let compiled = g.compile()?;
+            inputs::call_native(compiled.native(), &args)
+                .map_err(|e| arg_error(vg, program.file(), e))?
+        };
+        let names =
+            std::iter::once("value".to_string()).chain(g.wrt.iter().map(|w| format!("grad_{w}")));
+        let named: Vec<(String, Value)> = names.zip(results).collect();
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let r = results_output("grad", &a.function, named, &a.output, true, j)?;
+        out.push_str(&r.text);
+        j = r.json;
+        if let Some(m) = j.as_object_mut() {
+            m.insert(
+                "backend".into(),
+                json!(if a.interp { "interpreter" } else { "native" }),
+            );
+        }
+    } else if a.output.out.is_some() {
+        return Err(Error::Usage(
+            "--out: give the arguments to compute the gradient at (--arg, --args, --random or --suite)".into(),
+        ));
+    }
+    Ok(Output::new(out, j))
 }
 
-fn explain(a: &ExplainArgs) -> Result<String> {
+fn explain(a: &ExplainArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, false, options(&a.opt)?)?;
     let mut out = egrad::internals::cache::explain(&program, &a.function, &opts)?;
+    let is_grad = program.grad_spec(&a.function).is_some() || !a.wrt.is_empty();
+    let key = |o: &Options| {
+        if is_grad {
+            egrad::internals::cache::CacheKey::gradient(
+                &program,
+                &o.clone().function(a.function.clone()),
+            )
+        } else {
+            egrad::internals::cache::CacheKey::function(&program, &a.function, o)
+        }
+    };
+    let components: serde_json::Map<String, serde_json::Value> = key(&opts)?
+        .components()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    let mut j = json!({
+        "command": "explain",
+        "function": a.function,
+        "gradient": is_grad,
+        "key": components,
+        "text": out,
+    });
     if let Some(l) = a.lambda_before {
         if !(l.is_finite() && l >= 0.0) {
             return Err(Error::Usage(
@@ -779,30 +973,28 @@ fn explain(a: &ExplainArgs) -> Result<String> {
             ));
         }
         let before = opts.clone().lambda(l);
-        let is_grad = program.grad_spec(&a.function).is_some() || !a.wrt.is_empty();
-        let key = |o: &Options| {
-            if is_grad {
-                egrad::internals::cache::CacheKey::gradient(
-                    &program,
-                    &o.clone().function(a.function.clone()),
-                )
-            } else {
-                egrad::internals::cache::CacheKey::function(&program, &a.function, o)
-            }
-        };
         let changes = key(&opts)?.diff(&key(&before)?);
         out.push_str("recompile against --lambda-before:\n");
         if changes.is_empty() {
             out.push_str("  same key: the cached program would be reused\n");
         }
-        for c in changes {
+        for c in &changes {
             out.push_str(&format!("  changed {c}\n"));
         }
+        if let Some(m) = j.as_object_mut() {
+            m.insert(
+                "changed_against_lambda_before".into(),
+                json!(changes
+                    .iter()
+                    .map(|c| json!({"component": c.component, "before": c.before, "now": c.now}))
+                    .collect::<Vec<_>>()),
+            );
+        }
     }
-    Ok(out)
+    Ok(Output::new(out, j))
 }
 
-fn build(a: &BuildArgs) -> Result<String> {
+fn build(a: &BuildArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, a.grad, options(&a.opt)?)?;
     let header = match &a.header {
@@ -827,12 +1019,22 @@ fn build(a: &BuildArgs) -> Result<String> {
     std::fs::write(&a.output, &built.object)
         .map_err(|e| Error::io("write", a.output.display(), e))?;
     std::fs::write(&header, &built.header).map_err(|e| Error::io("write", header.display(), e))?;
-    Ok(format!(
-        "wrote {} ({} bytes; {}) and {}\n",
-        a.output.display(),
-        built.object.len(),
-        built.symbols.join(", "),
-        header.display()
+    Ok(Output::new(
+        format!(
+            "wrote {} ({} bytes; {}) and {}\n",
+            a.output.display(),
+            built.object.len(),
+            built.symbols.join(", "),
+            header.display()
+        ),
+        json!({
+            "command": "build",
+            "function": a.function,
+            "object": a.output.display().to_string(),
+            "object_bytes": built.object.len(),
+            "header": header.display().to_string(),
+            "symbols": built.symbols,
+        }),
     ))
 }
 
@@ -894,8 +1096,8 @@ mod tests {
         .unwrap();
         match cli.command {
             Command::Run(a) => {
-                assert_eq!(a.suite.as_deref(), Some("linreg_16"));
-                assert!(a.f32);
+                assert_eq!(a.inputs.suite.as_deref(), Some("linreg_16"));
+                assert!(a.inputs.f32);
             }
             _ => panic!("not run"),
         }
