@@ -90,6 +90,8 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
         let out = interp::run(&primal, &refs).map_err(|e| arg_error(&primal, program.file(), e))?;
         Ok(out[0].as_scalar())
     };
+    // The arguments, one element moved at a time (and put back).
+    let mut moved = vals.clone();
     let mut all_ok = true;
     let mut text = String::new();
     let mut params = Vec::new();
@@ -111,11 +113,11 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
             let x = vals[i].data[k];
             let h = step(dtype) * x.abs().max(1.0);
             let (up, down) = (dtype.round(x + h), dtype.round(x - h));
-            let mut moved = vals.clone();
             moved[i].data[k] = up;
             let fu = eval(&moved)?;
             moved[i].data[k] = down;
             let fd = eval(&moved)?;
+            moved[i].data[k] = x;
             let diff = (fu - fd) / (up - down);
             let got = grad.data[k];
             let err = if got.is_nan() && diff.is_nan() {
