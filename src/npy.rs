@@ -174,6 +174,20 @@ impl Array {
         }
     }
 
+    /// Bytes of memory the elements take (0 when mapped from a file).
+    pub fn owned_bytes(&self) -> u64 {
+        match &self.storage {
+            Storage::Mapped { .. } => 0,
+            Storage::Owned(o) => {
+                let size = match o {
+                    Owned::F32(_) => 4,
+                    _ => 8,
+                };
+                self.len as u64 * size
+            }
+        }
+    }
+
     /// Whether the elements are read in place from a memory map (no copy).
     pub fn is_mapped(&self) -> bool {
         matches!(self.storage, Storage::Mapped { .. })

@@ -622,6 +622,9 @@ impl<'a> Arg<'a> {
 
 /// Turn a run-time argument error into a diagnostic at the parameter.
 pub fn arg_error(f: &Function, file: &SourceFile, e: ArgError) -> Error {
+    if e.limit {
+        return Error::Limit(e.message);
+    }
     if let Some(site) = e.site {
         let (start, end) = crate::lang::interp::site_span(site);
         return Error::at(

@@ -387,3 +387,31 @@ fn size_expressions_link_and_match_the_jit() {
     let (vg, _) = jit(file, "dloss", &args, None);
     assert_bits("value_and_grad", &c, &vg);
 }
+
+/// Sizes too large for this machine: the header's byte counts saturate at
+/// `SIZE_MAX` (which `malloc` refuses) instead of wrapping to a small
+/// number that would let the native code write past the buffer.
+const HUGE_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdint.h>
+#include "out.h"
+int main(void) {
+    int64_t big = INT64_C(1) << 62;
+    /* f64[O, H*W] at O = H = W = 2^62: the product overflows every type. */
+    size_t r = dloss_residual_bytes(big, big, big, big);
+    size_t s = dloss_value_and_grad_scratch_bytes(3, big, big, 2);
+    size_t f = dloss_forward_scratch_bytes(big, 1, 1, 1);
+    /* Small sizes are exact. */
+    size_t small = dloss_residual_bytes(3, 2, 3, 2);
+    printf("%d\n%d\n%d\n%d\n", r == SIZE_MAX, s == SIZE_MAX, f == SIZE_MAX || f == 0,
+           small > 0 && small < 4096);
+    printf("%d\n", dloss_check_sizes(3, 2, 3, 2) == 0 && dloss_check_sizes(-1, 2, 3, 2) != 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn huge_sizes_saturate_in_the_header_instead_of_wrapping() {
+    let c = build_and_run("huge", "examples/sizes.eg", "dloss", HUGE_MAIN);
+    assert_eq!(c, vec![1.0; 5]);
+}

@@ -451,3 +451,79 @@ fn a_huge_or_negative_time_limit_is_a_usage_error() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn sizes_too_large_for_this_machine_are_refused_before_allocating() {
+    // 2^62 elements: "capacity overflow" (exit 101) before; 10^10 f64s
+    // (80 GB): the allocator aborted (exit 134).
+    for (n, needs) in [
+        ("4611686018427387904", "more than 2^64 bytes"),
+        ("10000000000", "needs 80000000000 bytes (74.5 GiB)"),
+    ] {
+        for cmd in ["run", "fdcheck", "bench", "explore"] {
+            let fname = if cmd == "fdcheck" { "loss" } else { "dloss_dw" };
+            let mut args = vec!["examples/loss.eg", "--fn", fname];
+            if cmd == "run" {
+                args.push("--random");
+            }
+            let dim = format!("N={n}");
+            args.extend(["--dim", &dim]);
+            let mut all = vec![cmd];
+            all.extend(args);
+            let (code, _, err) = egrad(&all);
+            assert_eq!(code, 1, "{cmd} --dim {dim}: {err}");
+            assert!(err.contains(needs), "{cmd} --dim {dim}: {err}");
+            assert!(err.contains("memory limit"), "{err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn the_memory_limit_flag_refuses_runs_that_need_more() {
+    // The interpreter, native code, and the CLI's own buffers.
+    for extra in [&[][..], &["--interp"][..]] {
+        let mut args = vec![
+            "run",
+            "examples/loss.eg",
+            "--fn",
+            "dloss_dw",
+            "--random",
+            "--dim",
+            "N=1000",
+            "--memory-limit",
+            "10K",
+        ];
+        args.extend(extra);
+        let (code, _, err) = egrad(&args);
+        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert!(
+            err.contains("more than the memory limit of 10240 bytes"),
+            "{err}"
+        );
+    }
+    let (code, out, err) = egrad(&[
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--random",
+        "--dim",
+        "N=1000",
+        "--memory-limit",
+        "1M",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("f32[1000]"), "{out}");
+    for bad in ["0", "12Q", "-5", "99999999999T"] {
+        let (code, _, err) = egrad(&[
+            "run",
+            "examples/loss.eg",
+            "--fn",
+            "dloss_dw",
+            "--random",
+            &format!("--memory-limit={bad}"),
+        ]);
+        assert_eq!(code, 2, "--memory-limit {bad}: {err}");
+    }
+}

@@ -9,6 +9,7 @@ use super::BackendOptions;
 use crate::error::Error;
 use crate::lang::interp::{bind_args, concrete_shape, ArgError};
 use crate::lang::ir::{Function, VarId};
+use crate::lang::memory;
 use crate::lang::types::DType;
 use crate::lang::value::Value;
 use crate::vmath::VFn;
@@ -652,10 +653,8 @@ impl CompiledFunction {
     pub fn prepare(&self, args: &[&Value]) -> Result<Prepared<'_>, ArgError> {
         let f = &self.func;
         let dims = bind_args(f, args)?;
-        let too_big = |what: &str| ArgError {
-            site: None,
-            param: None,
-            message: format!("`{}`: the {what} is too large to allocate", f.name),
+        let too_big = |what: &str| {
+            ArgError::too_large(format!("`{}`: the {what} is too large to allocate", f.name))
         };
         let mut dim_vals = vec![0; STATUS_SLOTS];
         for p in &f.size_params {
@@ -675,6 +674,18 @@ impl CompiledFunction {
             Ok((shape, n))
         };
 
+        // Everything this call allocates, checked against the memory
+        // limit before anything is: the arguments' native copies, the
+        // results and the scratch buffers.
+        let mut total: Option<u64> = Some(0);
+        for a in args {
+            total = total.and_then(|t| t.checked_add(memory::bytes_of(a.len(), a.dtype.bytes())?));
+        }
+        for ty in f.rets.iter().map(|r| f.ty(*r)).chain(&self.plan.scratch) {
+            let (_, n) = sized(ty)?;
+            total = total.and_then(|t| t.checked_add(memory::bytes_of(n, ty.dtype.bytes())?));
+        }
+        memory::check(total, &format!("running `{}`", f.name)).map_err(ArgError::too_large)?;
         let mut bufs: Vec<NativeBuf> = Vec::with_capacity(self.plan.n_buffers());
         for a in args {
             bufs.push(NativeBuf::from_value(a));

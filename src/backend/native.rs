@@ -7,6 +7,7 @@
 use super::jit::{check_status, CompiledFunction, NativeBuf};
 use super::lower::STATUS_SLOTS;
 use crate::lang::interp::{bind_args, check_bool, concrete_shape, ArgError, ArgShape};
+use crate::lang::memory;
 use crate::lang::types::{DType, Type};
 use std::marker::PhantomData;
 
@@ -388,6 +389,7 @@ impl CompiledFunction {
         let f = &self.func;
         if ws.owner != self as *const CompiledFunction as usize {
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: None,
                 message: format!(
@@ -402,6 +404,7 @@ impl CompiledFunction {
         }
         if outs.len() != f.rets.len() {
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: None,
                 message: format!(
@@ -416,6 +419,7 @@ impl CompiledFunction {
             let want = f.ty(*r).dtype;
             if o.dtype() != want {
                 return Err(ArgError {
+                    limit: false,
                     site: None,
                     param: None,
                     message: format!(
@@ -429,6 +433,7 @@ impl CompiledFunction {
         for (k, (o, &n)) in outs.iter().zip(&ws.out_lens).enumerate() {
             if o.len() != n {
                 return Err(ArgError {
+                    limit: false,
                     site: None,
                     param: None,
                     message: format!(
@@ -505,6 +510,7 @@ impl CompiledFunction {
                 .map_or_else(|| format!("{i}"), |p| f.var_name(p.var).to_string());
             let need = elements(shape).map_or_else(|| "too many".to_string(), |n| n.to_string());
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: (i < f.params.len()).then_some(i),
                 message: format!(
@@ -528,6 +534,7 @@ impl CompiledFunction {
             if let NativeArg::I64(n) = *a {
                 if f.ty(p.var).dtype == DType::I64 && !(0..=(1i64 << 53)).contains(&n) {
                     return Err(ArgError {
+                        limit: false,
                         site: None,
                         param: Some(i),
                         message: format!(
@@ -541,10 +548,8 @@ impl CompiledFunction {
         let refs: Vec<&NativeArg<'_>> = args.iter().collect();
         let dims = bind_args(f, &refs)?;
 
-        let too_big = |what: &str| ArgError {
-            site: None,
-            param: None,
-            message: format!("`{}`: the {what} is too large to allocate", f.name),
+        let too_big = |what: &str| {
+            ArgError::too_large(format!("`{}`: the {what} is too large to allocate", f.name))
         };
         let sized = |ty: &Type| -> Result<usize, ArgError> {
             elements(&concrete_shape(ty, &dims))
@@ -574,6 +579,11 @@ impl CompiledFunction {
                 .ok_or_else(|| too_big("scratch space"))?;
             scratch_lens.push(n);
         }
+        memory::check(
+            Some(scratch_bytes as u64),
+            &format!("the scratch space of `{}`", f.name),
+        )
+        .map_err(ArgError::too_large)?;
         // Resize in place: a buffer keeps its memory when it is big enough.
         ws.scratch.truncate(self.plan.scratch.len());
         for (k, (ty, &n)) in self.plan.scratch.iter().zip(&scratch_lens).enumerate() {

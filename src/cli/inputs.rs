@@ -8,6 +8,7 @@ use egrad::error::{Error, Result};
 use egrad::internals::backend::{CompiledFunction, NativeArg, NativeOut};
 use egrad::internals::lang::interp::ArgError;
 use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::memory;
 use egrad::internals::lang::types::{DType, Type};
 use egrad::internals::lang::value::{format_elem, Value};
 use egrad::internals::npy::{self, Array, View};
@@ -305,7 +306,12 @@ pub fn build_inputs(
             let mut one = f.clone();
             one.params = vec![p.clone()];
             let seed = a.seed.wrapping_add(i as u64);
-            out.extend(random_args(&one, dims, seed)?.into_iter().map(Input::value));
+            let held: u64 = out.iter().map(|i: &Input| i.array.owned_bytes()).sum();
+            out.extend(
+                random_args(&one, dims, seed, held)?
+                    .into_iter()
+                    .map(Input::value),
+            );
         } else {
             return Err(Error::Usage(format!(
                 "missing argument `{name}: {ty}`: give --arg {name}=VALUE (or @FILE.npy), --args @FILE.npz, --random or --suite BENCHMARK"
@@ -342,16 +348,16 @@ pub fn call_native(
         .output_shapes(&args)
         .map_err(|e| with_file(inputs, e))?;
     let f = native.function();
+    // The results' buffers, checked against the memory limit first.
+    let mut total: Option<u64> = Some(0);
+    for (r, shape) in f.rets.iter().zip(&shapes) {
+        let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
+        total = total.and_then(|t| t.checked_add(memory::bytes_of(n?, f.ty(*r).dtype.bytes())?));
+    }
+    memory::check(total, &format!("the results of `{}`", f.name)).map_err(ArgError::too_large)?;
     let mut bufs = Vec::new();
     for (r, shape) in f.rets.iter().zip(&shapes) {
-        let n = shape
-            .iter()
-            .try_fold(1usize, |a, &k| a.checked_mul(k))
-            .ok_or_else(|| ArgError {
-                site: None,
-                param: None,
-                message: format!("a result of `{}` is too large to allocate", f.name),
-            })?;
+        let n = shape.iter().product();
         bufs.push(match f.ty(*r).dtype {
             DType::F64 => OutBuf::F64(vec![0.0; n]),
             DType::F32 => OutBuf::F32(vec![0.0; n]),

@@ -209,6 +209,38 @@ pub struct OptArgs {
     /// Check the program without the prelude (dot, mean, softmax, ...).
     #[arg(long)]
     pub no_prelude: bool,
+    /// The most memory one run may ask for (interpreter or native code:
+    /// arguments, results and scratch), in bytes or with a suffix K, M, G,
+    /// T (powers of 1024); a run that needs more is refused with the number
+    /// of bytes it needs. Default: 3/4 of this machine's memory.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory_limit: Option<u64>,
+}
+
+/// A byte count: digits, optionally followed by K, M, G or T (powers of
+/// 1024, an optional `iB`/`B` after them).
+fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a byte count (e.g. 8G, 512M, 1000000)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        u => return Err(format!("`{u}` is not a unit of bytes (K, M, G, T)")),
+    };
+    let v = n
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{s}` is more bytes than 2^64"))?;
+    if v == 0 {
+        return Err("the memory limit must be at least 1 byte".into());
+    }
+    Ok(v)
 }
 
 #[derive(Args, Debug)]
@@ -452,6 +484,9 @@ fn options(opt: &OptArgs) -> Result<Options> {
             iterations: opt.iter_limit,
             time,
         });
+    if let Some(bytes) = opt.memory_limit {
+        egrad::internals::lang::memory::set_limit(bytes);
+    }
     o.dims = parse_dims(&opt.dims)?;
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
@@ -774,13 +809,17 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
     Ok(Output::new(e.to_string(), j))
 }
 
-/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`.
+/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`;
+/// refused before allocating when they and `held_before` bytes already
+/// held would pass the memory limit.
 fn random_args(
     f: &egrad::internals::lang::ir::Function,
     dims: &IndexMap<String, u64>,
     seed: u64,
+    held_before: u64,
 ) -> Result<Vec<Value>> {
     let mut out = Vec::new();
+    let mut held: Option<u64> = Some(held_before);
     for (i, p) in f.params.iter().enumerate() {
         let (name, ty) = (f.var_name(p.var), f.ty(p.var));
         if ty.dtype == DType::I64 {
@@ -811,9 +850,25 @@ fn random_args(
                     ),
                 }));
             };
-            shape.push(n as usize);
+            let n = usize::try_from(n).map_err(|_| {
+                Error::Limit(format!(
+                    "random inputs: `{name}` would have {n} elements along one axis, more than this machine can address"
+                ))
+            })?;
+            shape.push(n);
         }
-        let n: usize = shape.iter().product();
+        // Checked before anything is allocated (each element an f64),
+        // with the arguments made before it.
+        let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
+        held = n
+            .and_then(|n| egrad::internals::lang::memory::bytes_of(n, 8))
+            .and_then(|b| b.checked_add(held?));
+        egrad::internals::lang::memory::check(
+            held,
+            &format!("the random arguments up to `{name}: {ty}`"),
+        )
+        .map_err(Error::Limit)?;
+        let n = n.unwrap_or(0);
         let data = (0..n as u64)
             .map(|j| uniform(seed.wrapping_add(i as u64 + 1), j))
             // A bool: true for the upper half.

@@ -3,6 +3,7 @@
 //! rewrite rules are checked against.
 
 use super::ir::{Function, Loop};
+use super::memory;
 use super::size::{Misfit, Size, Unifier};
 use super::types::{DType, Dim, Type};
 use super::value::Value;
@@ -23,6 +24,9 @@ pub struct ArgError {
     /// A run-time check that failed (an index outside its array): the
     /// source span of the index, packed as by [`site_span`].
     pub site: Option<u64>,
+    /// The run would need more memory than the limit
+    /// ([`memory`](super::memory)), or more than this machine can count.
+    pub limit: bool,
 }
 
 /// The source span `(start, end)` of a run-time check packed into an op's
@@ -37,9 +41,20 @@ pub fn site_span(site: u64) -> (u32, u32) {
 }
 
 impl ArgError {
+    /// A run refused by the memory limit (or too large to count).
+    pub fn too_large(message: String) -> ArgError {
+        ArgError {
+            param: None,
+            message,
+            site: None,
+            limit: true,
+        }
+    }
+
     /// A failed run-time index check at `site` (see [`pack_site`]).
     pub fn out_of_range(site: u64, index: i64, len: i64) -> ArgError {
         ArgError {
+            limit: false,
             param: None,
             message: format!("index {index} is out of range for an array of length {len}"),
             site: Some(site),
@@ -82,6 +97,7 @@ pub fn check_bool<A: ArgShape + ?Sized>(f: &Function, i: usize, a: &A) -> Result
     match a.non_bool() {
         None => Ok(()),
         Some(x) => Err(ArgError {
+            limit: false,
             site: None,
             param: Some(i),
             message: format!(
@@ -116,6 +132,7 @@ impl ArgShape for Value {
 pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims, ArgError> {
     if args.len() != f.params.len() {
         return Err(ArgError {
+            limit: false,
             site: None,
             param: None,
             message: format!(
@@ -136,6 +153,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                 (true, Some(x)) => x,
                 _ => {
                     return Err(ArgError {
+                        limit: false,
                         site: None,
                         param: Some(i),
                         message: format!("argument `{name}` must be an i64 scalar"),
@@ -144,6 +162,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             };
             if !(x >= 0.0 && x.fract() == 0.0 && x <= (1u64 << 53) as f64) {
                 return Err(ArgError {
+                    limit: false,
                     site: None,
                     param: Some(i),
                     message: format!("argument `{name}` must be a non-negative integer, got {x}"),
@@ -159,6 +178,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         }
         if a.dtype() != ty.dtype {
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: Some(i),
                 message: format!("argument `{name}` must be {}, got {}", ty.dtype, a.dtype()),
@@ -167,6 +187,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         check_bool(f, i, *a)?;
         if a.shape().len() != ty.rank() {
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: Some(i),
                 message: format!(
@@ -178,6 +199,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         }
         if ty.shape.iter().any(|d| matches!(d, Dim::Rows(..))) {
             return Err(ArgError {
+                limit: false,
                 site: None,
                 param: Some(i),
                 message: format!("parameter `{name}` has the size of a loop's tape ({ty}); parameters need sizes of their own"),
@@ -200,6 +222,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             _ => {
                 // A size parameter no argument mentions: only outputs use it.
                 return Err(ArgError {
+                    limit: false,
                     site: None,
                     param: None,
                     message: format!(
@@ -229,6 +252,7 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
     let get = |p: &str| dims.get(p).copied();
     let fail = |message: String| {
         Err(ArgError {
+            limit: false,
             site: None,
             param: None,
             message,
@@ -369,6 +393,7 @@ fn misfit(f: &Function, i: usize, m: &Misfit, u: &Unifier, shape: &[usize]) -> A
         ),
     };
     ArgError {
+        limit: false,
         site: None,
         param: Some(i),
         message,
@@ -414,12 +439,19 @@ fn check_indices(op: Op, vals: &[&Value], out_shape: &[usize]) -> Result<(), Arg
 /// Run a validated function on arguments that fit it under `dims`.
 fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgError> {
     let mut env: Vec<Option<Value>> = vec![None; f.vars.len()];
+    // Bytes of the values held (each element an f64), checked against the
+    // memory limit before each new value is computed.
+    let mut held: Option<u64> = Some(0);
     for (p, a) in f.params.iter().zip(args) {
+        held = held.and_then(|h| h.checked_add(memory::bytes_of(a.data.len(), 8)?));
         env[p.var.index()] = Some(a);
     }
     for s in &f.stmts {
         let ty = f.ty(s.var);
         let shape = concrete_shape(ty, dims);
+        let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
+        held = held.and_then(|h| h.checked_add(memory::bytes_of(n?, 8)?));
+        memory::check(held, &format!("interpreting `{}`", f.name)).map_err(ArgError::too_large)?;
         let vals: Vec<&Value> = s
             .args
             .iter()

@@ -6,6 +6,7 @@ pub mod check;
 pub mod interp;
 pub mod ir;
 pub mod lexer;
+pub mod memory;
 pub mod parser;
 pub mod prelude;
 mod rows;

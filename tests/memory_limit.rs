@@ -1,0 +1,65 @@
+//! The memory limit (`egrad::internals::lang::memory`, the CLI's
+//! `--memory-limit`): the interpreter and native code refuse a run that
+//! would need more, before allocating, with the bytes it needs; the error
+//! is a limit error (exit code 1). One test: the limit is process-wide.
+
+use egrad::internals::lang::interp;
+use egrad::internals::lang::memory;
+use egrad::internals::lang::types::DType;
+use egrad::internals::pipeline::arg_error;
+use egrad::internals::suite::benchmark;
+use egrad::{optimize_gradient, ErrorKind, NativeArg, NativeOut, Options, Program, Value};
+
+#[test]
+fn runs_over_the_limit_are_refused_with_the_bytes_they_need() {
+    let b = benchmark("mlp2").unwrap();
+    let program = Program::from_file(b.example).unwrap();
+    let grad = optimize_gradient(&program, &Options::default().function(b.grad_fn)).unwrap();
+    let compiled = grad.compile().unwrap();
+    let native = compiled.native();
+    let inputs: Vec<Value> = b.values(DType::F64);
+    let refs: Vec<&Value> = inputs.iter().collect();
+    let want = native.call(&refs).unwrap();
+    let scratch = native.prepare(&refs).unwrap().scratch_bytes() as u64;
+    assert!(scratch > 0, "mlp2's gradient keeps scratch buffers");
+    let args_bytes: u64 = inputs.iter().map(|v| v.data.len() as u64 * 8).sum();
+
+    let before = memory::limit();
+    // Below the scratch space alone: every path refuses.
+    memory::set_limit(scratch / 2);
+    let e = native.call(&refs).unwrap_err();
+    assert!(e.limit, "{e}");
+    assert!(
+        e.message.contains("needs ") && e.message.contains("memory limit"),
+        "{e}"
+    );
+    let err = arg_error(native.function(), program.file(), e);
+    assert_eq!(err.kind(), ErrorKind::Limit);
+    assert_eq!(err.exit_code(), 1);
+    let nargs: Vec<NativeArg> = inputs
+        .iter()
+        .map(|v| NativeArg::f64(&v.data, &v.shape))
+        .collect();
+    let mut outs: Vec<Vec<f64>> = want.iter().map(|w| vec![0.0; w.data.len()]).collect();
+    let mut ws = native.workspace();
+    {
+        let mut o: Vec<NativeOut> = outs.iter_mut().map(|x| NativeOut::F64(x)).collect();
+        let e = native.call_into(&nargs, &mut o, &mut ws).unwrap_err();
+        assert!(e.limit && e.message.contains("scratch space"), "{e}");
+    }
+    let e = interp::run(grad.value_and_grad_ir(), &refs).unwrap_err();
+    assert!(e.limit && e.message.contains("interpreting"), "{e}");
+
+    // With room, the same runs give the same bits.
+    memory::set_limit((args_bytes + scratch) * 64);
+    let again = native.call(&refs).unwrap();
+    for (a, w) in again.iter().zip(&want) {
+        assert!(a.bits_eq(w));
+    }
+    {
+        let mut o: Vec<NativeOut> = outs.iter_mut().map(|x| NativeOut::F64(x)).collect();
+        native.call_into(&nargs, &mut o, &mut ws).unwrap();
+    }
+    assert!(interp::run(grad.value_and_grad_ir(), &refs).is_ok());
+    memory::set_limit(before);
+}
