@@ -527,3 +527,48 @@ fn the_memory_limit_flag_refuses_runs_that_need_more() {
         assert_eq!(code, 2, "--memory-limit {bad}: {err}");
     }
 }
+
+#[test]
+fn run_time_counts_that_egrad_cannot_hold_exactly_are_refused_clearly() {
+    let dir = std::env::temp_dir().join(format!("egrad-cli-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("count.eg");
+    std::fs::write(
+        &file,
+        "fn g(n: i64, x: f64) -> f64 = iterate(n, x, s => s * 0.5)\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    // 2^53 + 1 became 2^53 silently; 1e20 was "must be a non-negative
+    // integer, got 9223372036854776000"; 2.5 ran 2 steps.
+    for (n, code, says) in [
+        (
+            "9007199254740993",
+            2,
+            "larger in magnitude than 2^53 = 9007199254740992",
+        ),
+        ("100000000000000000000", 2, "larger in magnitude than 2^53"),
+        ("2.5", 2, "`2.5` is not an integer"),
+        ("1e300", 2, "`1e300` is not an integer"),
+        ("-3", 1, "is a count and must not be negative, got -3"),
+    ] {
+        let (got, _, err) = egrad(&[
+            "run",
+            file,
+            "--fn",
+            "g",
+            "--arg",
+            &format!("n={n}"),
+            "--arg",
+            "x=1",
+        ]);
+        assert_eq!(got, code, "n={n}: {err}");
+        assert!(err.contains(says), "n={n}: {err}");
+    }
+    let (code, out, err) = egrad(&["run", file, "--fn", "g", "--arg", "n=3", "--arg", "x=1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "0.125\n");
+    let (code, _, err) = egrad(&["run", file, "--fn", "g", "--arg", "n=3", "--arg", "x=1e400"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`1e400` is too large for a float"), "{err}");
+}

@@ -33,8 +33,32 @@ const CASES: &[Case] = &[
         file: "missing-paren",
         action: Action::Check,
         kind: ErrorKind::Syntax,
-        at: "1:13",
-        says: "expected `)`",
+        at: "1:12",
+        says: "expected `)` to close the bracket",
+    },
+    // Where the `)` is missing (after `2.0`), not where parsing noticed
+    // (the `let` a line later).
+    Case {
+        file: "missing-paren-multiline",
+        action: Action::Check,
+        kind: ErrorKind::Syntax,
+        at: "2:25",
+        says: "expected `)` to close the bracket, found `let`",
+    },
+    // Rust's float parser gives infinity; egrad says so.
+    Case {
+        file: "literal-too-large",
+        action: Action::Check,
+        kind: ErrorKind::Syntax,
+        at: "1:27",
+        says: "number `1e400` is too large for a float",
+    },
+    Case {
+        file: "matmul-inner-axes",
+        action: Action::Check,
+        kind: ErrorKind::Type,
+        at: "1:49",
+        says: "the first operand's axis 1 (its columns) has length 4, the second's axis 0 (its rows) has length 5",
     },
     Case {
         file: "bad-char",

@@ -328,7 +328,7 @@ fn array_errors_name_the_problem() {
         ),
         (
             "fn f(a: f64[2, 3], b: f64[2, 3]) -> f64[2, 3] = matmul(a, b)",
-            &["`matmul` needs matrices [M, K] and [K, N]"],
+            &["the inner axes differ: the first operand's axis 1 (its columns) has length 3, the second's axis 0 (its rows) has length 2"],
         ),
         (
             "fn f[N, M](x: f64[N*M]) -> f64 = +/x",

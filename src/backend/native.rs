@@ -6,7 +6,9 @@
 
 use super::jit::{check_status, CompiledFunction, NativeBuf};
 use super::lower::STATUS_SLOTS;
-use crate::lang::interp::{bind_args, check_bool, concrete_shape, ArgError, ArgShape};
+use crate::lang::interp::{
+    bind_args, check_bool, concrete_shape, count_problem, ArgError, ArgShape, MAX_COUNT,
+};
 use crate::lang::memory;
 use crate::lang::types::{DType, Type};
 use std::marker::PhantomData;
@@ -532,14 +534,14 @@ impl CompiledFunction {
         // reads; refuse it with `bind_args`'s own message.
         for (i, (p, a)) in f.params.iter().zip(args).enumerate() {
             if let NativeArg::I64(n) = *a {
-                if f.ty(p.var).dtype == DType::I64 && !(0..=(1i64 << 53)).contains(&n) {
+                if f.ty(p.var).dtype == DType::I64 && !(0..=MAX_COUNT as i64).contains(&n) {
+                    let name = f.var_name(p.var);
                     return Err(ArgError {
                         limit: false,
                         site: None,
                         param: Some(i),
-                        message: format!(
-                            "argument `{}` must be a non-negative integer, got {n}",
-                            f.var_name(p.var)
+                        message: count_problem(name, n as f64, &n.to_string()).unwrap_or_else(
+                            || count_problem(name, f64::MAX, &n.to_string()).unwrap_or_default(),
                         ),
                     });
                 }

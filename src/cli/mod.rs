@@ -499,6 +499,7 @@ fn parse_value(text: &str, dtype: DType) -> std::result::Result<Value, String> {
     let mut p = ValueParser {
         s: text.as_bytes(),
         i: 0,
+        dtype,
     };
     let (shape, data) = p.item(0)?;
     p.ws();
@@ -511,6 +512,7 @@ fn parse_value(text: &str, dtype: DType) -> std::result::Result<Value, String> {
 struct ValueParser<'a> {
     s: &'a [u8],
     i: usize,
+    dtype: DType,
 }
 
 impl ValueParser<'_> {
@@ -561,6 +563,28 @@ impl ValueParser<'_> {
                 "false" => 0.0,
                 _ => t.parse().map_err(|_| format!("`{t}` is not a number"))?,
             };
+            // An integer is held as an f64: past 2^53 it would silently
+            // become another integer.
+            if self.dtype == DType::I64 {
+                let n = t
+                    .parse::<i128>()
+                    .map_err(|_| format!("`{t}` is not an integer (the parameter is i64)"))?;
+                if n.unsigned_abs() > u128::from(egrad::internals::lang::interp::MAX_COUNT) {
+                    return Err(format!(
+                        "`{t}` is larger in magnitude than 2^53 = {}, the largest integer egrad takes exactly",
+                        egrad::internals::lang::interp::MAX_COUNT
+                    ));
+                }
+            }
+            if !x.is_finite()
+                && t.parse::<f64>().is_ok()
+                && !t.to_ascii_lowercase().contains("inf")
+                && !t.to_ascii_lowercase().contains("nan")
+            {
+                return Err(format!(
+                    "`{t}` is too large for a float (largest about 1.8e308)"
+                ));
+            }
             Ok((vec![], vec![x]))
         }
     }

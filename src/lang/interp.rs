@@ -85,6 +85,32 @@ pub trait ArgShape {
     fn non_bool(&self) -> Option<f64>;
 }
 
+/// The largest run-time count egrad takes: 2^53, the largest integer up
+/// to which every integer is exact in `f64` (which the interpreter and the
+/// size checks compute in).
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// Why `x` (written `shown`) cannot be the value of the `i64` parameter
+/// `name`, if it cannot: not a whole number, negative, or above
+/// [`MAX_COUNT`].
+pub fn count_problem(name: &str, x: f64, shown: &str) -> Option<String> {
+    if x.is_nan() || x.fract() != 0.0 {
+        Some(format!(
+            "argument `{name}` is a count and must be a whole number, got {shown}"
+        ))
+    } else if x < 0.0 {
+        Some(format!(
+            "argument `{name}` is a count and must not be negative, got {shown}"
+        ))
+    } else if x > MAX_COUNT as f64 {
+        Some(format!(
+            "argument `{name}` = {shown} is larger than 2^53 = {MAX_COUNT}, the largest count egrad takes (counts must be exact in f64)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A `bool` argument must hold only 0 (false) and 1 (true): argument `i`
 /// of `f`, when that parameter is a bool.
 pub fn check_bool<A: ArgShape + ?Sized>(f: &Function, i: usize, a: &A) -> Result<(), ArgError> {
@@ -160,12 +186,12 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                     })
                 }
             };
-            if !(x >= 0.0 && x.fract() == 0.0 && x <= (1u64 << 53) as f64) {
+            if let Some(message) = count_problem(name, x, &x.to_string()) {
                 return Err(ArgError {
                     limit: false,
                     site: None,
                     param: Some(i),
-                    message: format!("argument `{name}` must be a non-negative integer, got {x}"),
+                    message,
                 });
             }
             if f.size_params.iter().any(|p| p == name) {

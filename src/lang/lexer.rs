@@ -255,6 +255,16 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
                 } else {
                     text.parse::<f64>().unwrap_or(0.0)
                 };
+                // Rust's parse rounds a literal past f64's range to
+                // infinity: say so instead of computing with it.
+                if !bad && value.is_infinite() {
+                    errs.push(Diagnostic::syntax(
+                        span,
+                        format!(
+                            "number `{text}` is too large for a float (the largest is about 1.8e308); write `1.0 / 0.0` for infinity"
+                        ),
+                    ));
+                }
                 let int = if is_int && !bad {
                     text.parse::<u64>().ok()
                 } else {

@@ -176,6 +176,30 @@ impl Parser {
         }
     }
 
+    /// The `)` (or `]`) `t` that closes the bracket opened at `open`.
+    /// When it is missing, the error points just after the last token
+    /// before it (where the bracket should close, not at whatever comes
+    /// next, which may be lines later) and labels the opening bracket.
+    fn close(&mut self, t: &Tok, open: Span) -> PResult<Span> {
+        if self.at(t) {
+            return Ok(self.bump().span);
+        }
+        let prev = self.prev_span();
+        let at = if self.pos > 0 && prev.end > open.start {
+            Span::new(prev.end as usize, prev.end as usize)
+        } else {
+            self.span()
+        };
+        Err(Diagnostic::syntax(
+            at,
+            format!(
+                "expected {t} to close the bracket, found {}",
+                describe(self.peek())
+            ),
+        )
+        .with_label(open, format!("this bracket is never closed (with {t})")))
+    }
+
     fn ident(&mut self, what: &str) -> PResult<Ident> {
         match self.peek().clone() {
             Tok::Ident(name) => {
@@ -241,7 +265,7 @@ impl Parser {
             size_params = self.ident_list(&Tok::RBracket, "a size parameter name")?;
             self.expect(&Tok::RBracket)?;
         }
-        self.expect(&Tok::LParen)?;
+        let open = self.expect(&Tok::LParen)?;
         let mut params = Vec::new();
         while !self.at(&Tok::RParen) {
             let static_span = if self.at(&Tok::Static) {
@@ -262,7 +286,7 @@ impl Parser {
                 break;
             }
         }
-        self.expect(&Tok::RParen)?;
+        self.close(&Tok::RParen, open)?;
         self.skip_newlines();
         self.expect(&Tok::Arrow)?;
         let ret = self.ty()?;
@@ -714,12 +738,12 @@ impl Parser {
                 self.bump();
                 let size = self.dim()?;
                 self.expect(&Tok::RBracket)?;
-                self.expect(&Tok::LParen)?;
+                let open = self.expect(&Tok::LParen)?;
                 let param = self.ident("the index name, as in `tabulate[N](i => ...)`")?;
                 self.expect(&Tok::FatArrow)?;
                 self.skip_newlines();
                 let body = self.expr()?;
-                let end = self.expect(&Tok::RParen)?;
+                let end = self.close(&Tok::RParen, open)?;
                 Ok(Expr {
                     kind: ExprKind::Tabulate {
                         size,
@@ -737,9 +761,9 @@ impl Parser {
                     shape.push(self.dim()?);
                 }
                 self.expect(&Tok::RBracket)?;
-                self.expect(&Tok::LParen)?;
+                let open = self.expect(&Tok::LParen)?;
                 let arg = self.expr()?;
-                let end = self.expect(&Tok::RParen)?;
+                let end = self.close(&Tok::RParen, open)?;
                 Ok(Expr {
                     kind: ExprKind::Reshape {
                         shape,
@@ -751,7 +775,7 @@ impl Parser {
             Tok::Ident(name) => {
                 self.bump();
                 if self.at(&Tok::LParen) {
-                    self.bump();
+                    let open = self.bump().span;
                     let mut args = Vec::new();
                     while !self.at(&Tok::RParen) {
                         args.push(if self.lambda_ahead() {
@@ -763,7 +787,7 @@ impl Parser {
                             break;
                         }
                     }
-                    let end = self.expect(&Tok::RParen)?;
+                    let end = self.close(&Tok::RParen, open)?;
                     return Ok(Expr {
                         kind: ExprKind::Call {
                             callee: Ident { name, span: start },
@@ -778,7 +802,7 @@ impl Parser {
                 })
             }
             Tok::LParen => {
-                self.bump();
+                let open = self.bump().span;
                 let mut elems = vec![self.expr()?];
                 while self.eat(&Tok::Comma) {
                     if self.at(&Tok::RParen) {
@@ -786,7 +810,7 @@ impl Parser {
                     }
                     elems.push(self.expr()?);
                 }
-                let end = self.expect(&Tok::RParen)?;
+                let end = self.close(&Tok::RParen, open)?;
                 if self.at(&Tok::LParen) {
                     return Err(Diagnostic::syntax(
                         self.span(),

@@ -195,10 +195,20 @@ impl Op {
             }
             Op::MatMul => {
                 let (a, b) = (args[0], args[1]);
-                if a.rank() != 2 || b.rank() != 2 || a.dtype != b.dtype || a.shape[1] != b.shape[0]
-                {
+                if a.rank() != 2 || b.rank() != 2 {
                     return Err(OpTypeError(format!(
                         "`matmul` needs matrices [M, K] and [K, N], got {a} and {b}"
+                    )));
+                }
+                if a.dtype != b.dtype {
+                    return Err(OpTypeError(format!(
+                        "`matmul` needs operands of one element type, got {a} and {b}"
+                    )));
+                }
+                if a.shape[1] != b.shape[0] {
+                    return Err(OpTypeError(format!(
+                        "`matmul` of {a} and {b}: the inner axes differ: the first operand's axis 1 (its columns) has length {}, the second's axis 0 (its rows) has length {}; they must be equal ([M, K] times [K, N])",
+                        a.shape[1], b.shape[0]
                     )));
                 }
                 Ok(Type::array(
