@@ -1,5 +1,7 @@
 //! The `egrad` command line.
 
+mod progress;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use egrad::error::{Error, Result};
 use egrad::internals::backend;
@@ -180,6 +182,10 @@ pub struct OptArgs {
     /// Check the program without the prelude (dot, mean, softmax, ...).
     #[arg(long)]
     pub no_prelude: bool,
+    /// Show no progress on stderr (shown only on a terminal, once a command
+    /// has run for a second).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -334,6 +340,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
     o.backend.gemm = !opt.no_gemm;
+    o.progress = progress::hook(opt.quiet);
     Ok(o)
 }
 
@@ -580,7 +587,12 @@ fn bench(a: &ExploreArgs) -> Result<String> {
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let timed = egrad::internals::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
+    let timed = egrad::internals::explore::time_interleaved(
+        &[&opt, &unopt],
+        &inputs,
+        timing,
+        &opts.progress,
+    )?;
     let [o, u] = [&timed[0], &timed[1]];
     let mut worst = 0.0f64;
     for (a, b) in o.outputs.iter().zip(&u.outputs) {
