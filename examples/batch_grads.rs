@@ -9,8 +9,8 @@
 //! and on all cores.
 //!
 //! ```sh
-//! cargo run --release --example batch_grads          # 10,000 examples
-//! cargo run --release --example batch_grads -- 100000
+//! cargo run --release --example batch_grads          # 10,000 examples, best of 20
+//! cargo run --release --example batch_grads -- 100000 50
 //! ```
 //!
 //! `cargo test --release --example batch_grads` runs its test on a small
@@ -234,14 +234,16 @@ fn timed(
 }
 
 fn main() -> egrad::Result<()> {
-    let n: usize = match std::env::args().nth(1) {
-        Some(a) => a.parse().map_err(|_| {
-            egrad::Error::Usage(format!(
-                "batch_grads [N]: `{a}` is not a number of examples"
-            ))
-        })?,
-        None => 10_000,
+    // batch_grads [N [RUNS]]: N examples, the fastest of RUNS runs.
+    let arg = |k: usize, default: usize| -> egrad::Result<usize> {
+        match std::env::args().nth(k) {
+            Some(a) => a.parse().map_err(|_| {
+                egrad::Error::Usage(format!("batch_grads [N [RUNS]]: `{a}` is not a count"))
+            }),
+            None => Ok(default),
+        }
     };
+    let (n, runs) = (arg(1, 10_000)?, arg(2, 20)?.max(1));
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let compiled = compile()?;
     let native = compiled.native();
@@ -253,7 +255,7 @@ fn main() -> egrad::Result<()> {
 
     let want = sequential(native, &p, &b);
     let threads: Vec<usize> = if cores > 1 { vec![1, cores] } else { vec![1] };
-    let results = timed(native, &p, &b, &threads, 20);
+    let results = timed(native, &p, &b, &threads, runs);
     for (&t, (time, got)) in threads.iter().zip(&results) {
         assert!(
             got.same_bits(&want),
@@ -268,7 +270,7 @@ fn main() -> egrad::Result<()> {
     }
     if let [(one, _), (all, _)] = &results[..] {
         println!(
-            "speedup on {cores} threads: {:.2}x (fastest of 20 runs each)",
+            "speedup on {cores} threads: {:.2}x (fastest of {runs} runs each)",
             one.as_secs_f64() / all.as_secs_f64()
         );
     }
