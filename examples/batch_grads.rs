@@ -200,16 +200,38 @@ fn parallel(native: &CompiledFunction, p: &Params, b: &Batch, g: &mut Grads) {
         );
 }
 
+/// CPU time of every thread of this process so far (Linux: the first
+/// field of each `/proc/self/task/*/schedstat`, in ns); None elsewhere.
+fn cpu_time() -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// One pool's runs.
+struct Timed {
+    /// The fastest run.
+    best: Duration,
+    /// All runs: wall-clock time and the CPU time the process used.
+    wall: Duration,
+    cpu: Option<Duration>,
+    /// The last run's results.
+    grads: Grads,
+}
+
 /// Run `parallel` on a pool of each size in `threads`, `runs` rounds, the
 /// pools taking turns within each round (so a machine that slows down or
-/// speeds up affects them alike); per pool the fastest run and its result.
+/// speeds up affects them alike).
 fn timed(
     native: &CompiledFunction,
     p: &Params,
     b: &Batch,
     threads: &[usize],
     runs: usize,
-) -> Vec<(Duration, Grads)> {
+) -> Vec<Timed> {
     let pools: Vec<rayon::ThreadPool> = threads
         .iter()
         .map(|&t| {
@@ -219,15 +241,27 @@ fn timed(
                 .expect("a thread pool")
         })
         .collect();
-    let mut out: Vec<(Duration, Grads)> = threads
+    let mut out: Vec<Timed> = threads
         .iter()
-        .map(|_| (Duration::MAX, Grads::zeros(b.n)))
+        .map(|_| Timed {
+            best: Duration::MAX,
+            wall: Duration::ZERO,
+            cpu: Some(Duration::ZERO),
+            grads: Grads::zeros(b.n),
+        })
         .collect();
     for _ in 0..runs {
-        for (pool, (best, g)) in pools.iter().zip(&mut out) {
+        for (pool, r) in pools.iter().zip(&mut out) {
+            let cpu = cpu_time();
             let t = Instant::now();
-            pool.install(|| parallel(native, p, b, g));
-            *best = (*best).min(t.elapsed());
+            pool.install(|| parallel(native, p, b, &mut r.grads));
+            let wall = t.elapsed();
+            r.best = r.best.min(wall);
+            r.wall += wall;
+            r.cpu = match (r.cpu, cpu, cpu_time()) {
+                (Some(sum), Some(a), Some(b)) => Some(sum + b.saturating_sub(a)),
+                _ => None,
+            };
         }
     }
     out
@@ -256,22 +290,32 @@ fn main() -> egrad::Result<()> {
     let want = sequential(native, &p, &b);
     let threads: Vec<usize> = if cores > 1 { vec![1, cores] } else { vec![1] };
     let results = timed(native, &p, &b, &threads, runs);
-    for (&t, (time, got)) in threads.iter().zip(&results) {
+    for (&t, r) in threads.iter().zip(&results) {
         assert!(
-            got.same_bits(&want),
+            r.grads.same_bits(&want),
             "{t} threads: not the sequential run's bits"
         );
+        // Cores busy on average and gradients per CPU-second: on a shared
+        // machine they tell whether the threads got cores to run on.
+        let cpu = match r.cpu {
+            Some(c) => format!(
+                ", {:.2} cores busy, {:.0} gradients per CPU-second",
+                c.as_secs_f64() / r.wall.as_secs_f64(),
+                (n * runs) as f64 / c.as_secs_f64()
+            ),
+            None => String::new(),
+        };
         println!(
-            "{t} thread{}: {:.2} ms per batch, {:.0} gradients/s (bit for bit the sequential run)",
+            "{t} thread{}: {:.2} ms per batch, {:.0} gradients/s{cpu}",
             if t == 1 { " " } else { "s" },
-            time.as_secs_f64() * 1e3,
-            n as f64 / time.as_secs_f64()
+            r.best.as_secs_f64() * 1e3,
+            n as f64 / r.best.as_secs_f64()
         );
     }
-    if let [(one, _), (all, _)] = &results[..] {
+    if let [one, all] = &results[..] {
         println!(
-            "speedup on {cores} threads: {:.2}x (fastest of {runs} runs each)",
-            one.as_secs_f64() / all.as_secs_f64()
+            "speedup on {cores} threads: {:.2}x (fastest of {runs} runs each); both bit for bit the sequential run",
+            one.best.as_secs_f64() / all.best.as_secs_f64()
         );
     }
     let mean: f64 = want.loss.iter().sum::<f64>() / n as f64;
@@ -292,8 +336,9 @@ mod tests {
         let (p, b) = (params(), batch(300));
         let want = sequential(native, &p, &b);
         let threads = [1, 2, 8];
-        for (t, (_, got)) in threads.iter().zip(timed(native, &p, &b, &threads, 2)) {
-            assert!(got.same_bits(&want), "{t} threads");
+        for (t, r) in threads.iter().zip(timed(native, &p, &b, &threads, 2)) {
+            assert!(r.grads.same_bits(&want), "{t} threads");
+            assert!(r.best <= r.wall);
         }
         // Example 7 through the allocating entry point.
         let i = 7;
