@@ -8,7 +8,9 @@
 
 use crate::error::{Error, Result};
 use crate::lang::value::Value;
-use crate::pipeline::{arg_error, optimize_gradient, GradProgram, Options};
+use crate::pipeline::{
+    arg_error, optimize_gradient, GradProgram, Options, Progress, ProgressEvent,
+};
 use crate::program::Program;
 use std::fmt::{self, Write};
 use std::time::{Duration, Instant};
@@ -84,12 +86,26 @@ pub struct Timed {
 /// affects them alike and their ratios stay comparable.
 /// Each sample is a batch of calls lasting about 100 µs, so the clock's
 /// resolution does not matter for fast programs; the fastest sample counts.
+/// `progress` is told as each program is compiled and while they are
+/// timed (between samples, never inside one).
 pub fn time_interleaved(
     gs: &[&GradProgram],
     inputs: &[Value],
     timing: Timing,
+    progress: &Progress,
 ) -> Result<Vec<Timed>> {
-    let compiled: Vec<_> = gs.iter().map(|g| g.compile()).collect::<Result<_>>()?;
+    let count = gs.len();
+    let compiled: Vec<_> = gs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            progress.tell(|| ProgressEvent::Compiling {
+                index: i + 1,
+                count,
+            });
+            g.compile()
+        })
+        .collect::<Result<_>>()?;
     let refs: Vec<&Value> = inputs.iter().collect();
     let mut prepared = Vec::with_capacity(gs.len());
     for (g, c) in gs.iter().zip(&compiled) {
@@ -117,9 +133,21 @@ pub fn time_interleaved(
         batches.push(batch);
     }
     let mut best = vec![Duration::MAX; gs.len()];
+    let budget = timing.budget * gs.len() as u32;
+    let timing_event = |elapsed| ProgressEvent::Timing {
+        programs: count,
+        elapsed,
+        budget,
+    };
+    progress.tell(|| timing_event(Duration::ZERO));
     let start = Instant::now();
+    let mut told = start;
     let mut samples = 0;
-    while samples < timing.min_calls || start.elapsed() < timing.budget * gs.len() as u32 {
+    while samples < timing.min_calls || start.elapsed() < budget {
+        if progress.is_some() && told.elapsed() >= Duration::from_millis(100) {
+            told = Instant::now();
+            progress.tell(|| timing_event(start.elapsed()));
+        }
         for (((p, &batch), b), g) in prepared.iter_mut().zip(&batches).zip(&mut best).zip(gs) {
             let file = &g.file;
             let t = Instant::now();
@@ -162,7 +190,12 @@ pub fn explore(
     let mut texts: Vec<String> = Vec::new();
     let mut distinct: Vec<(usize, GradProgram)> = Vec::new();
     let mut limits: Vec<String> = Vec::new();
-    for &lambda in lambdas {
+    for (i, &lambda) in lambdas.iter().enumerate() {
+        options.progress.tell(|| ProgressEvent::Optimizing {
+            index: i + 1,
+            count: lambdas.len(),
+            lambda,
+        });
         let g = optimize_gradient(program, &options.clone().lambda(lambda))?;
         let o = &g.optimized;
         if let Some(s) = o.saturation.as_ref().filter(|s| s.hit_limit) {
@@ -193,7 +226,7 @@ pub fn explore(
     if let Some(vals) = inputs {
         // Time every distinct program in one interleaved run.
         let gs: Vec<&GradProgram> = distinct.iter().map(|(_, g)| g).collect();
-        let timed = time_interleaved(&gs, vals, timing)?;
+        let timed = time_interleaved(&gs, vals, timing, &options.progress)?;
         for ((k, _), t) in distinct.iter().zip(timed) {
             points[*k].time = Some(t.time);
             points[*k].buffer_bytes = Some(t.scratch_bytes);

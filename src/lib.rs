@@ -48,7 +48,8 @@ pub use lang::ir::Function;
 pub use lang::types::{DType, Dim, Type};
 pub use lang::value::Value;
 pub use pipeline::{
-    optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Report,
+    optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Progress,
+    ProgressEvent, Report,
 };
 pub use program::{ParseOptions, Program};
 pub use rewrites::Limits;

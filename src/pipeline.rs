@@ -26,10 +26,142 @@ use crate::lang::value::Value;
 use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
-use crate::rewrites::{insert_split, recompute_rule, saturate, Limits, SaturationReport};
+use crate::rewrites::{
+    insert_split, recompute_rule, saturate_observed, IterationHook, Limits, SaturationReport,
+};
 use indexmap::IndexMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Something long-running egrad tells a [`Progress`] hook about. New
+/// kinds of events may be added, so a `match` needs a `_` arm.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ProgressEvent {
+    /// Equality saturation of `function` (a loop body is a function of its
+    /// own) starts iteration `iteration`, counted from 1, on an e-graph of
+    /// `nodes` e-nodes in `classes` e-classes.
+    Saturation {
+        /// The function in the e-graph.
+        function: String,
+        /// The iteration starting, from 1.
+        iteration: usize,
+        /// E-nodes in the e-graph.
+        nodes: usize,
+        /// E-classes in the e-graph.
+        classes: usize,
+    },
+    /// `explore` optimizes the gradient at its `index`-th λ (from 1) of
+    /// `count`.
+    Optimizing {
+        /// Which λ, from 1.
+        index: usize,
+        /// How many λ values.
+        count: usize,
+        /// The λ.
+        lambda: f64,
+    },
+    /// Programs about to be timed: the `index`-th (from 1) of `count` is
+    /// compiled.
+    Compiling {
+        /// Which program, from 1.
+        index: usize,
+        /// How many programs.
+        count: usize,
+    },
+    /// `programs` compiled programs are timed against each other: `elapsed`
+    /// of about `budget` has passed. Told when timing starts and then at
+    /// most about every 100 ms.
+    Timing {
+        /// How many programs are timed.
+        programs: usize,
+        /// Time spent timing so far.
+        elapsed: Duration,
+        /// About how long timing takes in all.
+        budget: Duration,
+    },
+}
+
+/// A progress hook ([`Options::progress`]): a function told about
+/// saturation iterations, the λ values `explore` optimizes at and the
+/// compiling and timing of programs, so that a caller can show progress.
+/// None by default. It only watches: what egrad computes never depends on
+/// it (the e-graph, the extracted program and every result are the same
+/// with or without it), only the order and number of events may vary with
+/// the time things take. It is called on the thread doing the work.
+///
+/// ```
+/// use egrad::{optimize_gradient, Options, Program, ProgressEvent};
+/// use std::sync::{Arc, Mutex};
+/// let program = Program::parse("fn f[N](x: f64[N]) -> f64 = +/(sin(x) .* x)")?;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// let options = Options::default()
+///     .function("f")
+///     .progress(move |e: &ProgressEvent| log.lock().unwrap().push(e.clone()));
+/// optimize_gradient(&program, &options)?;
+/// assert!(matches!(
+///     seen.lock().unwrap()[0],
+///     ProgressEvent::Saturation { iteration: 1, .. }
+/// ));
+/// # Ok::<(), egrad::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Progress(Option<Hook>);
+
+/// The function behind a [`Progress`].
+type Hook = Arc<dyn Fn(&ProgressEvent) + Send + Sync>;
+
+impl Progress {
+    /// A hook that calls `f` with every event.
+    pub fn new(f: impl Fn(&ProgressEvent) + Send + Sync + 'static) -> Progress {
+        Progress(Some(Arc::new(f)))
+    }
+
+    /// No hook: events are dropped (the default).
+    pub fn none() -> Progress {
+        Progress(None)
+    }
+
+    /// Is there a hook?
+    pub fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Tell the hook, if any. `event` is only built when there is one.
+    pub fn tell(&self, event: impl FnOnce() -> ProgressEvent) {
+        if let Some(f) = &self.0 {
+            f(&event());
+        }
+    }
+
+    /// A hook for [`saturate_observed`] that tells this one about each
+    /// iteration of saturating `function` (None when there is no hook).
+    fn saturation(&self, function: &str) -> Option<IterationHook> {
+        let f = self.0.clone()?;
+        let function = function.to_string();
+        Some(Box::new(move |iteration, nodes, classes| {
+            f(&ProgressEvent::Saturation {
+                function: function.clone(),
+                iteration,
+                nodes,
+                classes,
+            })
+        }))
+    }
+}
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Progress(hook)"
+        } else {
+            "Progress(none)"
+        })
+    }
+}
 
 /// What to differentiate and how to optimize it.
 #[derive(Clone, Debug, Default)]
@@ -55,6 +187,9 @@ pub struct Options {
     pub fast_math: bool,
     /// How the backend compiles ([`GradProgram::compile`] uses them).
     pub backend: BackendOptions,
+    /// Told about long-running work (none by default); never changes a
+    /// result.
+    pub progress: Progress,
 }
 
 impl Options {
@@ -106,6 +241,12 @@ impl Options {
     /// Skip the e-graph: compile AD's output as it is.
     pub fn no_optimize(mut self, yes: bool) -> Options {
         self.no_optimize = yes;
+        self
+    }
+
+    /// Tell `f` about long-running work ([`Progress`], [`ProgressEvent`]).
+    pub fn progress(mut self, f: impl Fn(&ProgressEvent) + Send + Sync + 'static) -> Options {
+        self.progress = Progress::new(f);
         self
     }
 
@@ -212,7 +353,8 @@ pub fn optimize_split(
             time: std::time::Duration::ZERO,
         })));
     }
-    let (ins, report) = saturate(inserted, &rules, &options.limits);
+    let hook = options.progress.saturation(&f.name);
+    let (ins, report) = saturate_observed(inserted, &rules, &options.limits, hook);
     let mut ex = extract(&ins, f, &model).map_err(Error::internal)?;
     // Loop bodies (and their VJPs) are functions of their own: each goes
     // through the e-graph too.

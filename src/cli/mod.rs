@@ -1,5 +1,7 @@
 //! The `egrad` command line.
 
+mod progress;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use egrad::error::{Error, Result};
 use egrad::internals::backend;
@@ -215,6 +217,10 @@ pub struct OptArgs {
     /// of bytes it needs. Default: 3/4 of this machine's memory.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
+    /// Show no progress on stderr (shown only on a terminal, once a command
+    /// has run for a second).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// A byte count: digits, optionally followed by K, M, G or T (powers of
@@ -491,6 +497,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
     o.backend.gemm = !opt.no_gemm;
+    o.progress = progress::hook(opt.quiet);
     Ok(o)
 }
 
@@ -738,7 +745,12 @@ fn bench(a: &ExploreArgs) -> Result<Output> {
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let timed = egrad::internals::explore::time_interleaved(&[&opt, &unopt], &inputs, timing)?;
+    let timed = egrad::internals::explore::time_interleaved(
+        &[&opt, &unopt],
+        &inputs,
+        timing,
+        &opts.progress,
+    )?;
     let [o, u] = [&timed[0], &timed[1]];
     let mut worst = 0.0f64;
     for (a, b) in o.outputs.iter().zip(&u.outputs) {

@@ -326,6 +326,21 @@ pub fn saturate(
     rules: &[egg::Rewrite<Node, Analysis>],
     limits: &Limits,
 ) -> (Inserted, SaturationReport) {
+    saturate_observed(ins, rules, limits, None)
+}
+
+/// Told at the start of each saturation iteration: its number (from 1),
+/// then the e-graph's e-nodes and e-classes as the iteration finds them.
+/// It only watches: saturation runs the same with or without it.
+pub type IterationHook = Box<dyn FnMut(usize, usize, usize)>;
+
+/// [`saturate`], telling `hook` (if any) as each iteration starts.
+pub fn saturate_observed(
+    ins: Inserted,
+    rules: &[egg::Rewrite<Node, Analysis>],
+    limits: &Limits,
+    hook: Option<IterationHook>,
+) -> (Inserted, SaturationReport) {
     let start = Instant::now();
     let Inserted {
         egraph,
@@ -333,12 +348,24 @@ pub fn saturate(
         names,
         original,
     } = ins;
-    let runner = Runner::default()
+    let mut runner = Runner::default()
         .with_egraph(egraph)
         .with_node_limit(limits.nodes)
         .with_iter_limit(limits.iterations)
-        .with_time_limit(limits.time)
-        .run(rules);
+        .with_time_limit(limits.time);
+    if let Some(mut hook) = hook {
+        // egg runs hooks once the limits have passed, before searching; a
+        // hook that never fails and never touches the graph changes nothing.
+        runner = runner.with_hook(move |r| {
+            hook(
+                r.iterations.len() + 1,
+                r.egraph.total_number_of_nodes(),
+                r.egraph.number_of_classes(),
+            );
+            Ok(())
+        });
+    }
+    let runner = runner.run(rules);
     let (stop_reason, hit_limit) = match &runner.stop_reason {
         Some(StopReason::Saturated) => ("saturated".to_string(), false),
         Some(StopReason::IterationLimit(n)) => (format!("iteration limit ({n})"), true),
