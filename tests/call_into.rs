@@ -701,7 +701,11 @@ fn wrong_i64_arguments_are_errors() {
             &mut bufs,
             &mut ws,
             Some(0),
-            &format!("argument `n` must be a non-negative integer, got {n}"),
+            &if n < 0 {
+                format!("argument `n` is a count and must not be negative, got {n}")
+            } else {
+                format!("argument `n` = {n} is larger than 2^53")
+            },
         );
     }
     // A float for the count.
