@@ -32,7 +32,7 @@ use numpy::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 
 /// Whether an argument that cannot be read in place may be converted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,10 @@ enum Held<'py> {
     I64s(PyReadonlyArrayDyn<'py, i64>),
     Bools(PyReadonlyArrayDyn<'py, i64>),
     I64(i64),
+    /// A Python `float` or `int` for an `f64` scalar parameter.
+    F64Scalar(f64),
+    /// A Python `float` or `int` for an `f32` scalar parameter (rounded).
+    F32Scalar(f32),
 }
 
 impl Held<'_> {
@@ -82,6 +86,8 @@ impl Held<'_> {
             Held::I64s(a) => NativeArg::i64s(slice(a)?, a.shape()),
             Held::Bools(a) => NativeArg::bools(slice(a)?, a.shape()),
             Held::I64(n) => NativeArg::i64(*n),
+            Held::F64Scalar(x) => NativeArg::scalar_f64(x),
+            Held::F32Scalar(x) => NativeArg::scalar_f32(x),
         })
     }
 }
@@ -205,6 +211,9 @@ fn hold<'py>(
     if let Some(h) = held_in_place(ty.dtype, x)? {
         return Ok(h);
     }
+    if let Some(h) = python_number(ty, x)? {
+        return Ok(h);
+    }
     let want = native_dtype(ty.dtype);
     // A scalar parameter takes a number: making a 0-d array of it copies no
     // array, so copy=False concerns array parameters only.
@@ -274,6 +283,30 @@ fn hold<'py>(
             )),
         ))),
     }
+}
+
+/// A Python `float` or `int` (not a `bool`) for a float scalar parameter,
+/// taken without NumPy: what `numpy.asarray` and the cast would give (an
+/// `int` through `float64`, as NumPy converts it), without their cost.
+fn python_number<'py>(ty: &egrad::Type, x: &Bound<'py, PyAny>) -> PyResult<Option<Held<'py>>> {
+    if !ty.is_scalar() || !matches!(ty.dtype, DType::F64 | DType::F32) {
+        return Ok(None);
+    }
+    let v = if let Ok(f) = x.cast_exact::<PyFloat>() {
+        f.value()
+    } else if x.is_exact_instance_of::<PyInt>() {
+        match x.extract::<i64>() {
+            Ok(n) => n as f64,
+            // Past i64: NumPy's conversion says what it does.
+            Err(_) => return Ok(None),
+        }
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(match ty.dtype {
+        DType::F32 => Held::F32Scalar(v as f32),
+        _ => Held::F64Scalar(v),
+    }))
 }
 
 /// A value for a message: its type, and the value itself when short.
