@@ -30,7 +30,7 @@ use numpy::{
     Element, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 
@@ -45,7 +45,13 @@ pub enum CopyPolicy {
 
 impl CopyPolicy {
     /// The policy of a `copy=` keyword: `None` or `False`.
-    pub fn from_py(copy: Option<bool>) -> PyResult<CopyPolicy> {
+    pub fn from_value(copy: &Bound<'_, PyAny>) -> PyResult<CopyPolicy> {
+        let copy: Option<bool> = copy.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "copy must be None or False, got {}",
+                type_name(copy)
+            ))
+        })?;
         match copy {
             None => Ok(CopyPolicy::IfNeeded),
             Some(false) => Ok(CopyPolicy::Never),
@@ -285,28 +291,34 @@ fn hold<'py>(
     }
 }
 
-/// A Python `float` or `int` (not a `bool`) for a float scalar parameter,
-/// taken without NumPy: what `numpy.asarray` and the cast would give (an
-/// `int` through `float64`, as NumPy converts it), without their cost.
+/// A Python `float` (or a subclass: `numpy.float64`) or `int` (not a
+/// `bool`) for a float scalar parameter, taken without NumPy: the value
+/// `numpy.asarray` and the cast would give (rounded once to `f32`), without
+/// their cost.
 fn python_number<'py>(ty: &egrad::Type, x: &Bound<'py, PyAny>) -> PyResult<Option<Held<'py>>> {
     if !ty.is_scalar() || !matches!(ty.dtype, DType::F64 | DType::F32) {
         return Ok(None);
     }
-    let v = if let Ok(f) = x.cast_exact::<PyFloat>() {
-        f.value()
-    } else if x.is_exact_instance_of::<PyInt>() {
-        match x.extract::<i64>() {
-            Ok(n) => n as f64,
-            // Past i64: NumPy's conversion says what it does.
-            Err(_) => return Ok(None),
+    let f32 = ty.dtype == DType::F32;
+    if let Ok(f) = x.cast::<PyFloat>() {
+        let v = f.value();
+        return Ok(Some(if f32 {
+            Held::F32Scalar(v as f32)
+        } else {
+            Held::F64Scalar(v)
+        }));
+    }
+    if x.is_exact_instance_of::<PyInt>() {
+        // Past i64, NumPy's conversion says what it does.
+        if let Ok(n) = x.extract::<i64>() {
+            return Ok(Some(if f32 {
+                Held::F32Scalar(n as f32)
+            } else {
+                Held::F64Scalar(n as f64)
+            }));
         }
-    } else {
-        return Ok(None);
-    };
-    Ok(Some(match ty.dtype {
-        DType::F32 => Held::F32Scalar(v as f32),
-        _ => Held::F64Scalar(v),
-    }))
+    }
+    Ok(None)
 }
 
 /// A value for a message: its type, and the value itself when short.

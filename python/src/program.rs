@@ -160,7 +160,7 @@ impl PyProgram {
 
     fn copy_policy(&self, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CopyPolicy> {
         match kwargs.map(|k| k.get_item("copy")).transpose()?.flatten() {
-            Some(c) => CopyPolicy::from_py(c.extract::<Option<bool>>()?),
+            Some(c) => CopyPolicy::from_value(&c),
             None => Ok(self.copy),
         }
     }
@@ -645,7 +645,7 @@ pub fn load(
         None => true,
     };
     let copy = match item("copy")? {
-        Some(c) => CopyPolicy::from_py(c.extract::<Option<bool>>()?)?,
+        Some(c) => CopyPolicy::from_value(&c)?,
         None => CopyPolicy::IfNeeded,
     };
     // Check the options now, not at the first compile.

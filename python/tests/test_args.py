@@ -120,3 +120,18 @@ def test_inputs_are_not_modified(kinds):
 def test_same_array_twice(kinds):
     x = np.arange(4.0)
     np.testing.assert_array_equal(kinds.function("axpy", copy=False)(1.0, x, x), 2 * x)
+
+
+def test_python_numbers_for_float_scalars_round_as_numpy_does():
+    prog = egrad.compile("fn id32(x: f32) -> f32 = x\nfn id64(x: f64) -> f64 = x\n")
+    id32, id64 = prog.function("id32"), prog.function("id64")
+    for v in (0.1, 1 / 3, 2**24 + 1, 2**60 + 12345, -7, np.float64(0.1), np.float32(0.1), True):
+        assert id32(v).tobytes() == np.asarray(v).astype(np.float32).tobytes(), v
+        assert id64(v).tobytes() == np.asarray(v).astype(np.float64).tobytes(), v
+    with pytest.raises(egrad.EgradTypeError, match="got an array of dtype complex128"):
+        id64(1j)
+
+
+def test_copy_must_be_none_or_false(prog):
+    with pytest.raises(TypeError, match="copy must be None or False, got str"):
+        prog.function("sumsq", copy="no")
