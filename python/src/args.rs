@@ -117,6 +117,7 @@ fn at_param(i: usize, message: String) -> Problem {
         site: None,
         param: Some(i),
         message,
+        limit: false,
     })
 }
 
@@ -125,6 +126,7 @@ fn no_param(message: String) -> Problem {
         site: None,
         param: None,
         message,
+        limit: false,
     })
 }
 
