@@ -94,7 +94,7 @@ pub struct ExplainArgs {
     pub wrt: Vec<String>,
     /// Also compute the key under this λ and name the components that
     /// differ (what a recompile after changing λ would report).
-    #[arg(long, value_name = "LAMBDA")]
+    #[arg(long, value_name = "LAMBDA", value_parser = flops_per_byte)]
     pub lambda_before: Option<f64>,
     /// Print JSON (docs/json.md) instead of text.
     #[arg(long)]
@@ -139,7 +139,7 @@ pub struct ExploreArgs {
     #[arg(long = "fn")]
     pub function: String,
     /// λ values to try, comma-separated (flops per residual byte).
-    #[arg(long, value_delimiter = ',', default_values_t = egrad::internals::explore::DEFAULT_LAMBDAS.to_vec())]
+    #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::internals::explore::DEFAULT_LAMBDAS.to_vec())]
     pub lambdas: Vec<f64>,
     /// Write an SVG plot of residual bytes against run time.
     #[arg(long, value_name = "OUT.svg")]
@@ -166,7 +166,7 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub no_run: bool,
     /// Milliseconds to time each distinct program (the fastest call counts).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub time_ms: u64,
     #[command(flatten)]
     pub opt: OptArgs,
@@ -175,23 +175,23 @@ pub struct ExploreArgs {
 #[derive(Args, Debug)]
 pub struct OptArgs {
     /// Size at which the cost model prices the program (repeatable), e.g. N=1000.
-    #[arg(long = "dim", value_name = "NAME=SIZE")]
-    pub dims: Vec<String>,
+    #[arg(long = "dim", value_name = "NAME=SIZE", value_parser = parse_dim)]
+    pub dims: Vec<(String, u64)>,
     /// Skip the e-graph: AD output goes straight to the backend.
     #[arg(long)]
     pub no_optimize: bool,
     /// λ, flops per stored residual byte: the cost model is flops + λ ·
     /// residual bytes (0 stores every residual; large values recompute).
-    #[arg(long, default_value_t = egrad::internals::extract::cost::DEFAULT_LAMBDA)]
+    #[arg(long, default_value_t = egrad::internals::extract::cost::DEFAULT_LAMBDA, value_parser = flops_per_byte)]
     pub lambda: f64,
     /// Saturation node limit.
-    #[arg(long, default_value_t = Limits::default().nodes)]
+    #[arg(long, default_value_t = Limits::default().nodes, value_parser = at_least_one)]
     pub node_limit: usize,
     /// Saturation iteration limit.
-    #[arg(long, default_value_t = Limits::default().iterations)]
+    #[arg(long, default_value_t = Limits::default().iterations, value_parser = at_least_one)]
     pub iter_limit: usize,
     /// Saturation time limit in seconds.
-    #[arg(long, default_value_t = Limits::default().time.as_secs_f64())]
+    #[arg(long, default_value_t = Limits::default().time.as_secs_f64(), value_parser = seconds)]
     pub time_limit: f64,
     /// Load rewrite rules from this directory instead of the bundled ones.
     #[arg(long)]
@@ -283,11 +283,11 @@ pub struct FdcheckArgs {
     pub inputs: InputArgs,
     /// Largest error allowed, relative to max(1, |finite difference|)
     /// (default: 1e-5 for f64, 2e-2 for f32).
-    #[arg(long)]
+    #[arg(long, value_parser = non_negative)]
     pub tol: Option<f64>,
     /// Elements checked per parameter at most (evenly spaced; each costs
     /// two runs of the function).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = at_least_one)]
     pub max_elements: usize,
     /// Print JSON (docs/json.md) instead of text.
     #[arg(long)]
@@ -453,34 +453,72 @@ fn check(a: &CheckArgs) -> Result<Output> {
     ))
 }
 
-fn parse_dims(dims: &[String]) -> Result<IndexMap<String, u64>> {
-    let mut m = IndexMap::new();
-    for d in dims {
-        let (k, v) = d
-            .split_once('=')
-            .ok_or_else(|| Error::Usage(format!("--dim `{d}`: expected NAME=SIZE")))?;
-        let n: u64 = v
-            .trim()
-            .parse()
-            .map_err(|_| Error::Usage(format!("--dim `{d}`: `{v}` is not a size")))?;
-        m.insert(k.trim().to_string(), n);
+/// `--dim NAME=SIZE`.
+fn parse_dim(d: &str) -> std::result::Result<(String, u64), String> {
+    let (k, v) = d
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=SIZE, got `{d}`"))?;
+    let k = k.trim();
+    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("`{k}` is not a size parameter's name"));
     }
-    Ok(m)
+    let n: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not a size (a whole number from 0 to 2^64 - 1)"))?;
+    Ok((k.to_string(), n))
+}
+
+/// A non-negative, finite number (`--tol`).
+fn non_negative(s: &str) -> std::result::Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("must be a non-negative, finite number, not {s}"))
+    }
+}
+
+/// λ: a non-negative, finite number of flops per byte.
+fn flops_per_byte(s: &str) -> std::result::Result<f64, String> {
+    non_negative(s)
+        .map_err(|_| format!("λ must be a non-negative number (flops per residual byte), not {s}"))
+}
+
+/// Seconds that fit a `Duration` (1e300 is finite but does not).
+fn seconds(s: &str) -> std::result::Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(x).map(|_| x).map_err(|_| {
+        format!(
+            "must be a non-negative number of seconds that fits a duration (at most about 1.8e19), not {s}"
+        )
+    })
+}
+
+/// A count of at least 1 (limits, elements).
+fn at_least_one(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
 }
 
 fn options(opt: &OptArgs) -> Result<Options> {
-    // Finite, not negative, and within a `Duration` (1e300 is finite).
+    // Checked by the value parsers (`seconds`, `flops_per_byte`); the
+    // library's own callers get the same check here.
     let time = Duration::try_from_secs_f64(opt.time_limit).map_err(|_| {
         Error::Usage(format!(
-            "--time-limit must be a non-negative number of seconds that fits a duration (at most about 1.8e19), not {}",
+            "--time-limit must be a non-negative number of seconds that fits a duration, not {}",
             opt.time_limit
         ))
     })?;
-    if !(opt.lambda.is_finite() && opt.lambda >= 0.0) {
-        return Err(Error::Usage(
-            "--lambda must be a non-negative number (flops per byte)".into(),
-        ));
-    }
     let mut o = Options::default()
         .no_optimize(opt.no_optimize)
         .lambda(opt.lambda)
@@ -493,7 +531,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     if let Some(bytes) = opt.memory_limit {
         egrad::internals::lang::memory::set_limit(bytes);
     }
-    o.dims = parse_dims(&opt.dims)?;
+    o.dims = opt.dims.iter().cloned().collect();
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
     o.backend.gemm = !opt.no_gemm;
@@ -1058,11 +1096,6 @@ fn explain(a: &ExplainArgs) -> Result<Output> {
         "text": out,
     });
     if let Some(l) = a.lambda_before {
-        if !(l.is_finite() && l >= 0.0) {
-            return Err(Error::Usage(
-                "--lambda-before must be a non-negative number (flops per byte)".into(),
-            ));
-        }
         let before = opts.clone().lambda(l);
         let changes = key(&opts)?.diff(&key(&before)?);
         out.push_str("recompile against --lambda-before:\n");
