@@ -108,20 +108,7 @@ impl Array {
     /// Read the `.npy` file at `path`, mapping it when its elements can be
     /// used in place.
     pub fn open(path: &Path) -> Result<Array> {
-        let shown = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| Error::io("read", &shown, e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("read", &shown, e))?
-            .len();
-        if size == 0 {
-            return Err(bad(&shown, "the file is empty, not a .npy file"));
-        }
-        // SAFETY: the map is read only, and egrad documents that the file
-        // must not change while it runs (as every memory map requires);
-        // every read below is bounds-checked against the map's length.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", &shown, e))?;
-        let map = Arc::new(map);
+        let (map, shown) = map_file(path, "a .npy file")?;
         let header = parse(&map[..], &shown)?;
         Ok(Array::place(header, Source::Map(map.clone()), 0, &map[..]))
     }
@@ -232,6 +219,25 @@ impl Array {
             data: (0..v.len()).map(|i| v.get(i)).collect(),
         }
     }
+}
+
+/// The file at `path` mapped read only, and its name as errors show it;
+/// an empty file is not `what`.
+fn map_file(path: &Path, what: &str) -> Result<(Arc<memmap2::Mmap>, String)> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::io("read", &shown, e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("read", &shown, e))?
+        .len();
+    if size == 0 {
+        return Err(bad(&shown, format!("the file is empty, not {what}")));
+    }
+    // SAFETY: the map is read only, and egrad documents that the file must
+    // not change while it runs (as every memory map requires); every read
+    // of it is bounds-checked against the map's length.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", &shown, e))?;
+    Ok((Arc::new(map), shown))
 }
 
 /// Where the bytes being read live.
@@ -741,18 +747,7 @@ pub fn write_npz(path: &Path, arrays: &[(String, Value)]) -> Result<()> {
 /// without the `.npy` suffix. Uncompressed members are mapped in place
 /// when aligned, as [`Array::open`] does.
 pub fn read_npz(path: &Path) -> Result<Vec<(String, Array)>> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| Error::io("read", &shown, e))?;
-    let size = file
-        .metadata()
-        .map_err(|e| Error::io("read", &shown, e))?
-        .len();
-    if size == 0 {
-        return Err(bad(&shown, "the file is empty, not a .npz archive"));
-    }
-    // SAFETY: as in `Array::open`.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("map", &shown, e))?;
-    let map = Arc::new(map);
+    let (map, shown) = map_file(path, "a .npz archive")?;
     let entries = zip::entries(&map[..]).map_err(|e| bad(&shown, e))?;
     let mut out = Vec::new();
     for e in entries {

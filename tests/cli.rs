@@ -1,19 +1,8 @@
 //! The `egrad` binary end to end: outputs, dumps, and errors that name the
 //! place with a caret and exit non-zero.
 
-use std::process::Command;
-
-fn egrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::egrad;
 
 #[test]
 fn seed_gradient_through_the_jit() {

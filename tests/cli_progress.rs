@@ -4,17 +4,8 @@
 
 use std::process::{Command, Stdio};
 
-fn egrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::egrad;
 
 /// A bench that takes about two seconds: timing alone is 2 × 800 ms.
 const SLOW_BENCH: &[&str] = &[

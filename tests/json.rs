@@ -4,19 +4,9 @@
 
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
-use std::process::Command;
 
-fn egrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::egrad;
 
 /// The schemas of docs/json.md by title.
 fn schemas() -> BTreeMap<String, Json> {

@@ -11,21 +11,11 @@ use egrad::internals::lang::value::Value;
 use egrad::internals::npy::{read_npz, Array};
 use egrad::Program;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const D: &str = "tests/data/npy";
 
-fn egrad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::egrad;
 
 fn fixture(name: &str) -> String {
     format!("{D}/{name}")

@@ -1,7 +1,7 @@
 //! `egrad fdcheck`: a compiled gradient against central finite differences
 //! of its function, run by the reference interpreter.
 
-use super::{inputs, load, options, with_wrt, FdcheckArgs, Output};
+use super::{inputs, load, options, primal_of, with_wrt, FdcheckArgs, Output};
 use egrad::error::{Error, Result};
 use egrad::internals::lang::interp;
 use egrad::internals::lang::types::DType;
@@ -63,10 +63,7 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
         false,
         options(&a.opt)?.function(a.function.clone()),
     )?;
-    let primal = match program.grad_spec(&a.function) {
-        Some(spec) => spec.primal.clone(),
-        None => program.ir(&a.function)?.clone(),
-    };
+    let primal = primal_of(&program, &a.function)?;
     let mut dims = opts.dims.clone();
     for p in &primal.size_params {
         dims.entry(p.clone()).or_insert(FDCHECK_DIM);

@@ -833,10 +833,7 @@ fn bench(a: &ExploreArgs) -> Result<Output> {
 /// unless --no-run.
 fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option<Vec<Value>>)> {
     let mut opts = options(&a.opt)?.function(a.function.clone());
-    let primal = match program.grad_spec(&a.function) {
-        Some(spec) => spec.primal.clone(),
-        None => program.ir(&a.function)?.clone(),
-    };
+    let primal = primal_of(program, &a.function)?;
     if a.no_run {
         return Ok((opts, None));
     }
@@ -956,6 +953,15 @@ fn random_args(
     Ok(out)
 }
 
+/// The function a gradient command differentiates: a `@grad` function's
+/// primal, or the named function itself.
+fn primal_of(program: &Program, function: &str) -> Result<egrad::internals::lang::ir::Function> {
+    Ok(match program.grad_spec(function) {
+        Some(spec) => spec.primal.clone(),
+        None => program.ir(function)?.clone(),
+    })
+}
+
 /// `opts` differentiating `--wrt` (or, with `grad`, every float parameter):
 /// refused for a `@grad` function, whose attribute says what to
 /// differentiate.
@@ -991,10 +997,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
         false,
         options(&a.opt)?.function(a.function.clone()),
     )?;
-    let primal = match program.grad_spec(&a.function) {
-        Some(spec) => spec.primal.clone(),
-        None => program.ir(&a.function)?.clone(),
-    };
+    let primal = primal_of(&program, &a.function)?;
     let args = if a.inputs.any() {
         let args = inputs::build_inputs(&primal, &a.inputs, false, &opts.dims)?;
         price_at_inputs(&primal, &program, &inputs::values(&args), &mut opts)?;

@@ -4,6 +4,20 @@ pub mod rng;
 
 use std::path::PathBuf;
 
+/// Run the `egrad` binary of this build: its exit code, stdout and stderr.
+#[allow(dead_code)]
+pub fn egrad(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .output()
+        .expect("run egrad");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Every `examples/*.eg`, sorted.
 pub fn example_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir("examples")
