@@ -275,7 +275,11 @@
 //! `EGRAD_RANDOM_NEST` (the share of programs with nested `tabulate`s
 //! and indexed stacks, 0 to 1; 0.2), `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
-//! (print why a program's finite differences were skipped).
+//! (print why a program's finite differences were skipped),
+//! `EGRAD_RANDOM_FIRST` (start at that index of the seed stream: the
+//! programs `FIRST..FIRST+PROGRAMS`, so a long run can be split in chunks).
+//! The test ends with `SOAK run|skip|fail COUNT WHAT` lines (checks run,
+//! skipped with their reason, failed), which `scripts/soak.sh N` adds up.
 //!
 //! # Bugs this test found
 //!
@@ -6451,6 +6455,103 @@ impl Stats {
     }
 }
 
+/// The counts `scripts/soak.sh` adds up over its chunks, one a line:
+/// `SOAK run|skip|fail COUNT WHAT` (checks run, skipped with the reason,
+/// failed). Printed before a failure is reported, so a failing chunk is
+/// counted too.
+fn print_soak_summary(
+    stats: &Stats,
+    failed: usize,
+    jv_seq_left_out: usize,
+    refused: &[(String, usize)],
+) {
+    let run = [
+        (stats.programs, "programs checked"),
+        (
+            stats.functions,
+            "functions: JIT = interpreter on the unoptimized and the optimized IR, optimizer = unoptimized (also on extreme inputs)",
+        ),
+        (
+            stats.f32_functions,
+            "functions of the f32 variants: JIT = interpreter",
+        ),
+        (
+            stats.grad_checks,
+            "gradients (`dloss`) against finite differences",
+        ),
+        (
+            stats.grad_elems,
+            "gradient elements compared with finite differences",
+        ),
+        (stats.vg_checks, "value-and-gradient (`vg`) against the loss and `dloss`"),
+        (
+            stats.jvp_checks,
+            "forward mode (`jv`) against finite differences and reverse mode",
+        ),
+        (stats.d2_checks, "second derivatives (`d2`) against finite differences of `d1`"),
+        (stats.hvp_checks, "Hessian-vector products (`hv`) against `d2`"),
+        (
+            stats.d1_loop_checks,
+            "`d1` against finite differences where `d2`/`hv` were left out",
+        ),
+        (
+            stats.rt_checks,
+            "derivative checks at the run-time counts 0 and 1",
+        ),
+    ];
+    for (n, what) in run {
+        println!("SOAK run {n} {what}");
+    }
+    let mut skip = vec![
+        (
+            stats.skip_kink,
+            "gradient vs finite differences: no inputs away from a kink (structural tie)"
+                .to_string(),
+        ),
+        (
+            stats.skip_fd,
+            "gradient vs finite differences: not smooth there (steps h and h/10 disagree)"
+                .to_string(),
+        ),
+        (
+            stats.skip_d2,
+            "second derivative vs finite differences: not smooth there".to_string(),
+        ),
+        (
+            stats.skip_jvp,
+            "forward mode vs finite differences: not smooth there".to_string(),
+        ),
+        (
+            stats.skip_d2_loop,
+            "`d2` left out: egrad refused the second derivative (documented limit)".to_string(),
+        ),
+        (
+            stats.skip_hv_loop,
+            "`hv` left out: egrad refused the second derivative (documented limit)".to_string(),
+        ),
+        (
+            stats.rt_skips,
+            "derivative checks at run-time counts 0 and 1: not smooth there".to_string(),
+        ),
+        (
+            stats.skip_scan_in_loop,
+            "derivative checks left out: a scan in a loop's step (documented limit)".to_string(),
+        ),
+        (
+            jv_seq_left_out,
+            "`jv` parameter left out: forward mode w.r.t. a scan's sequence (documented limit)"
+                .to_string(),
+        ),
+    ];
+    for (r, c) in refused {
+        skip.push((*c, format!("function left out, egrad refused it: {r}")));
+    }
+    for (n, what) in skip {
+        println!("SOAK skip {n} {}", what.replace('\n', " "));
+    }
+    println!("SOAK fail {failed} programs failed (JIT/interpreter/optimizer mismatch, wrong derivative, panic or error)");
+}
+
 /// What went wrong with a program.
 struct Failure(String);
 
@@ -7109,11 +7210,15 @@ fn random_programs_jit_optimizer_and_derivatives() {
         || std::env::var("EGRAD_RANDOM_NEW").is_ok()
         || std::env::var("EGRAD_RANDOM_INTS").is_ok()
         || std::env::var("EGRAD_RANDOM_SEQ").is_ok()
-        || std::env::var("EGRAD_RANDOM_NEST").is_ok();
+        || std::env::var("EGRAD_RANDOM_NEST").is_ok()
+        || std::env::var("EGRAD_RANDOM_FIRST").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
+    // The programs of indices `first..first + count` of the base seed's
+    // stream: `scripts/soak.sh` runs a long soak as chunks of it.
+    let first = env_u64("EGRAD_RANDOM_FIRST").unwrap_or(0);
     let seeds: Vec<u64> = match env_u64("EGRAD_RANDOM_PROGRAM_SEED") {
         Some(s) => vec![s],
-        None => (0..count as u64)
+        None => (first..first + count as u64)
             .map(|i| mix(mix(base).wrapping_add(i)))
             .collect(),
     };
@@ -7371,6 +7476,7 @@ fn random_programs_jit_optimizer_and_derivatives() {
             }
         }
     }
+    print_soak_summary(&stats, failures.len(), jv_seq_left_out, &refused);
     if let Some(f) = failures.first() {
         panic!("{} programs failed; the first:\n{f}", failures.len());
     }

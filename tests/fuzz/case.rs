@@ -1,0 +1,390 @@
+//! One fuzz input through the whole pipeline: parse and check, then for
+//! each function its IR, the e-graph (`optimize_ir`, under small limits),
+//! the backend (with Cranelift's verifier), and runs on small random
+//! arguments in native code and the interpreter, unoptimized and
+//! optimized; for a scalar function or a `@grad` function also the
+//! gradient pipeline (`optimize_gradient`: reverse mode, e-graph, residual
+//! plan) compiled and run both ways.
+//!
+//! What is a bug: an error of kind `internal` from any stage, native code
+//! and the interpreter disagreeing (bits of a result, NaN equal to NaN, or
+//! one failing where the other does not), the optimized function (or the
+//! value of the gradient program) differing from the unoptimized one on
+//! tame arguments by more than 1e-6 relative, and (seen by the caller) a
+//! panic, an abort or a stage that does not end. Every other error is the
+//! program's, and is only rendered (rendering must not panic either).
+//!
+//! Shared by `tests/fuzz.rs` and `tests/regressions.rs`.
+
+use crate::common::rng::Rng;
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::ir::Function;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::{Error, ErrorKind, Limits, Program};
+use std::time::Duration;
+
+/// A bug found in a stage (not counting panics, which the caller catches).
+#[derive(Debug)]
+pub struct Bug {
+    pub stage: String,
+    pub what: String,
+}
+
+/// What a case exercised.
+#[allow(dead_code)] // (`tests/regressions.rs` reads none of it)
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Counts {
+    /// The input parsed and type-checked.
+    pub checked: usize,
+    /// Functions whose IR was optimized and compiled.
+    pub compiled: usize,
+    /// Calls compared between native code and the interpreter.
+    pub runs: usize,
+    /// Gradient programs optimized, compiled and run.
+    pub gradients: usize,
+}
+
+/// At most this many functions of one program go through the back stages.
+const MAX_FUNCTIONS: usize = 6;
+/// Arguments with more elements than this are not run.
+const MAX_ELEMENTS: u64 = 1 << 16;
+
+fn options() -> Options {
+    Options::default().limits(Limits {
+        nodes: 4_000,
+        iterations: 8,
+        time: Duration::from_millis(500),
+    })
+}
+
+/// Run `src` through the pipeline. `stage` is told the name of each stage
+/// before it starts (the fuzzer's parent process reads it, to say where a
+/// case hung or crashed). The arguments are drawn from `seed`.
+pub fn run_case(src: &[u8], seed: u64, stage: &mut dyn FnMut(&str)) -> Result<Counts, Bug> {
+    let mut counts = Counts::default();
+    let mut rng = Rng(seed);
+    let text = String::from_utf8_lossy(src);
+    stage("parse and check");
+    let p = match Program::parse_named("fuzz.eg", &text) {
+        Ok(p) => p,
+        Err(e) => {
+            ordinary(&e, "parse and check")?;
+            return Ok(counts);
+        }
+    };
+    counts.checked = 1;
+    let names: Vec<String> = p.function_names().iter().map(|s| s.to_string()).collect();
+    for name in names.iter().take(MAX_FUNCTIONS) {
+        stage(&format!("ir {name}"));
+        let f = match p.ir(name) {
+            Ok(f) => f,
+            Err(e) => {
+                ordinary(&e, &format!("ir {name}"))?;
+                continue;
+            }
+        };
+        stage(&format!("optimize {name}"));
+        let opt = match optimize_ir(f, &options()) {
+            Ok(o) => Some(o.after),
+            Err(e) => {
+                ordinary(&e, &format!("optimize {name}"))?;
+                None
+            }
+        };
+        stage(&format!("compile {name}"));
+        let Some(native) = compiled(f, &format!("compile {name}"))? else {
+            continue;
+        };
+        let native_opt = match &opt {
+            Some(o) => compiled(o, &format!("compile optimized {name}"))?.map(|n| (o, n)),
+            None => None,
+        };
+        counts.compiled += 1;
+        stage(&format!("run {name}"));
+        for draw in 0..3 {
+            let wild = draw == 2;
+            let Some(args) = draw_args(f, &mut rng, wild) else {
+                break;
+            };
+            let refs: Vec<&Value> = args.iter().collect();
+            let want = run(f, &refs);
+            let got = native.call(&refs);
+            agree(
+                &got,
+                &want,
+                &format!("run {name}"),
+                "JIT",
+                "interpreter",
+                &args,
+            )?;
+            counts.runs += 1;
+            if let Some((o, n)) = &native_opt {
+                let want_opt = run(o, &refs);
+                let got_opt = n.call(&refs);
+                agree(
+                    &got_opt,
+                    &want_opt,
+                    &format!("run optimized {name}"),
+                    "JIT",
+                    "interpreter",
+                    &args,
+                )?;
+                if !wild {
+                    near(&want_opt, &want, &format!("run optimized {name}"), &args)?;
+                }
+            }
+        }
+        let scalar_float = f.rets.len() == 1 && {
+            let t = f.ty(f.rets[0]);
+            t.is_scalar() && matches!(t.dtype, DType::F32 | DType::F64)
+        };
+        if scalar_float || p.grad_spec(name).is_some() {
+            gradient(&p, name, &mut rng, stage, &mut counts)?;
+        }
+    }
+    Ok(counts)
+}
+
+/// `optimize_gradient` of `name`, compiled and run both ways; its value
+/// is the primal's.
+fn gradient(
+    p: &Program,
+    name: &str,
+    rng: &mut Rng,
+    stage: &mut dyn FnMut(&str),
+    counts: &mut Counts,
+) -> Result<(), Bug> {
+    let at = format!("gradient {name}");
+    stage(&at);
+    let g = match optimize_gradient(p, &options().function(name)) {
+        Ok(g) => g,
+        Err(e) => return ordinary(&e, &at),
+    };
+    let vg = g.value_and_grad_ir();
+    stage(&format!("compile {at}"));
+    let Some(native) = compiled(vg, &format!("compile {at}"))? else {
+        return Ok(());
+    };
+    stage(&format!("compile {at} (keeping residuals)"));
+    if let Err(e) = g.compile() {
+        ordinary(&e, &format!("compile {at} (keeping residuals)"))?;
+    }
+    stage(&format!("run {at}"));
+    counts.gradients += 1;
+    for draw in 0..2 {
+        let wild = draw == 1;
+        let Some(args) = draw_args(&g.primal, rng, wild) else {
+            break;
+        };
+        let refs: Vec<&Value> = args.iter().collect();
+        let want = run(vg, &refs);
+        let got = native.call(&refs);
+        agree(
+            &got,
+            &want,
+            &format!("run {at}"),
+            "JIT",
+            "interpreter",
+            &args,
+        )?;
+        counts.runs += 1;
+        if !wild {
+            let primal = run(&g.primal, &refs);
+            let value = want.map(|mut v| {
+                v.truncate(1);
+                v
+            });
+            near(&value, &primal, &format!("run {at} (its value)"), &args)?;
+        }
+    }
+    Ok(())
+}
+
+/// Compile `f` with the verifier on: `None` for an ordinary error.
+fn compiled(
+    f: &Function,
+    at: &str,
+) -> Result<Option<egrad::internals::backend::CompiledFunction>, Bug> {
+    match compile(f, &BackendOptions::verified()) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) => ordinary(&e, at).map(|_| None),
+    }
+}
+
+/// An error is fine unless it is internal; it must render either way.
+fn ordinary(e: &Error, at: &str) -> Result<(), Bug> {
+    let text = e.to_string();
+    let _ = e.location();
+    if std::env::var("EGRAD_FUZZ_VERBOSE").is_ok() {
+        eprintln!("{at}: {text}");
+    }
+    if e.kind() == ErrorKind::Internal {
+        return Err(Bug {
+            stage: at.to_string(),
+            what: format!("internal error: {}", first_line(&text)),
+        });
+    }
+    Ok(())
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+type Outcome<E> = Result<Vec<Value>, E>;
+
+/// Both sides succeed with the same bits, or both fail.
+fn agree<E: std::fmt::Debug, F: std::fmt::Debug>(
+    got: &Outcome<E>,
+    want: &Outcome<F>,
+    at: &str,
+    a: &str,
+    b: &str,
+    args: &[Value],
+) -> Result<(), Bug> {
+    let bug = |what: String| {
+        Err(Bug {
+            stage: at.to_string(),
+            what: format!("{what} at {}", show(args)),
+        })
+    };
+    match (got, want) {
+        (Ok(g), Ok(w)) => {
+            if g.len() != w.len() {
+                return bug(format!("{a} gives {} results, {b} {}", g.len(), w.len()));
+            }
+            for (k, (x, y)) in g.iter().zip(w).enumerate() {
+                if !x.bits_eq(y) {
+                    return bug(format!(
+                        "result {k}: {a} {:?} vs {b} {:?}",
+                        short(&x.data),
+                        short(&y.data)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        (Err(_), Err(_)) => Ok(()),
+        (Ok(_), Err(e)) => bug(format!("{a} succeeds, {b} fails: {e:?}")),
+        (Err(e), Ok(_)) => bug(format!("{a} fails: {e:?}; {b} succeeds")),
+    }
+}
+
+/// The optimized program's results are the unoptimized one's within 1e-6
+/// relative (NaN equal to NaN); both failing is fine too.
+fn near<E: std::fmt::Debug>(
+    got: &Outcome<E>,
+    want: &Outcome<E>,
+    at: &str,
+    args: &[Value],
+) -> Result<(), Bug> {
+    let close = |x: f64, y: f64| {
+        (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-6 * (1.0 + y.abs())
+    };
+    let ok = match (got, want) {
+        (Ok(g), Ok(w)) => {
+            g.len() == w.len()
+                && g.iter().zip(w).all(|(x, y)| {
+                    x.shape == y.shape && x.data.iter().zip(&y.data).all(|(a, b)| close(*a, *b))
+                })
+        }
+        // The optimizer may drop a read whose only effect was to fail
+        // (a dead slice out of range at these sizes): the optimized
+        // program then succeeds where the unoptimized one fails, which is
+        // fine. The other way round is a bug.
+        (Err(_), Err(_)) | (Ok(_), Err(_)) => true,
+        (Err(_), Ok(_)) => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    let brief = |o: &Outcome<E>| match o {
+        Ok(v) => format!("{:?}", v.iter().map(|x| short(&x.data)).collect::<Vec<_>>()),
+        Err(e) => format!("error {e:?}"),
+    };
+    Err(Bug {
+        stage: at.to_string(),
+        what: format!(
+            "optimized {} vs unoptimized {} at {}",
+            brief(got),
+            brief(want),
+            show(args)
+        ),
+    })
+}
+
+fn short(d: &[f64]) -> String {
+    let s: Vec<String> = d.iter().take(6).map(|x| format!("{x:e}")).collect();
+    format!(
+        "[{}{}]",
+        s.join(", "),
+        if d.len() > 6 { ", ..." } else { "" }
+    )
+}
+
+fn show(args: &[Value]) -> String {
+    let s: Vec<String> = args
+        .iter()
+        .map(|a| format!("{:?}{:?}{}", a.dtype, a.shape, short(&a.data)))
+        .collect();
+    s.join(", ")
+}
+
+/// Arguments for `f`: sizes from 0 to 4 (mostly 1 to 3), floats in (-2,
+/// 2) or (`wild`) signed zeros, huge, tiny, infinite and NaN; integers
+/// from -1 to 4 (scalar `i64` parameters, which are counts, from 0 to 4);
+/// `None` when a size is unknown or an argument would be too large.
+fn draw_args(f: &Function, rng: &mut Rng, wild: bool) -> Option<Vec<Value>> {
+    let mut sizes: Vec<(String, u64)> = f
+        .size_params
+        .iter()
+        .map(|s| (s.clone(), [0, 1, 1, 2, 2, 3, 3, 4][rng.below(8)]))
+        .collect();
+    let mut args = Vec::new();
+    for prm in &f.params {
+        let t = f.ty(prm.var);
+        let name = f.var_name(prm.var).to_string();
+        let lookup =
+            |sizes: &[(String, u64)], n: &str| sizes.iter().find(|(s, _)| s == n).map(|(_, v)| *v);
+        if t.is_scalar() && t.dtype == DType::I64 {
+            let v = lookup(&sizes, &name).unwrap_or_else(|| rng.below(5) as u64);
+            sizes.push((name, v));
+            args.push(Value::scalar(t.dtype, v as f64));
+            continue;
+        }
+        let mut shape = Vec::new();
+        for d in &t.shape {
+            let e = d.extent(&|n| lookup(&sizes, n))?;
+            shape.push(e);
+        }
+        let len = shape
+            .iter()
+            .try_fold(1u64, |a, &b| a.checked_mul(b))
+            .filter(|&n| n <= MAX_ELEMENTS)?;
+        let data = (0..len)
+            .map(|_| match t.dtype {
+                DType::I64 => rng.range(0, 6) as f64 - 1.0,
+                DType::Bool => rng.below(2) as f64,
+                _ if wild => [
+                    0.0,
+                    -0.0,
+                    1e300,
+                    -1e300,
+                    1e-310,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    f64::NAN,
+                    1.0,
+                    -3.5,
+                ][rng.below(10)],
+                _ => rng.uniform(-2.0, 2.0),
+            })
+            .collect();
+        let shape = shape.into_iter().map(|e| e as usize).collect();
+        args.push(Value::array(t.dtype, shape, data));
+    }
+    Some(args)
+}
