@@ -477,7 +477,11 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgEr
         let shape = concrete_shape(ty, dims);
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
         held = held.and_then(|h| h.checked_add(memory::bytes_of(n?, 8)?));
-        memory::check(held, &format!("interpreting `{}`", f.name)).map_err(ArgError::too_large)?;
+        // The message is made only on failure: this runs per statement.
+        if held.is_none_or(|h| h > memory::limit()) {
+            memory::check(held, &format!("interpreting `{}`", f.name))
+                .map_err(ArgError::too_large)?;
+        }
         let vals: Vec<&Value> = s
             .args
             .iter()
