@@ -321,6 +321,14 @@ pub fn build_inputs(
     Ok(out)
 }
 
+/// Run `f` in the reference interpreter on `inputs` (copied into values),
+/// naming the file of an argument an error is about.
+pub fn interpret(f: &Function, inputs: &[Input]) -> std::result::Result<Vec<Value>, ArgError> {
+    let vals = values(inputs);
+    let refs: Vec<&Value> = vals.iter().collect();
+    egrad::internals::lang::interp::run(f, &refs).map_err(|e| with_file(inputs, e))
+}
+
 /// Name the file an argument came from in an error about it.
 pub fn with_file(inputs: &[Input], mut e: ArgError) -> ArgError {
     if let Some(file) = e.param.and_then(|i| inputs.get(i)?.file.as_ref()) {

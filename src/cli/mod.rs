@@ -737,10 +737,7 @@ fn run(a: &RunArgs) -> Result<Output> {
         price_at_inputs(&f, &program, &inputs::values(&args), &mut opts)?;
     }
     let results = if a.interp {
-        let vals = inputs::values(&args);
-        let refs: Vec<&Value> = vals.iter().collect();
-        interp::run(&f, &refs)
-            .map_err(|e| arg_error(&f, program.file(), inputs::with_file(&args, e)))?
+        inputs::interpret(&f, &args).map_err(|e| arg_error(&f, program.file(), e))?
     } else {
         let opt = optimize_ir(&f, &opts)?;
         let native = backend::compile(&opt.after, &opts.backend)?;
@@ -1039,10 +1036,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
     if let Some(args) = args {
         let vg = g.value_and_grad_ir();
         let results = if a.interp {
-            let vals = inputs::values(&args);
-            let refs: Vec<&Value> = vals.iter().collect();
-            interp::run(vg, &refs)
-                .map_err(|e| arg_error(vg, program.file(), inputs::with_file(&args, e)))?
+            inputs::interpret(vg, &args).map_err(|e| arg_error(vg, program.file(), e))?
         } else {
             let compiled = g.compile()?;
             inputs::call_native(compiled.native(), &args)
