@@ -125,6 +125,38 @@ fn dynamic_conditions_select_and_never_poison_the_gradient() {
     assert_eq!(gs[0].as_scalar(), 0.0);
 }
 
+/// Found by the soak (seeds 0xa7d6e37469c36ff9, 0xc58591f2bf6d1996): under
+/// a condition on integers, literal branches took the condition's type,
+/// so `0.5` and `1.5` became the `i64` 0 and 1 (or a type error far
+/// away).
+#[test]
+fn literal_branches_under_a_condition_on_integers_keep_their_values() {
+    let p = prog(
+        "fn g(x: f64, k: i64) -> f64 = x * (if k >= 2 { 0.5 } else { abs(1.5) })
+         fn g2(x: f64, k: i64) -> f64 = x * (2 * (if k >= 2 { 1.0 } else { 3 }))
+         fn h[T, N](v: T[N], a: T) -> T[N] = v * a
+         fn f[N](x: f64[N], k: i64) -> f64[N] = h(x, if k >= 2 { 0.25 } else { 4 })
+         fn count(k: i64) -> i64 = if k > 0 { 1 } else { 0 }
+         fn settle[N](v: f64[N]) -> f64[N] = tabulate[N](i => iterate(3, v[i], q => 0.5))",
+    );
+    // (Soak seed 0xcba785021bb56c8a: a step giving a bare number made the
+    // state untyped, and `tabulate` refused it.)
+    let s = run_both(&p, "settle", &[Value::f64(&[1.0, 2.0])]);
+    assert_eq!(s[0].data, vec![0.5, 0.5]);
+    let i = |k: f64| Value::scalar(DType::I64, k);
+    for (k, want) in [(3.0, 1.5), (1.0, 4.5)] {
+        assert_eq!(run_both(&p, "g", &[s64(3.0), i(k)])[0].as_scalar(), want);
+    }
+    for (k, want) in [(3.0, 6.0), (1.0, 18.0)] {
+        assert_eq!(run_both(&p, "g2", &[s64(3.0), i(k)])[0].as_scalar(), want);
+    }
+    let v = run_both(&p, "f", &[Value::f64(&[1.0, 2.0]), i(2.0)]);
+    assert_eq!(v[0].data, vec![0.25, 0.5]);
+    // Whole literals under an integer condition are still integers.
+    let c = run_both(&p, "count", &[i(5.0)]);
+    assert_eq!((c[0].dtype, c[0].as_scalar()), (DType::I64, 1.0));
+}
+
 #[test]
 fn comparisons_and_logic_on_arrays() {
     let p = prog(

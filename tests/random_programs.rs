@@ -3802,7 +3802,9 @@ impl Gen<'_> {
         let c = self.rng.pick(&[2.0, 3.0, 4.0, 2.5]);
         let s = format!("i64(tanh({}) * {})", e.s, fmt_lit(c));
         tag("i64(...) of a float", &s);
-        IEx { s, b: c, k: false }
+        // Of a float known at compile time, the integer is too (and may
+        // be 0: `i64(tanh(0.5) * 2)`).
+        IEx { s, b: c, k: e.k }
     }
 
     /// A scalar `i64` expression: integer arithmetic, `max`, `min`, `abs`
@@ -3824,7 +3826,21 @@ impl Gen<'_> {
                     // (Static integers fold at compile time, `/` truncating.)
                     b = self.int_leaf(d);
                 }
-                let op = self.rng.pick(&["+", "-", "*", "/", "%", "+", "*"]);
+                let mut op = self.rng.pick(&["+", "-", "*", "/", "%", "+", "*"]);
+                if matches!(op, "/" | "%") && b.k {
+                    // A divisor known at compile time may be 0, a compile
+                    // error (found by the soak, seed 0x903b8640d02b3e15):
+                    // keep it away from 0, or add two static integers.
+                    if a.k {
+                        op = "+";
+                    } else {
+                        b = IEx {
+                            s: format!("(1 + abs({}))", b.s),
+                            b: 1.0 + b.b,
+                            k: true,
+                        };
+                    }
+                }
                 let bound = match op {
                     "+" | "-" => a.b + b.b,
                     "*" => a.b * b.b,

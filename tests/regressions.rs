@@ -12,7 +12,13 @@ mod common;
 
 use std::path::PathBuf;
 
+/// The reproducers: those of `EGRAD_REGRESSIONS` (paths separated by
+/// commas, e.g. one of `tests/regressions/open/` while fixing it), else
+/// every `.eg` file of `tests/regressions/`.
 fn files() -> Vec<PathBuf> {
+    if let Ok(list) = std::env::var("EGRAD_REGRESSIONS") {
+        return list.split(',').map(PathBuf::from).collect();
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir("tests/regressions")
         .map(|rd| {
             rd.flatten()
@@ -44,7 +50,14 @@ fn every_regression_passes_the_pipeline() {
         // fuzzer runs them.
         let r = std::thread::Builder::new()
             .stack_size(8 << 20)
-            .spawn(move || case::run_case(&src, seed, &mut |_| {}))
+            .spawn(move || {
+                let t = std::time::Instant::now();
+                case::run_case(&src, seed, &mut |s| {
+                    if std::env::var_os("EGRAD_REGRESSIONS_VERBOSE").is_some() {
+                        eprintln!("{:>8.1?} {s}", t.elapsed());
+                    }
+                })
+            })
             .unwrap()
             .join();
         match r {

@@ -442,8 +442,63 @@ fn lower_function<M: Module>(
         loop_ids.push(ids);
     }
 
+    if plan.parts.len() == 1 {
+        let ctx = lower_part(module, f, plan, id, 0, &loop_ids, opts, callees, out)?;
+        out.push((id, ctx));
+        return Ok(());
+    }
+    // A long function: its parts, each its own native function, and an
+    // entry that calls them in turn (see `Plan::parts`).
+    let mut part_ids = Vec::with_capacity(plan.parts.len());
+    for k in 0..plan.parts.len() {
+        let pname = format!("{name}.part{k}");
+        let pid = module
+            .declare_function(&pname, Linkage::Local, &sig)
+            .map_err(|e| cl_err("declare", e))?;
+        let ctx = lower_part(module, f, plan, pid, k, &loop_ids, opts, callees, out)?;
+        out.push((pid, ctx));
+        part_ids.push(pid);
+    }
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let refs: Vec<FuncRef> = part_ids
+        .iter()
+        .map(|&p| module.declare_func_in_func(p, &mut ctx.func))
+        .collect();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    for r in refs {
+        b.ins().call(r, &params);
+    }
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.target_config());
+    out.push((id, ctx));
+    Ok(())
+}
+
+/// Lower part `part` of `f` (all of it when its plan has one part) as the
+/// function declared as `id`; the loop bodies and VJPs it calls are
+/// `loop_ids`. Vector math kernels it compiles go to `out`.
+#[allow(clippy::too_many_arguments)]
+fn lower_part<M: Module>(
+    module: &mut M,
+    f: &Function,
+    plan: &Plan,
+    id: FuncId,
+    part: usize,
+    loop_ids: &[(Option<FuncId>, Option<FuncId>)],
+    opts: &BackendOptions,
+    callees: &mut Callees<'_>,
+    out: &mut Vec<(FuncId, Context)>,
+) -> Result<Context, Error> {
+    let mut ctx = module.make_context();
+    ctx.func.signature = abi_signature(module);
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     let loop_refs: Vec<LoopRefs> = loop_ids
         .iter()
@@ -470,15 +525,15 @@ fn lower_function<M: Module>(
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let b = Translator::new(f, plan, b, &mut import, loop_refs, *opts).translate_function()?;
+        let b =
+            Translator::new(f, plan, b, &mut import, loop_refs, *opts).translate_function(part)?;
         b.finalize(target);
     }
     if let Some(e) = failed {
         return Err(e);
     }
-    out.push((id, ctx));
     out.append(&mut kernels);
-    Ok(())
+    Ok(ctx)
 }
 
 /// The CLIF of `f` before Cranelift's optimisations (deterministic).

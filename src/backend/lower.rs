@@ -186,7 +186,18 @@ pub(crate) struct Plan {
     pub loops: Vec<LoopPlan>,
     /// The buffers of each live loop statement besides its home.
     loop_bufs: Vec<Option<LoopBufs>>,
+    /// The statements of each part, in order: a function of more than
+    /// [`PART_STMTS`] statements is compiled as several native functions,
+    /// called in turn by its entry (see [`Plan::parts`]).
+    pub parts: Vec<std::ops::Range<usize>>,
+    /// The slot of each scalar a later part reads, in the spill buffer.
+    spill: Vec<Option<u32>>,
+    /// The spill buffer: one 8-byte slot per spilled scalar.
+    spill_buf: Option<usize>,
 }
+
+/// The most statements one native function is given (see [`Plan::parts`]).
+pub(crate) const PART_STMTS: usize = 1000;
 
 /// A loop's body and VJP as the functions a caller calls: each is compiled
 /// as its own native function with the entry's ABI, only when some live
@@ -295,8 +306,14 @@ pub(crate) struct Translator<'a, 'b> {
     cold: bool,
     /// The functions called for each loop, by loop number.
     loop_refs: Vec<LoopRefs>,
-    /// Base pointer of every buffer (loaded in the entry block).
-    bufs: Vec<ir::Value>,
+    /// The `bufs` argument: the table of buffer base pointers.
+    bufs_ptr: Option<ir::Value>,
+    /// Base pointer of each buffer, once loaded (see [`Translator::buf`]).
+    bufs: Vec<Option<ir::Value>>,
+    /// The block where the statement being translated starts, which
+    /// dominates all code after it: where a buffer's pointer is loaded
+    /// when the statement first needs it.
+    stmt_block: Option<ir::Block>,
     /// The `dims` argument, passed on to loop bodies and VJPs.
     dims_ptr: Option<ir::Value>,
     /// Values of the size parameters (loaded in the entry block).
@@ -351,7 +368,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             inlined_kernels: 0,
             cold: false,
             loop_refs,
-            bufs: Vec::new(),
+            bufs_ptr: None,
+            bufs: vec![None; plan.n_buffers()],
+            stmt_block: None,
             dims_ptr: None,
             dims: Vec::new(),
             scalars: vec![None; f.vars.len()],
@@ -364,9 +383,18 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// Emit the whole body: `fn(bufs: *const *mut u8, dims: *const i64)`.
-    /// Returns the builder so the caller can finalize it.
-    pub fn translate_function(mut self) -> Result<FunctionBuilder<'b>, Error> {
+    /// Emit the body of part `part` of the function (the whole function
+    /// when it has one part; see [`Plan::parts`]): `fn(bufs: *const *mut
+    /// u8, dims: *const i64)`. Returns the builder so the caller can
+    /// finalize it.
+    pub fn translate_function(mut self, part: usize) -> Result<FunctionBuilder<'b>, Error> {
+        let stmts = self
+            .plan
+            .parts
+            .get(part)
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("backend: there is no part {part}")))?;
+        let last = part + 1 == self.plan.parts.len();
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.b.switch_to_block(entry);
@@ -378,15 +406,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 ))
             }
         };
-        for k in 0..self.plan.n_buffers() {
-            let off =
-                i32::try_from(8 * k).map_err(|_| Error::internal("backend: too many buffers"))?;
-            let p = self
-                .b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), bufs_ptr, off);
-            self.bufs.push(p);
-        }
+        self.bufs_ptr = Some(bufs_ptr);
+        self.stmt_block = Some(entry);
         self.dims_ptr = Some(dims_ptr);
         for k in 0..self.f.size_params.len() {
             let off = i32::try_from(8 * k)
@@ -398,10 +419,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.dims.push(d);
         }
         self.translate_params()?;
-        for s in 0..self.f.stmts.len() {
+        for s in stmts {
+            self.stmt_block = self.b.current_block();
             self.translate_stmt(s)?;
         }
-        self.translate_stores()?;
+        if last {
+            self.stmt_block = self.b.current_block();
+            self.translate_stores()?;
+        }
         self.b.ins().return_(&[]);
         self.b.seal_all_blocks();
         Ok(self.b)
@@ -431,23 +456,98 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ok_or_else(|| Error::internal("backend: unknown variable"))
     }
 
-    fn scalar(&self, v: VarId) -> Result<ir::Value, Error> {
-        self.scalars
-            .get(v.index())
-            .copied()
-            .flatten()
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "backend: scalar %{} used before it is computed",
-                    self.f.var_name(v)
-                ))
-            })
+    /// The value of scalar `v`: computed in this part, or (computed by an
+    /// earlier part) loaded from its spill slot where this part first
+    /// reads it.
+    fn scalar(&mut self, v: VarId) -> Result<ir::Value, Error> {
+        if let Some(x) = self.scalars.get(v.index()).copied().flatten() {
+            return Ok(x);
+        }
+        let (Some(slot), Some(k)) = (
+            self.plan.spill.get(v.index()).copied().flatten(),
+            self.plan.spill_buf,
+        ) else {
+            return Err(Error::internal(format!(
+                "backend: scalar %{} used before it is computed",
+                self.f.var_name(v)
+            )));
+        };
+        let base = self.buf(k)?;
+        let block = self
+            .stmt_block
+            .ok_or_else(|| Error::internal("backend: a scalar read outside a function body"))?;
+        let ty = cl_type(self.f.ty(v).dtype);
+        let x = Self::at_block_end(&mut self.b, block).ins().load(
+            ty,
+            MemFlagsData::trusted(),
+            base,
+            8 * slot as i32,
+        );
+        self.scalars[v.index()] = Some(x);
+        Ok(x)
     }
 
-    fn buf(&self, k: usize) -> Result<ir::Value, Error> {
-        self.bufs
-            .get(k)
-            .copied()
-            .ok_or_else(|| Error::internal(format!("backend: no buffer {k}")))
+    /// Store scalar `v`, just computed as `x`, in its spill slot if a later
+    /// part reads it.
+    fn spill(&mut self, v: VarId, x: ir::Value) -> Result<(), Error> {
+        let (Some(slot), Some(k)) = (
+            self.plan.spill.get(v.index()).copied().flatten(),
+            self.plan.spill_buf,
+        ) else {
+            return Ok(());
+        };
+        let base = self.buf(k)?;
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), x, base, 8 * slot as i32);
+        Ok(())
+    }
+
+    /// A cursor inserting at the end of `block`, before its terminator if
+    /// it has one: code there runs before everything emitted after it.
+    fn at_block_end<'c>(
+        b: &'c mut FunctionBuilder<'_>,
+        block: ir::Block,
+    ) -> cranelift_codegen::cursor::FuncCursor<'c> {
+        use cranelift_codegen::cursor::{Cursor, FuncCursor};
+        let mut pos = FuncCursor::new(b.func);
+        pos.goto_bottom(block);
+        if let Some(last) = pos.layout().last_inst(block) {
+            if pos.func.dfg.insts[last].opcode().is_terminator() {
+                pos.goto_inst(last);
+            }
+        }
+        pos
+    }
+
+    /// The base pointer of buffer `k`, loaded from the buffer table when
+    /// first needed, at the end of the block where the current statement
+    /// starts (before its terminator, if the statement's code has already
+    /// left it), so it is computed once, outside the statement's loops, and
+    /// lives from its first use to its last. Loading every pointer in the
+    /// entry block instead made each one live from the entry: a program of
+    /// thousands of buffers (an unrolled loop, a large gradient) then gave
+    /// the register allocator thousands of overlapping live ranges, and its
+    /// time and memory grew with their square.
+    fn buf(&mut self, k: usize) -> Result<ir::Value, Error> {
+        match self.bufs.get(k) {
+            Some(Some(p)) => return Ok(*p),
+            Some(None) => {}
+            None => return Err(Error::internal(format!("backend: no buffer {k}"))),
+        }
+        let (Some(table), Some(block)) = (self.bufs_ptr, self.stmt_block) else {
+            return Err(Error::internal(
+                "backend: a buffer read outside a function body",
+            ));
+        };
+        let off = i32::try_from(8 * k).map_err(|_| Error::internal("backend: too many buffers"))?;
+        let p = Self::at_block_end(&mut self.b, block).ins().load(
+            types::I64,
+            MemFlagsData::trusted(),
+            table,
+            off,
+        );
+        self.bufs[k] = Some(p);
+        Ok(p)
     }
 }

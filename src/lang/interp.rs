@@ -472,7 +472,8 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgEr
         held = held.and_then(|h| h.checked_add(memory::bytes_of(a.data.len(), 8)?));
         env[p.var.index()] = Some(a);
     }
-    for s in &f.stmts {
+    let live = f.live();
+    for s in f.stmts.iter().filter(|s| live[s.var.index()]) {
         let ty = f.ty(s.var);
         let shape = concrete_shape(ty, dims);
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));

@@ -286,6 +286,27 @@ impl Function {
         n
     }
 
+    /// Which variables a result depends on: the returned ones and the
+    /// operands of the statements defining them, transitively. A
+    /// statement whose variable is not live is never run, by the
+    /// interpreter or by native code, so what it would compute (an index
+    /// out of range included) has no effect, as in the optimized program,
+    /// which does not hold it.
+    pub fn live(&self) -> Vec<bool> {
+        let mut live = vec![false; self.vars.len()];
+        for r in &self.rets {
+            live[r.index()] = true;
+        }
+        for s in self.stmts.iter().rev() {
+            if live[s.var.index()] {
+                for a in &s.args {
+                    live[a.index()] = true;
+                }
+            }
+        }
+        live
+    }
+
     /// Check SSA form, names, every statement's type rule and every loop.
     pub fn validate(&self) -> Result<(), IrError> {
         for l in &self.loops {

@@ -24,7 +24,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             let x = self.translate_scalar(s)?;
             self.scalars[v.index()] = Some(x);
-            return Ok(());
+            return self.spill(v, x);
         }
         if let Some(k) = self.plan.home[v.index()] {
             self.translate_materialise(v, k)?;

@@ -55,7 +55,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         // An optional buffer: where the plan left it out, no step uses it
         // (the home stands in, never read or written through it).
-        let opt = |t: &Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
+        let opt = |t: &mut Self, k: Option<usize>| k.map_or(Ok(h), |k| t.buf(k));
         let rowbytes = self.b.ins().ishl_imm_u(width, log2_bytes(state.dtype));
         // A scan's sequence: its base and the bytes of one row; step `t`
         // passes row `t` to the body (and the VJP at state `t` gets it too).

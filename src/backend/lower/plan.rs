@@ -2,7 +2,7 @@
 //! inlined into its consumer's loop), which values get a buffer, and the
 //! state buffers and callee scratch of the loop statements.
 
-use super::{access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read};
+use super::{access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS};
 use crate::error::Error;
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::{Dim, Type};
@@ -18,6 +18,18 @@ pub(crate) const RECOMPUTE_FLOPS: f64 = 2.0;
 /// tree already holds this many is given a buffer instead (each level is
 /// a recursion of the lowering).
 const MAX_SHIFT_NEST: usize = 8;
+
+/// The most operands one element tree (a value and the values inlined
+/// into it) reads from outside (scalars, broadcast scalars and buffers,
+/// each live across its loop), and the most statements it holds: a larger
+/// tree is cut by materialising the value that would exceed either.
+/// Without a bound, a long chain of single-use values (the accumulation of
+/// a parameter's cotangent over an unrolled loop of 300 steps) became one
+/// loop body of 140,000 instructions reading hundreds of scalars, on which
+/// the register allocator spent minutes. A deep chain of one operand
+/// (`sin(tanh(-sin(...)))` thousands deep) stays one loop.
+const MAX_TREE_OPERANDS: usize = 64;
+const MAX_TREE_NODES: usize = 4096;
 
 /// What an index map that divides its index (`transpose`, `repeat`,
 /// `spread`, `reverse`) counts as, in flops per element, when the plan
@@ -60,7 +72,15 @@ impl Plan {
                 *k = true;
             }
         }
-        let uses = f.use_counts();
+        // Uses by live statements only: a statement no result depends on
+        // is dead, whatever reads it (see `Function::live`).
+        let live = f.live();
+        let mut uses = f.use_counts();
+        for s in f.stmts.iter().filter(|s| !live[s.var.index()]) {
+            for a in &s.args {
+                uses[a.index()] -= 1;
+            }
+        }
         let n_inputs = f.params.len();
         let n_outputs = f.rets.len();
         let mut read = vec![Read::Dead; nv];
@@ -118,8 +138,11 @@ impl Plan {
                 stores.push((p.var, o));
             }
         }
-        // Flops per element of each inlined value's element tree.
+        // Flops per element of each inlined value's element tree, and its
+        // statements.
         let mut tree_flops = vec![0.0f64; nv];
+        let mut tree_nodes = vec![0usize; nv];
+        let mut tree_operands = vec![0usize; nv];
         // Materialised only because several consumers would recompute a
         // dear element tree: see `fuse_shared`.
         let mut shared_only = vec![false; nv];
@@ -141,11 +164,24 @@ impl Plan {
             // Cheap enough to recompute in each consumer rather than write
             // to memory and read back (see [`RECOMPUTE_FLOPS`])?
             let flops = Self::tree_flops(s, &read, &tree_flops);
+            let (mut nodes, mut operands) = (1, 0);
+            for a in &s.args {
+                match read[a.index()] {
+                    Read::Inline => {
+                        nodes += tree_nodes[a.index()];
+                        operands += tree_operands[a.index()];
+                    }
+                    Read::Dead | Read::Splat(None) => {}
+                    Read::Scalar | Read::Buf(_) | Read::Splat(Some(_)) => operands += 1,
+                }
+            }
             let cheap = matches!(access(s.op), Access::Elementwise | Access::IndexMap)
                 && flops <= RECOMPUTE_FLOPS;
             // Materialised whatever its consumers: read whole, a loop nest,
             // a computed matmul operand, or a residual kept in memory.
             let must_buffer = needs_buffer[v]
+                || nodes > MAX_TREE_NODES
+                || operands > MAX_TREE_OPERANDS
                 || access(s.op) == Access::Nest
                 || (matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && kept[v]);
@@ -169,6 +205,8 @@ impl Plan {
             } else {
                 read[v] = Read::Inline;
                 tree_flops[v] = flops;
+                tree_nodes[v] = nodes;
+                tree_operands[v] = operands;
             }
             // The first returned position is the statement's home; the others
             // are copies.
@@ -297,7 +335,7 @@ impl Plan {
                 loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
             }
         }
-        Ok(Plan {
+        let mut plan = Plan {
             n_inputs,
             n_outputs,
             scratch,
@@ -306,7 +344,74 @@ impl Plan {
             stores,
             loops,
             loop_bufs,
-        })
+            parts: std::iter::once(0..f.stmts.len()).collect(),
+            spill: vec![None; nv],
+            spill_buf: None,
+        };
+        plan.split(f);
+        Ok(plan)
+    }
+
+    /// Cut a function of more than [`PART_STMTS`] statements into parts of
+    /// about equal length, each compiled as its own native function: the
+    /// register allocator's time and memory grow faster than a function's
+    /// length (an unrolled loop of 7,600 statements took 5.6 s in one
+    /// function; its gradient of 69,000, minutes), so a long program
+    /// compiles in time linear in its length. Buffers live in memory and
+    /// every part reloads their pointers; a scalar that a later part reads
+    /// (directly, or in an element tree computed there) is stored in a
+    /// slot of a spill buffer right after it is computed, and loaded where
+    /// a later part first reads it. Returned values are stored by the last
+    /// part.
+    fn split(&mut self, f: &Function) {
+        let n = f.stmts.len();
+        if n <= PART_STMTS + PART_STMTS / 2 {
+            return;
+        }
+        let k = n.div_ceil(PART_STMTS);
+        self.parts = (0..k).map(|p| p * n / k..(p + 1) * n / k).collect();
+        let mut part_of = vec![0; n];
+        for (p, r) in self.parts.iter().enumerate() {
+            part_of[r.clone()].fill(p);
+        }
+        // The last part that reads each value: a statement computed at its
+        // place is read in its own part; an inlined or splat value is
+        // computed in its consumers' parts.
+        let nv = f.vars.len();
+        let mut last = vec![None::<usize>; nv];
+        for r in &f.rets {
+            last[r.index()] = Some(k - 1);
+        }
+        for (si, s) in f.stmts.iter().enumerate().rev() {
+            let v = s.var.index();
+            let own = part_of[si];
+            let at = match self.read[v] {
+                Read::Dead => continue,
+                Read::Inline | Read::Splat(_) => last[v].unwrap_or(own).max(own),
+                Read::Scalar | Read::Buf(_) => own,
+            };
+            for a in &s.args {
+                let l = &mut last[a.index()];
+                *l = Some(l.map_or(at, |x| x.max(at)));
+            }
+        }
+        let mut slots = 0u32;
+        for (si, s) in f.stmts.iter().enumerate() {
+            let v = s.var.index();
+            let own = part_of[si];
+            if self.read[v] == Read::Scalar && last[v].is_some_and(|l| l > own) {
+                self.spill[v] = Some(slots);
+                slots += 1;
+            }
+        }
+        if slots > 0 {
+            let first = self.n_inputs + self.n_outputs;
+            let ty = Type::array(
+                crate::lang::types::DType::I64,
+                vec![Dim::Lit(u64::from(slots))],
+            );
+            self.spill_buf = Some(push_scratch(&mut self.scratch, first, ty));
+        }
     }
 
     /// A value used more than once is computed once per element when all

@@ -211,6 +211,26 @@ impl<'a> FnCx<'a> {
                 let a = self.number(a);
                 let b = self.lower(els, hints);
                 let b = self.number(b);
+                // Two numbers known at compile time under a condition on
+                // integers: the branches take the condition's type, `i64`,
+                // unless one of them is not an integer (`0.5`, `abs(1.5)`)
+                // or is written as a real (`1.0`, `1e3`); then they are
+                // `f64`, the type of a literal without context, instead of
+                // being truncated.
+                let real = |v: &Val, e: &Expr| match (v, &result_expr(e).kind) {
+                    (Val::Const(c), _) if c.fract() != 0.0 || !c.is_finite() => true,
+                    (Val::Const(_), ExprKind::Num { text, .. }) => text.contains(['.', 'e', 'E']),
+                    _ => false,
+                };
+                let m = if matches!(a, Val::Const(_) | Val::Int(_))
+                    && matches!(b, Val::Const(_) | Val::Int(_))
+                    && self.ty(m).dtype == DType::I64
+                    && (real(&a, then) || real(&b, els))
+                {
+                    self.mask_as(m, DType::F64)
+                } else {
+                    m
+                };
                 self.select(
                     m,
                     (a, result_expr(then).span),

@@ -523,6 +523,17 @@ impl<'a> FnCx<'a> {
             }
             let next = self.lower(body, hints);
             self.env.truncate(mark);
+            // A step that gives a bare number keeps the state's type (a
+            // typed state stays typed: `iterate(3, x, q => 0.5)` is an
+            // `f64` if `x` is), unless the number is not an integer and
+            // the state is.
+            let next = match (&state, &next) {
+                (Val::Var(x), Val::Const(c)) if !self.ty(*x).dtype.is_int() || c.fract() == 0.0 => {
+                    let ty = self.ty(*x);
+                    self.coerce(&next, &ty).unwrap_or(next)
+                }
+                _ => next,
+            };
             if let Some(msg) = self.state_change(&state, &next) {
                 self.error(
                     Diagnostic::new(

@@ -1,0 +1,105 @@
+//! Long programs: a function of more than the backend's part length
+//! (`PART_STMTS`, 1,000 statements) is compiled as several native
+//! functions called in turn, with the scalars a later part reads passed
+//! through a spill buffer. Native code must still equal the interpreter
+//! bit for bit: scalars read by later parts (directly, broadcast, or in an
+//! element tree computed there), scalars returned from an early part, an
+//! index check in a late part, loops, and the gradient of such a program.
+//! Compile time is measured in the CLI's `bench` and BENCHMARKS.md, never
+//! asserted here.
+
+mod common;
+
+use common::prog;
+use egrad::internals::backend::{compile, BackendOptions};
+use egrad::internals::lang::interp::run;
+use egrad::internals::lang::types::DType;
+use egrad::internals::lang::value::Value;
+
+/// A function of `steps` unrolled steps mixing scalars and vectors, whose
+/// results read values from the first, middle and last steps.
+fn long_source(steps: usize) -> String {
+    let mut s = String::from(
+        "fn long[N](x: f64[N], s: f64, k: i64) -> (f64, f64[N], f64, f64) {\n  let a0 = s\n  let v0 = x\n",
+    );
+    for t in 1..=steps {
+        let p = t - 1;
+        s += &format!("  let a{t} = a{p} * 0.97 + 0.05 * tanh(+/(v{p} * a{p}))\n");
+        s += &format!("  let v{t} = v{p} * 0.9 + sin(a{t} * v0) * 0.1 + a1\n");
+    }
+    let m = steps / 2;
+    s += &format!(
+        "  let e = v{steps}[k]\n  (a1, v{steps} + a{m}, +/v{m} * e + a{steps}, max/(v1 - v{steps}))\n}}\n"
+    );
+    s += "@grad(x, s)\nfn dlong[N](x: f64[N], s: f64, k: i64) -> (f64[N], f64) {\n  let (a, v, b, c) = long(x, s, k)\n  a + +/(v * v) + b * c\n}\n";
+    s
+}
+
+/// Native code (with SIMD on and off) against the interpreter on each
+/// set of arguments: the same values bit for bit, or the same error.
+fn compare(p: &egrad::Program, name: &str, arg_sets: &[Vec<Value>], stmts_at_least: usize) {
+    let ir = p.ir(name).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        ir.stmts.len() > stmts_at_least,
+        "{name} has {} statements, too few to be split",
+        ir.stmts.len()
+    );
+    for simd in [true, false] {
+        let opts = BackendOptions {
+            simd,
+            ..BackendOptions::verified()
+        };
+        let native = compile(ir, &opts).unwrap();
+        for args in arg_sets {
+            let refs: Vec<&Value> = args.iter().collect();
+            let want = run(ir, &refs);
+            let got = native.call(&refs);
+            match (&got, &want) {
+                (Ok(g), Ok(w)) => {
+                    assert_eq!(g.len(), w.len());
+                    for (a, b) in g.iter().zip(w) {
+                        assert!(a.bits_eq(b), "{name}: jit {a:?} vs interpreter {b:?}");
+                    }
+                }
+                (Err(g), Err(w)) => assert_eq!(g.to_string(), w.to_string()),
+                _ => panic!("{name}: jit {got:?} vs interpreter {want:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_program_split_into_parts_equals_the_interpreter() {
+    let p = prog(&long_source(400));
+    let x = Value::f64(&[0.3, -0.7, 1.1, 0.05, -2.0]);
+    let s = Value::scalar(DType::F64, 0.4);
+    let k = |k: f64| Value::scalar(DType::I64, k);
+    let sets = [
+        vec![x.clone(), s.clone(), k(0.0)],
+        vec![x.clone(), s.clone(), k(4.0)],
+        // An index out of range in the last part: the same error in both.
+        vec![x.clone(), s.clone(), k(5.0)],
+        // Empty arrays.
+        vec![Value::f64(&[]), s.clone(), k(0.0)],
+    ];
+    compare(&p, "long", &sets, 2500);
+    compare(&p, "dlong", &sets[..3], 5000);
+}
+
+#[test]
+fn a_long_unrolled_loop_with_loops_inside_equals_the_interpreter() {
+    // The fuzzer's reproducer, smaller: `iterate_until` under a condition
+    // that is not the state's is unrolled, each step holding a scan.
+    let p = prog(
+        "fn f[N](x: f64[N], k: i64, y: f64) -> f64 =
+           exp(1 / f64(k)) * iterate_until(600, f64(k), q => y < y, q => q + 0.01 * (tanh({
+             let t = +/scan_all(x, q, (c, e) => c * 0.5 + tanh(c) + e)
+             y + t }) - q))",
+    );
+    let args = [
+        Value::f64(&[0.5, -0.25, 2.0]),
+        Value::scalar(DType::I64, 3.0),
+        Value::scalar(DType::F64, 0.75),
+    ];
+    compare(&p, "f", &[args.to_vec()], 1500);
+}
