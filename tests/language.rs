@@ -131,19 +131,32 @@ fn dynamic_conditions_select_and_never_poison_the_gradient() {
 /// away).
 #[test]
 fn literal_branches_under_a_condition_on_integers_keep_their_values() {
+    let i = |k: f64| Value::scalar(DType::I64, k);
     let p = prog(
         "fn g(x: f64, k: i64) -> f64 = x * (if k >= 2 { 0.5 } else { abs(1.5) })
          fn g2(x: f64, k: i64) -> f64 = x * (2 * (if k >= 2 { 1.0 } else { 3 }))
          fn h[T, N](v: T[N], a: T) -> T[N] = v * a
          fn f[N](x: f64[N], k: i64) -> f64[N] = h(x, if k >= 2 { 0.25 } else { 4 })
          fn count(k: i64) -> i64 = if k > 0 { 1 } else { 0 }
-         fn settle[N](v: f64[N]) -> f64[N] = tabulate[N](i => iterate(3, v[i], q => 0.5))",
+         fn settle[N](v: f64[N]) -> f64[N] = tabulate[N](i => iterate(3, v[i], q => 0.5))
+         fn g32(x: f32, k: i64) -> f32 = x * (if k >= 2 { 0.5 } else { 1.5 })
+         fn f32v[N](x: f32[N], k: i64) -> f32[N] = h(x, 2 * (if k >= 2 { 0.25 } else { 4 }))
+         fn r32(k: i64) -> f32 = if k > 0 { 0.5 } else { 1.5 }",
     );
+    // With `f32` values the numbers are `f32` (like literals).
+    let f32s = |x: f64| Value::scalar(DType::F32, x);
+    let v = run_both(&p, "g32", &[f32s(2.0), i(3.0)]);
+    assert_eq!((v[0].dtype, v[0].as_scalar()), (DType::F32, 1.0));
+    let x32 = Value::array(DType::F32, vec![2], vec![1.0, 2.0]);
+    assert_eq!(
+        run_both(&p, "f32v", &[x32, i(1.0)])[0].data,
+        vec![8.0, 16.0]
+    );
+    assert_eq!(run_both(&p, "r32", &[i(0.0)])[0].as_scalar(), 1.5);
     // (Soak seed 0xcba785021bb56c8a: a step giving a bare number made the
     // state untyped, and `tabulate` refused it.)
     let s = run_both(&p, "settle", &[Value::f64(&[1.0, 2.0])]);
     assert_eq!(s[0].data, vec![0.5, 0.5]);
-    let i = |k: f64| Value::scalar(DType::I64, k);
     for (k, want) in [(3.0, 1.5), (1.0, 4.5)] {
         assert_eq!(run_both(&p, "g", &[s64(3.0), i(k)])[0].as_scalar(), want);
     }

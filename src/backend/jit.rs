@@ -442,6 +442,8 @@ fn lower_function<M: Module>(
         loop_ids.push(ids);
     }
 
+    let defs = f.definitions();
+    let f = (f, defs.as_slice());
     if plan.parts.len() == 1 {
         let ctx = lower_part(module, f, plan, id, 0, &loop_ids, opts, callees, out)?;
         out.push((id, ctx));
@@ -482,13 +484,13 @@ fn lower_function<M: Module>(
     Ok(())
 }
 
-/// Lower part `part` of `f` (all of it when its plan has one part) as the
-/// function declared as `id`; the loop bodies and VJPs it calls are
+/// Lower part `part` of `f` (all of it when its plan has one part; `defs`
+/// its statements' definitions) as the function declared as `id`; the loop bodies and VJPs it calls are
 /// `loop_ids`. Vector math kernels it compiles go to `out`.
 #[allow(clippy::too_many_arguments)]
 fn lower_part<M: Module>(
     module: &mut M,
-    f: &Function,
+    (f, defs): (&Function, &[Option<usize>]),
     plan: &Plan,
     id: FuncId,
     part: usize,
@@ -525,8 +527,8 @@ fn lower_part<M: Module>(
             module.declare_func_in_func(fid, func)
         };
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let b =
-            Translator::new(f, plan, b, &mut import, loop_refs, *opts).translate_function(part)?;
+        let b = Translator::new(f, defs, plan, b, &mut import, loop_refs, *opts)
+            .translate_function(part)?;
         b.finalize(target);
     }
     if let Some(e) = failed {

@@ -321,7 +321,7 @@ pub(crate) struct Translator<'a, 'b> {
     /// Scalars computed so far.
     scalars: Vec<Option<ir::Value>>,
     /// The statement defining each variable.
-    defs: Vec<Option<usize>>,
+    defs: &'a [Option<usize>],
     /// Element-wise loops, reductions and column loops in SIMD vectors
     /// (see [`vector`]); else scalar code with the same results.
     simd: bool,
@@ -351,8 +351,10 @@ struct RowCtx {
 }
 
 impl<'a, 'b> Translator<'a, 'b> {
+    /// `defs` is `f.definitions()`, computed once for all of `f`'s parts.
     pub fn new(
         f: &'a Function,
+        defs: &'a [Option<usize>],
         plan: &'a Plan,
         b: FunctionBuilder<'b>,
         import: &'a mut dyn FnMut(&mut ir::Function, Import) -> FuncRef,
@@ -374,7 +376,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             dims_ptr: None,
             dims: Vec::new(),
             scalars: vec![None; f.vars.len()],
-            defs: f.definitions(),
+            defs,
             simd: opts.simd,
             gemm: opts.gemm,
             ints: f.vars.iter().any(|v| v.ty.dtype.is_int()),

@@ -314,7 +314,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     t.translate_leaf(a, jj)
                 };
                 // Indices that provably lie inside need no check.
-                if super::range::within(self.f, &self.defs, idx, &at.shape[0]) {
+                if super::range::within(self.f, self.defs, idx, &at.shape[0]) {
                     return read(self);
                 }
                 self.translate_checked_row(site, k, rows, cl_type(dtype), &mut read)

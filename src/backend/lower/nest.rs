@@ -102,7 +102,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 ))?;
                 let n = self.translate_len(at.clone())?;
                 // Indices that provably lie inside need no check.
-                let safe = super::range::within(self.f, &self.defs, a, &out.shape[0]);
+                let safe = super::range::within(self.f, self.defs, a, &out.shape[0]);
                 self.translate_loop(n, &mut |t, j| {
                     let k = t.translate_elem(a, j)?;
                     let mut add_row = |t: &mut Self| {

@@ -167,7 +167,7 @@ impl<'a> FnCx<'a> {
             self.error(d);
             return Val::Err;
         };
-        let vals: Vec<Val> = args
+        let mut vals: Vec<Val> = args
             .iter()
             .map(|a| {
                 let v = self.lower(a, &[]);
@@ -182,6 +182,31 @@ impl<'a> FnCx<'a> {
         // A generic callee: its element types come from the arguments.
         let spec_sig;
         let generic = !sig.generic.is_empty();
+        // A selection between two numbers (see `FnCx::picks`) takes the
+        // parameter's float type, or the one a generic element type gets
+        // from the other arguments.
+        let mut known: HashMap<&str, DType> = HashMap::new();
+        for (p, v) in decl.params.iter().zip(&vals) {
+            if let (TypeExpr::Named { dtype, .. }, Val::Var(x)) = (&p.ty, v) {
+                if let Some(d) = DType::from_name(&dtype.name) {
+                    known.insert(dtype.name.as_str(), d);
+                } else if !self.picks.contains_key(x) {
+                    known
+                        .entry(dtype.name.as_str())
+                        .or_insert(self.ty(*x).dtype);
+                }
+            }
+        }
+        for (p, v) in decl.params.iter().zip(vals.iter_mut()) {
+            if let (TypeExpr::Named { dtype, .. }, Val::Var(x)) = (&p.ty, &*v) {
+                if let Some(y) = known
+                    .get(dtype.name.as_str())
+                    .and_then(|&d| self.repick(*x, d))
+                {
+                    *v = Val::Var(y);
+                }
+            }
+        }
         let sig = if generic {
             let mut dtypes: HashMap<String, DType> = HashMap::new();
             let mut from: HashMap<String, usize> = HashMap::new();

@@ -45,6 +45,7 @@ impl<'a> FnCx<'a> {
             gathered: HashMap::new(),
             lift_of: HashMap::new(),
             index_numbers: HashMap::new(),
+            picks: HashMap::new(),
         }
     }
 
@@ -285,6 +286,10 @@ impl<'a> FnCx<'a> {
         }
         match v {
             Val::Var(x) if &self.ty(*x) == ty => Some(v.clone()),
+            Val::Var(x) if self.picks.contains_key(x) => {
+                let y = self.repick(*x, ty.dtype)?;
+                (&self.ty(y) == ty).then_some(Val::Var(y))
+            }
             Val::Const(x) => Some(self.materialize(*x, ty, "")),
             Val::Int(i) => Some(self.materialize(*i as f64, ty, "")),
             Val::Err => Some(Val::Err),

@@ -222,21 +222,35 @@ impl<'a> FnCx<'a> {
                     (Val::Const(_), ExprKind::Num { text, .. }) => text.contains(['.', 'e', 'E']),
                     _ => false,
                 };
-                let m = if matches!(a, Val::Const(_) | Val::Int(_))
-                    && matches!(b, Val::Const(_) | Val::Int(_))
-                    && self.ty(m).dtype == DType::I64
-                    && (real(&a, then) || real(&b, els))
-                {
+                let consts = match (&a, &b) {
+                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_))
+                        if self.ty(m).dtype == DType::I64 && (real(&a, then) || real(&b, els)) =>
+                    {
+                        let num = |v: &Val| match v {
+                            Val::Const(c) => *c,
+                            Val::Int(i) => *i as f64,
+                            _ => f64::NAN,
+                        };
+                        Some((num(&a), num(&b)))
+                    }
+                    _ => None,
+                };
+                let picked = consts.map(|(x, y)| (m, x, y));
+                let m = if consts.is_some() {
                     self.mask_as(m, DType::F64)
                 } else {
                     m
                 };
-                self.select(
+                let v = self.select(
                     m,
                     (a, result_expr(then).span),
                     (b, result_expr(els).span),
                     hints,
-                )
+                );
+                if let (Val::Var(x), Some(p)) = (&v, picked) {
+                    self.picks.insert(*x, p);
+                }
+                v
             }
             other => {
                 let t = self.describe(&other);
@@ -249,6 +263,31 @@ impl<'a> FnCx<'a> {
                 );
                 Val::Err
             }
+        }
+    }
+
+    /// `x` in element type `d` when it is a selection between two numbers
+    /// under a condition on integers (see `FnCx::picks`) and `d` is a
+    /// float type: the selection made again in `d`.
+    pub(super) fn repick(&mut self, x: VarId, d: DType) -> Option<VarId> {
+        let &(m, a, b) = self.picks.get(&x)?;
+        if d.is_int() || self.ty(x).dtype == d {
+            return None;
+        }
+        self.make_pick(m, a, b, d)
+    }
+
+    /// `if m { a } else { b }` in element type `d`, for the integer
+    /// condition `m`, recorded in `FnCx::picks`.
+    fn make_pick(&mut self, m: VarId, a: f64, b: f64, d: DType) -> Option<VarId> {
+        let mask = self.mask_as(m, d);
+        let at = Span::default();
+        match self.select(mask, (Val::Const(a), at), (Val::Const(b), at), &[]) {
+            Val::Var(y) => {
+                self.picks.insert(y, (m, a, b));
+                Some(y)
+            }
+            _ => None,
         }
     }
 
@@ -466,6 +505,28 @@ impl<'a> FnCx<'a> {
                 return Val::Err;
             }
         }
+        // A number and a selection between two numbers (see
+        // `FnCx::picks`) fold like two numbers, branch by branch.
+        if !cmp {
+            let pick = |v: &Val| match v {
+                Val::Var(x) => self.picks.get(x).copied(),
+                _ => None,
+            };
+            let folded = match (&l, &r, pick(&l), pick(&r)) {
+                (Val::Const(c), _, _, Some((m, a, b))) => {
+                    Some((m, fold(irop, &[*c, a]), fold(irop, &[*c, b])))
+                }
+                (_, Val::Const(c), Some((m, a, b)), _) => {
+                    Some((m, fold(irop, &[a, *c]), fold(irop, &[b, *c])))
+                }
+                _ => None,
+            };
+            if let Some((m, a, b)) = folded {
+                if let Some(v) = self.make_pick(m, a, b, DType::F64) {
+                    return Val::Var(v);
+                }
+            }
+        }
         let result = match (l, r) {
             (Val::Err, _) | (_, Val::Err) | (Val::Tuple(_), _) | (_, Val::Tuple(_)) => {
                 return Val::Err
@@ -554,6 +615,16 @@ impl<'a> FnCx<'a> {
         (b, rspan): (VarId, Span),
         hint: &str,
     ) -> Val {
+        // A selection between two numbers takes the other operand's float
+        // type (see `FnCx::picks`).
+        let (a, b) = match (
+            self.repick(a, self.ty(b).dtype),
+            self.repick(b, self.ty(a).dtype),
+        ) {
+            (Some(a2), _) => (a2, b),
+            (None, Some(b2)) => (a, b2),
+            (None, None) => (a, b),
+        };
         let (ta, tb) = (self.ty(a), self.ty(b));
         if ta.dtype != tb.dtype {
             self.error(

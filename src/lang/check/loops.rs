@@ -1086,6 +1086,8 @@ impl<'a> FnCx<'a> {
         self.lifted.retain(kept);
         self.lift_of.retain(kept);
         self.index_numbers.retain(|v, _| v.index() < vars);
+        self.picks
+            .retain(|v, (m, _, _)| v.index() < vars && m.index() < vars);
         for level in &mut self.outer {
             level.batched.retain(|v| v.index() < vars);
             level.lifted.retain(kept);

@@ -442,6 +442,11 @@ struct FnCx<'a> {
     lift_of: HashMap<VarId, VarId>,
     /// The index of `tabulate` as a number (`iota + off`), by variable.
     index_numbers: HashMap<VarId, i64>,
+    /// Selections between two numbers under a condition on integers
+    /// (`if k > 0 { 0.5 } else { 1.5 }`), made `f64` like a literal
+    /// without context: the condition and the two numbers, so that where
+    /// the selection meets an `f32` value it is made again in `f32`.
+    picks: HashMap<VarId, (VarId, f64, f64)>,
 }
 
 /// An enclosing `tabulate`'s lowering state, kept while a nested one is
