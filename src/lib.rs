@@ -51,5 +51,5 @@ pub use pipeline::{
     optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Progress,
     ProgressEvent, Report,
 };
-pub use program::{ParseOptions, Program};
+pub use program::{ParseOptions, Program, MAX_OPERATIONS};
 pub use rewrites::Limits;

@@ -23,15 +23,35 @@ pub struct ParseOptions {
     /// see `docs/language.md`). On by default; a program's own function of
     /// a prelude name replaces the prelude's either way.
     pub prelude: bool,
+    /// The most IR operations one function may have after its static
+    /// `iterate`s are unrolled and its calls inlined; a larger function is
+    /// an `Error::Limit` naming the construct. Compile time is about
+    /// linear in this size (a fraction of a millisecond per operation), so
+    /// a caller with a time budget can bound it here. Default
+    /// [`MAX_OPERATIONS`].
+    pub max_operations: usize,
 }
+
+/// The default of [`ParseOptions::max_operations`].
+pub const MAX_OPERATIONS: usize = crate::lang::check::MAX_STMTS;
 
 impl Default for ParseOptions {
     fn default() -> ParseOptions {
-        ParseOptions { prelude: true }
+        ParseOptions {
+            prelude: true,
+            max_operations: MAX_OPERATIONS,
+        }
     }
 }
 
 impl ParseOptions {
+    /// At most `n` IR operations per function (see
+    /// [`ParseOptions::max_operations`]).
+    pub fn max_operations(mut self, n: usize) -> ParseOptions {
+        self.max_operations = n;
+        self
+    }
+
     /// With or without the prelude.
     pub fn prelude(mut self, yes: bool) -> ParseOptions {
         self.prelude = yes;
@@ -81,7 +101,7 @@ impl Program {
         } else {
             &[]
         };
-        match check(&ast, prelude_items, &Ad) {
+        match check(&ast, prelude_items, &Ad, options.max_operations) {
             Ok(checked) => Ok(Program {
                 file,
                 ast,

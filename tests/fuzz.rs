@@ -113,7 +113,7 @@ fn fuzz_worker() {
         let result = std::thread::Builder::new()
             .stack_size(8 << 20)
             .spawn(move || {
-                case::run_case(&src, seed, &mut |s: &str| {
+                case::run_case(&src, seed, case::FUZZ_MAX_OPERATIONS, &mut |s: &str| {
                     *st.lock().unwrap() = s.to_string();
                     say(&format!("@@stage {s}"));
                 })
@@ -586,7 +586,9 @@ fn fuzz() {
         );
         // In this process, so that a panic shows its backtrace and
         // EGRAD_FUZZ_VERBOSE its errors.
-        let r = case::run_case(&src, seed, &mut |s| println!("stage: {s}"));
+        let r = case::run_case(&src, seed, case::FUZZ_MAX_OPERATIONS, &mut |s| {
+            println!("stage: {s}")
+        });
         println!("{r:?}");
         assert!(r.is_ok(), "{r:?}");
         return;

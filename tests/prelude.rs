@@ -287,7 +287,7 @@ fn the_prelude_checks_and_every_function_is_generic() {
         assert!(f.span.start >= prelude::BASE, "`{}`", f.name.name);
     }
     // Checked on its own: no errors, and nothing of it is the program's.
-    let checked = check(&Module { items: vec![] }, items, &Ad).unwrap();
+    let checked = check(&Module { items: vec![] }, items, &Ad, egrad::MAX_OPERATIONS).unwrap();
     assert!(checked.functions.is_empty() && checked.templates.is_empty());
 }
 
@@ -622,7 +622,8 @@ fn errors_at_the_prelude_show_its_lines() {
     let src = "fn f(x: f64[3]) -> f64 = bad(x)";
     let (module, errs) = egrad::internals::lang::parser::parse(src);
     assert!(errs.is_empty());
-    let Err(CheckError::Source(items)) = check(&module, &pre.items, &Ad) else {
+    let Err(CheckError::Source(items)) = check(&module, &pre.items, &Ad, egrad::MAX_OPERATIONS)
+    else {
         panic!("should be rejected")
     };
     let file = SourceFile::new("a.eg", src)

@@ -52,7 +52,7 @@ fn every_regression_passes_the_pipeline() {
             .stack_size(8 << 20)
             .spawn(move || {
                 let t = std::time::Instant::now();
-                case::run_case(&src, seed, &mut |s| {
+                case::run_case(&src, seed, egrad::MAX_OPERATIONS, &mut |s| {
                     if std::env::var_os("EGRAD_REGRESSIONS_VERBOSE").is_some() {
                         eprintln!("{:>8.1?} {s}", t.elapsed());
                     }

@@ -23,7 +23,7 @@ use egrad::internals::lang::ir::Function;
 use egrad::internals::lang::types::DType;
 use egrad::internals::lang::value::Value;
 use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
-use egrad::{Error, ErrorKind, Limits, Program};
+use egrad::{Error, ErrorKind, Limits, ParseOptions, Program};
 use std::time::Duration;
 
 /// A bug found in a stage (not counting panics, which the caller catches).
@@ -60,15 +60,33 @@ fn options() -> Options {
     })
 }
 
-/// Run `src` through the pipeline. `stage` is told the name of each stage
-/// before it starts (the fuzzer's parent process reads it, to say where a
-/// case hung or crashed). The arguments are drawn from `seed`.
-pub fn run_case(src: &[u8], seed: u64, stage: &mut dyn FnMut(&str)) -> Result<Counts, Bug> {
+/// The most IR operations the fuzzer lets a function have (the checker
+/// refuses larger ones with a limit error, an ordinary error). Every stage
+/// is about linear in a program's size, but a function of 5,000
+/// operations already goes through two compiles of itself, an optimizer
+/// run and a gradient several times its size within the case's 20 s of
+/// CPU time; an unrolled program of 276,000 operations takes about 2
+/// minutes to compile (TESTING.md). Reproducers in `tests/regressions/`
+/// run without this cap.
+#[allow(dead_code)] // (used by the fuzzer, not by tests/regressions.rs)
+pub const FUZZ_MAX_OPERATIONS: usize = 5_000;
+
+/// Run `src` through the pipeline, its functions capped at `max_ops` IR
+/// operations (see [`FUZZ_MAX_OPERATIONS`]). `stage` is told the name of
+/// each stage before it starts (the fuzzer's parent process reads it, to
+/// say where a case hung or crashed). The arguments are drawn from `seed`.
+pub fn run_case(
+    src: &[u8],
+    seed: u64,
+    max_ops: usize,
+    stage: &mut dyn FnMut(&str),
+) -> Result<Counts, Bug> {
     let mut counts = Counts::default();
     let mut rng = Rng(seed);
     let text = String::from_utf8_lossy(src);
     stage("parse and check");
-    let p = match Program::parse_named("fuzz.eg", &text) {
+    let parse = ParseOptions::default().max_operations(max_ops);
+    let p = match Program::parse_with("fuzz.eg", &text, &parse) {
         Ok(p) => p,
         Err(e) => {
             ordinary(&e, "parse and check")?;

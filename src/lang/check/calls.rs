@@ -5,7 +5,7 @@
 use super::builtins::{builtin, builtin2, matrix_builtin};
 use super::loops::with_rows;
 use super::signature::signature_with;
-use super::{arity_message, fold, FnCx, Sig, StaticKind, Val, MAX_STMTS};
+use super::{arity_message, fold, FnCx, Sig, StaticKind, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, Function, Loop, VarId};
@@ -738,13 +738,16 @@ impl<'a> FnCx<'a> {
         span: Span,
         stacks: Option<&HashSet<VarId>>,
     ) -> Val {
-        if self.b.function().stmts.len() + callee.stmts.len() > MAX_STMTS {
+        let max = self.scopes.max_stmts;
+        if self.b.function().stmts.len() + callee.stmts.len() > max {
             if !self.too_large {
                 self.too_large = true;
                 let name = self.b.function().name.clone();
                 self.error(Diagnostic::limit(
                     span,
-                    format!("`{name}` is too large after inlining calls (more than {MAX_STMTS} operations)"),
+                    format!(
+                        "`{name}` is too large after inlining calls (more than {max} operations)"
+                    ),
                 ));
             }
             return Val::Err;

@@ -1,7 +1,7 @@
 //! Loops: `iterate`, `iterate_until` and `scan`, unrolled or lowered to
 //! an IR loop.
 
-use super::{result_expr, FnCx, Val, MAX_STMTS};
+use super::{result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, Function, Loop, Stmt, VarId};
@@ -71,7 +71,8 @@ impl<'a> FnCx<'a> {
     /// Whether unrolling `what` made the function too large: then reported
     /// once (at `span`, with `note`) and the caller stops.
     fn unrolled_too_large(&mut self, span: Span, what: &str, note: &str) -> bool {
-        if self.b.function().stmts.len() <= MAX_STMTS {
+        let max = self.scopes.max_stmts;
+        if self.b.function().stmts.len() <= max {
             return false;
         }
         if !self.too_large {
@@ -80,7 +81,7 @@ impl<'a> FnCx<'a> {
             self.error(
                 Diagnostic::limit(
                     span,
-                    format!("`{fname}` is too large after unrolling `{what}` (more than {MAX_STMTS} operations)"),
+                    format!("`{fname}` is too large after unrolling `{what}` (more than {max} operations)"),
                 )
                 .with_note(note),
             );

@@ -188,6 +188,9 @@ struct Scopes {
     program: HashMap<String, usize>,
     prelude: HashMap<String, usize>,
     first_prelude: usize,
+    /// The most IR statements a function may have after unrolling and
+    /// inlining ([`MAX_STMTS`] unless the caller sets another).
+    max_stmts: usize,
 }
 
 impl Scopes {
@@ -214,6 +217,7 @@ pub fn check(
     module: &Module,
     prelude: &[FnDef],
     transforms: &dyn Transforms,
+    max_stmts: usize,
 ) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
     let items: Vec<&FnDef> = module.items.iter().chain(prelude).collect();
@@ -259,6 +263,7 @@ pub fn check(
         program: by_name,
         prelude: in_prelude,
         first_prelude,
+        max_stmts,
     };
 
     // Pass 1: the call graph, from the program's functions to the
