@@ -48,6 +48,7 @@ mod gen;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
 
+use common::env_u64;
 use common::rng::Rng;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -58,15 +59,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const WORKER: &str = "EGRAD_FUZZ_WORKER";
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|s| {
-        let s = s.trim();
-        s.strip_prefix("0x")
-            .map(|h| u64::from_str_radix(h, 16).ok())
-            .unwrap_or_else(|| s.parse().ok())
-    })
-}
 
 fn mix(seed: u64) -> u64 {
     Rng(seed).next_u64()

@@ -59,6 +59,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::env_u64;
 use common::rng::Rng;
 
 /// The functions under test. Parameters are named for what they hold:
@@ -500,10 +501,6 @@ fn show(args: &[Value]) -> Vec<String> {
             _ => format!("{:?} {:?}", a.shape, a.data),
         })
         .collect()
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
 }
 
 #[test]

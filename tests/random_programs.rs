@@ -397,6 +397,7 @@
 
 mod common;
 
+use common::env_u64;
 use common::rng::Rng;
 use egrad::internals::backend::{self, BackendOptions};
 use egrad::internals::lang::check::UNROLL_STMTS;
@@ -7169,15 +7170,6 @@ fn run_one(seed: u64) -> (Option<Generated>, Outcome) {
 /// hunt with bigger programs; 4 by default).
 fn max_depth() -> usize {
     env_u64("EGRAD_RANDOM_DEPTH").map_or(4, |d| d.max(2) as usize)
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|s| {
-        let s = s.trim();
-        s.strip_prefix("0x")
-            .map(|h| u64::from_str_radix(h, 16).ok())
-            .unwrap_or_else(|| s.parse().ok())
-    })
 }
 
 /// Groups of the run-time integer constructs (tags) counted by program;

@@ -4,6 +4,18 @@ pub mod rng;
 
 use std::path::PathBuf;
 
+/// An integer environment variable, decimal or `0x` hexadecimal (the
+/// knobs of the random tests: seeds, counts, seconds).
+#[allow(dead_code)]
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| {
+        let s = s.trim();
+        s.strip_prefix("0x")
+            .map(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or_else(|| s.parse().ok())
+    })
+}
+
 /// Run the `egrad` binary of this build: its exit code, stdout and stderr.
 #[allow(dead_code)]
 pub fn egrad(args: &[&str]) -> (i32, String, String) {
