@@ -465,10 +465,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(x) = self.scalars.get(v.index()).copied().flatten() {
             return Ok(x);
         }
-        let (Some(slot), Some(k)) = (
-            self.plan.spill.get(v.index()).copied().flatten(),
-            self.plan.spill_buf,
-        ) else {
+        let Some((slot, k)) = self.spill_slot(v) else {
             return Err(Error::internal(format!(
                 "backend: scalar %{} used before it is computed",
                 self.f.var_name(v)
@@ -489,13 +486,19 @@ impl<'a, 'b> Translator<'a, 'b> {
         Ok(x)
     }
 
+    /// The spill slot of scalar `v` and the spill buffer, if a later part
+    /// reads `v`.
+    fn spill_slot(&self, v: VarId) -> Option<(u32, usize)> {
+        Some((
+            self.plan.spill.get(v.index()).copied().flatten()?,
+            self.plan.spill_buf?,
+        ))
+    }
+
     /// Store scalar `v`, just computed as `x`, in its spill slot if a later
     /// part reads it.
     fn spill(&mut self, v: VarId, x: ir::Value) -> Result<(), Error> {
-        let (Some(slot), Some(k)) = (
-            self.plan.spill.get(v.index()).copied().flatten(),
-            self.plan.spill_buf,
-        ) else {
+        let Some((slot, k)) = self.spill_slot(v) else {
             return Ok(());
         };
         let base = self.buf(k)?;
