@@ -134,6 +134,38 @@ const CASES: &[&str] = &[
   %5: T[N, M] = mul %2 %4
   ret %5, %3
 }",
+    // reductions of elements that call functions (the C library's pow
+    // and tan, and the vector math kernels once the four inline copies
+    // are used), some read through a pad's bounds checks: the backend
+    // computes a block's elements into a stack slot, then adds them
+    "fn fold_calls[N](%a: T[N], %b: T[N], %s: T) -> (T, T, T, T, T, T, T, T, T) {
+  %sb: T[N] = bcast %s
+  %0: T[N] = pow %a %sb
+  %1: T = sum %0
+  %2: T[2*N] = pad 0 %0
+  %3: T[2*N] = pad 0 %b
+  %4: T[2*N] = reverse %3
+  %5: T[2*N] = add %2 %4
+  %6: T = sum %5
+  %7: T[N] = tan %b
+  %8: T[N] = mul %7 %a
+  %9: T = maxall %8
+  %10: T[N] = exp %a
+  %11: T = sum %10
+  %12: T[N] = tanh %b
+  %13: T = sum %12
+  %14: T[N] = sin %a
+  %15: T = minall %14
+  %16: T[N] = cos %b
+  %17: T = sum %16
+  %18: T[N] = expm1 %a
+  %19: T[2*N] = pad 0 %18
+  %20: T = sum %19
+  %21: T[N] = log1p %12
+  %22: T[N] = tanh %21
+  %23: T = sum %22
+  ret %1, %6, %9, %11, %13, %15, %17, %20, %23
+}",
     // the other element-wise ops, comparisons, select and the extremum reductions
     "fn more[N](%a: T[N], %b: T[N]) -> (T[N], T[N], T[N], T[N], T[N], T[N], T[N], T, T) {
   %0: T[N] = tan %a

@@ -3,12 +3,23 @@
 //! element `i` of a value computed as its consumers read it.
 
 use super::vector::Source;
-use super::{access, cl_type, Access, Read, Translator};
+use super::{access, cl_type, Access, Read, Translator, INLINE_KERNELS};
 use crate::error::Error;
 use crate::lang::ir::VarId;
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
+
+/// The calls an element tree makes ([`Translator::element_calls`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Calls {
+    /// None: the element is straight-line code.
+    None,
+    /// Vector math kernels (a vector at a time).
+    Kernels,
+    /// The C library's `pow` or `tan` (a lane at a time).
+    Libm,
+}
 
 impl<'a, 'b> Translator<'a, 'b> {
     /// One statement at its place in program order: a scalar is computed, a
@@ -241,6 +252,42 @@ impl<'a, 'b> Translator<'a, 'b> {
         nodes.sort_unstable();
         nodes.dedup();
         Ok(nodes)
+    }
+
+    /// Which functions computing an element of `v` calls: [`Calls::Libm`]
+    /// when any is `pow` or `tan` (the C library, one call per lane),
+    /// else [`Calls::Kernels`] when a vector math kernel is called (this
+    /// function has used up its inline copies), else [`Calls::None`].
+    /// Looks through index maps to the operands they compute.
+    pub(super) fn element_calls(&self, v: VarId) -> Result<Calls, Error> {
+        let kernels_called = self.cold || self.inlined_kernels >= INLINE_KERNELS;
+        let mut calls = Calls::None;
+        let mut stack = vec![v];
+        let mut seen = std::collections::HashSet::from([v]);
+        while let Some(v) = stack.pop() {
+            if self.read(v)? != Read::Inline {
+                continue;
+            }
+            let Some(s) = self.defs.get(v.index()).copied().flatten() else {
+                continue;
+            };
+            let stmt = &self.f.stmts[s];
+            match stmt.op {
+                Op::Pow | Op::Tan => return Ok(Calls::Libm),
+                Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh | Op::Log1p | Op::Expm1
+                    if kernels_called =>
+                {
+                    calls = Calls::Kernels
+                }
+                _ => {}
+            }
+            for &a in &stmt.args {
+                if seen.insert(a) {
+                    stack.push(a);
+                }
+            }
+        }
+        Ok(calls)
     }
 
     /// Element `i` of statement `root` computed in place, with every inlined

@@ -24,6 +24,7 @@
 //! output columns: each column's sum still runs over its rows (or over `k`)
 //! in order, one product rounded at a time.
 
+use super::elem::Calls;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::lang::ir::VarId;
@@ -31,7 +32,7 @@ use crate::lang::types::{DType, Type};
 use crate::ops::{Op, FOLD_LANES};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
 use std::collections::HashMap;
 
 /// The vector type of a dtype: 128 bits.
@@ -562,14 +563,62 @@ impl<'a, 'b> Translator<'a, 'b> {
         let zero = self.b.ins().iconst(types::I64, 0);
         let main = self.b.ins().band_imm_s(len, -blocks);
         let simd = self.simd;
+        // Elements that call a function are computed by a loop over the
+        // block of eight (a vector at a time for kernels, an element at a
+        // time for the C library) into a stack slot, then added from there
+        // in the same order: one copy of the element's code and its calls
+        // instead of one per accumulator. Calls clobber every vector register,
+        // and many call sites with values live across them cost the
+        // register allocator far more than their size (an unrolled
+        // 300-step program of pow folds took 17 s to compile).
+        let calls = self.element_calls(a)?;
+        // The C library is called a lane at a time: stage scalars.
+        let (stage_width, stage_simd) = match calls {
+            Calls::Libm => (1, false),
+            _ => (width, simd),
+        };
+        let staged = if calls != Calls::None {
+            let size = dtype.bytes() as u32;
+            Some(self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                FOLD_LANES as u32 * size,
+                4,
+            )))
+        } else {
+            None
+        };
         self.translate_range(zero, main, blocks, &mut |t, i| {
             let at = t.b.ins().iadd(start, i);
+            let base = staged.map(|slot| t.b.ins().stack_addr(types::I64, slot, 0));
+            if let Some(base) = base {
+                let zero = t.b.ins().iconst(types::I64, 0);
+                let lanes = t.b.ins().iconst(types::I64, blocks);
+                t.translate_range(zero, lanes, stage_width, &mut |t, j| {
+                    let ij = t.b.ins().iadd(at, j);
+                    let x = if stage_simd {
+                        t.translate_elem_vec(a, ij)?
+                    } else {
+                        t.translate_elem(a, ij)?
+                    };
+                    let addr = t.translate_addr(dtype, base, j);
+                    t.b.ins().store(MemFlagsData::trusted(), x, addr, 0);
+                    Ok(())
+                })?;
+            }
             for (k, &acc) in accs.iter().enumerate() {
-                let ik = t.b.ins().iadd_imm_s(at, k as i64 * width);
-                let x = if simd {
-                    t.translate_elem_vec(a, ik)?
-                } else {
-                    t.translate_elem(a, ik)?
+                let x = match base {
+                    Some(base) => {
+                        let off = k as i32 * width as i32 * dtype.bytes() as i32;
+                        t.b.ins().load(ty, MemFlagsData::trusted(), base, off)
+                    }
+                    None => {
+                        let ik = t.b.ins().iadd_imm_s(at, k as i64 * width);
+                        if simd {
+                            t.translate_elem_vec(a, ik)?
+                        } else {
+                            t.translate_elem(a, ik)?
+                        }
+                    }
                 };
                 let sofar = t.b.use_var(acc);
                 let next = t.translate_op(step, dtype, &[sofar, x])?;
