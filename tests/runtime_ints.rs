@@ -178,6 +178,40 @@ fn an_index_out_of_range_names_the_line_and_the_index() {
     );
 }
 
+/// A `gather` checks all its indices where it stands, as the interpreter
+/// does: an index out of range is an error even where no element of its
+/// row is read (rows of no elements, or a consumer that reads only some
+/// rows), in native code too.
+#[test]
+fn an_index_out_of_range_is_an_error_where_no_element_is_read() {
+    let p = prog(
+        "fn srow[N, M](A: f64[N, M], k: i64) -> f64[M] = A[k] * 2.0
+fn rows[N, M, L](A: f64[N, M], idx: i64[L]) -> f64 = +/A[idx]
+fn first[N, L](x: f64[N], idx: i64[L]) -> f64 = x[idx][0]",
+    );
+    let empty = Value::array(DType::F64, vec![1, 0], vec![]);
+    let e = run_both(&p, "srow", &[empty.clone(), Value::scalar(DType::I64, 1.0)]).unwrap_err();
+    assert!(
+        e.contains("ints.eg:1:") && e.contains("index 1 is out of range"),
+        "{e}"
+    );
+    let v = run_both(&p, "srow", &[empty.clone(), Value::scalar(DType::I64, 0.0)]).unwrap();
+    assert!(v[0].data.is_empty());
+    let e = run_both(&p, "rows", &[empty, ints(&[0, 5, -1])]).unwrap_err();
+    assert!(
+        e.contains("ints.eg:2:") && e.contains("index 5 is out of range"),
+        "{e}"
+    );
+    let x = Value::f64(&[1.0, 2.0]);
+    let e = run_both(&p, "first", &[x.clone(), ints(&[1, 2])]).unwrap_err();
+    assert!(
+        e.contains("ints.eg:3:") && e.contains("index 2 is out of range"),
+        "{e}"
+    );
+    let v = run_both(&p, "first", &[x, ints(&[1, 0])]).unwrap();
+    assert_eq!(v[0].as_scalar(), 2.0);
+}
+
 /// An integer value (`f64(ix)`, a mask of an integer comparison) read at
 /// an offset in `tabulate` is computed at the offset inside the loop nest:
 /// with SIMD on it ran as vector code (`fpromote` or `fcmp` of an `i64x2`,

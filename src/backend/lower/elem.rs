@@ -37,6 +37,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.scalars[v.index()] = Some(x);
             return self.spill(v, x);
         }
+        self.translate_gather_check(s)?;
         if let Some(k) = self.plan.home[v.index()] {
             self.translate_materialise(v, k)?;
         }

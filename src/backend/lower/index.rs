@@ -326,6 +326,49 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
+    /// Statement `s`, when it is a live `gather` whose indices may lie
+    /// outside: every index checked where the statement stands, in order,
+    /// as the interpreter checks them. Its consumers read only some of its
+    /// elements (none when its rows are empty), each checked again there,
+    /// so without this an index out of range that no element read went
+    /// unreported.
+    pub(super) fn translate_gather_check(&mut self, s: usize) -> Result<(), Error> {
+        let stmt = &self.f.stmts[s];
+        let Op::Gather(site) = stmt.op else {
+            return Ok(());
+        };
+        if self.read(stmt.var)? == Read::Dead {
+            return Ok(());
+        }
+        let (Some(&a), Some(&idx)) = (stmt.args.first(), stmt.args.get(1)) else {
+            return Err(Error::internal("backend: `gather` without its operands"));
+        };
+        let at = self.f.ty(a);
+        let Some(n) = at.shape.first().cloned() else {
+            return Err(Error::internal("backend: `gather` from a scalar"));
+        };
+        if super::range::within(self.f, self.defs, idx, &n) {
+            return Ok(());
+        }
+        let rows = self.translate_len(Type::array(DType::I64, vec![n]))?;
+        let len = self.translate_len(self.f.ty(idx).clone())?;
+        self.within_row(None, &mut |t| {
+            t.translate_loop_until(len, &mut |t, j| {
+                let k = t.translate_elem(idx, j)?;
+                let outside = t.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, k, rows);
+                t.translate_if(
+                    outside,
+                    types::I64,
+                    &mut |t| {
+                        t.translate_check_failed(site, k, rows)?;
+                        Ok(t.b.ins().iconst(types::I64, 1))
+                    },
+                    &mut |t| Ok(t.b.ins().iconst(types::I64, 0)),
+                )
+            })
+        })
+    }
+
     /// `read()` if `0 <= k < rows`; else the failure of the check at source
     /// offset `site` is recorded (see [`super::STATUS_SLOTS`]) and the
     /// result is zero: nothing outside an array is ever read or written.
