@@ -270,6 +270,49 @@ fn a_run_time_count_links_and_matches_the_jit() {
     }
 }
 
+const RANDOM_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    enum { N = 3 };
+    const double mu[N] = {0.5, -1.0, 2.0}, log_s[N] = {-0.3, 0.1, 0.0}, y[N] = {1.0, 0.0, -1.0};
+    double value, gmu[N], gs[N];
+    /* The noise is drawn from the key of `seed` inside the object: the
+       same numbers as the JIT's and the interpreter's. */
+    const int64_t seeds[2] = {3, 1000003};
+    for (int k = 0; k < 2; k++) {
+        void *scratch = malloc(dloss_value_and_grad_scratch_bytes(N, seeds[k]) + 1);
+        if (dloss_value_and_grad(N, seeds[k], mu, log_s, y, &value, gmu, gs, scratch) != 0) return 1;
+        printf("%.17g\n", value);
+        for (int i = 0; i < N; i++) printf("%.17g\n", gmu[i]);
+        for (int i = 0; i < N; i++) printf("%.17g\n", gs[i]);
+        free(scratch);
+    }
+    return 0;
+}
+"#;
+
+/// Random numbers drawn inside an object file (`examples/random.eg`: a
+/// stochastic loss at the key of a seed): the JIT's numbers, bit for bit.
+#[test]
+fn random_numbers_link_and_match_the_jit() {
+    let file = "examples/random.eg";
+    let c = build_and_run("random", file, "dloss", RANDOM_MAIN);
+    assert_eq!(c.len(), 14);
+    for (k, seed) in [3u64, 1000003].into_iter().enumerate() {
+        let args = [
+            Value::f64(&[0.5, -1.0, 2.0]),
+            Value::f64(&[-0.3, 0.1, 0.0]),
+            Value::f64(&[1.0, 0.0, -1.0]),
+            Value::scalar(DType::I64, seed as f64),
+        ];
+        let (vg, _) = jit(file, "dloss", &args, None);
+        assert_bits(&format!("dloss at seed {seed}"), &c[7 * k..7 * k + 7], &vg);
+    }
+}
+
 #[test]
 fn build_errors_are_clear() {
     let dir = temp_dir("errors");

@@ -94,6 +94,8 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         // Rows picked by indices computed from `b` (in 0 ..= 3).
         Op::Gather(_) => ("fn f[N](%a: f64[4, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[N, 2] = gather 0 %a %k\n  %1: f64[N, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
         Op::Scatter(_) => ("fn f[N](%a: f64[N, 2], %b: f64[N]) -> f64 {\n  %k: i64[N] = toi64 %b\n  %0: f64[4, 2] = scatter 0 %k %a\n  %1: f64[4, 2] = sin %0\n  %2: f64 = sum %1\n  ret %2\n}", 0.0, 3.9),
+        // Random words from integers: no derivative either.
+        Op::Threefry0 | Op::Threefry1 => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %w: i64[N] = threefry0 %i %i %i %i\n  %v: i64[N] = threefry1 %w %i %w %i\n  %x: f64[N] = tof64 %v\n  %c: f64 = const 0.00000000023283064365386963\n  %cb: f64[N] = bcast %c\n  %s: f64[N] = mul %x %cb\n  %y: f64[N] = mul %s %a\n  %2: f64 = sum %y\n  ret %2\n}", 1.0, 4.0),
         // Element i weighted by i: the index carries no derivative.
         Op::Iota => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = iota\n  %x: f64[N] = tof64 %i\n  %y: f64[N] = mul %x %a\n  %z: f64[N] = mul %y %a\n  %2: f64 = sum %z\n  ret %2\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:

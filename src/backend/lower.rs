@@ -132,6 +132,8 @@ fn access(op: Op) -> Access {
         | Op::Ne
         | Op::Select
         | Op::Rem
+        | Op::Threefry0
+        | Op::Threefry1
         | Op::Convert(_) => Access::Elementwise,
         Op::Sum | Op::MaxAll | Op::MinAll => Access::Reduce,
         Op::Slice(_)

@@ -277,6 +277,13 @@ pub enum ExprKind {
         shape: Vec<DimExpr>,
         arg: Box<Expr>,
     },
+    /// `uniform[d, ...](key)` or `normal[d, ...](key)`: random numbers of
+    /// that shape from a key, and the next key.
+    Draw {
+        normal: bool,
+        shape: Vec<DimExpr>,
+        key: Box<Expr>,
+    },
 }
 
 /// `{ let ...; ...; result }`
@@ -418,7 +425,8 @@ impl Expr {
             }
             ExprKind::Lambda { body, .. }
             | ExprKind::Tabulate { body, .. }
-            | ExprKind::Reshape { arg: body, .. } => body.walk(visit),
+            | ExprKind::Reshape { arg: body, .. }
+            | ExprKind::Draw { key: body, .. } => body.walk(visit),
             ExprKind::Index { base, indices } => {
                 base.walk(visit);
                 for i in indices {
@@ -501,6 +509,12 @@ impl Expr {
                 let d: Vec<String> = shape.iter().map(DimExpr::text).collect();
                 let _ = writeln!(out, "{pad}reshape [{}] {s}", d.join(", "));
                 arg.dump(out, depth + 1);
+            }
+            ExprKind::Draw { normal, shape, key } => {
+                let d: Vec<String> = shape.iter().map(DimExpr::text).collect();
+                let name = if *normal { "normal" } else { "uniform" };
+                let _ = writeln!(out, "{pad}{name} [{}] {s}", d.join(", "));
+                key.dump(out, depth + 1);
             }
         }
     }

@@ -357,6 +357,19 @@ impl Parser {
 
     /// A dimension: `N`, `3`, `N-1`, or a size expression of them with
     /// `+`, `-`, `*` and parentheses (`2*N+1`, `N*M`, `2*(N-1)`).
+    /// `name[d, ...]` of `reshape`, `uniform` and `normal` (at the name,
+    /// a bracket next): the shape.
+    fn named_shape(&mut self) -> PResult<Vec<DimExpr>> {
+        self.bump();
+        self.bump();
+        let mut shape = vec![self.dim()?];
+        while self.eat(&Tok::Comma) {
+            shape.push(self.dim()?);
+        }
+        self.expect(&Tok::RBracket)?;
+        Ok(shape)
+    }
+
     fn dim(&mut self) -> PResult<DimExpr> {
         self.enter()?;
         let r = self.dim_sum();
@@ -753,14 +766,23 @@ impl Parser {
                     span: start.to(end),
                 })
             }
+            Tok::Ident(name) if (name == "uniform" || name == "normal") && self.bracket_next() => {
+                let normal = name == "normal";
+                let shape = self.named_shape()?;
+                let open = self.expect(&Tok::LParen)?;
+                let key = self.expr()?;
+                let end = self.close(&Tok::RParen, open)?;
+                Ok(Expr {
+                    kind: ExprKind::Draw {
+                        normal,
+                        shape,
+                        key: Box::new(key),
+                    },
+                    span: start.to(end),
+                })
+            }
             Tok::Ident(name) if name == "reshape" && self.bracket_next() => {
-                self.bump();
-                self.bump();
-                let mut shape = vec![self.dim()?];
-                while self.eat(&Tok::Comma) {
-                    shape.push(self.dim()?);
-                }
-                self.expect(&Tok::RBracket)?;
+                let shape = self.named_shape()?;
                 let open = self.expect(&Tok::LParen)?;
                 let arg = self.expr()?;
                 let end = self.close(&Tok::RParen, open)?;

@@ -10,7 +10,7 @@ impl Op {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
             // Integers carry no derivative.
-            Op::Rem | Op::Convert(_) | Op::Iota => true,
+            Op::Rem | Op::Convert(_) | Op::Iota | Op::Threefry0 | Op::Threefry1 => true,
             Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)
             | Op::Zero
@@ -111,6 +111,8 @@ impl Op {
             | Op::Gather(_)
             | Op::Scatter(_)
             | Op::Iota
+            | Op::Threefry0
+            | Op::Threefry1
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..) => None,
@@ -128,6 +130,7 @@ impl Op {
             Op::Reshape => true,
             Op::Scatter(_) | Op::Iota => true,
             Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
+            Op::Threefry0 | Op::Threefry1 => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
             // With the sequence's cotangent, rows whose width the op
@@ -195,6 +198,8 @@ impl Op {
             | Op::Ne
             | Op::Select
             | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
             | Op::Convert(_) => true,
             Op::Gather(_) | Op::Scatter(_) | Op::Iota => false,
             Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,

@@ -18,6 +18,9 @@ impl Op {
             Op::Abs | Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::Select => 1.0,
             Op::Div | Op::Rem => 4.0,
+            // Twenty rounds of an add, a rotation and a xor on 32-bit words,
+            // and five key injections.
+            Op::Threefry0 | Op::Threefry1 => 80.0,
             Op::Convert(_) => 1.0,
             // A load of the index and a bounds test, fused into the consumer.
             Op::Gather(_) => 1.0,

@@ -57,6 +57,7 @@ impl Op {
             // Back to the operand's shape (the annotation from the context).
             Op::Reshape => &["(reshape ?g)"],
             Op::Rem => &["(zero)", "(zero)"],
+            Op::Threefry0 | Op::Threefry1 => &["(zero)", "(zero)", "(zero)", "(zero)"],
             Op::Convert(_) => &["(zero)"],
             // The adjoint of a gather is a scatter-add and the other way
             // round; the indices are integers (no derivative).
@@ -104,6 +105,8 @@ impl Op {
             | Op::Ne
             | Op::Select
             | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
             | Op::Convert(_) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
             // Linear in the array operand.
             Op::Gather(s) => vec![format!("(gather {s} ?t ?b)"), "(zero)".into()],
@@ -161,6 +164,7 @@ impl Op {
             Op::Gather(_) => i == 0,
             Op::Scatter(_) => i == 1,
             Op::Rem | Op::Convert(_) | Op::Iota => false,
+            Op::Threefry0 | Op::Threefry1 => false,
             Op::Loop(..) | Op::LoopTape(..) => false,
             Op::Const(_)
             | Op::Zero

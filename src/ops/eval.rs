@@ -28,6 +28,14 @@ fn map_elems(dtype: DType, args: &[&Value], f: ElemFn) -> Value {
     Value { dtype, shape, data }
 }
 
+/// Word `w` of the Threefry block of the operands `k0 k1 c0 c1` (each
+/// operand's low 32 bits), as an integer.
+fn threefry_word(xs: &[f64], w: usize) -> f64 {
+    use super::threefry::{threefry2x32, word};
+    let x = |k: usize| word(xs.get(k).copied().unwrap_or(0.0));
+    f64::from(threefry2x32([x(0), x(1)], [x(2), x(3)])[w])
+}
+
 /// Run a generic element function at the right precision.
 macro_rules! elem {
     (|$($x:ident),*| $body:expr) => {
@@ -205,6 +213,8 @@ impl Op {
                 }
             }
             Op::Rem => map_elems(dtype, args, elem!(|a, b| a.rem(b))),
+            Op::Threefry0 => map_elems(dtype, args, |xs, _| threefry_word(xs, 0)),
+            Op::Threefry1 => map_elems(dtype, args, |xs, _| threefry_word(xs, 1)),
             Op::Convert(d) => {
                 let a = args[0];
                 let data = a.data.iter().map(|&x| convert(x, *d)).collect();

@@ -26,6 +26,7 @@ mod names;
 mod real;
 #[cfg(test)]
 mod tests;
+pub mod threefry;
 mod type_rule;
 
 pub use eval::{fold_row, FOLD_LANES};
@@ -141,6 +142,13 @@ pub enum Op {
     /// `iota`: the vector `0, 1, ..., L-1` of the annotated type `i64[L]`
     /// (the index of `tabulate` as a number). No operand, no derivative.
     Iota,
+    /// `threefry0 k0 k1 c0 c1`: element-wise on `i64` operands of one
+    /// shape, word 0 of the Threefry-2x32-20 block of counter `(c0, c1)`
+    /// under key `(k0, k1)` ([`threefry::threefry2x32`]; each operand's low
+    /// 32 bits), an integer in `0 .. 2^32`. No derivative.
+    Threefry0,
+    /// `threefry1 k0 k1 c0 c1`: word 1 of the same block.
+    Threefry1,
     /// `loop L`: loop `L` of the enclosing function
     /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
@@ -238,4 +246,6 @@ pub const ALL_OPS: &[Op] = &[
     Op::Gather(0),
     Op::Scatter(0),
     Op::Iota,
+    Op::Threefry0,
+    Op::Threefry1,
 ];

@@ -54,6 +54,8 @@ impl Op {
             Op::Reverse => "reverse",
             Op::Reshape => "reshape",
             Op::Rem => "rem",
+            Op::Threefry0 => "threefry0",
+            Op::Threefry1 => "threefry1",
             Op::Convert(DType::F32) => "tof32",
             Op::Convert(DType::F64) => "tof64",
             Op::Convert(DType::I64) => "toi64",
@@ -153,6 +155,7 @@ impl Op {
             | Op::Gather(_)
             | Op::Scatter(_) => 2,
             Op::Select => 3,
+            Op::Threefry0 | Op::Threefry1 => 4,
         }
     }
 }

@@ -94,6 +94,19 @@ impl Op {
                 }
                 Ok(args[0].clone())
             }
+            Op::Threefry0 | Op::Threefry1 => {
+                if args.iter().any(|a| a.dtype != DType::I64 || *a != args[0]) {
+                    return Err(OpTypeError(format!(
+                        "`{}` needs four i64 operands of one shape, got {}, {}, {} and {}",
+                        self.name(),
+                        args[0],
+                        args[1],
+                        args[2],
+                        args[3]
+                    )));
+                }
+                Ok(args[0].clone())
+            }
             Op::Select => {
                 if args[0] != args[1] || args[1] != args[2] {
                     return Err(OpTypeError(format!(

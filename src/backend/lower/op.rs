@@ -32,7 +32,12 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         Ok(match op {
             Op::Convert(d) => self.translate_convert(d, arg(0)?),
-            Op::Rem => return Err(Error::internal("backend: `rem` of floating-point operands")),
+            Op::Rem | Op::Threefry0 | Op::Threefry1 => {
+                return Err(Error::internal(format!(
+                    "backend: `{}` of floating-point operands",
+                    op.name()
+                )))
+            }
             Op::Const(l) => self.translate_const(l.dtype, l.value()),
             Op::Zero => self.translate_const(dtype, 0.0),
             Op::Add => self.b.ins().fadd(arg(0)?, arg(1)?),
@@ -145,6 +150,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             Op::Bcast => arg(0)?,
             Op::Convert(d) => self.translate_convert(d, arg(0)?),
+            Op::Threefry0 | Op::Threefry1 => {
+                let words = [arg(0)?, arg(1)?, arg(2)?, arg(3)?];
+                self.translate_threefry(op == Op::Threefry1, words)
+            }
             other => {
                 return Err(Error::internal(format!(
                     "backend: `{}` of i64 operands",
@@ -152,6 +161,37 @@ impl<'a, 'b> Translator<'a, 'b> {
                 )))
             }
         })
+    }
+
+    /// Word 0 (or 1 when `second`) of the Threefry-2x32-20 block of counter
+    /// `(c0, c1)` under key `(k0, k1)`, from the low 32 bits of each `i64`
+    /// of `[k0, k1, c0, c1]`, zero-extended: the rounds of
+    /// [`crate::ops::threefry::threefry2x32`] on 32-bit words.
+    fn translate_threefry(&mut self, second: bool, words: [ir::Value; 4]) -> ir::Value {
+        use crate::ops::threefry::{PARITY, ROTATIONS, ROUNDS};
+        let [k0, k1, c0, c1] = words.map(|x| self.b.ins().ireduce(types::I32, x));
+        let parity = self.b.ins().iconst(types::I32, i64::from(PARITY));
+        let k01 = self.b.ins().bxor(k0, k1);
+        let ks = [k0, k1, self.b.ins().bxor(k01, parity)];
+        let mut x0 = self.b.ins().iadd(c0, ks[0]);
+        let mut x1 = self.b.ins().iadd(c1, ks[1]);
+        for r in 0..ROUNDS {
+            x0 = self.b.ins().iadd(x0, x1);
+            let rot = self
+                .b
+                .ins()
+                .rotl_imm_s(x1, i64::from(ROTATIONS[(r % 8) as usize]));
+            x1 = self.b.ins().bxor(rot, x0);
+            if r % 4 == 3 {
+                let s = r / 4 + 1;
+                x0 = self.b.ins().iadd(x0, ks[(s % 3) as usize]);
+                x1 = self.b.ins().iadd(x1, ks[((s + 1) % 3) as usize]);
+                x1 = self.b.ins().iadd_imm_s(x1, i64::from(s));
+            }
+        }
+        self.b
+            .ins()
+            .uextend(types::I64, if second { x1 } else { x0 })
     }
 
     /// `a // b` or `a % b` rounded toward minus infinity; 0 when `b` is 0,

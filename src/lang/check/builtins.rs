@@ -35,7 +35,8 @@ pub const MATRIX_BUILTINS: &[(&str, Op)] = &[("matmul", Op::MatMul), ("transpose
 /// idx, rows)` (lowered to [`Op::Scatter`] and `add`); `flatten(x)` and
 /// `reshape[d, ...](x)` (the op [`Op::Reshape`]); `argmax(x)` and
 /// `argmin(x)` of a vector or of each row of a matrix (see
-/// `FnCx::arg_extremum`).
+/// `FnCx::arg_extremum`); `threefry(k0, k1, c0, c1)`, the random
+/// generator's block (see `FnCx::threefry`).
 pub const ARRAY_BUILTINS: &[&str] = &[
     "reverse",
     "concat",
@@ -44,6 +45,11 @@ pub const ARRAY_BUILTINS: &[&str] = &[
     "reshape",
     "argmax",
     "argmin",
+    "threefry",
+    "random_key",
+    "split",
+    "uniform",
+    "normal",
 ];
 
 /// The conversions between integers and floating point, named by the

@@ -117,6 +117,25 @@ impl<'a> FnCx<'a> {
         if name == "scatter_add" {
             return self.scatter_add(e, args, hint);
         }
+        if name == "threefry" {
+            return self.threefry(e, args, hint);
+        }
+        if name == "random_key" {
+            return self.random_key(e, args);
+        }
+        if name == "split" {
+            return self.split(e, args);
+        }
+        if name == "uniform" || name == "normal" {
+            for a in args {
+                self.lower(a, &[]);
+            }
+            self.error(
+                Diagnostic::new(callee.span, format!("`{name}` needs the shape in brackets"))
+                    .with_note(format!("write `{name}[N](key)` or `{name}[M, K](key)`: numbers of that shape, and the next key")),
+            );
+            return Val::Err;
+        }
         if name == "reverse" {
             let Some(xs) = self.array_args(e, name, args) else {
                 return Val::Err;

@@ -113,6 +113,9 @@ impl<'a> FnCx<'a> {
             ExprKind::Reshape { shape, arg } => {
                 self.reshape(e, shape, arg, hints.first().copied().unwrap_or(""))
             }
+            ExprKind::Draw { normal, shape, key } => {
+                self.draw(e, *normal, shape, key, hints.first().copied().unwrap_or(""))
+            }
             ExprKind::Lambda { .. } => {
                 self.error(Diagnostic::new(
                     e.span,

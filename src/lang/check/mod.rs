@@ -36,6 +36,7 @@ mod emit;
 mod expr;
 mod graph;
 mod loops;
+mod random;
 mod signature;
 mod sizes;
 mod stacks;

@@ -186,7 +186,7 @@ impl<'a> FnCx<'a> {
 
     /// `reshape` of `x` to `out` (of as many elements); `x` itself when
     /// the shape does not change.
-    fn reshape_to(&mut self, hint: &str, x: VarId, out: Type) -> Val {
+    pub(super) fn reshape_to(&mut self, hint: &str, x: VarId, out: Type) -> Val {
         if self.ty(x) == out {
             return Val::Var(x);
         }
