@@ -12,10 +12,11 @@
 //! an abort (a stack overflow, an allocation failure) or a case that does
 //! not finish within its deadline is seen, reported and survived: the
 //! parent starts a new child. The child says which stage it is in before
-//! each, so a hang or crash names its stage. A case still running a
-//! program when its deadline passes is counted as slow, not as a bug
-//! (a loop of 10^8 steps takes long in the interpreter); one that stops
-//! in any other stage is a hang.
+//! each, so a hang or crash names its stage. A case that spent at least
+//! half its deadline running programs (the `run ...` stages) when the
+//! deadline passes is counted as slow, not as a bug (a loop of 10^8
+//! steps takes long in the interpreter, and the stage after such a run
+//! may be the one under way); otherwise it is a hang of its stage.
 //!
 //! A failure (a panic, an internal error, an abort, a hang, a mismatch
 //! between native code and the interpreter or between optimized and
@@ -269,6 +270,10 @@ impl Child {
         let deadline = budget + cpu_before;
         let mut end = started + budget;
         let mut stage = String::from("start");
+        // CPU time spent running programs (the `run ...` stages), and the
+        // CPU time when the current stage began.
+        let mut run_cpu = Duration::ZERO;
+        let mut stage_cpu = cpu_before;
         if wrote.is_err() {
             return (self.crashed(&stage), false);
         }
@@ -278,6 +283,11 @@ impl Child {
                 Ok(line) => {
                     let line = line.replace('\u{1}', "\n");
                     if let Some(s) = line.strip_prefix("@@stage ") {
+                        let now = cpu_time(self.proc.id()).unwrap_or(stage_cpu);
+                        if stage.starts_with("run ") {
+                            run_cpu += now.saturating_sub(stage_cpu);
+                        }
+                        stage_cpu = now;
                         stage = s.to_string();
                     } else if let Some(d) = line.strip_prefix("@@done ") {
                         return (parse_done(d), true);
@@ -294,7 +304,12 @@ impl Child {
                     }
                     let _ = self.proc.kill();
                     let _ = self.proc.wait();
-                    let o = if stage.starts_with("run ") {
+                    if stage.starts_with("run ") {
+                        run_cpu += cpu.unwrap_or(deadline).saturating_sub(stage_cpu);
+                    }
+                    // Slow, not a bug, when running the program took most
+                    // of the budget, even if a later stage was under way.
+                    let o = if run_cpu * 2 >= budget {
                         Outcome::Slow(stage)
                     } else {
                         Outcome::Bug {

@@ -1,5 +1,5 @@
-//! Long programs: a function of more than the backend's part length
-//! (`PART_STMTS`, 1,000 statements) is compiled as several native
+//! Long programs: a function of more than `SPLIT_STMTS` (1,500)
+//! statements is compiled as several native
 //! functions called in turn, with the scalars a later part reads passed
 //! through a spill buffer. Native code must still equal the interpreter
 //! bit for bit: scalars read by later parts (directly, broadcast, or in an

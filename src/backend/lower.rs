@@ -189,8 +189,9 @@ pub(crate) struct Plan {
     /// The buffers of each live loop statement besides its home.
     loop_bufs: Vec<Option<LoopBufs>>,
     /// The statements of each part, in order: a function of more than
-    /// [`PART_STMTS`] statements is compiled as several native functions,
-    /// called in turn by its entry (see [`Plan::parts`]).
+    /// [`SPLIT_STMTS`] statements is compiled as several native functions
+    /// of about [`PART_STMTS`], called in turn by its entry (see
+    /// [`Plan::parts`]).
     pub parts: Vec<std::ops::Range<usize>>,
     /// The slot of each scalar a later part reads, in the spill buffer.
     spill: Vec<Option<u32>>,
@@ -198,8 +199,13 @@ pub(crate) struct Plan {
     spill_buf: Option<usize>,
 }
 
-/// The most statements one native function is given (see [`Plan::parts`]).
-pub(crate) const PART_STMTS: usize = 1000;
+/// A function of more statements than this is compiled in parts (see
+/// [`Plan::parts`]); smaller ones, every benchmark among them, stay one
+/// native function.
+pub(crate) const SPLIT_STMTS: usize = 1500;
+
+/// The statements of one part of a function compiled in parts.
+pub(crate) const PART_STMTS: usize = 250;
 
 /// A loop's body and VJP as the functions a caller calls: each is compiled
 /// as its own native function with the entry's ABI, only when some live

@@ -2,7 +2,9 @@
 //! inlined into its consumer's loop), which values get a buffer, and the
 //! state buffers and callee scratch of the loop statements.
 
-use super::{access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS};
+use super::{
+    access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS, SPLIT_STMTS,
+};
 use crate::error::Error;
 use crate::lang::ir::{Function, VarId};
 use crate::lang::types::{Dim, Type};
@@ -352,12 +354,14 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Cut a function of more than [`PART_STMTS`] statements into parts of
-    /// about equal length, each compiled as its own native function: the
+    /// Cut a function of more than [`SPLIT_STMTS`] statements into parts of
+    /// about [`PART_STMTS`], each compiled as its own native function: the
     /// register allocator's time and memory grow faster than a function's
     /// length (an unrolled loop of 7,600 statements took 5.6 s in one
-    /// function; its gradient of 69,000, minutes), so a long program
-    /// compiles in time linear in its length. Buffers live in memory and
+    /// function; its gradient of 69,000, minutes; the fuzzer's gradient of
+    /// 15,000 statements of scalar steps took 22 s in parts of 1,000 and
+    /// 1.4 s in parts of 250), so a long program compiles in time linear
+    /// in its length. Buffers live in memory and
     /// every part reloads their pointers; a scalar that a later part reads
     /// (directly, or in an element tree computed there) is stored in a
     /// slot of a spill buffer right after it is computed, and loaded where
@@ -365,7 +369,7 @@ impl Plan {
     /// part.
     fn split(&mut self, f: &Function) {
         let n = f.stmts.len();
-        if n <= PART_STMTS + PART_STMTS / 2 {
+        if n <= SPLIT_STMTS {
             return;
         }
         let k = n.div_ceil(PART_STMTS);
