@@ -34,6 +34,22 @@ pub fn threefry2x32(key: [u32; 2], counter: [u32; 2]) -> [u32; 2] {
     [x0, x1]
 }
 
+/// Random123's known-answer vectors for threefry2x32_20 (`kat_vectors`;
+/// also checked by JAX's `random_test.py`): key, counter, block.
+pub const KNOWN_ANSWERS: [([u32; 2], [u32; 2], [u32; 2]); 3] = [
+    ([0, 0], [0, 0], [0x6B20_0159, 0x99BA_4EFE]),
+    (
+        [u32::MAX, u32::MAX],
+        [u32::MAX, u32::MAX],
+        [0x1CB9_96FC, 0xBB00_2BE7],
+    ),
+    (
+        [0x1319_8A2E, 0x0370_7344],
+        [0x243F_6A88, 0x85A3_08D3],
+        [0xC492_3A9C, 0x483D_F7A0],
+    ),
+];
+
 /// The low 32 bits of an `i64` operand, as the ops `threefry0` and
 /// `threefry1` read each word (the interpreter holds integers as `f64`).
 pub fn word(x: f64) -> u32 {
@@ -44,25 +60,9 @@ pub fn word(x: f64) -> u32 {
 mod tests {
     use super::*;
 
-    /// Random123's known-answer vectors for threefry2x32_20
-    /// (`kat_vectors`: counter, key, expected), also checked by JAX's
-    /// `random_test.py`.
     #[test]
     fn known_answers() {
-        let cases = [
-            ([0, 0], [0, 0], [0x6B20_0159, 0x99BA_4EFE]),
-            (
-                [u32::MAX, u32::MAX],
-                [u32::MAX, u32::MAX],
-                [0x1CB9_96FC, 0xBB00_2BE7],
-            ),
-            (
-                [0x243F_6A88, 0x85A3_08D3],
-                [0x1319_8A2E, 0x0370_7344],
-                [0xC492_3A9C, 0x483D_F7A0],
-            ),
-        ];
-        for (counter, key, want) in cases {
+        for (key, counter, want) in KNOWN_ANSWERS {
             assert_eq!(threefry2x32(key, counter), want, "{counter:x?} {key:x?}");
         }
     }
