@@ -95,10 +95,7 @@ impl<'a> FnCx<'a> {
         let t = self.ty(x);
         let c = self.b.constant(t.dtype, c);
         let c = self.bcast(c, &t)?;
-        match self.push("", op, &[x, c], None) {
-            Val::Var(y) => Some(y),
-            _ => None,
-        }
+        self.apply(op, &[x, c])
     }
 
     /// `op(args)`.
