@@ -185,8 +185,10 @@ fn errors_are_all_reported() {
     assert!(e.contains("builtin"), "{e}");
     let e = err("fn f(x: f32) -> f32 = x\nfn f(x: f32) -> f32 = x");
     assert!(e.contains("defined twice"), "{e}");
+    // Several attributes make one function each: the same one twice is a
+    // function defined twice.
     let e = err("@grad(x) @grad(x)\nfn f(x: f32) -> f32 = x");
-    assert!(e.contains("more than one attribute"), "{e}");
+    assert!(e.contains("the function `df_dx` is defined twice"), "{e}");
     let e = err(
         "fn f[N](x: f32[N]) -> f32 = +/x\nfn g(y: f32[3], z: f32[4]) -> f32 = f(y) + f(z) + f(1)",
     );

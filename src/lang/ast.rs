@@ -30,6 +30,9 @@ pub struct FnDef {
     pub attrs: Vec<Attr>,
     pub name: Ident,
     pub size_params: Vec<Ident>,
+    /// `T: Float` in the brackets: an element-type parameter and the
+    /// bound its element type must meet.
+    pub bounds: Vec<(Ident, Ident)>,
     pub params: Vec<ParamDecl>,
     pub ret: TypeExpr,
     pub body: Expr,
@@ -255,6 +258,11 @@ pub enum ExprKind {
         then: Box<Expr>,
         els: Box<Expr>,
     },
+    /// `match v { p => e, ... }` on an integer or a bool.
+    Match {
+        scrutinee: Box<Expr>,
+        arms: Vec<Arm>,
+    },
     /// `s => e` or `(a, b) => e`: only as an argument of `iterate` (and the
     /// other constructs that take a step function).
     Lambda {
@@ -284,6 +292,42 @@ pub enum ExprKind {
         shape: Vec<DimExpr>,
         key: Box<Expr>,
     },
+}
+
+/// One arm of `match`: `p | q | ... => body`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arm {
+    pub pats: Vec<Pat>,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// A pattern of `match`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pat {
+    pub kind: PatKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PatKind {
+    /// An integer literal, possibly negative.
+    Int(i64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `_`: anything.
+    Wild,
+}
+
+impl Pat {
+    /// The pattern as written.
+    pub fn text(&self) -> String {
+        match self.kind {
+            PatKind::Int(k) => k.to_string(),
+            PatKind::Bool(b) => b.to_string(),
+            PatKind::Wild => "_".to_string(),
+        }
+    }
 }
 
 /// `{ let ...; ...; result }`
@@ -372,7 +416,14 @@ impl FnDef {
             );
         }
         for s in &self.size_params {
-            let _ = writeln!(out, "  size {} {}", s.name, sp(s.span));
+            match self.bounds.iter().find(|(n, _)| n.name == s.name) {
+                Some((_, b)) => {
+                    let _ = writeln!(out, "  size {}: {} {}", s.name, b.name, sp(s.span));
+                }
+                None => {
+                    let _ = writeln!(out, "  size {} {}", s.name, sp(s.span));
+                }
+            }
         }
         for p in &self.params {
             let _ = writeln!(
@@ -422,6 +473,12 @@ impl Expr {
                 cond.walk(visit);
                 then.walk(visit);
                 els.walk(visit);
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                scrutinee.walk(visit);
+                for a in arms {
+                    a.body.walk(visit);
+                }
             }
             ExprKind::Lambda { body, .. }
             | ExprKind::Tabulate { body, .. }
@@ -489,6 +546,15 @@ impl Expr {
                 cond.dump(out, depth + 1);
                 then.dump(out, depth + 1);
                 els.dump(out, depth + 1);
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                let _ = writeln!(out, "{pad}match {s}");
+                scrutinee.dump(out, depth + 1);
+                for a in arms {
+                    let pats: Vec<String> = a.pats.iter().map(Pat::text).collect();
+                    let _ = writeln!(out, "{pad}  arm {} {}", pats.join(" | "), sp(a.span));
+                    a.body.dump(out, depth + 2);
+                }
             }
             ExprKind::Lambda { param, body } => {
                 let _ = writeln!(out, "{pad}lambda {} {s}", param.text());

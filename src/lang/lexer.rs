@@ -25,6 +25,9 @@ pub enum Tok {
     If,
     Else,
     Static,
+    Match,
+    /// `|` between the patterns of a `match` arm.
+    Pipe,
     LParen,
     RParen,
     LBracket,
@@ -73,6 +76,8 @@ impl fmt::Display for Tok {
             Tok::Let => "`let`",
             Tok::If => "`if`",
             Tok::Else => "`else`",
+            Tok::Match => "`match`",
+            Tok::Pipe => "`|`",
             Tok::Static => "`static`",
             Tok::LParen => "`(`",
             Tok::RParen => "`)`",
@@ -202,6 +207,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b'!' => i += push(Tok::Bang, 1, &mut toks),
             b'&' if at(i + 1) == b'&' => i += push(Tok::AndAnd, 2, &mut toks),
             b'|' if at(i + 1) == b'|' => i += push(Tok::OrOr, 2, &mut toks),
+            b'|' => i += push(Tok::Pipe, 1, &mut toks),
             b'@' => i += push(Tok::At, 1, &mut toks),
             b'*' => i += push(Tok::Star, 1, &mut toks),
             b'/' => i += push(Tok::Slash, 1, &mut toks),
@@ -288,6 +294,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
                     "if" => Tok::If,
                     "else" => Tok::Else,
                     "static" => Tok::Static,
+                    "match" => Tok::Match,
                     // `max/x`, `min/x`: a reduction (a `/` right after the name).
                     "max" if at(j) == b'/' && at(j + 1) != b'/' => {
                         j += 1;

@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! module  := { NL | item }
-//! item    := { attr NL? } 'fn' IDENT [ '[' IDENT {',' IDENT} ']' ]
+//! item    := { attr NL? } 'fn' IDENT [ '[' gparam {',' gparam} ']' ]
 //!            '(' [ param {',' param} ] ')' '->' type ( block | '=' expr )
+//! gparam  := IDENT [ ':' IDENT ]
 //! attr    := '@' IDENT [ '(' [ IDENT {',' IDENT} ] ')' ]
 //! param   := IDENT ':' type
 //! type    := IDENT [ '[' dim {',' dim} ']' ] | '(' type {',' type} ')'
@@ -19,6 +20,9 @@
 //!          | '(' expr {',' expr} ')' | block
 //!          | 'tabulate' '[' dim ']' '(' IDENT '=>' expr ')'
 //!          | 'reshape' '[' dim {',' dim} ']' '(' expr ')'
+//!          | 'match' expr '{' { NL | ',' } { arm (NL | ',') { NL | ',' } } '}'
+//! arm     := pat { '|' pat } '=>' NL? expr
+//! pat     := ['-'] INT | 'true' | 'false' | '_'
 //! block   := '{' { NL | ';' } { stmt (NL | ';') { NL | ';' } } expr { NL | ';' } '}'
 //! stmt    := 'let' ( IDENT | '(' IDENT {',' IDENT} ')' ) '=' NL? expr
 //! ```
@@ -261,8 +265,19 @@ impl Parser {
         self.bump();
         let name = self.ident("a function name")?;
         let mut size_params = Vec::new();
+        let mut bounds = Vec::new();
         if self.eat(&Tok::LBracket) {
-            size_params = self.ident_list(&Tok::RBracket, "a size parameter name")?;
+            while !self.at(&Tok::RBracket) {
+                let name = self.ident("a size parameter name")?;
+                if self.eat(&Tok::Colon) {
+                    let bound = self.ident("a bound, as in `T: Float`")?;
+                    bounds.push((name.clone(), bound));
+                }
+                size_params.push(name);
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
             self.expect(&Tok::RBracket)?;
         }
         let open = self.expect(&Tok::LParen)?;
@@ -307,6 +322,7 @@ impl Parser {
             attrs,
             name,
             size_params,
+            bounds,
             params,
             ret,
             span: start.to(body.span),
@@ -664,6 +680,94 @@ impl Parser {
         })
     }
 
+    fn match_expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.match_inner();
+        self.leave();
+        r
+    }
+
+    /// `match v { p | q => e, ... }`: arms end at a line break or `,`.
+    fn match_inner(&mut self) -> PResult<Expr> {
+        let start = self.expect(&Tok::Match)?;
+        let scrutinee = self.expr()?;
+        if !self.at(&Tok::LBrace) {
+            return Err(self.error_expected("`{` after the value of `match`"));
+        }
+        let open = self.bump().span;
+        let mut arms = Vec::new();
+        loop {
+            while matches!(self.peek(), Tok::Newline | Tok::Comma) {
+                self.bump();
+            }
+            if self.at(&Tok::RBrace) {
+                break;
+            }
+            if self.at(&Tok::Eof) {
+                return Err(Diagnostic::syntax(open, "this `{` is never closed"));
+            }
+            let mut pats = vec![self.match_pattern()?];
+            while self.eat(&Tok::Pipe) {
+                pats.push(self.match_pattern()?);
+            }
+            self.expect(&Tok::FatArrow)?;
+            self.skip_newlines();
+            let body = self.expr()?;
+            if !matches!(self.peek(), Tok::Newline | Tok::Comma | Tok::RBrace) {
+                return Err(self.error_expected("a line break, `,` or `}` after the arm"));
+            }
+            arms.push(Arm {
+                span: pats[0].span.to(body.span),
+                pats,
+                body,
+            });
+        }
+        let close = self.bump().span;
+        if arms.is_empty() {
+            return Err(Diagnostic::syntax(
+                start.to(close),
+                "this `match` has no arms: write `pattern => value` for each case",
+            ));
+        }
+        Ok(Expr {
+            kind: ExprKind::Match {
+                scrutinee: Box::new(scrutinee),
+                arms,
+            },
+            span: start.to(close),
+        })
+    }
+
+    /// A pattern of `match`: an integer (`3`, `-1`), `true`, `false` or `_`.
+    fn match_pattern(&mut self) -> PResult<Pat> {
+        let start = self.span();
+        let neg = self.eat(&Tok::Minus);
+        let kind = match self.peek().clone() {
+            Tok::Num { int: Some(k), .. } => {
+                let k = i64::try_from(k).ok().map(|k| if neg { -k } else { k });
+                let Some(k) = k else {
+                    return Err(Diagnostic::syntax(
+                        start.to(self.span()),
+                        "this pattern is out of the range of `i64`",
+                    ));
+                };
+                PatKind::Int(k)
+            }
+            Tok::Ident(name) if !neg && (name == "true" || name == "false") => {
+                PatKind::Bool(name == "true")
+            }
+            Tok::Ident(name) if !neg && name == "_" => PatKind::Wild,
+            _ => {
+                return Err(self.error_expected("a pattern: an integer, `true`, `false` or `_`"));
+            }
+        };
+        let end = self.bump().span;
+        Ok(Pat {
+            kind,
+            span: start.to(end),
+        })
+    }
+
     /// Skip line breaks only if `t` follows them (`}\n else {`).
     fn skip_newlines_before(&mut self, t: &Tok) {
         let mut k = self.pos;
@@ -746,6 +850,7 @@ impl Parser {
                 })
             }
             Tok::If => self.if_expr(),
+            Tok::Match => self.match_expr(),
             Tok::Ident(name) if name == "tabulate" && self.bracket_next() => {
                 self.bump();
                 self.bump();

@@ -57,7 +57,8 @@ pub fn all_example_files() -> Vec<PathBuf> {
 
 /// Deterministic arguments for `f`, every size parameter `n`; parameter `k`
 /// gets a different smooth sequence in (-0.9, 0.9); a run-time `i64` (a
-/// loop count) is `n`.
+/// loop count) is `n`, an `i64` array holds codes from -1 to 3, a `bool`
+/// array alternates.
 #[allow(dead_code)]
 pub fn sample_args(
     f: &egrad::internals::lang::ir::Function,
@@ -68,7 +69,7 @@ pub fn sample_args(
         .enumerate()
         .map(|(k, prm)| {
             let t = f.ty(prm.var);
-            if t.dtype == egrad::internals::lang::types::DType::I64 {
+            if t.dtype == egrad::internals::lang::types::DType::I64 && t.rank() == 0 {
                 return egrad::internals::lang::value::Value::scalar(t.dtype, n as f64);
             }
             // Sizes such as `N+1` or `2*N` at `N` = n.
@@ -79,7 +80,13 @@ pub fn sample_args(
                 .collect();
             let len: usize = shape.iter().product();
             let data = (0..len)
-                .map(|i| ((i * 7 + k * 13) as f64 * 0.37).sin() * 0.9)
+                .map(|i| match t.dtype {
+                    egrad::internals::lang::types::DType::I64 => {
+                        ((i * 7 + k * 13) % 5) as f64 - 1.0
+                    }
+                    egrad::internals::lang::types::DType::Bool => ((i + k) % 2) as f64,
+                    _ => ((i * 7 + k * 13) as f64 * 0.37).sin() * 0.9,
+                })
                 .collect();
             egrad::internals::lang::value::Value::array(t.dtype, shape, data)
         })

@@ -5,7 +5,7 @@
 use super::builtins::{builtin, builtin2, matrix_builtin};
 use super::loops::with_rows;
 use super::signature::signature_with;
-use super::{arity_message, fold, FnCx, Sig, StaticKind, Val};
+use super::{arity_message, fold, Bound, FnCx, Sig, StaticKind, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::ir::{Builder, Function, Loop, VarId};
@@ -270,6 +270,36 @@ impl<'a> FnCx<'a> {
                         dtypes.insert(dtype.name.clone(), d);
                         from.insert(dtype.name.clone(), k);
                     }
+                }
+            }
+            for (g, bound) in &sig.bounds {
+                let Some(&d) = dtypes.get(g) else { continue };
+                if !bound.admits(d) {
+                    let k = from[g];
+                    let why = if *bound == Bound::Differentiable {
+                        format!(", because `{name}` needs derivatives of its `{g}` values; {d} has none")
+                    } else {
+                        String::new()
+                    };
+                    self.error(
+                        Diagnostic::new(
+                            args[k].span,
+                            format!(
+                                "`{g}` of `{name}` must be {} ({}), but argument `{}` makes it {d}",
+                                bound.name(),
+                                bound.meaning(),
+                                decl.params[k].name.name
+                            ),
+                        )
+                        .with_label(
+                            decl.bounds
+                                .iter()
+                                .find(|(n, _)| n.name == *g)
+                                .map_or(decl.name.span, |(_, b)| b.span),
+                            format!("the bound{why}"),
+                        ),
+                    );
+                    return Val::Err;
                 }
             }
             for g in &sig.generic {

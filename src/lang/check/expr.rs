@@ -76,6 +76,7 @@ impl<'a> FnCx<'a> {
             }
             ExprKind::Bool(b) => Val::Bool(*b),
             ExprKind::If { cond, then, els } => self.lower_if(cond, then, els, hints),
+            ExprKind::Match { scrutinee, arms } => self.lower_match(e, scrutinee, arms, hints),
             ExprKind::Index { base, indices } => {
                 let v = self.lower(base, &[]);
                 let mut v = self.single(v, base.span);
@@ -127,7 +128,13 @@ impl<'a> FnCx<'a> {
     }
 
     /// A unary operator on a lowered operand.
-    fn unary(&mut self, op: UnOp, op_span: Span, (v, span): (Val, Span), hint: &str) -> Val {
+    pub(super) fn unary(
+        &mut self,
+        op: UnOp,
+        op_span: Span,
+        (v, span): (Val, Span),
+        hint: &str,
+    ) -> Val {
         let v = self.number(v);
         let reduction = match op {
             UnOp::Sum => Some((Op::Sum, "+/", "sums")),
@@ -441,7 +448,7 @@ impl<'a> FnCx<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn binary(
+    pub(super) fn binary(
         &mut self,
         op: BinOp,
         op_text: &str,

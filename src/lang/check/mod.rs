@@ -32,10 +32,12 @@ mod arrays;
 mod body;
 mod builtins;
 mod calls;
+mod derive;
 mod emit;
 mod expr;
 mod graph;
 mod loops;
+mod matching;
 mod random;
 mod signature;
 mod sizes;
@@ -57,6 +59,7 @@ pub use builtins::{
     ARRAY_BUILTINS, BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS,
 };
 pub use calls::MAX_SPECIALIZATION_DEPTH;
+pub use derive::derived_name;
 use graph::{callee_first_order, collect_calls, through_templates};
 pub use loops::UNROLL_STMTS;
 use signature::signature;
@@ -134,6 +137,50 @@ struct Sig {
     /// Element-type parameters (`fn f[T, N](x: T[N])`) not yet fixed; the
     /// function is specialized where it is called, from its arguments.
     generic: Vec<String>,
+    /// The bounds on element-type parameters (`T: Float`).
+    bounds: Vec<(String, Bound)>,
+}
+
+/// A bound on an element-type parameter (`fn f[T: Float, N]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bound {
+    /// `i64`, `f32` or `f64`.
+    Numeric,
+    /// `f32` or `f64`.
+    Float,
+    /// `f32` or `f64`: the types with derivatives.
+    Differentiable,
+}
+
+impl Bound {
+    const ALL: [(&'static str, Bound); 3] = [
+        ("Numeric", Bound::Numeric),
+        ("Float", Bound::Float),
+        ("Differentiable", Bound::Differentiable),
+    ];
+
+    fn name(self) -> &'static str {
+        Bound::ALL
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map_or("", |(n, _)| n)
+    }
+
+    fn admits(self, d: DType) -> bool {
+        match self {
+            Bound::Numeric => matches!(d, DType::I64 | DType::F32 | DType::F64),
+            Bound::Float | Bound::Differentiable => matches!(d, DType::F32 | DType::F64),
+        }
+    }
+
+    /// What the bound admits, in words.
+    fn meaning(self) -> &'static str {
+        match self {
+            Bound::Numeric => "i64, f32 or f64",
+            Bound::Float => "f32 or f64",
+            Bound::Differentiable => "f32 or f64, a type with derivatives",
+        }
+    }
 }
 
 /// The type of a static parameter.
@@ -221,6 +268,8 @@ pub fn check(
     max_stmts: usize,
 ) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
+    let (expanded, failed) = derive::expand(module, &mut errs);
+    let module = &expanded;
     let items: Vec<&FnDef> = module.items.iter().chain(prelude).collect();
     let items = items.as_slice();
     let n = items.len();
@@ -293,7 +342,7 @@ pub fn check(
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            if defined[i] {
+            if defined[i] && !failed.contains(&i) {
                 signature(f, &mut errs)
             } else {
                 None

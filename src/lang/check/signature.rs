@@ -2,7 +2,7 @@
 //! return types, and the attributes `@grad`, `@value_and_grad`, `@jvp`.
 
 use super::sizes::{dim_size, overflow, DimError};
-use super::{plural, Sig, StaticKind};
+use super::{plural, Bound, Sig, StaticKind};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
 use crate::lang::size::{Size, Unifier};
@@ -127,8 +127,38 @@ pub(super) fn signature(f: &FnDef, errs: &mut Vec<Diagnostic>) -> Option<Sig> {
     // Until it is specialized, an element-type parameter stands for f64.
     let placeholders: HashMap<String, DType> =
         generic.iter().map(|g| (g.clone(), DType::F64)).collect();
+    let mut bounds = Vec::new();
+    for (name, b) in &f.bounds {
+        let Some(&(_, bound)) = Bound::ALL.iter().find(|(n, _)| *n == b.name) else {
+            errs.push(
+                Diagnostic::new(b.span, format!("unknown bound `{}`", b.name))
+                    .with_note("the bounds are `Numeric` (i64, f32 or f64), `Float` (f32 or f64) and `Differentiable` (f32 or f64, the types with derivatives)"),
+            );
+            continue;
+        };
+        if !generic.contains(&name.name) {
+            errs.push(
+                Diagnostic::new(
+                    b.span,
+                    format!("`{}` is not an element type, so it takes no bound", name.name),
+                )
+                .with_label(name.span, "a size parameter: no parameter's element type is it")
+                .with_note("a bound applies to a name used as an element type, as `T` in `fn f[T: Float, N](x: T[N])`"),
+            );
+            continue;
+        }
+        if bounds.iter().any(|(n, _)| *n == name.name) {
+            errs.push(Diagnostic::new(
+                b.span,
+                format!("`{}` has two bounds", name.name),
+            ));
+            continue;
+        }
+        bounds.push((name.name.clone(), bound));
+    }
     let mut sig = signature_with(f, &placeholders, errs)?;
     sig.generic = generic;
+    sig.bounds = bounds;
     Some(sig)
 }
 
@@ -266,22 +296,20 @@ pub(super) fn signature_with(
     let mut grad = None;
     let mut value_too = false;
     let mut jvp = None;
-    for (k, a) in f.attrs.iter().enumerate() {
-        if k > 0 {
-            errs.push(
-                Diagnostic::new(a.span, format!("`{fname}` has more than one attribute"))
-                    .with_label(f.attrs[0].span, "the first one is here")
-                    .with_note("a function takes at most one attribute for now"),
-            );
-            continue;
-        }
+    // Several known attributes were expanded into functions of their own
+    // (`derive::expand`), so several here means one of them is unknown.
+    let several = f.attrs.len() > 1;
+    for a in &f.attrs {
         let attr = a.name.name.as_str();
         if attr != "grad" && attr != "value_and_grad" && attr != "jvp" {
             errs.push(
                 Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
-                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)` and `@jvp(p, ...)`",
+                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)`, `@jvp(p, ...)` and `@vmap(p, ...)`",
                 ),
             );
+            continue;
+        }
+        if several {
             continue;
         }
         value_too = attr == "value_and_grad";
@@ -469,6 +497,7 @@ pub(super) fn signature_with(
         value_too,
         jvp,
         generic: Vec::new(),
+        bounds: Vec::new(),
     })
 }
 
