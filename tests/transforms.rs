@@ -293,6 +293,31 @@ fn jpiece[N](x: f64[N], kind: i64[N], dx: f64[N]) -> f64 = piece(x, kind)",
 }
 
 #[test]
+fn number_arms_take_the_type_of_the_float_arm() {
+    // Found by the random programs: the arms after the first used to meet
+    // each other before the float arm, as an `if` of their own.
+    let p = prog(
+        "fn g(x: f64, k: i64) -> f64 = match k { 0 => x, 1 => 3, _ => 2 }
+fn e[N](x: f32[N], kind: i64[N]) -> f32[N] = match kind { 0 => x, 1 => 0.5, 2 => 2, _ => 0.25 }
+fn ints(k: i64) -> i64 = match k { 0 => 5, 1 => 7, _ => 9 }
+fn reals(k: i64) -> f64 = match k { 0 => 5, 1 => 7.5, _ => 9 }",
+    );
+    let k = |k: i64| Value::scalar(DType::I64, k as f64);
+    for (kk, want) in [(0, 1.5), (1, 3.0), (2, 2.0)] {
+        assert_eq!(
+            run_both(&p, "g", &[f64s(1.5), k(kk)]).unwrap()[0].as_scalar(),
+            want
+        );
+    }
+    let x = Value::array(DType::F32, vec![4], vec![1.0, 2.0, 3.0, 4.0]);
+    let got = run_both(&p, "e", &[x, ints(&[0, 1, 2, 3])]).unwrap();
+    assert_eq!(got[0].dtype, DType::F32);
+    assert_eq!(got[0].data, vec![1.0, 0.5, 2.0, 0.25]);
+    assert_eq!(run_both(&p, "ints", &[k(1)]).unwrap()[0].dtype, DType::I64);
+    assert_eq!(run_both(&p, "reals", &[k(1)]).unwrap()[0].as_scalar(), 7.5);
+}
+
+#[test]
 fn bounds_admit_their_types_and_refuse_others() {
     let p = prog(
         "fn total[T: Numeric, N](x: T[N]) -> T = +/x

@@ -219,48 +219,16 @@ impl<'a> FnCx<'a> {
             Val::Mask(m) => {
                 let a = self.lower(then, hints);
                 let a = self.number(a);
+                let a_real = written_real(&a, then);
                 let b = self.lower(els, hints);
                 let b = self.number(b);
-                // Two numbers known at compile time under a condition on
-                // integers: the branches take the condition's type, `i64`,
-                // unless one of them is not an integer (`0.5`, `abs(1.5)`)
-                // or is written as a real (`1.0`, `1e3`); then they are
-                // `f64`, the type of a literal without context, instead of
-                // being truncated.
-                let real = |v: &Val, e: &Expr| match (v, &result_expr(e).kind) {
-                    (Val::Const(c), _) if c.fract() != 0.0 || !c.is_finite() => true,
-                    (Val::Const(_), ExprKind::Num { text, .. }) => text.contains(['.', 'e', 'E']),
-                    _ => false,
-                };
-                let consts = match (&a, &b) {
-                    (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_))
-                        if self.ty(m).dtype == DType::I64 && (real(&a, then) || real(&b, els)) =>
-                    {
-                        let num = |v: &Val| match v {
-                            Val::Const(c) => *c,
-                            Val::Int(i) => *i as f64,
-                            _ => f64::NAN,
-                        };
-                        Some((num(&a), num(&b)))
-                    }
-                    _ => None,
-                };
-                let picked = consts.map(|(x, y)| (m, x, y));
-                let m = if consts.is_some() {
-                    self.mask_as(m, DType::F64)
-                } else {
-                    m
-                };
-                let v = self.select(
+                let b_real = written_real(&b, els);
+                self.select_branches(
                     m,
-                    (a, result_expr(then).span),
-                    (b, result_expr(els).span),
+                    (a, result_expr(then).span, a_real),
+                    (b, result_expr(els).span, b_real),
                     hints,
-                );
-                if let (Val::Var(x), Some(p)) = (&v, picked) {
-                    self.picks.insert(*x, p);
-                }
-                v
+                )
             }
             other => {
                 let t = self.describe(&other);
@@ -274,6 +242,48 @@ impl<'a> FnCx<'a> {
                 Val::Err
             }
         }
+    }
+
+    /// `if m { a } else { b }` for the run-time condition `m`, of branches
+    /// already lowered (each with its span and whether it is a number
+    /// written as a real, [`written_real`]).
+    pub(super) fn select_branches(
+        &mut self,
+        m: VarId,
+        (a, a_span, a_real): (Val, Span, bool),
+        (b, b_span, b_real): (Val, Span, bool),
+        hints: &[&str],
+    ) -> Val {
+        // Two numbers known at compile time under a condition on
+        // integers: the branches take the condition's type, `i64`,
+        // unless one of them is not an integer (`0.5`, `abs(1.5)`)
+        // or is written as a real (`1.0`, `1e3`); then they are
+        // `f64`, the type of a literal without context, instead of
+        // being truncated.
+        let consts = match (&a, &b) {
+            (Val::Const(_) | Val::Int(_), Val::Const(_) | Val::Int(_))
+                if self.ty(m).dtype == DType::I64 && (a_real || b_real) =>
+            {
+                let num = |v: &Val| match v {
+                    Val::Const(c) => *c,
+                    Val::Int(i) => *i as f64,
+                    _ => f64::NAN,
+                };
+                Some((num(&a), num(&b)))
+            }
+            _ => None,
+        };
+        let picked = consts.map(|(x, y)| (m, x, y));
+        let m = if consts.is_some() {
+            self.mask_as(m, DType::F64)
+        } else {
+            m
+        };
+        let v = self.select(m, (a, a_span), (b, b_span), hints);
+        if let (Val::Var(x), Some(p)) = (&v, picked) {
+            self.picks.insert(*x, p);
+        }
+        v
     }
 
     /// `x` in element type `d` when it is a selection between two numbers
@@ -850,5 +860,16 @@ impl<'a> FnCx<'a> {
                 true
             }
         }
+    }
+}
+
+/// Whether `v`, the value of `e`, is a number that must stay a real under
+/// a condition on integers: not an integer (`0.5`, `abs(1.5)`), or
+/// written as a real (`1.0`, `1e3`).
+pub(super) fn written_real(v: &Val, e: &Expr) -> bool {
+    match (v, &result_expr(e).kind) {
+        (Val::Const(c), _) if c.fract() != 0.0 || !c.is_finite() => true,
+        (Val::Const(_), ExprKind::Num { text, .. }) => text.contains(['.', 'e', 'E']),
+        _ => false,
     }
 }

@@ -1,15 +1,17 @@
 //! `match v { p | q => a, ... }` on an integer or a bool.
 //!
 //! A static value picks its arm at compile time: only that arm is checked
-//! and lowered, as with a static `if`. A run-time value becomes a chain of
-//! `if`s on the arms' conditions (computed once, up front), so each arm is
+//! and lowered, as with a static `if`. A run-time value selects between
+//! the arms like a chain of `if`s on their conditions (computed once, up
+//! front), numbers taking the type of the arm that has one, so each arm is
 //! a branch of a selection: its derivative flows only where it is taken,
 //! and a branch not taken never turns a gradient into NaN.
 
-use super::{exact_int, FnCx, Val};
+use super::expr::written_real;
+use super::{exact_int, result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
-use crate::lang::ast::{Arm, BinOp, Expr, ExprKind, PatKind, UnOp};
-use crate::lang::types::DType;
+use crate::lang::ast::{Arm, BinOp, Expr, PatKind, UnOp};
+use crate::lang::types::{DType, Type};
 
 /// What a `match` takes apart.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,11 +71,11 @@ impl<'a> FnCx<'a> {
                 .unwrap_or(&arms[last]);
             return self.lower(&arm.body, hints);
         }
-        // Run-time: each arm's condition, bound to a name no program can
-        // write, then `if c0 { a0 } else if c1 { a1 } ... else { last }`.
-        let mark = self.env.len();
+        // Run-time: each arm's condition, then each arm, then the
+        // selections from the last arm up: `if c0 { a0 } else if c1 { a1 }
+        // ... else { last }`, with the typing of `if`.
         let mut conds = Vec::with_capacity(last);
-        for (i, arm) in arms[..last].iter().enumerate() {
+        for arm in &arms[..last] {
             let mut cond: Option<Val> = None;
             for p in &arm.pats {
                 let c = match p.kind {
@@ -98,27 +100,56 @@ impl<'a> FnCx<'a> {
                     }
                 });
             }
-            let name = format!("match#{i}");
-            self.env.push((name.clone(), cond.unwrap_or(Val::Err)));
-            conds.push((name, arm.pats[0].span));
+            conds.push(cond.unwrap_or(Val::Err));
         }
-        let mut chain = arms[last].body.clone();
-        for ((name, span), arm) in conds.into_iter().zip(arms).rev() {
-            chain = Expr {
-                span: arm.span,
-                kind: ExprKind::If {
-                    cond: Box::new(Expr {
-                        kind: ExprKind::Name(name),
-                        span,
-                    }),
-                    then: Box::new(arm.body.clone()),
-                    els: Box::new(chain),
-                },
+        let mut vals: Vec<(Val, Span, bool)> = Vec::with_capacity(last + 1);
+        for arm in &arms[..=last] {
+            let a = self.lower(&arm.body, hints);
+            let a = self.number(a);
+            let real = written_real(&a, &arm.body);
+            vals.push((a, result_expr(&arm.body).span, real));
+        }
+        // A number arm takes the type of a float arm (the first of the
+        // highest rank), as a number meeting the other branch of an `if`
+        // does, whichever arms it is selected against first.
+        let mut float: Option<Type> = None;
+        for (a, _, _) in &vals {
+            if let Val::Var(x) = a {
+                let t = self.ty(*x);
+                let wider = float.as_ref().is_none_or(|f| t.rank() > f.rank());
+                if matches!(t.dtype, DType::F32 | DType::F64) && wider {
+                    float = Some(t);
+                }
+            }
+        }
+        if let Some(t) = float {
+            for (a, _, _) in &mut vals {
+                let c = match a {
+                    Val::Const(c) => *c,
+                    Val::Int(i) => *i as f64,
+                    _ => continue,
+                };
+                *a = self.materialize(c, &t, "");
+            }
+        }
+        let Some(mut acc) = vals.pop() else {
+            return Val::Err;
+        };
+        for (cond, arm) in conds.into_iter().zip(vals).rev() {
+            let (a, a_span, a_real) = arm;
+            acc = match cond {
+                Val::Mask(m) => {
+                    let (b, b_span, b_real) = acc;
+                    let v =
+                        self.select_branches(m, (a, a_span, a_real), (b, b_span, b_real), hints);
+                    (v, a_span.to(b_span), a_real || b_real)
+                }
+                Val::Bool(true) => (a, a_span, a_real),
+                Val::Bool(false) => acc,
+                _ => (Val::Err, a_span, false),
             };
         }
-        let out = self.lower(&chain, hints);
-        self.env.truncate(mark);
-        out
+        acc.0
     }
 
     /// Checks the arms' patterns against `kind`: each reachable, the last
