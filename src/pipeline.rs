@@ -300,6 +300,15 @@ pub fn optimize_split(
     primal_len: Option<usize>,
     options: &Options,
 ) -> Result<Optimized> {
+    // Differentiated already, if it was to be: a function with its own
+    // derivative rules is its value from here on.
+    let plain;
+    let f = if f.has_customs() {
+        plain = f.without_customs();
+        &plain
+    } else {
+        f
+    };
     let model = options.cost_model().for_function(f);
     // `flops + λ · stored bytes` of a program, and its stored bytes.
     let price = |g: &Function| {

@@ -39,6 +39,28 @@ const LOOP_ROW: &str = "fn f[N](%a: f64[N]) -> f64 {
   ret %2
 }";
 
+/// `log1p(exp(a)) * a` summed, where `log1p(exp(a))` brings its rule,
+/// sigmoid.
+const CUSTOM_ROW: &str = "fn f[N](%a: f64[N]) -> f64 {
+  rule 0 sp vjp {
+    fn sp_vjp[N](%x: f64[N], %g: f64[N]) -> f64[N] {
+      %0: f64[N] = neg %x
+      %1: f64[N] = exp %0
+      %2: f64 = const 1.0
+      %3: f64[N] = bcast %2
+      %4: f64[N] = add %3 %1
+      %5: f64[N] = div %g %4
+      ret %5
+    }
+  }
+  %0: f64[N] = exp %a
+  %1: f64[N] = log1p %0
+  %sp: f64[N] = custom 0 1 %1 %a
+  %2: f64[N] = mul %sp %a
+  %3: f64 = sum %2
+  ret %3
+}";
+
 /// A test function for an op and the interval its inputs are drawn from.
 fn row(op: Op) -> (&'static str, f64, f64) {
     // No wildcard: a new op must add its row here.
@@ -101,6 +123,9 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),
+        // Differentiated with its rule (here the true derivative, so the
+        // finite differences of the body agree).
+        Op::Custom(..) => (CUSTOM_ROW, -3.0, 3.0),
     }
 }
 
@@ -129,7 +154,7 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
         .iter()
         .map(|p| {
             let t = f.ty(p.var);
-            if t.dtype == DType::I64 {
+            if t.dtype == DType::I64 && t.rank() == 0 {
                 // A run-time loop count.
                 return Value::scalar(t.dtype, 25.0);
             }
@@ -140,7 +165,15 @@ fn inputs(f: &Function, n: usize, lo: f64, hi: f64, seed: &[f64]) -> Vec<Value> 
                 .map(|d| d.extent(&|_| Some(n as u64)).expect("a parameter's size") as usize)
                 .collect();
             let len = shape.iter().product();
-            Value::array(t.dtype, shape, (0..len).map(|_| next()).collect())
+            // Integer arrays (codes, as `match` takes): -1 to 3.
+            let int = |u: f64| (u * 5.0).floor().min(4.0) - 1.0;
+            let data = (0..len)
+                .map(|_| match t.dtype {
+                    DType::I64 => int((next() - lo) / (hi - lo)),
+                    _ => next(),
+                })
+                .collect();
+            Value::array(t.dtype, shape, data)
         })
         .collect()
 }
@@ -156,6 +189,7 @@ proptest! {
         let mut ops: Vec<Op> = ALL_OPS.to_vec();
         ops.push(Op::Const(egrad::internals::ops::Lit::new(DType::F64, 3.0)));
         ops.push(Op::Loop(0, false));
+        ops.push(Op::Custom(0, 1));
         for op in ops {
             let (text, lo, hi) = row(op);
             let f = &parse_functions(text).unwrap()[0];

@@ -240,6 +240,14 @@ pub(crate) fn lower<M: Module>(
 ) -> Result<Lowered, Error> {
     f.validate()
         .map_err(|e| Error::internal(format!("backend: invalid IR: {e}")))?;
+    // A function with its own derivative rules is its value here.
+    let plain;
+    let f = if f.has_customs() {
+        plain = f.without_customs();
+        &plain
+    } else {
+        f
+    };
     if module.target_config().pointer_type() != types::I64 {
         return Err(Error::internal("backend: only 64-bit hosts are supported"));
     }

@@ -150,6 +150,9 @@ fn access(op: Op) -> Access {
         Op::Scatter(_) => Access::Nest,
         Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
+        // Never lowered: `jit::lower` takes the function without them
+        // (`Function::without_customs`), each the `reshape` it stands for.
+        Op::Custom(..) => Access::IndexMap,
     }
 }
 

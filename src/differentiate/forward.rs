@@ -1,5 +1,6 @@
 //! Forward mode: the tangent of every value, in one pass in program order.
 
+use super::custom;
 use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
@@ -230,6 +231,15 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
+        // A function with its own rule: the rule's JVP, never through the
+        // statements that computed its value (operand 0).
+        if let Op::Custom(..) = s.op {
+            let ts: Vec<Option<VarId>> = s.args.iter().map(|a| tan[a.index()]).collect();
+            if ts[1..].iter().any(Option::is_some) {
+                tan[s.var.index()] = Some(custom::jvp(&mut b, f, s, &args, &ts)?);
+            }
+            continue;
+        }
         // Masks and integers carry no derivative.
         if s.op.is_piecewise_constant() || f.ty(s.var).dtype.is_int() {
             continue;

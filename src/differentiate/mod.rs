@@ -13,6 +13,7 @@
 //! ARCHITECTURE.md), so the sweep builds the adjoint and the e-graph then
 //! simplifies primal and adjoint together.
 
+mod custom;
 pub mod derive;
 pub mod forward;
 pub mod reverse;

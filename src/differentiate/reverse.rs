@@ -1,5 +1,6 @@
 //! The reverse sweep.
 
+use super::custom;
 use super::forward::jvp;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
@@ -217,6 +218,25 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
                 .chain(seq_ct.map(|x| (s.args[1], x)))
                 .filter(|(a, _)| active[a.index()]);
             for (a, contrib) in contribs {
+                add_cotangent(&mut b, &mut ct, a, contrib)?;
+            }
+            continue;
+        }
+        // A function with its own rule: the rule's VJP, never through the
+        // statements that computed its value (operand 0).
+        if let Op::Custom(..) = s.op {
+            let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
+            for (i, contrib) in custom::vjp(&mut b, f, s, &args, g)? {
+                let a = s.args[i];
+                if !active[a.index()] {
+                    continue;
+                }
+                let contrib = if masked[s.var.index()] {
+                    masked[a.index()] = true;
+                    custom::guarded(&mut b, g, contrib)?
+                } else {
+                    contrib
+                };
                 add_cotangent(&mut b, &mut ct, a, contrib)?;
             }
             continue;

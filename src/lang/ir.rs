@@ -83,6 +83,25 @@ pub struct Function {
     /// The loops its `loop`, `looptape` and `loopvjp` statements run, by
     /// number.
     pub loops: Vec<Loop>,
+    /// The derivative rules its `custom` statements use, by number.
+    pub rules: Vec<CustomRule>,
+}
+
+/// The derivative rules of a function that brings its own
+/// (`@custom_vjp`, `@custom_jvp`), at the sizes of one call: what a
+/// `custom R n y x1 .. xn` statement is differentiated with. Its
+/// differentiable arguments are the floating-point ones among `x1 .. xn`,
+/// in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomRule {
+    /// The function's name, for messages.
+    pub name: String,
+    /// `(x1 .. xn, cotangent of the result) -> cotangent of each
+    /// differentiable argument`.
+    pub vjp: Option<Function>,
+    /// `(x1 .. xn, tangent of each differentiable argument) -> tangent of
+    /// the result` (linear in the tangents).
+    pub jvp: Option<Function>,
 }
 
 /// A counted loop: `body` applied `count` times to a state. The state is
@@ -371,6 +390,9 @@ impl Function {
             if let Some(l) = s.op.loop_id() {
                 self.validate_loop_stmt(s, l)?;
             }
+            if let Op::Custom(r, _) = s.op {
+                self.validate_custom_stmt(s, r as usize)?;
+            }
             defined[s.var.index()] = true;
         }
         for r in &self.rets {
@@ -382,6 +404,119 @@ impl Function {
             }
         }
         Ok(())
+    }
+
+    /// A `custom` statement against its rule: the rule functions' parameters
+    /// and results are the statement's operands, cotangents and tangents.
+    fn validate_custom_stmt(&self, s: &Stmt, r: usize) -> Result<(), IrError> {
+        let at = || format!("{}: %{}", self.name, self.var_name(s.var));
+        let rule = self
+            .rules
+            .get(r)
+            .ok_or_else(|| IrError(format!("{}: there is no rule {r}", at())))?;
+        let xs: Vec<&Type> = s.args[1..].iter().map(|a| self.ty(*a)).collect();
+        let active: Vec<&Type> = xs.iter().copied().filter(|t| !t.dtype.is_int()).collect();
+        let out = self.ty(s.var);
+        let types = |f: &Function, vs: &[VarId]| -> Vec<Type> {
+            vs.iter().map(|v| f.ty(*v).clone()).collect()
+        };
+        let want = |v: &[&Type]| -> Vec<Type> { v.iter().map(|t| (*t).clone()).collect() };
+        if let Some(vjp) = &rule.vjp {
+            let params: Vec<VarId> = vjp.params.iter().map(|p| p.var).collect();
+            let mut expect = want(&xs);
+            expect.push(out.clone());
+            if types(vjp, &params) != expect || types(vjp, &vjp.rets) != want(&active) {
+                return Err(IrError(format!(
+                    "{}: the VJP rule of `{}` does not fit its operands",
+                    at(),
+                    rule.name
+                )));
+            }
+        }
+        if let Some(jvp) = &rule.jvp {
+            let params: Vec<VarId> = jvp.params.iter().map(|p| p.var).collect();
+            let mut expect = want(&xs);
+            expect.extend(want(&active));
+            if types(jvp, &params) != expect || types(jvp, &jvp.rets) != vec![out.clone()] {
+                return Err(IrError(format!(
+                    "{}: the JVP rule of `{}` does not fit its operands",
+                    at(),
+                    rule.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The function with every `custom` statement replaced by its value
+    /// (its uses read its first operand; other variables keep their
+    /// numbers) and no rules: what is left to compute once it is
+    /// differentiated (the e-graph and the backend take it so).
+    pub fn without_customs(&self) -> Function {
+        let mut f = self.clone();
+        let mut alias: Vec<Option<VarId>> = vec![None; f.vars.len()];
+        let resolve = |alias: &[Option<VarId>], v: VarId| alias[v.index()].unwrap_or(v);
+        let mut stmts = Vec::with_capacity(f.stmts.len());
+        for mut s in std::mem::take(&mut f.stmts) {
+            for a in s.args.iter_mut() {
+                *a = resolve(&alias, *a);
+            }
+            if let Op::Custom(..) = s.op {
+                alias[s.var.index()] = Some(s.args[0]);
+                continue;
+            }
+            stmts.push(s);
+        }
+        f.stmts = stmts;
+        for r in f.rets.iter_mut() {
+            *r = resolve(&alias, *r);
+        }
+        f.rules.clear();
+        for l in &mut f.loops {
+            if l.body.has_customs() {
+                l.body = l.body.without_customs();
+            }
+            if let Some(v) = &l.vjp {
+                if v.has_customs() {
+                    l.vjp = Some(v.without_customs());
+                }
+            }
+        }
+        f
+    }
+
+    /// Drop the rules no `custom` statement uses (copies kept for
+    /// statements that moved elsewhere, such as into a loop's body), and
+    /// number the others in order of first use.
+    pub fn prune_rules(&mut self) {
+        let mut new_id: Vec<Option<u32>> = vec![None; self.rules.len()];
+        let mut kept = Vec::new();
+        for s in &mut self.stmts {
+            if let Op::Custom(r, n) = s.op {
+                let Some(slot) = new_id.get_mut(r as usize) else {
+                    continue;
+                };
+                let id = *slot.get_or_insert_with(|| {
+                    kept.push(r as usize);
+                    (kept.len() - 1) as u32
+                });
+                s.op = Op::Custom(id, n);
+            }
+        }
+        let mut old: Vec<Option<CustomRule>> = std::mem::take(&mut self.rules)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.rules = kept.iter().filter_map(|&r| old[r].take()).collect();
+    }
+
+    /// Whether it (or a loop body of it) has `custom` statements.
+    pub fn has_customs(&self) -> bool {
+        !self.rules.is_empty()
+            || self
+                .loops
+                .iter()
+                .any(|l| l.body.has_customs() || l.vjp.as_ref().is_some_and(Function::has_customs))
     }
 
     /// A loop statement against its loop: the state's type, the tape's
@@ -480,6 +615,10 @@ impl Function {
             l.body = l.body.with_dtype(dtype);
             l.vjp = l.vjp.as_ref().map(|v| v.with_dtype(dtype));
         }
+        for r in &mut f.rules {
+            r.vjp = r.vjp.as_ref().map(|v| v.with_dtype(dtype));
+            r.jvp = r.jvp.as_ref().map(|v| v.with_dtype(dtype));
+        }
         f
     }
 
@@ -513,6 +652,7 @@ impl Builder {
                 stmts: Vec::new(),
                 rets: Vec::new(),
                 loops: Vec::new(),
+                rules: Vec::new(),
             },
             used: HashSet::new(),
             next_tmp: 0,
@@ -604,9 +744,17 @@ impl Builder {
         (self.f.loops.len() - 1) as u32
     }
 
-    /// Take over `f`'s loops (for a pass that copies `f`'s statements).
+    /// Take over `f`'s loops and rules (for a pass that copies `f`'s
+    /// statements).
     pub fn copy_loops(&mut self, f: &Function) {
         self.f.loops = f.loops.clone();
+        self.f.rules = f.rules.clone();
+    }
+
+    /// Add a custom rule; its number for `custom`.
+    pub fn add_rule(&mut self, r: CustomRule) -> u32 {
+        self.f.rules.push(r);
+        (self.f.rules.len() - 1) as u32
     }
 
     /// Values of one type as the rows of `packed` (`T[K, ...]`), or the value
@@ -632,6 +780,8 @@ impl Builder {
     pub fn inline(&mut self, f: &Function, args: &[VarId]) -> Result<Vec<VarId>, IrError> {
         let offset = self.f.loops.len() as u32;
         self.f.loops.extend(f.loops.iter().cloned());
+        let rule_offset = self.f.rules.len() as u32;
+        self.f.rules.extend(f.rules.iter().cloned());
         let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
         for (p, a) in f.params.iter().zip(args) {
             map[p.var.index()] = Some(*a);
@@ -646,7 +796,7 @@ impl Builder {
                 .iter()
                 .map(|a| get(&map, *a))
                 .collect::<Result<_, _>>()?;
-            let op = s.op.map_loop(|l| l + offset);
+            let op = s.op.map_loop(|l| l + offset).map_rule(|r| r + rule_offset);
             let name = f.var_name(s.var);
             let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
                 ""
@@ -657,6 +807,11 @@ impl Builder {
             map[s.var.index()] = Some(v);
         }
         f.rets.iter().map(|r| get(&map, *r)).collect()
+    }
+
+    /// Drop the rules numbered `from` on (a lowering attempt given up).
+    pub fn truncate_rules(&mut self, from: usize) {
+        self.f.rules.truncate(from);
     }
 
     /// Remove and return the loops numbered `from` on (to move them into a
@@ -721,6 +876,20 @@ impl fmt::Display for Function {
             let settles = if l.settles { " settles" } else { "" };
             writeln!(f, "  loop {i} x{}{settles} {{", l.count)?;
             for part in std::iter::once(&l.body).chain(&l.vjp) {
+                for line in part.to_string().lines() {
+                    writeln!(f, "    {line}")?;
+                }
+            }
+            f.write_str("  }\n")?;
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            let parts: Vec<&str> = [("vjp", &r.vjp), ("jvp", &r.jvp)]
+                .iter()
+                .filter(|(_, p)| p.is_some())
+                .map(|(n, _)| *n)
+                .collect();
+            writeln!(f, "  rule {i} {} {} {{", r.name, parts.join(" "))?;
+            for part in r.vjp.iter().chain(&r.jvp) {
                 for line in part.to_string().lines() {
                     writeln!(f, "    {line}")?;
                 }
@@ -824,30 +993,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
             if let Some(head) = line.strip_prefix("loop ").and_then(|h| h.strip_suffix('{')) {
                 let (l, settles) =
                     parse_loop_header(head, b.function().loops.len()).map_err(|m| err(&m))?;
-                let mut text = String::new();
-                let mut depth = 0usize;
-                let mut closed = false;
-                for (_, inner) in lines.by_ref() {
-                    let t = inner.trim();
-                    if t == "}" && depth == 0 {
-                        closed = true;
-                        break;
-                    }
-                    if t.ends_with('{') {
-                        depth += 1;
-                    } else if t == "}" {
-                        depth -= 1;
-                    }
-                    text.push_str(inner);
-                    text.push('\n');
-                }
-                if !closed {
-                    return Err(err("loop block without its closing `}`"));
-                }
-                let mut parts = parse_functions(&text).map_err(|e| IrParseError {
-                    line: ln + 1 + e.line,
-                    message: e.message,
-                })?;
+                let mut parts = parse_block(&mut lines, ln)?;
                 if parts.is_empty() || parts.len() > 2 {
                     return Err(err("a loop block holds its body and, optionally, its VJP"));
                 }
@@ -859,6 +1005,36 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                     vjp,
                     settles,
                 });
+                continue;
+            }
+            if let Some(head) = line.strip_prefix("rule ").and_then(|h| h.strip_suffix('{')) {
+                let mut words = head.split_whitespace();
+                let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
+                let next = b.function().rules.len();
+                let name = words.next().unwrap_or("").to_string();
+                let kinds: Vec<&str> = words.collect();
+                let ok_kinds = matches!(kinds[..], ["vjp"] | ["jvp"] | ["vjp", "jvp"]);
+                if k != Some(next) || name.is_empty() || !ok_kinds {
+                    return Err(err(&format!(
+                        "expected `rule {next} NAME vjp {{`, `... jvp {{` or `... vjp jvp {{`"
+                    )));
+                }
+                let parts = parse_block(&mut lines, ln)?;
+                if parts.len() != kinds.len() {
+                    return Err(err(&format!(
+                        "the rule block holds {} function(s), its header names {}",
+                        parts.len(),
+                        kinds.len()
+                    )));
+                }
+                let mut parts = parts.into_iter();
+                let vjp = if kinds[0] == "vjp" {
+                    parts.next()
+                } else {
+                    None
+                };
+                let jvp = parts.next();
+                b.add_rule(CustomRule { name, vjp, jvp });
                 continue;
             }
             if let Some(r) = line.strip_prefix("ret") {
@@ -888,6 +1064,15 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let n = words.next().ok_or_else(|| err("expected a number"))?;
                 let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
                 Op::Const(Lit::new(ty.dtype, x))
+            } else if opname == "custom" {
+                let mut ns = [0u32; 2];
+                for slot in &mut ns {
+                    let w = words.next().unwrap_or("");
+                    *slot = w
+                        .parse()
+                        .map_err(|_| err(&format!("`custom` needs 2 numbers, got `{w}`")))?;
+                }
+                Op::Custom(ns[0], ns[1])
             } else if let Some(want) = match opname {
                 "loop" | "scan" => Some(1),
                 "looptape" | "scantape" => Some(2),
@@ -943,6 +1128,41 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
         out.push(f);
     }
     Ok(out)
+}
+
+/// The functions of a nested block (a loop's or a rule's), read up to its
+/// closing `}`; `ln` is the header's line.
+fn parse_block<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    ln: usize,
+) -> Result<Vec<Function>, IrParseError> {
+    let mut text = String::new();
+    let mut depth = 0usize;
+    let mut closed = false;
+    for (_, inner) in lines.by_ref() {
+        let t = inner.trim();
+        if t == "}" && depth == 0 {
+            closed = true;
+            break;
+        }
+        if t.ends_with('{') {
+            depth += 1;
+        } else if t == "}" {
+            depth -= 1;
+        }
+        text.push_str(inner);
+        text.push('\n');
+    }
+    if !closed {
+        return Err(IrParseError {
+            line: ln + 1,
+            message: "block without its closing `}`".to_string(),
+        });
+    }
+    parse_functions(&text).map_err(|e| IrParseError {
+        line: ln + 1 + e.line,
+        message: e.message,
+    })
 }
 
 /// `K xN` (or `K xN settles`) of a `loop K xN {` block: the count (a
@@ -1052,6 +1272,68 @@ pub(crate) mod tests {
         assert_eq!(fs[0].loops[0].count, Dim::Lit(7));
         assert!(fs[0].loops[0].vjp.is_some());
         assert_eq!(fs[0].to_string(), HALVING);
+    }
+
+    const SOFTPLUS: &str = "fn sp[N](%x: f64[N]) -> f64[N] {
+  rule 0 sp vjp {
+    fn sp_vjp[N](%x: f64[N], %g: f64[N]) -> f64[N] {
+      %0: f64[N] = neg %x
+      %1: f64[N] = exp %0
+      %2: f64 = const 1.0
+      %3: f64[N] = bcast %2
+      %4: f64[N] = add %3 %1
+      %5: f64[N] = div %g %4
+      ret %5
+    }
+  }
+  %0: f64[N] = exp %x
+  %1: f64[N] = log1p %0
+  %sp: f64[N] = custom 0 1 %1 %x
+  ret %sp
+}
+";
+
+    #[test]
+    fn rules_print_parse_back_and_strip() {
+        let fs = parse_functions(SOFTPLUS).unwrap();
+        assert_eq!(fs[0].rules.len(), 1);
+        assert!(fs[0].rules[0].vjp.is_some() && fs[0].rules[0].jvp.is_none());
+        assert_eq!(fs[0].to_string(), SOFTPLUS);
+        let plain = fs[0].without_customs();
+        assert!(!plain.has_customs());
+        assert!(plain.validate().is_ok());
+        assert_eq!(plain.stmts.len(), 2);
+        assert_eq!(plain.rets, vec![plain.stmts[1].var]);
+        // A rule that does not fit its statement.
+        let wrong = SOFTPLUS.replace(
+            "%g: f64[N]) -> f64[N] {",
+            "%g: f64[N], %h: f64) -> f64[N] {",
+        );
+        let e = parse_functions(&wrong).unwrap_err();
+        assert!(e.message.contains("VJP rule of `sp` does not fit"), "{e}");
+        let missing = SOFTPLUS.replace("custom 0 1", "custom 1 1");
+        assert!(parse_functions(&missing)
+            .unwrap_err()
+            .message
+            .contains("no rule 1"));
+    }
+
+    #[test]
+    fn unused_rules_are_pruned_and_the_rest_renumbered() {
+        let mut f = parse_functions(SOFTPLUS).unwrap().remove(0);
+        let r = f.rules[0].clone();
+        f.rules.insert(
+            0,
+            CustomRule {
+                name: "unused".into(),
+                ..r
+            },
+        );
+        f.stmts[2].op = Op::Custom(1, 1);
+        assert!(f.validate().is_ok());
+        f.prune_rules();
+        assert_eq!(f.rules.len(), 1);
+        assert_eq!(f.to_string(), SOFTPLUS);
     }
 
     #[test]

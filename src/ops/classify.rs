@@ -53,7 +53,8 @@ impl Op {
             | Op::Reshape
             | Op::Loop(..)
             | Op::LoopTape(..)
-            | Op::LoopVjp(..) => false,
+            | Op::LoopVjp(..)
+            | Op::Custom(..) => false,
         }
     }
 
@@ -115,7 +116,8 @@ impl Op {
             | Op::Threefry1
             | Op::Loop(..)
             | Op::LoopTape(..)
-            | Op::LoopVjp(..) => None,
+            | Op::LoopVjp(..)
+            | Op::Custom(..) => None,
         }
     }
 
@@ -136,7 +138,7 @@ impl Op {
             // With the sequence's cotangent, rows whose width the op
             // cannot know (the loop's state and row).
             Op::LoopVjp(_, _, m, _) => m & super::VJP_SEQ != 0,
-            Op::Loop(..) => false,
+            Op::Loop(..) | Op::Custom(..) => false,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -219,7 +221,8 @@ impl Op {
             | Op::Reshape
             | Op::Loop(..)
             | Op::LoopTape(..)
-            | Op::LoopVjp(..) => false,
+            | Op::LoopVjp(..)
+            | Op::Custom(..) => false,
         }
     }
 
@@ -238,6 +241,15 @@ impl Op {
             Op::Loop(l, q) => Op::Loop(f(l), q),
             Op::LoopTape(l, k, q) => Op::LoopTape(f(l), k, q),
             Op::LoopVjp(l, k, m, q) => Op::LoopVjp(f(l), k, m, q),
+            other => other,
+        }
+    }
+
+    /// The same op referring to custom rule `f(R)` instead of `R` (when a
+    /// callee's rules join its caller's); other ops are unchanged.
+    pub fn map_rule(self, f: impl Fn(u32) -> u32) -> Op {
+        match self {
+            Op::Custom(r, n) => Op::Custom(f(r), n),
             other => other,
         }
     }

@@ -35,6 +35,8 @@ impl Op {
             Op::Repeat | Op::Spread | Op::Transpose | Op::Reverse | Op::Reshape => 0.0,
             // Priced from the loop's body (see `extract::cost`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
+            // Its value, computed before it: nothing of its own.
+            Op::Custom(..) => 0.0,
             // Per operand element (see `extract::cost`).
             Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).

@@ -65,6 +65,8 @@ impl Op {
             Op::Scatter(s) => return vec!["(zero)".into(), format!("(gather {s} ?g ?a)")],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
+            // Differentiated with its own rule (`differentiate::custom`).
+            Op::Custom(..) => &[],
         };
         fixed.iter().map(|t| t.to_string()).collect()
     }
@@ -134,6 +136,8 @@ impl Op {
             Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
+            // Differentiated with its own rule (`differentiate::custom`).
+            Op::Custom(..) => Vec::new(),
         }
     }
 
@@ -165,7 +169,7 @@ impl Op {
             Op::Scatter(_) => i == 1,
             Op::Rem | Op::Convert(_) | Op::Iota => false,
             Op::Threefry0 | Op::Threefry1 => false,
-            Op::Loop(..) | Op::LoopTape(..) => false,
+            Op::Loop(..) | Op::LoopTape(..) | Op::Custom(..) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add

@@ -180,6 +180,14 @@ pub enum Op {
     /// `count` zeros and the final state's cotangent; a scan's VJP then
     /// returns such a row).
     LoopVjp(u32, u32, u32, bool),
+    /// `custom R n y x1 .. xn`: `y`, the value of a function with its own
+    /// derivative rules (`@custom_vjp`, `@custom_jvp`) computed from its
+    /// arguments `x1 .. xn`; rule `R` of the enclosing function
+    /// ([`crate::lang::ir::CustomRule`]). AD differentiates it with the
+    /// rule (never through `y`'s statements); once differentiated it is
+    /// `y` (`Function::without_customs`, before the e-graph and the
+    /// backend).
+    Custom(u32, u32),
 }
 
 /// `loopvjp` flag: each state recomputed from its segment's checkpoint

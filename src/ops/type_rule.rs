@@ -300,7 +300,7 @@ impl Op {
                 }
                 Ok(t)
             }
-            Op::Loop(..) => Ok(args[0].clone()),
+            Op::Loop(..) | Op::Custom(..) => Ok(args[0].clone()),
             Op::LoopTape(_, k, _) => {
                 let t = need_annot()?;
                 if *k == 0

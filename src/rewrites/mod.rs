@@ -86,6 +86,15 @@ pub fn insert(f: &Function) -> Inserted {
 /// (see [`lang::Node`]). The recompute rewrite ([`recompute_rule`]) adds the
 /// other choice.
 pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
+    // The e-graph holds values: a function with its own derivative rules
+    // is its value (differentiated already, if it was to be).
+    let plain;
+    let f = if f.has_customs() {
+        plain = f.without_customs();
+        &plain
+    } else {
+        f
+    };
     let mut analysis = Analysis::default();
     for p in &f.params {
         analysis

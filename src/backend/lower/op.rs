@@ -95,7 +95,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::MatMul
             | Op::Loop(..)
             | Op::LoopTape(..)
-            | Op::LoopVjp(..) => {
+            | Op::LoopVjp(..)
+            | Op::Custom(..) => {
                 return Err(Error::internal(format!(
                     "backend: `{}` moves elements; it is lowered by its access pattern",
                     op.name()

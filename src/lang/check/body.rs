@@ -86,7 +86,8 @@ impl<'a> FnCx<'a> {
                 return None;
             }
             let b = std::mem::replace(&mut self.b, Builder::new("", Vec::new()));
-            let primal = b.finish(vec![ret]);
+            let mut primal = b.finish(vec![ret]);
+            primal.prune_rules();
             if let Err(e) = primal.validate() {
                 self.bug(format!("primal of `{fname}`: {e}"));
                 return None;
@@ -184,8 +185,12 @@ impl<'a> FnCx<'a> {
         if !self.errs.is_empty() || self.internal.is_some() {
             return None;
         }
+        if let (false, Some(&y)) = (sig.custom.is_empty(), rets.first()) {
+            rets[0] = self.attach_rules(f, sig, y)?;
+        }
         let b = std::mem::replace(&mut self.b, Builder::new("", Vec::new()));
-        let ir = b.finish(rets);
+        let mut ir = b.finish(rets);
+        ir.prune_rules();
         if let Err(e) = ir.validate() {
             self.bug(format!("`{fname}`: {e}"));
             return None;

@@ -8,7 +8,7 @@ use super::signature::signature_with;
 use super::{arity_message, fold, Bound, FnCx, Sig, StaticKind, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
-use crate::lang::ir::{Builder, Function, Loop, VarId};
+use crate::lang::ir::{Builder, CustomRule, Function, Loop, VarId};
 use crate::lang::prelude;
 use crate::lang::size::{Misfit, Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
@@ -834,7 +834,37 @@ impl<'a> FnCx<'a> {
                 settles: l.settles,
             });
         }
-        let renumber = |op: Op| op.map_loop(|l| l + offset);
+        // Its rules too (`@custom_vjp`, `@custom_jvp`), which are written
+        // for one value, not a stack.
+        if !callee.rules.is_empty()
+            && (stacks.is_some() || args.iter().any(|a| self.batched.contains(a)))
+        {
+            let names: Vec<String> = callee
+                .rules
+                .iter()
+                .map(|r| format!("`{}`", r.name))
+                .collect();
+            self.error(
+                Diagnostic::unsupported(
+                    span,
+                    format!(
+                        "{} has its own derivative rules, and is called here on values that depend on the index of `tabulate` (or a batch of `@vmap`): not supported yet",
+                        names.join(", ")
+                    ),
+                )
+                .with_note("call it on whole arrays, or without the rules inside `tabulate`"),
+            );
+            return Val::Err;
+        }
+        let rule_offset = self.b.function().rules.len() as u32;
+        for r in &callee.rules {
+            self.b.add_rule(CustomRule {
+                name: r.name.clone(),
+                vjp: r.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+                jvp: r.jvp.as_ref().map(|v| subst_function(v, subst, &sizes)),
+            });
+        }
+        let renumber = |op: Op| op.map_loop(|l| l + offset).map_rule(|r| r + rule_offset);
         let mut map: Vec<Option<VarId>> = vec![None; callee.vars.len()];
         for (p, a) in callee.params.iter().zip(args) {
             if let Some(slot) = map.get_mut(p.var.index()) {
@@ -913,6 +943,10 @@ fn subst_function(f: &Function, subst: &HashMap<String, Dim>, sizes: &[String]) 
     for l in &mut g.loops {
         l.body = subst_function(&l.body, subst, sizes);
         l.vjp = l.vjp.as_ref().map(|v| subst_function(v, subst, sizes));
+    }
+    for r in &mut g.rules {
+        r.vjp = r.vjp.as_ref().map(|v| subst_function(v, subst, sizes));
+        r.jvp = r.jvp.as_ref().map(|v| subst_function(v, subst, sizes));
     }
     g
 }

@@ -710,6 +710,9 @@ impl<'a> FnCx<'a> {
         let row_ty = stack(&leaf_ty);
         let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
         let loop_mark = self.b.function().loops.len();
+        // Rules of functions the step calls (`custom`): the body gets a
+        // copy, statements hoisted out of it keep these.
+        let rule_mark = self.b.function().rules.len();
         let err_mark = self.errs.len();
         // Lower one step on placeholder variables standing for the state.
         let holders: Vec<VarId> = leaf_tys
@@ -762,6 +765,7 @@ impl<'a> FnCx<'a> {
             // Reported once here; unrolling would report it again.
             self.forget(stmt_mark, var_mark);
             self.b.take_loops(loop_mark);
+            self.b.truncate_rules(rule_mark);
             return Some(Val::Err);
         }
         let mut next_leaves = Vec::new();
@@ -883,6 +887,7 @@ impl<'a> FnCx<'a> {
         if !fits || !captures_fit {
             // Unrolling lowers the step again, loops and all.
             drop(nested);
+            self.b.truncate_rules(rule_mark);
             return None;
         }
         // The hoisted stacks, before the loop (the step's variables are
@@ -920,6 +925,9 @@ impl<'a> FnCx<'a> {
         );
         for l in nested {
             bb.add_loop(l);
+        }
+        for r in self.b.function().rules[rule_mark..].iter().cloned() {
+            bb.add_rule(r);
         }
         let s = bb.param("s", packed_ty.clone(), init_span);
         let mut map: HashMap<VarId, VarId> = HashMap::new();
@@ -978,7 +986,10 @@ impl<'a> FnCx<'a> {
                 for a in &st.args {
                     args.push(plain(&mut bb, &mut map, *a)?);
                 }
-                let op = st.op.map_loop(|l| l - lid as u32);
+                let op = st
+                    .op
+                    .map_loop(|l| l - lid as u32)
+                    .map_rule(|r| r - rule_mark as u32);
                 let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
                     ""
                 } else {

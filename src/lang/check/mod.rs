@@ -32,6 +32,7 @@ mod arrays;
 mod body;
 mod builtins;
 mod calls;
+mod custom;
 mod derive;
 mod emit;
 mod expr;
@@ -130,6 +131,9 @@ struct Sig {
     ret_tuple: bool,
     /// `@grad(...)`: indices of the parameters differentiated.
     grad: Option<Vec<usize>>,
+    /// `@custom_vjp(rule)` (`true`) and `@custom_jvp(rule)`: the rules the
+    /// function brings, by name.
+    custom: Vec<(bool, Ident)>,
     /// `@value_and_grad`: the function returns the value, then the gradients.
     value_too: bool,
     /// `@jvp(p, ...)`: (differentiated parameter, its tangent parameter).
@@ -326,6 +330,23 @@ pub fn check(
             continue;
         }
         collect_calls(&items[i].body, scopes.of(i), &mut calls[i]);
+        // A function's derivative rules are lowered before it.
+        for a in &items[i].attrs {
+            let [rule] = &a.args[..] else { continue };
+            if !signature::CUSTOM_ATTRS.contains(&a.name.name.as_str()) {
+                continue;
+            }
+            match scopes.of(i).get(&rule.name) {
+                Some(&j) => calls[i].push((j, rule.span)),
+                None => errs.push(Diagnostic::new(
+                    rule.span,
+                    format!(
+                        "`@{}` names `{}`, but there is no function of that name",
+                        a.name.name, rule.name
+                    ),
+                )),
+            }
+        }
         for &(c, _) in &calls[i] {
             if !reached[c] {
                 reached[c] = true;

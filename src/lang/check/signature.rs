@@ -9,6 +9,9 @@ use crate::lang::size::{Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use std::collections::HashMap;
 
+/// The attributes that give a function its own derivative rules.
+pub(super) const CUSTOM_ATTRS: [&str; 2] = ["custom_vjp", "custom_jvp"];
+
 /// Resolve a written non-tuple type against the declared size parameters.
 /// The element-type parameters of a function: bracket names used as an
 /// element type (`T` in `fn f[T, N](x: T[N])`).
@@ -296,15 +299,80 @@ pub(super) fn signature_with(
     let mut grad = None;
     let mut value_too = false;
     let mut jvp = None;
+    // Its own derivative rules: `@custom_vjp(rule)`, `@custom_jvp(rule)`.
+    let (rule_attrs, attrs): (Vec<&Attr>, Vec<&Attr>) = f
+        .attrs
+        .iter()
+        .partition(|a| CUSTOM_ATTRS.contains(&a.name.name.as_str()));
+    let mut custom = Vec::new();
+    for a in &rule_attrs {
+        let attr = a.name.name.as_str();
+        let [rule] = &a.args[..] else {
+            errs.push(Diagnostic::new(
+                a.span,
+                format!("`@{attr}` names one function, the rule, as in `@{attr}({fname}_rule)`"),
+            ));
+            continue;
+        };
+        if let Some(first) = rule_attrs[..]
+            .iter()
+            .take_while(|b| !std::ptr::eq(**b, *a))
+            .find(|b| b.name.name == attr)
+        {
+            errs.push(
+                Diagnostic::new(a.span, format!("`{fname}` has two `@{attr}` rules"))
+                    .with_label(first.span, "the first one is here"),
+            );
+            continue;
+        }
+        custom.push((attr == "custom_vjp", rule.clone()));
+    }
+    if let (Some(r), Some(t)) = (rule_attrs.first(), attrs.first()) {
+        errs.push(
+            Diagnostic::new(
+                t.span,
+                format!("`{fname}` has its own derivative rules, so it cannot also be a derived function"),
+            )
+            .with_label(r.span, "its rule")
+            .with_note(format!("differentiate a function that calls it: `@{}(...) fn d{fname}(...) = {fname}(...)`", t.name.name)),
+        );
+        custom.clear();
+    }
+    if let Some(r) = rule_attrs.first().filter(|_| !custom.is_empty()) {
+        let template = f.params.iter().any(|p| p.is_static) || !generic_names(f).is_empty();
+        let one_float = !ret_tuple
+            && ret.len() == 1
+            && ret
+                .iter()
+                .all(|t| matches!(t.dtype, DType::F32 | DType::F64));
+        if template {
+            errs.push(
+                Diagnostic::unsupported(
+                    r.span,
+                    format!("`{fname}` has static or element-type parameters: a function with its own derivative rules cannot have them yet"),
+                )
+                .with_note("give the rule to a function of fixed types, and call it from the generic one"),
+            );
+            custom.clear();
+        } else if !one_float && !ret.is_empty() {
+            errs.push(
+                Diagnostic::unsupported(
+                    r.span,
+                    format!("`{fname}` returns {}: a function with its own derivative rules returns one f32 or f64 value (a scalar or an array) for now", type_list(&ret)),
+                ),
+            );
+            custom.clear();
+        }
+    }
     // Several known attributes were expanded into functions of their own
     // (`derive::expand`), so several here means one of them is unknown.
-    let several = f.attrs.len() > 1;
-    for a in &f.attrs {
+    let several = attrs.len() > 1;
+    for a in attrs {
         let attr = a.name.name.as_str();
         if attr != "grad" && attr != "value_and_grad" && attr != "jvp" {
             errs.push(
                 Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
-                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)`, `@jvp(p, ...)` and `@vmap(p, ...)`",
+                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)`, `@jvp(p, ...)`, `@vmap(p, ...)`, `@custom_vjp(rule)` and `@custom_jvp(rule)`",
                 ),
             );
             continue;
@@ -494,6 +562,7 @@ pub(super) fn signature_with(
         ret,
         ret_tuple,
         grad,
+        custom,
         value_too,
         jvp,
         generic: Vec::new(),
