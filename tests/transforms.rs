@@ -318,6 +318,29 @@ fn reals(k: i64) -> f64 = match k { 0 => 5, 1 => 7.5, _ => 9 }",
 }
 
 #[test]
+fn a_scalar_branch_is_broadcast_under_a_condition_on_an_integer_array() {
+    // Found by the random programs: the scalar branch was compared with
+    // the condition's type (i64[N]) and left a scalar.
+    let p = prog(
+        "fn d[N](x: f64[N], s: f64, kind: i64[N]) -> f64[N] = if kind == 0 { s } else { x }
+fn f[N](x: f64[N], s: f64, kind: i64[N]) -> f64[N] = match kind { 0 => x, _ => s }
+fn h[N](x: f64[N], s: f64, mask: bool[N]) -> f64[N] = match mask { true => s, false => x }
+fn l[N](x: f64[N], s: f64, kind: i64[N]) -> f64 = +/(if kind == 0 { s * s } else { x * s })
+@grad(x, s)
+fn dl[N](x: f64[N], s: f64, kind: i64[N]) -> (f64[N], f64) = l(x, s, kind)",
+    );
+    let (x, s, kind) = (vec64(&[1.0, 2.0, 3.0]), f64s(9.0), ints(&[0, 1, 0]));
+    let mask = Value::array(DType::Bool, vec![3], vec![1.0, 0.0, 1.0]);
+    let got = run_both(&p, "d", &[x.clone(), s.clone(), kind.clone()]).unwrap();
+    assert_eq!(got[0].data, vec![9.0, 2.0, 9.0]);
+    let got = run_both(&p, "f", &[x.clone(), s.clone(), kind.clone()]).unwrap();
+    assert_eq!(got[0].data, vec![1.0, 9.0, 3.0]);
+    let got = run_both(&p, "h", &[x.clone(), s, mask]).unwrap();
+    assert_eq!(got[0].data, vec![9.0, 2.0, 9.0]);
+    check_gradient(&p, "dl", "l", 2, &[x, f64s(0.7), kind], "scalar branch");
+}
+
+#[test]
 fn bounds_admit_their_types_and_refuse_others() {
     let p = prog(
         "fn total[T: Numeric, N](x: T[N]) -> T = +/x

@@ -341,13 +341,14 @@ impl<'a> FnCx<'a> {
                     })
                     .chain(std::iter::once(mask_ty.clone()))
                     .max_by_key(|t| t.rank());
+                // (The shape only: a condition on integers may select
+                // values of any type, so a scalar branch keeps its own.)
                 let (a, b) = match &widest {
                     Some(w) if !w.is_scalar() => {
                         let mut lift = |v: Val| match v {
-                            Val::Var(x)
-                                if self.ty(x).is_scalar() && self.ty(x).dtype == w.dtype =>
-                            {
-                                match self.bcast(x, w) {
+                            Val::Var(x) if self.ty(x).is_scalar() => {
+                                let to = Type::array(self.ty(x).dtype, w.shape.clone());
+                                match self.bcast(x, &to) {
                                     Some(y) => Val::Var(y),
                                     None => Val::Err,
                                 }
