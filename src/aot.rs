@@ -157,6 +157,12 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
                 "`egrad build` cannot compile `{name}` yet: it indexes with run-time values, whose range checks report through the JIT (use `egrad run`, or the library)"
             )));
         }
+        let kernel = |f: &Function| f.stmts.iter().any(|s| matches!(s.op, Op::Kernel(..)));
+        if kernel(f) || f.loops.iter().any(|l| kernel(&l.body)) {
+            return Err(Error::Usage(format!(
+                "`egrad build` cannot compile `{name}`: it calls a native kernel, which lives in the process that registered it (use the library's JIT)"
+            )));
+        }
     }
     let gradient = opts.gradient || program.grad_spec(name).is_some();
     // The optimizer's backend options (`gemm` has no kernel to call in an

@@ -47,6 +47,7 @@ pub use extract::cost::CostModel;
 pub use lang::ir::Function;
 pub use lang::types::{DType, Dim, Type};
 pub use lang::value::Value;
+pub use ops::kernels::{register_kernel, Kernel, KernelFn, ShapeRule};
 pub use pipeline::{
     optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Progress,
     ProgressEvent, Report,

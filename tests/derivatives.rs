@@ -126,7 +126,40 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         // Differentiated with its rule (here the true derivative, so the
         // finite differences of the body agree).
         Op::Custom(..) => (CUSTOM_ROW, -3.0, 3.0),
+        // A registered native kernel (`x³`) with its VJP.
+        Op::Kernel(..) => (kernel_row(), -2.0, 2.0),
     }
+}
+
+fn cube(args: &[&[f64]], out: &mut [f64]) {
+    for (o, x) in out.iter_mut().zip(args[0]) {
+        *o = x * x * x;
+    }
+}
+
+fn cube_vjp(args: &[&[f64]], out: &mut [f64]) {
+    for ((o, x), g) in out.iter_mut().zip(args[0]).zip(args[1]) {
+        *o = 3.0 * x * x * g;
+    }
+}
+
+/// `sum(cube(a) * a)` where `cube` is a native kernel.
+fn kernel_row() -> &'static str {
+    static ROW: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ROW.get_or_init(|| {
+        let id = egrad::register_kernel(egrad::Kernel {
+            name: "row_cube".into(),
+            arity: 1,
+            shape: |a| Ok(a[0].clone()),
+            forward: cube,
+            vjp: vec![cube_vjp],
+            flops: 2.0,
+        })
+        .unwrap();
+        format!(
+            "fn f[N](%a: f64[N]) -> f64 {{\n  %0: f64[N] = kernel {id} 1 %a\n  %1: f64[N] = mul %0 %a\n  %2: f64 = sum %1\n  ret %2\n}}"
+        )
+    })
 }
 
 fn assert_close(got: &[Value], want: &[Value], what: &str) {
@@ -190,6 +223,7 @@ proptest! {
         ops.push(Op::Const(egrad::internals::ops::Lit::new(DType::F64, 3.0)));
         ops.push(Op::Loop(0, false));
         ops.push(Op::Custom(0, 1));
+        ops.push(Op::Kernel(0, 1));
         for op in ops {
             let (text, lo, hi) = row(op);
             let f = &parse_functions(text).unwrap()[0];
@@ -203,6 +237,11 @@ proptest! {
             assert_close(&got, &want, &format!("op {}", op.name()));
             // Forward mode agrees with reverse mode: <grad, v> = jvp(v) for a
             // random direction v (the inner-product identity with u = 1).
+            // (A native kernel has no forward mode: a documented error.)
+            if let Op::Kernel(..) = op {
+                prop_assert!(jvp(f, &wrt, "j").is_err());
+                continue;
+            }
             let dirs = inputs(f, n, -1.0, 1.0, &seed[3..]);
             let j = jvp(f, &wrt, "j").unwrap();
             let mut jargs = refs.clone();

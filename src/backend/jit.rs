@@ -41,10 +41,13 @@ pub(crate) enum Libm {
     RowDot,
     /// Column sums of a product (`crate::gemv`), the same operands.
     ColSum,
+    /// A native kernel (`crate::ops::kernels`): `(id, n, ptrs, lens, out,
+    /// out_len)`, all `i64`, no result.
+    Kernel,
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
-const LIBM: [Libm; 7] = [
+const LIBM: [Libm; 8] = [
     Libm::Sin,
     Libm::Cos,
     Libm::Tan,
@@ -52,6 +55,7 @@ const LIBM: [Libm; 7] = [
     Libm::Gemm,
     Libm::RowDot,
     Libm::ColSum,
+    Libm::Kernel,
 ];
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
@@ -99,6 +103,7 @@ impl Libm {
             Libm::Pow => 2,
             Libm::Gemm => 10,
             Libm::RowDot | Libm::ColSum => 9,
+            Libm::Kernel => 6,
             Libm::Sin | Libm::Cos | Libm::Tan => 1,
         }
     }
@@ -125,6 +130,7 @@ impl Libm {
             (RowDot, F64 | I64 | Bool) => "egrad_drowdot",
             (ColSum, F32) => "egrad_scolsum",
             (ColSum, F64 | I64 | Bool) => "egrad_dcolsum",
+            (Kernel, _) => "egrad_kernel_call",
         }
     }
 
@@ -150,6 +156,10 @@ impl Libm {
             (ColSum, F64 | I64 | Bool) => {
                 ("egrad_dcolsum", crate::gemv::egrad_dcolsum as *const u8)
             }
+            (Kernel, _) => (
+                "egrad_kernel_call",
+                crate::ops::kernels::egrad_kernel_call as *const u8,
+            ),
         }
     }
 }
@@ -294,7 +304,10 @@ fn declare_libm<M: Module>(
         DType::F64 | DType::I64 | DType::Bool => types::F64,
     };
     let mut s = module.make_signature();
-    if matches!(which, Libm::Gemm | Libm::RowDot | Libm::ColSum) {
+    if matches!(
+        which,
+        Libm::Gemm | Libm::RowDot | Libm::ColSum | Libm::Kernel
+    ) {
         // Sizes, pointers and strides; writes its result through `c`.
         for _ in 0..which.arity() {
             s.params.push(AbiParam::new(types::I64));

@@ -153,6 +153,8 @@ fn access(op: Op) -> Access {
         // Never lowered: `jit::lower` takes the function without them
         // (`Function::without_customs`), each the `reshape` it stands for.
         Op::Custom(..) => Access::IndexMap,
+        // A call writing the statement's buffer from its operands' buffers.
+        Op::Kernel(..) => Access::Nest,
     }
 }
 

@@ -231,6 +231,12 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(AdError::from)?;
         map[s.var.index()] = Some(nv);
+        if let Op::Kernel(..) = s.op {
+            if s.args.iter().any(|a| tan[a.index()].is_some()) {
+                return Err(AdError::Unsupported(AdLimit::ForwardKernel));
+            }
+            continue;
+        }
         // A function with its own rule: the rule's JVP, never through the
         // statements that computed its value (operand 0).
         if let Op::Custom(..) = s.op {

@@ -49,6 +49,11 @@ pub enum AdLimit {
     ForwardScanSequence,
     /// Forward mode through a use of a loop's gradient it cannot push.
     ForwardLoopGradient,
+    /// Reverse mode through a native kernel registered without a VJP (or
+    /// through a kernel's VJP: a second derivative).
+    KernelWithoutVjp,
+    /// Forward mode through a native kernel.
+    ForwardKernel,
 }
 
 impl AdLimit {
@@ -64,6 +69,10 @@ impl AdLimit {
             AdLimit::ForwardLoopGradient => {
                 "forward mode through this use of a loop's gradient is not supported yet"
             }
+            AdLimit::KernelWithoutVjp => {
+                "it calls a native kernel that has no VJP (or a kernel's VJP, which has none)"
+            }
+            AdLimit::ForwardKernel => "forward mode through a native kernel is not supported",
         }
     }
 
@@ -75,6 +84,12 @@ impl AdLimit {
             }
             AdLimit::ForwardLoopGradient => {
                 "forward mode goes through a loop's gradient with respect to the initial state and the values the step reads, not yet through a gradient with respect to a sequence or of every state of a `scan`: take that derivative in reverse mode (`@grad`)"
+            }
+            AdLimit::KernelWithoutVjp => {
+                "register the kernel with one VJP function per argument (`Kernel::vjp`); a second derivative through a kernel needs the VJP written in the language (`@custom_vjp`)"
+            }
+            AdLimit::ForwardKernel => {
+                "differentiate it in reverse mode (`@grad`), or write it in the language with `@custom_jvp`"
             }
             AdLimit::LoopGradient => {
                 "reverse mode goes through the gradient of a loop or a `scan` with respect to its initial state and the values its step reads, but not yet with respect to the scan's sequence, nor through a gradient with respect to a sequence or through every state of `scan_all`: use `@jvp` of the gradient (forward over reverse), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"

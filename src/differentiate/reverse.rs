@@ -6,7 +6,7 @@ use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, VarId};
 use crate::lang::types::{Dim, Type};
-use crate::ops::{Op, OpTypeError, VJP_SEQ, VJP_TAPE};
+use crate::ops::{kernels, Op, OpTypeError, VJP_SEQ, VJP_TAPE};
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
 use indexmap::IndexMap;
@@ -219,6 +219,29 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
                 .filter(|(a, _)| active[a.index()]);
             for (a, contrib) in contribs {
                 add_cotangent(&mut b, &mut ct, a, contrib)?;
+            }
+            continue;
+        }
+        // A native kernel: its VJP kernels, one per argument.
+        if let Op::Kernel(k, n) = s.op {
+            let mut ins: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
+            ins.push(g);
+            for (i, a) in s.args.iter().enumerate() {
+                if !active[a.index()] {
+                    continue;
+                }
+                let vjp = kernels::kernel_vjp(k, i)
+                    .ok_or(AdError::Unsupported(AdLimit::KernelWithoutVjp))?;
+                let contrib = b
+                    .push("", Op::Kernel(vjp, n + 1), &ins, Some(f.ty(*a)))
+                    .map_err(AdError::from)?;
+                let contrib = if masked[s.var.index()] {
+                    masked[a.index()] = true;
+                    custom::guarded(&mut b, g, contrib)?
+                } else {
+                    contrib
+                };
+                add_cotangent(&mut b, &mut ct, *a, contrib)?;
             }
             continue;
         }

@@ -1064,15 +1064,19 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let n = words.next().ok_or_else(|| err("expected a number"))?;
                 let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
                 Op::Const(Lit::new(ty.dtype, x))
-            } else if opname == "custom" {
+            } else if opname == "custom" || opname == "kernel" {
                 let mut ns = [0u32; 2];
                 for slot in &mut ns {
                     let w = words.next().unwrap_or("");
                     *slot = w
                         .parse()
-                        .map_err(|_| err(&format!("`custom` needs 2 numbers, got `{w}`")))?;
+                        .map_err(|_| err(&format!("`{opname}` needs 2 numbers, got `{w}`")))?;
                 }
-                Op::Custom(ns[0], ns[1])
+                if opname == "custom" {
+                    Op::Custom(ns[0], ns[1])
+                } else {
+                    Op::Kernel(ns[0], ns[1])
+                }
             } else if let Some(want) = match opname {
                 "loop" | "scan" => Some(1),
                 "looptape" | "scantape" => Some(2),

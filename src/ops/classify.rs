@@ -54,7 +54,8 @@ impl Op {
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)
-            | Op::Custom(..) => false,
+            | Op::Custom(..)
+            | Op::Kernel(..) => false,
         }
     }
 
@@ -117,7 +118,8 @@ impl Op {
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)
-            | Op::Custom(..) => None,
+            | Op::Custom(..)
+            | Op::Kernel(..) => None,
         }
     }
 
@@ -139,6 +141,8 @@ impl Op {
             // cannot know (the loop's state and row).
             Op::LoopVjp(_, _, m, _) => m & super::VJP_SEQ != 0,
             Op::Loop(..) | Op::Custom(..) => false,
+            // The shape rule's type, kept on the statement.
+            Op::Kernel(..) => true,
             Op::Const(_)
             | Op::Add
             | Op::Sub
@@ -222,7 +226,8 @@ impl Op {
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)
-            | Op::Custom(..) => false,
+            | Op::Custom(..)
+            | Op::Kernel(..) => false,
         }
     }
 

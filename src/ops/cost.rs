@@ -37,6 +37,8 @@ impl Op {
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => 0.0,
             // Its value, computed before it: nothing of its own.
             Op::Custom(..) => 0.0,
+            // As registered.
+            Op::Kernel(k, _) => super::kernels::kernel_flops(*k),
             // Per operand element (see `extract::cost`).
             Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).

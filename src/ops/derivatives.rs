@@ -67,6 +67,8 @@ impl Op {
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => &[],
             // Differentiated with its own rule (`differentiate::custom`).
             Op::Custom(..) => &[],
+            // Its VJP kernels (`differentiate::reverse`).
+            Op::Kernel(..) => &[],
         };
         fixed.iter().map(|t| t.to_string()).collect()
     }
@@ -138,6 +140,8 @@ impl Op {
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),
             // Differentiated with its own rule (`differentiate::custom`).
             Op::Custom(..) => Vec::new(),
+            // Native code: no forward mode.
+            Op::Kernel(..) => Vec::new(),
         }
     }
 
@@ -169,7 +173,7 @@ impl Op {
             Op::Scatter(_) => i == 1,
             Op::Rem | Op::Convert(_) | Op::Iota => false,
             Op::Threefry0 | Op::Threefry1 => false,
-            Op::Loop(..) | Op::LoopTape(..) | Op::Custom(..) => false,
+            Op::Loop(..) | Op::LoopTape(..) | Op::Custom(..) | Op::Kernel(..) => false,
             Op::Const(_)
             | Op::Zero
             | Op::Add

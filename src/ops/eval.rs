@@ -144,6 +144,16 @@ impl Op {
             }
             // Its value is its first operand's; the rest is for AD.
             Op::Custom(..) => args[0].clone(),
+            Op::Kernel(k, _) => {
+                let ins: Vec<&[f64]> = args.iter().map(|a| &a.data[..]).collect();
+                let mut out = vec![0.0; out_shape.iter().product()];
+                super::kernels::call_kernel(*k, &ins, &mut out);
+                Value {
+                    dtype,
+                    shape: out_shape.to_vec(),
+                    data: out,
+                }
+            }
             Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
             Op::Sub => map_elems(dtype, args, elem!(|a, b| a.sub(b))),
             Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),

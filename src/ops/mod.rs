@@ -21,6 +21,7 @@ mod classify;
 mod cost;
 mod derivatives;
 mod eval;
+pub mod kernels;
 mod lit;
 mod names;
 mod real;
@@ -188,6 +189,10 @@ pub enum Op {
     /// `y` (`Function::without_customs`, before the e-graph and the
     /// backend).
     Custom(u32, u32),
+    /// `kernel K n x1 .. xn`: native kernel `K` ([`kernels`]) on its `n`
+    /// arguments, annotated with its result type (the kernel's shape
+    /// rule's). Reverse mode applies the kernel's VJP, kernels too.
+    Kernel(u32, u32),
 }
 
 /// `loopvjp` flag: each state recomputed from its segment's checkpoint

@@ -70,6 +70,7 @@ impl Op {
             Op::LoopTape(_, _, true) => "scantape",
             Op::LoopVjp(_, _, _, true) => "scanvjp",
             Op::Custom(..) => "custom",
+            Op::Kernel(..) => "kernel",
         }
     }
 
@@ -139,6 +140,7 @@ impl Op {
             Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,
             Op::LoopVjp(_, _, _, true) => 3,
             Op::Custom(_, n) => 1 + *n as usize,
+            Op::Kernel(_, n) => *n as usize,
             Op::Add
             | Op::Sub
             | Op::Mul
@@ -177,7 +179,7 @@ impl fmt::Display for Op {
             Op::Loop(l, _) => write!(f, "{} {l}", self.name()),
             Op::LoopTape(l, k, _) => write!(f, "{} {l} {k}", self.name()),
             Op::LoopVjp(l, k, m, _) => write!(f, "{} {l} {k} {m}", self.name()),
-            Op::Custom(r, n) => write!(f, "{} {r} {n}", self.name()),
+            Op::Custom(r, n) | Op::Kernel(r, n) => write!(f, "{} {r} {n}", self.name()),
             other => f.write_str(other.name()),
         }
     }

@@ -301,6 +301,16 @@ impl Op {
                 Ok(t)
             }
             Op::Loop(..) | Op::Custom(..) => Ok(args[0].clone()),
+            Op::Kernel(k, _) => {
+                let tys: Vec<Type> = args.iter().map(|a| (*a).clone()).collect();
+                let t = super::kernels::kernel_type(*k, &tys).map_err(OpTypeError)?;
+                match annot {
+                    Some(a) if *a != t => {
+                        Err(OpTypeError(format!("`kernel {k}` gives {t}, not {a}")))
+                    }
+                    _ => Ok(t),
+                }
+            }
             Op::LoopTape(_, k, _) => {
                 let t = need_annot()?;
                 if *k == 0

@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::lang::ir::VarId;
 use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
-use cranelift_codegen::ir::{self, types, InstBuilder};
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
 
 impl<'a, 'b> Translator<'a, 'b> {
     /// A loop nest writing statement `s` (`sumlead`, `sumtail`, `matmul`)
@@ -193,11 +193,58 @@ impl<'a, 'b> Translator<'a, 'b> {
                     )
                 })
             }
+            Op::Kernel(id, n) => {
+                let out = self.f.ty(stmt.var).clone();
+                self.translate_kernel(id, (&stmt.args, n as usize), base, &out)
+            }
             other => Err(Error::internal(format!(
                 "backend: `{}` is not a loop nest",
                 other.name()
             ))),
         }
+    }
+
+    /// A native kernel's call ([`crate::ops::kernels`]): its operands'
+    /// buffers and element counts in two tables on the stack, the result
+    /// written to `base` by `egrad_kernel_call`.
+    fn translate_kernel(
+        &mut self,
+        id: u32,
+        (args, n): (&[VarId], usize),
+        base: ir::Value,
+        out: &Type,
+    ) -> Result<(), Error> {
+        if args.len() != n || out.dtype != DType::F64 {
+            return Err(Error::internal("backend: a kernel call of the wrong shape"));
+        }
+        let size = u32::try_from(8 * n.max(1))
+            .map_err(|_| Error::internal("backend: too many kernel arguments"))?;
+        let mut table = || {
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3))
+        };
+        let (ptrs, lens) = (table(), table());
+        let ptrs = self.b.ins().stack_addr(types::I64, ptrs, 0);
+        let lens = self.b.ins().stack_addr(types::I64, lens, 0);
+        for (i, &a) in args.iter().enumerate() {
+            let Read::Buf(k) = self.read(a)? else {
+                return Err(Error::internal(
+                    "backend: a kernel's operand is not in memory",
+                ));
+            };
+            let p = self.buf(k)?;
+            let len = self.translate_len(self.f.ty(a).clone())?;
+            let off = i32::try_from(8 * i)
+                .map_err(|_| Error::internal("backend: too many kernel arguments"))?;
+            self.b.ins().store(MemFlagsData::trusted(), p, ptrs, off);
+            self.b.ins().store(MemFlagsData::trusted(), len, lens, off);
+        }
+        let out_len = self.translate_len(out.clone())?;
+        let id = self.b.ins().iconst(types::I64, i64::from(id));
+        let n = self.b.ins().iconst(types::I64, n as i64);
+        let call = self.libm_ref(Libm::Kernel, DType::F64);
+        self.b.ins().call(call, &[id, n, ptrs, lens, base, out_len]);
+        Ok(())
     }
 
     /// Element `(r, c)` of the matrix `v` of `dims = (rows, columns)`, or,

@@ -96,7 +96,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)
-            | Op::Custom(..) => {
+            | Op::Custom(..)
+            | Op::Kernel(..) => {
                 return Err(Error::internal(format!(
                     "backend: `{}` moves elements; it is lowered by its access pattern",
                     op.name()

@@ -97,6 +97,8 @@ impl Plan {
         // that often (an index map such as `transpose` of a buffer costs
         // no flops and stays in place).
         let mut matmul_operand = vec![false; nv];
+        // A native kernel reads its operands from memory, whole.
+        let mut kernel_operand = vec![false; nv];
         // Nested shifts in each value's element tree, if it is inlined.
         let mut shift_nest = vec![0usize; nv];
         for s in &f.stmts {
@@ -117,6 +119,12 @@ impl Plan {
             if s.op == Op::MatMul {
                 for a in &s.args {
                     matmul_operand[a.index()] = true;
+                }
+            }
+            if let Op::Kernel(..) = s.op {
+                for a in &s.args {
+                    needs_buffer[a.index()] = true;
+                    kernel_operand[a.index()] = true;
                 }
             }
         }
@@ -188,6 +196,7 @@ impl Plan {
                 || (matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && kept[v]);
             let splat = match s.op {
+                _ if kernel_operand[v] => None,
                 Op::Bcast => Some(Read::Splat(s.args.first().copied())),
                 Op::Zero => Some(Read::Splat(None)),
                 _ => None,

@@ -12,7 +12,7 @@ use crate::lang::ir::{Builder, CustomRule, Function, Loop, VarId};
 use crate::lang::prelude;
 use crate::lang::size::{Misfit, Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
-use crate::ops::Op;
+use crate::ops::{kernels, Op};
 use std::collections::{HashMap, HashSet};
 
 /// How deep specializations may nest (a function with static parameters
@@ -169,6 +169,11 @@ impl<'a> FnCx<'a> {
                     .with_note("write `reshape[M, K](x)`, as `tabulate[N](...)` takes its length"),
             );
             return Val::Err;
+        }
+        if !self.by_name.contains_key(name) {
+            if let Some(k) = kernels::kernel_id(name) {
+                return self.call_kernel(e, k, name, args, hint);
+            }
         }
         let Some(&fi) = self.by_name.get(name) else {
             for a in args {

@@ -10,12 +10,12 @@
 //! result. Both are ordinary functions over the same size parameters.
 
 use super::signature::type_list;
-use super::{FnCx, Sig};
+use super::{FnCx, Sig, Val};
 use crate::error::span::Diagnostic;
-use crate::lang::ast::FnDef;
+use crate::lang::ast::{Expr, FnDef};
 use crate::lang::ir::{CustomRule, Function, VarId};
 use crate::lang::types::Type;
-use crate::ops::Op;
+use crate::ops::{kernels, Op};
 
 /// Types separated by commas.
 fn joined(ts: &[Type]) -> String {
@@ -26,6 +26,56 @@ fn joined(ts: &[Type]) -> String {
 }
 
 impl<'a> FnCx<'a> {
+    /// A call of the native kernel `k` ([`crate::ops::kernels`]), typed by
+    /// its shape rule.
+    pub(super) fn call_kernel(
+        &mut self,
+        e: &Expr,
+        k: u32,
+        name: &str,
+        args: &[Expr],
+        hint: &str,
+    ) -> Val {
+        let mut xs = Vec::with_capacity(args.len());
+        let mut ok = true;
+        for a in args {
+            let v = self.lower(a, &[]);
+            match self.single(v, a.span) {
+                Val::Var(x) => xs.push(x),
+                Val::Err => ok = false,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!("the native kernel `{name}` takes f64 arrays, but this is {t}"),
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return Val::Err;
+        }
+        if xs.iter().any(|x| self.batched.contains(x)) {
+            self.error(
+                Diagnostic::unsupported(
+                    e.span,
+                    format!("the native kernel `{name}` is called here on values that depend on the index of `tabulate` (or a batch of `@vmap`): not supported"),
+                )
+                .with_note("call it on whole arrays"),
+            );
+            return Val::Err;
+        }
+        let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
+        match kernels::kernel_type(k, &tys) {
+            Ok(t) => self.push(hint, Op::Kernel(k, xs.len() as u32), &xs, Some(&t)),
+            Err(m) => {
+                self.error(Diagnostic::new(e.span, m));
+                Val::Err
+            }
+        }
+    }
+
     /// `y`, the value of the function `f` (signature `sig`) being lowered,
     /// marked with its rules; `None` after an error.
     pub(super) fn attach_rules(&mut self, f: &FnDef, sig: &Sig, y: VarId) -> Option<VarId> {

@@ -20,7 +20,7 @@ use crate::error::span::{Diagnostic, Span};
 /// The transform attributes that may stand together on one function.
 const TRANSFORMS: [&str; 3] = ["grad", "value_and_grad", "jvp"];
 
-/// The name of the function that `attr` (one of [`TRANSFORMS`]) makes
+/// The name of the function that `attr` (`@grad`, `@value_and_grad` or `@jvp`) makes
 /// from the primal `f` when it stands with others on `f`:
 /// `@grad(w)` → `df_dw`, `@grad(w, b)` → `df_dw_db`,
 /// `@value_and_grad(w)` → `f_and_df_dw`, `@jvp(x)` → `f_jvp_x`.

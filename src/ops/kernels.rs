@@ -1,0 +1,264 @@
+//! Native kernels: Rust functions a program calls by name, with the shape
+//! rule that types a call and the VJP that differentiates it
+//! ([`register_kernel`]). A call is one op, `kernel K n x1 .. xn`
+//! ([`Op::Kernel`]): the e-graph keeps it whole, the interpreter calls the
+//! function on the arguments' elements, and native code calls it through
+//! [`egrad_kernel_call`] on the arguments' buffers. Reverse mode applies
+//! the kernel's VJP, one function per argument, registered with it as
+//! kernels of their own.
+//!
+//! Kernels take and give `f64` arrays (rank 1 or more). They live in the
+//! process: an object file (`egrad build`) cannot call them.
+
+use super::Op;
+use crate::lang::types::{DType, Type};
+use std::sync::{OnceLock, RwLock};
+
+/// A kernel's computation: the arguments' elements (row-major, one slice
+/// per argument) in, the result's elements out (`out` has as many
+/// elements as the shape rule's type; write every one).
+pub type KernelFn = fn(args: &[&[f64]], out: &mut [f64]);
+
+/// The type of a call from its arguments' types, or why the arguments do
+/// not fit (shown at the call).
+pub type ShapeRule = fn(args: &[Type]) -> Result<Type, String>;
+
+/// A native kernel as registered.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The name programs call it by.
+    pub name: String,
+    /// How many arguments it takes.
+    pub arity: usize,
+    /// The result's type from the arguments' types.
+    pub shape: ShapeRule,
+    /// The computation.
+    pub forward: KernelFn,
+    /// Per argument `i`: `(x1 .. xn, cotangent of the result) -> cotangent
+    /// of x_i` (the argument's type). Empty: the kernel has no derivative
+    /// (differentiating through it is an error).
+    pub vjp: Vec<KernelFn>,
+    /// The cost model's price per result element, in flops.
+    pub flops: f64,
+}
+
+/// One registered kernel and, for a VJP, whose argument it differentiates.
+#[derive(Clone, Debug)]
+struct Entry {
+    kernel: Kernel,
+    /// For the VJP of argument `i` of kernel `k`: `(k, i)`.
+    vjp_of: Option<(u32, usize)>,
+    /// For a kernel with a VJP: the ids of its VJP functions, by argument.
+    vjp_ids: Vec<u32>,
+}
+
+fn registry() -> &'static RwLock<Vec<Entry>> {
+    static R: OnceLock<RwLock<Vec<Entry>>> = OnceLock::new();
+    R.get_or_init(|| RwLock::new(Vec::new()))
+}
+
+fn with<T>(f: impl FnOnce(&[Entry]) -> T) -> T {
+    let r = registry().read().unwrap_or_else(|p| p.into_inner());
+    f(&r)
+}
+
+/// Register `kernel` for every program parsed from now on in this process;
+/// its id. A name already registered is refused (kernels are never
+/// replaced, so compiled code never calls a function other than the one
+/// it was compiled for), and so is a VJP list that is neither empty nor
+/// one function per argument.
+pub fn register_kernel(kernel: Kernel) -> Result<u32, String> {
+    if kernel.name.is_empty()
+        || !kernel
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || kernel.name.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "`{}` is not a name a program can call",
+            kernel.name
+        ));
+    }
+    if kernel.arity == 0 {
+        return Err(format!("the kernel `{}` takes no arguments", kernel.name));
+    }
+    if !kernel.vjp.is_empty() && kernel.vjp.len() != kernel.arity {
+        return Err(format!(
+            "the kernel `{}` takes {} arguments but has {} VJP functions (one per argument, or none)",
+            kernel.name,
+            kernel.arity,
+            kernel.vjp.len()
+        ));
+    }
+    let mut r = registry().write().unwrap_or_else(|p| p.into_inner());
+    if r.iter().any(|e| e.kernel.name == kernel.name) {
+        return Err(format!(
+            "a kernel named `{}` is already registered",
+            kernel.name
+        ));
+    }
+    let id = r.len() as u32;
+    let vjps = kernel.vjp.clone();
+    let n = kernel.arity;
+    r.push(Entry {
+        kernel: kernel.clone(),
+        vjp_of: None,
+        vjp_ids: Vec::new(),
+    });
+    let mut ids = Vec::new();
+    for (i, f) in vjps.into_iter().enumerate() {
+        ids.push(r.len() as u32);
+        r.push(Entry {
+            kernel: Kernel {
+                name: format!("{}.vjp{i}", kernel.name),
+                arity: n + 1,
+                shape: vjp_shape,
+                forward: f,
+                vjp: Vec::new(),
+                flops: kernel.flops,
+            },
+            vjp_of: Some((id, i)),
+            vjp_ids: Vec::new(),
+        });
+    }
+    r[id as usize].vjp_ids = ids;
+    Ok(id)
+}
+
+/// The type of a VJP's result: that of the argument it differentiates,
+/// which [`vjp_type`] knows; as a shape rule it is not consulted (a VJP
+/// call is typed by its annotation).
+fn vjp_shape(_: &[Type]) -> Result<Type, String> {
+    Err("a kernel's VJP is typed by its argument".to_string())
+}
+
+/// The id of the kernel called `name`, if one is registered (its VJPs are
+/// not callable by name).
+pub fn kernel_id(name: &str) -> Option<u32> {
+    with(|r| {
+        r.iter()
+            .position(|e| e.kernel.name == name && e.vjp_of.is_none())
+            .map(|i| i as u32)
+    })
+}
+
+/// The kernel `id` (a copy).
+pub fn kernel(id: u32) -> Option<Kernel> {
+    with(|r| r.get(id as usize).map(|e| e.kernel.clone()))
+}
+
+/// The id of the VJP of argument `i` of kernel `id`, if it has one.
+pub fn kernel_vjp(id: u32, i: usize) -> Option<u32> {
+    with(|r| r.get(id as usize).and_then(|e| e.vjp_ids.get(i).copied()))
+}
+
+/// The type of a call of kernel `id` on arguments of types `args`: its
+/// shape rule's (a VJP's: the argument's it differentiates), which must
+/// be an `f64` array, as must every argument.
+pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, String> {
+    let (k, vjp_of) = with(|r| {
+        r.get(id as usize)
+            .map(|e| (e.kernel.clone(), e.vjp_of))
+            .ok_or_else(|| format!("there is no kernel {id}"))
+    })?;
+    if args.len() != k.arity {
+        return Err(format!(
+            "`{}` takes {} arguments, got {}",
+            k.name,
+            k.arity,
+            args.len()
+        ));
+    }
+    if let Some(a) = args.iter().find(|a| a.dtype != DType::F64 || a.is_scalar()) {
+        return Err(format!(
+            "`{}` takes f64 arrays (rank 1 or more), got {a}",
+            k.name
+        ));
+    }
+    let t = match vjp_of {
+        Some((_, i)) => args[i].clone(),
+        None => (k.shape)(args)?,
+    };
+    if t.dtype != DType::F64 || t.is_scalar() {
+        return Err(format!(
+            "the shape rule of `{}` gives {t}; a kernel gives an f64 array",
+            k.name
+        ));
+    }
+    Ok(t)
+}
+
+/// Run kernel `id`: `args` are the arguments' elements, `out` the
+/// result's. A missing kernel writes NaN (it cannot happen: ids come
+/// from the registry, which never shrinks).
+pub fn call_kernel(id: u32, args: &[&[f64]], out: &mut [f64]) {
+    match with(|r| r.get(id as usize).map(|e| e.kernel.forward)) {
+        Some(f) => f(args, out),
+        None => out.fill(f64::NAN),
+    }
+}
+
+/// The flops per result element of kernel `id`, for the cost model.
+pub(super) fn kernel_flops(id: u32) -> f64 {
+    with(|r| r.get(id as usize).map_or(1.0, |e| e.kernel.flops))
+}
+
+/// What native code calls: kernel `id` on `n` arguments (pointers and
+/// element counts in `ptrs` and `lens`) into `out` (`out_len` elements).
+///
+/// # Safety
+///
+/// `ptrs` and `lens` point to `n` values each; `ptrs[i]` to `lens[i]`
+/// readable `f64`s; `out` to `out_len` writable `f64`s, not overlapping
+/// the arguments. The JIT's code calls it so.
+pub unsafe extern "C" fn egrad_kernel_call(
+    id: u64,
+    n: u64,
+    ptrs: *const *const f64,
+    lens: *const u64,
+    out: *mut f64,
+    out_len: u64,
+) {
+    let n = n as usize;
+    // SAFETY: the caller's contract above.
+    let (ptrs, lens) = unsafe {
+        (
+            std::slice::from_raw_parts(ptrs, n),
+            std::slice::from_raw_parts(lens, n),
+        )
+    };
+    let args: Vec<&[f64]> = ptrs
+        .iter()
+        .zip(lens)
+        .map(|(&p, &l)| {
+            if l == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `p` points to `l` readable f64s (the contract).
+                unsafe { std::slice::from_raw_parts(p, l as usize) }
+            }
+        })
+        .collect();
+    let out: &mut [f64] = if out_len == 0 {
+        &mut []
+    } else {
+        // SAFETY: `out` points to `out_len` writable f64s (the contract).
+        unsafe { std::slice::from_raw_parts_mut(out, out_len as usize) }
+    };
+    // A kernel that panics gives NaN rather than unwinding into JIT code.
+    let run = std::panic::AssertUnwindSafe(|| call_kernel(id as u32, &args, &mut *out));
+    if std::panic::catch_unwind(run).is_err() {
+        out.fill(f64::NAN);
+    }
+}
+
+impl Op {
+    /// The kernel a `kernel` op calls.
+    pub fn kernel_id(&self) -> Option<u32> {
+        match self {
+            Op::Kernel(k, _) => Some(*k),
+            _ => None,
+        }
+    }
+}
