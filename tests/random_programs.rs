@@ -215,6 +215,62 @@
 //! run-time integers, none of these reads in a loop's or a scan's step
 //! what a loop does not carry (an index array there).
 //!
+//! 8% of the programs (`EGRAD_RANDOM_MATCH`) have `match`, drawn from a
+//! stream of its own too (without it a seed gives the program it gave
+//! before it was generated), anywhere the generator writes an expression
+//! (in the loss, helpers, `tabulate` bodies, loops' steps) and as a let
+//! of the loss:
+//!
+//! - at run time, selecting element by element like `if` (the gradient
+//!   flows through the arm taken only): on a comparison (`match x > s {
+//!   true => ..., false => ... }`, or `_` for the second); on an integer
+//!   from a float, `{ let u = e; match i64(tanh(u) * 2.5) { 1 | 2 =>
+//!   sqrt(u), -1 | -2 => log(-u), _ => u * 0.5 } }`, whose arms are NaN
+//!   where they are not taken; on parameters of the loss of their own,
+//!   after the integer ones (`kind: i64[N]`, whose values the check draws
+//!   from -1 to 3, `mode: i64`, a count to egrad, from 0 to 3, `robust:
+//!   bool`, `mask: bool[N]`; no derivative takes them, and no loop's step
+//!   reads them); on integer expressions and index arrays (with run-time
+//!   integers). Patterns are groups of the values (`0`, `1 | 2`, `-1`) and
+//!   a last `_`; on `kind` and `mode`, sometimes an arm of values never
+//!   drawn (`7`, `-5 | 9`) is NaN everywhere. Arms have the type of the
+//!   `match`, or are numbers or scalars it broadcasts (see the open bugs
+//!   below for where);
+//! - static, picking one arm at compile time: on a literal or a static
+//!   expression (`match 2 * 1 - 1 { ... }`, `match 1 < 2 { ... }`), whose
+//!   other arms (unchecked) are leaves, sometimes of another type; on the
+//!   static count `n` of a helper (`match n { 0 => ..., _ => ... }` in an
+//!   `iterate(n, ...)`); in a helper `fn h[N](static c: i64, v: f64[N], a:
+//!   f64) -> T = match c { 0 => ..., 1 | 2 => ..., _ => ... }` (or `static
+//!   flag: bool`) that the loss calls with 0 to 3 (`true`, `false`);
+//! - a helper `fn h[N](kind: i64[N], v: f64[N]) -> f64[N] = match kind {
+//!   ... }` the loss calls with its `kind`.
+//!
+//! 8% of the programs (`EGRAD_RANDOM_KEYS`) draw random numbers from keys,
+//! from a stream of their own as well: one or two lets of the loss `let
+//! (z, k) = normal[N](key)` (or `uniform[...]`, of `f64[N]`, `f64[N-1]`,
+//! `f64[M]` or `f64[N, M]`) from a key: `random_key(c)` of a literal (one
+//! past 2^32 too), `random_key(seed)` of a run-time `seed: i64` (a count,
+//! drawn from 0 to 999), a parameter `key: i64[2]` (two words below 2^32),
+//! a key an earlier draw gave, or one of the pair `split` gives. The
+//! numbers are bounded (|z| < 6.7, u in [0, 1)) and stay in scope; often
+//! the next let uses them: noise added (`x + 0.1 * z`), a
+//! reparameterised sample (`x + tanh(y) * z`), a dropout mask (`if u <
+//! 0.2 { 0 } else { x * 1.25 }`). Anywhere an expression is written,
+//! `({ let (z, k) = normal[..](key); e + 0.1 * z })` (or `e * (1 + 0.1 *
+//! z)`, a dropout mask; `[2]` and `z[0]` for a scalar) from a key in
+//! scope, or a literal one in loops' steps; sometimes a helper `fn h[N](v:
+//! f64[N], a: f64, kk: i64[2]) -> T` draws from the key it is passed. The
+//! loss at its fixed keys is differentiated like any other (keys have no
+//! derivative, finite differences leave them alone).
+//!
+//! The test prints how many programs have each form of `match` and each
+//! use of keys, and how many of those with a run-time `match` and with
+//! noise had their gradient checked against finite differences; in a
+//! release run at least 3% of the programs must have a run-time `match`
+//! (2% a static one), 3% noise drawn from a key, and 3% each such a
+//! gradient checked.
+//!
 //! For every program:
 //!
 //! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
@@ -233,7 +289,9 @@
 //!    the JIT of the optimized IR equals the interpreter on it bit for bit;
 //!    both again on extreme inputs (signed zeros, huge, tiny, infinite,
 //!    NaN), and the program with `f32` for `f64` through the JIT and the
-//!    interpreter, bit for bit;
+//!    interpreter, bit for bit (there, numbers drawn from a key, `f64`s
+//!    egrad does not convert to `f32`, are rounded to a multiple of 2^-20
+//!    through an integer: `let z = f32(i64(z * 1048576)) * 2^-20`);
 //! 2. `dloss` equals central finite differences of the loss (h =
 //!    1e-6·max(1, |x|), tolerance 1e-5·(1 + |fd|)); `vg` equals the loss and
 //!    `dloss`; `jv` equals finite differences along random tangents and the
@@ -253,7 +311,9 @@
 //! counted apart (passed and skipped).
 //!
 //! Inputs are drawn away from the kinks of the loss (comparisons, `max`,
-//! `min`, `abs`, ties of `max/` and `min/`), found by evaluating every
+//! `min`, `abs`, ties of `max/` and `min/`; not those of values that
+//! depend on no float input, such as numbers drawn from a key, which
+//! finite differences do not move), found by evaluating every
 //! statement of the loss's IR and of each step of its loops (a scan's step
 //! with its row of the sequence; a `scan_all`'s steps too; where a
 //! margin counts 100 times more: a state crossing a comparison comes as
@@ -273,7 +333,10 @@
 //! integers, 0 to 1; 0.3), `EGRAD_RANDOM_SEQ` (the share of programs with
 //! sequences of length `L` and run-time bounds, 0 to 1; 0.15),
 //! `EGRAD_RANDOM_NEST` (the share of programs with nested `tabulate`s
-//! and indexed stacks, 0 to 1; 0.2), `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
+//! and indexed stacks, 0 to 1; 0.2), `EGRAD_RANDOM_MATCH` (the share of
+//! programs with `match`, 0 to 1; 0.08), `EGRAD_RANDOM_KEYS` (the share of
+//! programs with random numbers drawn from keys, 0 to 1; 0.08),
+//! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
 //! (print why a program's finite differences were skipped),
 //! `EGRAD_RANDOM_FIRST` (start at that index of the seed stream: the
@@ -372,6 +435,46 @@
 //! are refused; the generator writes `(k + 0)` there), and a helper's
 //! scalar `i64` parameter takes only a parameter or a literal (`h(x, k +
 //! 1)` is refused: "must be a non-negative i64 (a count)").
+//!
+//! Open (found with `match`, which egrad turns into a chain of `if`s):
+//! under a condition on integers that is an array (an `i64[N]`, a `bool[N]`
+//! parameter), a branch that is a scalar computed at run time is not
+//! broadcast to the other's shape, although the language reference says
+//! it is (a number is; a float condition and a scalar integer one are
+//! fine). And the arms of a `match` after the first are typed as an `if`
+//! of their own, so two numbers at the end take a type before they meet
+//! the others: an `i64`, or an `f64` in an f32 function.
+//!
+//! ```text
+//! fn d[N](x: f64[N], s: f64, kind: i64[N]) -> f64[N] = if kind == 0 { s } else { x }
+//! fn m[N](x: f64[N], s: f64, mask: bool[N]) -> f64[N] = match mask { true => s, false => x }
+//!   => error: the branches of this `if` have different types: f64 and f64[N]
+//! fn g(x: f64, k: i64) -> f64 = match k { 0 => x, 1 => 3, _ => 2 }
+//!   => error: the branches of this `if` have different types: f64 and i64
+//! fn e[N](x: f32[N], kind: i64[N]) -> f32[N] = match kind { 0 => x, 1 => 0.5, 2 => 2, _ => 0.25 }
+//!   => error: the branches of this `if` have different types: f32[N] and f64[N]
+//! ```
+//!
+//! The generator's arms on an `i64[N]` or a `bool[N]` are of the type of
+//! the `match` or numbers, and the last arm of a run-time `match` is never
+//! a number (nor a scalar known at compile time).
+//!
+//! Open: in the body of `tabulate`, the state of a short `iterate` that
+//! does not depend on the index is taken for a value of the index: a
+//! `matmul` of it with itself is refused (`matmul` of two values that
+//! both depend on the index of `tabulate` is not supported yet), although
+//! the same product of a block's let is accepted. The generator does not
+//! write such a product (see `tab_states`).
+//!
+//! ```text
+//! fn f[N, M](X: f64[N, M], x: f64[N]) -> f64[N] =
+//!   tabulate[N](i => +/flatten(iterate_until(2, X, q => matmul(transpose(q), q)[0, 0] > 0.5, q => q)) + x[i])
+//! ```
+//!
+//! Open: the language reference says `f32(...)` rounds the numbers drawn
+//! from a key, but egrad does not convert `f64` to `f32` ("converting f64
+//! to f32 is not supported yet"); the f32 copy rounds them through an
+//! integer instead.
 //!
 //! Fixed (derivatives with respect to a scan's sequence, reverse and
 //! forward, landed): a scan in a loop's step (a long `iterate`'s or a
@@ -603,6 +706,10 @@ enum HParam {
     /// `static k: i64`, the depth of a static recursion: passed a literal
     /// from 1 to 4.
     Depth,
+    /// `kind: i64[N]`: passed the loss's `kind` (see `MATCH_PARAMS`).
+    Kind,
+    /// `kk: i64[2]`, a key: passed one in scope or `random_key(c)`.
+    Key,
 }
 
 /// A helper function the generator may call.
@@ -712,6 +819,24 @@ struct Gen<'r> {
     /// The `tabulate`s enclosing the current one (`tab`), outermost first:
     /// empty unless a nested `tabulate` is being generated.
     outer: Vec<Tab>,
+    /// `match` may be written (`EGRAD_RANDOM_MATCH`; false elsewhere, and
+    /// in programs without it, which then draw what they drew before).
+    matches: bool,
+    /// The loss's run-time parameters a `match` may take apart (`kind:
+    /// i64[N]`, `mode: i64`, `robust: bool`, `mask: bool[N]`; empty
+    /// elsewhere).
+    mparams: Vec<&'static str>,
+    /// Noise from keys may be drawn in expressions (`EGRAD_RANDOM_KEYS`;
+    /// false elsewhere, and in programs without it).
+    noise: bool,
+    /// Keys in scope outside loops' steps (texts of `i64[2]` values: the
+    /// loss's `key`, `random_key(seed)`, the keys its draws gave).
+    keys: Vec<String>,
+    /// The matrix states of the short `iterate`s written in the text of a
+    /// `tabulate` body (hoisted, not depending on its index): egrad takes
+    /// them for values of the index, and refuses a `matmul` of two of them
+    /// (see the module doc), which is not written.
+    tab_states: Vec<String>,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -746,6 +871,11 @@ impl<'r> Gen<'r> {
             nest: false,
             stack_ix: false,
             outer: Vec::new(),
+            matches: false,
+            mparams: Vec::new(),
+            noise: false,
+            keys: Vec::new(),
+            tab_states: Vec::new(),
         }
     }
 
@@ -1134,7 +1264,16 @@ impl<'r> Gen<'r> {
                     return Some(Ex::leaf(format!("transpose({})", v.name), v.b, v.var).not_ts());
                 }
                 if a == b {
-                    for v in &names {
+                    // (The states of `tab_states` last: a `matmul` of one
+                    // with itself is refused.)
+                    let states = names.iter().filter(|v| self.tab_states.contains(&v.name));
+                    let order: Vec<Var> = names
+                        .iter()
+                        .filter(|v| !self.tab_states.contains(&v.name))
+                        .chain(states)
+                        .cloned()
+                        .collect();
+                    for v in &order {
                         if let Ty::Mt(r, c) = v.ty {
                             self.mark_used(&v.name);
                             if r == a {
@@ -1268,6 +1407,17 @@ impl<'r> Gen<'r> {
         // Nested `tabulate`s and indexed stacks, likewise.
         if (self.nest || self.stack_ix) && self.rng.chance(0.12) {
             if let Some(e) = self.nest_construct(ty, d) {
+                return self.bounded(e);
+            }
+        }
+        // `match`, and noise drawn from keys, likewise.
+        if self.matches && self.rng.chance(0.1) {
+            if let Some(e) = self.match_expr(ty, d) {
+                return self.bounded(e);
+            }
+        }
+        if self.noise && self.rng.chance(0.05) {
+            if let Some(e) = self.noise_expr(ty, d) {
                 return self.bounded(e);
             }
         }
@@ -2139,9 +2289,18 @@ impl<'r> Gen<'r> {
             if self.only_helper.as_ref().is_some_and(|n| *n != h.name) {
                 continue;
             }
+            // A helper taking `kind: i64[N]` is passed the loss's, outside
+            // loops' steps (which read only what a loop carries).
+            let kind = h.params.iter().any(|p| matches!(p, HParam::Kind));
+            if kind && !(self.mparams.contains(&"kind") && self.in_long == 0) {
+                continue;
+            }
             for mn in ALL_DIMS {
                 for mk in ALL_DIMS {
                     if h.uses_n1 && (mn != D::N || self.n_min < 2) {
+                        continue;
+                    }
+                    if kind && mn != D::N {
                         continue;
                     }
                     let f = move |x: D| -> Option<D> {
@@ -2236,6 +2395,14 @@ impl<'r> Gen<'r> {
                         .pick(&["true", "false", "1 < 2", "2.5 <= 1"])
                         .to_string(),
                 ),
+                HParam::Kind => {
+                    tag(MATCH_TAGS[13], &format!("{}(kind, ", h.name));
+                    args.push("kind".into());
+                }
+                HParam::Key => {
+                    let k = self.key_text();
+                    args.push(k);
+                }
             }
         }
         if h.generic && parts.iter().all(|a| a.k) {
@@ -2257,6 +2424,9 @@ impl<'r> Gen<'r> {
         }
         if h.params.iter().any(|p| matches!(p, HParam::Depth)) {
             tag("static recursion (called with a literal depth)", &text);
+        }
+        if h.params.iter().any(|p| matches!(p, HParam::Key)) {
+            tag(KEY_TAGS[9], &text);
         }
         let mut e = Ex::of(text, h.b, false, &refs);
         e.ts &= h.ts;
@@ -2281,6 +2451,10 @@ impl<'r> Gen<'r> {
             _ => self.rng.below(4).to_string(),
         };
         let q = self.fresh("q");
+        let in_tab = matches!(ty, Ty::Mt(..)) && self.no_tabulate;
+        if in_tab {
+            self.tab_states.push(q.clone());
+        }
         let bound = init.b.max(1.0);
         let mark = self.env.len();
         let mut qe = init.clone();
@@ -2308,6 +2482,9 @@ impl<'r> Gen<'r> {
         let until = self.rng.chance(0.3);
         if until {
             let qd = self.fresh("q");
+            if in_tab {
+                self.tab_states.push(qd.clone());
+            }
             let mark = self.env.len();
             self.push_var(&qd, &qe, ty);
             let shape = if ty != Ty::S && self.rng.chance(0.3) {
@@ -2923,6 +3100,10 @@ impl<'r> Gen<'r> {
                     let k = self.rng.pick(&ks);
                     let a = self.gen(Ty::Mt(r, k), d);
                     let b = self.gen(Ty::Mt(k, c), d);
+                    let state = |e: &Ex| self.tab_states.iter().any(|q| mentions(&e.s, q));
+                    if state(&a) && state(&b) {
+                        return None;
+                    }
                     Some(
                         Ex::of(
                             format!("matmul({}, {})", a.s, b.s),
@@ -4257,6 +4438,862 @@ impl Gen<'_> {
     }
 }
 
+// ---------------------------------------------------------------- `match` and random numbers
+
+/// The `match` constructs (tags, counted by program): any run-time
+/// `match`, any static one, then by what is taken apart.
+const MATCH_TAGS: [&str; 14] = [
+    "match: run-time",
+    "match: static",
+    "match: on a comparison",
+    "match: on an i64 from a float (arms NaN where not taken)",
+    "match: on a literal or a static expression",
+    "match: on a static parameter",
+    "match: on `kind: i64[N]`",
+    "match: on `mode: i64`",
+    "match: on `robust: bool`",
+    "match: on `mask: bool[N]`",
+    "match: on an integer expression",
+    "match: on an index array",
+    "match: an arm never taken is NaN",
+    "match: a helper passed `kind`",
+];
+
+/// The random-number constructs (tags, counted by program).
+const KEY_TAGS: [&str; 11] = [
+    "keys: random numbers",
+    "keys: normal[...]",
+    "keys: uniform[...]",
+    "keys: split",
+    "keys: random_key(seed) of the run-time `seed`",
+    "keys: the parameter `key: i64[2]`",
+    "keys: a key an earlier draw gave",
+    "keys: a dropout mask",
+    "keys: noise in an expression",
+    "keys: a helper passed a key",
+    "keys: a matrix of noise",
+];
+
+/// Which arms a `match` may have besides those of its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arms {
+    /// Only those (a static `match`: the arm taken is its value).
+    Typed,
+    /// Numbers too (on an `i64[N]` or a `bool[N]`, where egrad does not
+    /// broadcast other scalars, see the module doc).
+    Numbers,
+    /// Numbers and scalars, broadcast to the type of the others.
+    Scalars,
+}
+
+/// The run-time parameters of the loss that `match` takes apart
+/// (`EGRAD_RANDOM_MATCH`), after the integer ones, with the chance each
+/// is drawn: `kind: i64[N]` (values from -1 to 3, see `KIND_VALUES`),
+/// `mode: i64` (a count to egrad: from 0 to `MODE_MAX`), `robust: bool`
+/// and `mask: bool[N]`.
+const MATCH_PARAMS: [(&str, f64); 4] = [
+    ("kind", 0.6),
+    ("mode", 0.35),
+    ("robust", 0.35),
+    ("mask", 0.25),
+];
+const KIND_VALUES: [i64; 5] = [-1, 0, 1, 2, 3];
+const MODE_MAX: usize = 3;
+
+/// A bound of the magnitude of a standard normal number egrad draws (Box
+/// and Muller's with a 32-bit uniform: at most sqrt(-2 log 2^-32) < 6.67).
+const NORMAL_MAX: f64 = 6.7;
+
+/// The seeds of `random_key(c)` keys (one past 2^32: a high word too).
+const SEEDS: [u64; 7] = [0, 1, 3, 7, 42, 1234, 4_294_967_301];
+
+/// Patterns of `kind`, `mode` and the integers from a float that the check
+/// never draws: their arms are never taken (and NaN).
+const NEVER: [&str; 4] = ["7", "-5 | 9", "4 | 11", "-4"];
+
+impl Gen<'_> {
+    /// The text of `match scrutinee { arms }`: arms (pattern, value)
+    /// separated by commas or line breaks.
+    fn match_text(&mut self, scrutinee: &str, arms: &[(String, String)]) -> String {
+        let arms: Vec<String> = arms.iter().map(|(p, e)| format!("{p} => {e}")).collect();
+        if self.rng.chance(0.4) {
+            format!("(match {scrutinee} {{\n    {}\n  }})", arms.join("\n    "))
+        } else {
+            format!("(match {scrutinee} {{ {} }})", arms.join(", "))
+        }
+    }
+
+    /// An arm giving `ty`, and whether it has that type: unless `full`,
+    /// sometimes a number or (`Arms::Scalars`) a scalar, which the other
+    /// arms broadcast to it. The `last` arm is never a number (nor a
+    /// scalar known at compile time): egrad makes the arms after the
+    /// first an `if` of their own, where two numbers would take a type of
+    /// their own (`i64`, or `f64` in the f32 copy; see the module doc).
+    fn arm(&mut self, ty: Ty, d: u32, full: bool, arms: Arms, last: bool) -> (Ex, bool) {
+        let scalars = arms == Arms::Scalars;
+        let other = ty != Ty::S && !full && arms != Arms::Typed && (scalars || !last);
+        let (e, typed) = if other && self.rng.chance(0.3) {
+            if scalars && (last || self.rng.chance(0.6)) {
+                (self.gen(Ty::S, d), false)
+            } else {
+                (Ex::lit(self.rng.pick(LITS)), false)
+            }
+        } else {
+            (self.gen(ty, d), true)
+        };
+        if last && arms != Arms::Typed && e.k && (ty == Ty::S || !typed) {
+            return (self.dynamic_scalar(), typed);
+        }
+        (e, typed)
+    }
+
+    /// An arm that is NaN everywhere: `sqrt(-1 - e * e)` (`e` not known
+    /// at compile time).
+    fn nan_arm(&mut self, ty: Ty) -> String {
+        let mut e = self.leaf(ty);
+        if e.k && ty == Ty::S {
+            e = self.dynamic_scalar();
+        }
+        format!("sqrt(-1 - {s} * {s})", s = e.s)
+    }
+
+    /// The arms of a `match` on an integer whose values are `values`:
+    /// one to three groups of them (`1 | 2`), sometimes (if `nan`) an arm
+    /// of values never drawn (`NEVER`) that is NaN, then `_`. The arms give
+    /// `ty`: returns them, their values, and whether all have the type.
+    fn int_arms(
+        &mut self,
+        ty: Ty,
+        d: u32,
+        values: &[i64],
+        nan: bool,
+        kinds: Arms,
+    ) -> (Vec<(String, String)>, Vec<Ex>, bool) {
+        let mut vals = values.to_vec();
+        self.rng.shuffle(&mut vals);
+        let groups = self.rng.range(1, 4).min(vals.len());
+        let mut arms = Vec::new();
+        let mut parts: Vec<Ex> = Vec::new();
+        let mut full_all = true;
+        let mut any_full = false;
+        for g in 0..groups {
+            // (Two values where enough are left for the other groups.)
+            let take = if vals.len() > groups - g && self.rng.chance(0.4) {
+                2
+            } else {
+                1
+            };
+            let pats: Vec<String> = vals.drain(..take).map(|v| v.to_string()).collect();
+            let (e, full) = self.arm(ty, d, false, kinds, false);
+            any_full |= full;
+            full_all &= full;
+            arms.push((pats.join(" | "), e.s.clone()));
+            parts.push(e);
+        }
+        if nan && self.rng.chance(0.35) {
+            let at = self.rng.below(arms.len() + 1);
+            let e = self.nan_arm(ty);
+            let pat = self.rng.pick(&NEVER).to_string();
+            tag(MATCH_TAGS[12], &format!("{pat} => {e}"));
+            arms.insert(at, (pat, e));
+        }
+        let (e, full) = self.arm(ty, d, !any_full, kinds, true);
+        full_all &= full;
+        arms.push(("_".into(), e.s.clone()));
+        parts.push(e);
+        (arms, parts, full_all)
+    }
+
+    /// A `match` giving `ty` (`EGRAD_RANDOM_MATCH`), of a form drawn among
+    /// those that fit here (`params`: preferring those on the loss's
+    /// parameters of its own).
+    fn match_expr(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        self.match_of(ty, d, false)
+    }
+
+    fn match_of(&mut self, ty: Ty, d: u32, params: bool) -> Option<Ex> {
+        // The loss's parameters are not read in a loop's step (it reads
+        // only what a loop carries).
+        let rt = self.in_long == 0;
+        let has = |g: &Self, p: &str| rt && g.mparams.contains(&p);
+        let mut on_params = Vec::new();
+        if has(self, "kind") && ty == Ty::V(D::N) {
+            on_params.extend([3, 3]);
+        }
+        if has(self, "mask") && ty == Ty::V(D::N) {
+            on_params.push(4);
+        }
+        if has(self, "mode") {
+            on_params.push(5);
+        }
+        if has(self, "robust") {
+            on_params.push(6);
+        }
+        let forms = if params && !on_params.is_empty() {
+            on_params
+        } else {
+            let mut f = vec![0, 0, 1, 1, 2];
+            f.extend(on_params);
+            if self.int_ok() {
+                f.push(7);
+                if ty == Ty::V(D::N) && !self.index_arrays(Some(D::N), None).is_empty() {
+                    f.push(8);
+                }
+            }
+            f
+        };
+        let form = self.rng.pick(&forms);
+        let e = match form {
+            0 => self.match_cond(ty, d),
+            1 => self.match_from_float(ty, d),
+            2 => Some(self.match_static(ty, d)),
+            4 | 6 => {
+                let (p, which) = if form == 4 {
+                    ("mask", MATCH_TAGS[9])
+                } else {
+                    ("robust", MATCH_TAGS[8])
+                };
+                let kinds = if form == 4 {
+                    Arms::Numbers
+                } else {
+                    Arms::Scalars
+                };
+                let e = self.match_bool(p, ty, d, true, kinds);
+                tag(which, &e.s);
+                Some(e)
+            }
+            _ => {
+                // (Arms never taken, NaN, on the parameters whose values
+                // the check draws: `kind` and `mode`.)
+                // (On an array, numbers but no other scalars as arms: see
+                // the module doc.)
+                let (scrutinee, values, which, nan, kinds) = match form {
+                    3 => (
+                        "kind".to_string(),
+                        KIND_VALUES.to_vec(),
+                        MATCH_TAGS[6],
+                        true,
+                        Arms::Numbers,
+                    ),
+                    5 => (
+                        "mode".into(),
+                        (0..=MODE_MAX as i64).collect(),
+                        MATCH_TAGS[7],
+                        true,
+                        Arms::Scalars,
+                    ),
+                    7 => {
+                        let e = self.iexpr(d.min(2));
+                        if e.k {
+                            return None;
+                        }
+                        (
+                            e.s,
+                            (-2..=3).collect(),
+                            MATCH_TAGS[10],
+                            false,
+                            Arms::Scalars,
+                        )
+                    }
+                    _ => {
+                        let arrays = self.index_arrays(Some(D::N), None);
+                        let p = self.rng.pick(&arrays);
+                        let len = self.known_len(p.range) as i64;
+                        (
+                            p.name.into(),
+                            (0..len.max(2)).collect(),
+                            MATCH_TAGS[11],
+                            false,
+                            Arms::Numbers,
+                        )
+                    }
+                };
+                let (arms, parts, full) = self.int_arms(ty, d, &values, nan, kinds);
+                let text = self.match_text(&scrutinee, &arms);
+                tag(which, &text);
+                let refs: Vec<&Ex> = parts.iter().collect();
+                let b = parts.iter().map(|p| p.b).fold(0.0, f64::max);
+                let var = full && parts.iter().all(|p| p.var);
+                let mut e = Ex::of(text, b, var, &refs);
+                e.k = false;
+                e.ts = false;
+                Some(e)
+            }
+        }?;
+        if form != 2 {
+            tag(MATCH_TAGS[0], &e.s);
+        }
+        Some(e)
+    }
+
+    /// `match c { true => a, false => b }` (or `false` first, or `_` for
+    /// the second) on a comparison, like `if`.
+    fn match_cond(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let cshape = if ty != Ty::S && self.rng.chance(0.5) {
+            ty
+        } else {
+            Ty::S
+        };
+        let c = self.cond(cshape, d.min(2));
+        let mut e = self.match_bool(&c.s, ty, d, false, Arms::Scalars);
+        e.tab |= c.tab;
+        e.ts &= c.ts;
+        tag(MATCH_TAGS[2], &e.s);
+        Some(e)
+    }
+
+    /// `match b { true => x, false => y }` on the bool `b`, its arms in
+    /// either order, the second sometimes `_` (`rt`: a parameter, not
+    /// `ts`).
+    fn match_bool(&mut self, b: &str, ty: Ty, d: u32, rt: bool, kinds: Arms) -> Ex {
+        let (x, fx) = self.arm(ty, d, false, kinds, false);
+        let (y, fy) = self.arm(ty, d, !fx, kinds, true);
+        let pats = if self.rng.chance(0.5) {
+            ["true", "false"]
+        } else {
+            ["false", "true"]
+        };
+        let second = if self.rng.chance(0.3) { "_" } else { pats[1] };
+        let arms = vec![
+            (pats[0].to_string(), x.s.clone()),
+            (second.to_string(), y.s.clone()),
+        ];
+        let text = self.match_text(b, &arms);
+        let mut e = Ex::of(text, x.b.max(y.b), x.var && y.var && fx && fy, &[&x, &y]);
+        e.k = false;
+        if rt {
+            e.ts = false;
+        }
+        e
+    }
+
+    /// `{ let u = e; match i64(tanh(u) * c) { 1 | 2 => sqrt(u), -1 | -2 =>
+    /// log(-u), _ => u * 0.5 } }`: each arm is NaN (or infinite) where it is
+    /// not taken; sometimes an arm the integer never takes, NaN everywhere.
+    fn match_from_float(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let a = self.gen(ty, d);
+        if a.k {
+            return None;
+        }
+        let u = self.fresh("u");
+        // |i64(tanh(u) * c)| >= 1 where |u| >= atanh(1 / c): 0.42 or 0.35.
+        let c = self.rng.pick(&[2.5, 3.0]);
+        let mut arms = vec![
+            (
+                self.rng.pick(&["1 | 2", "2 | 1"]).to_string(),
+                format!("sqrt({u})"),
+            ),
+            (
+                self.rng.pick(&["-1 | -2", "-2 | -1"]).to_string(),
+                format!("log(-{u})"),
+            ),
+        ];
+        let zero = self.rng.chance(0.5);
+        if zero {
+            arms.push(("0".into(), format!("{u} * 0.5")));
+        }
+        let nan = self.nan_arm(ty);
+        if self.rng.chance(0.3) {
+            let pat = self.rng.pick(&NEVER).to_string();
+            tag(MATCH_TAGS[12], &format!("{pat} => {nan}"));
+            arms.push((pat, nan.clone()));
+        }
+        self.rng.shuffle(&mut arms);
+        let last = if !zero {
+            format!("{u} * 0.5")
+        } else if self.rng.chance(0.5) {
+            tag(MATCH_TAGS[12], &format!("_ => {nan}"));
+            nan
+        } else {
+            format!("{u} * 0.25")
+        };
+        arms.push(("_".into(), last));
+        let m = self.match_text(&format!("i64(tanh({u}) * {})", fmt_lit(c)), &arms);
+        let text = format!("({{ let {u} = {}; {m} }})", a.s);
+        tag(MATCH_TAGS[3], &text);
+        let b = a.b.sqrt().max(a.b.ln()).max(1.1).max(a.b * 0.5);
+        let mut e = Ex::of(text, b, a.var, &[&a]);
+        e.ts = false;
+        Some(e)
+    }
+
+    /// A `match` on a value known at compile time: a literal or a static
+    /// expression (an integer or a bool), or the static count `n` of the
+    /// helper being generated (every arm taken by some call). Only the arm
+    /// taken is checked: the others are leaves, sometimes of another type.
+    fn match_static(&mut self, ty: Ty, d: u32) -> Ex {
+        if let Some(n) = self.static_count.clone() {
+            if self.rng.chance(0.6) {
+                let (arms, parts, full) =
+                    self.int_arms(ty, d.min(2), &[0, 1, 2, 3], false, Arms::Typed);
+                let text = self.match_text(&n, &arms);
+                tag(MATCH_TAGS[5], &text);
+                tag(MATCH_TAGS[1], &text);
+                let refs: Vec<&Ex> = parts.iter().collect();
+                let b = parts.iter().map(|p| p.b).fold(0.0, f64::max);
+                return Ex::of(text, b, full && parts.iter().all(|p| p.var), &refs);
+            }
+        }
+        let taken = self.gen(ty, d);
+        let other = |g: &mut Self| -> String {
+            let t = if g.tab.is_none() && g.rng.chance(0.25) {
+                let avail = g.avail();
+                g.rng.pick(&avail)
+            } else {
+                ty
+            };
+            g.leaf(t).s
+        };
+        let (scrutinee, arms) = if self.rng.chance(0.3) {
+            let (text, v) = self.rng.pick(&[
+                ("true", true),
+                ("false", false),
+                ("1 < 2", true),
+                ("2.5 <= 1", false),
+            ]);
+            let o = other(self);
+            let (t, f) = if v {
+                (taken.s.clone(), o)
+            } else {
+                (o, taken.s.clone())
+            };
+            let mut arms = vec![("true".to_string(), t), ("false".to_string(), f)];
+            if self.rng.chance(0.5) {
+                arms.reverse();
+            }
+            (text.to_string(), arms)
+        } else {
+            let v = self.rng.below(4) as i64;
+            let text = match self.rng.below(4) {
+                0 if v >= 1 => format!("{} + 1", v - 1),
+                1 => format!("2 * {v} - {v}"),
+                2 => format!("({v} + 4) % 4"),
+                _ => v.to_string(),
+            };
+            let mut pats: Vec<i64> = vec![-1, 0, 1, 2, 3];
+            self.rng.shuffle(&mut pats);
+            let mut arms = Vec::new();
+            let mut placed = false;
+            let k = self.rng.range(1, 4);
+            for p in pats.into_iter().take(k) {
+                let e = if p == v {
+                    placed = true;
+                    taken.s.clone()
+                } else {
+                    other(self)
+                };
+                arms.push((p.to_string(), e));
+            }
+            let e = if placed { other(self) } else { taken.s.clone() };
+            arms.push(("_".into(), e));
+            (text, arms)
+        };
+        let m = self.match_text(&scrutinee, &arms);
+        tag(MATCH_TAGS[4], &m);
+        tag(MATCH_TAGS[1], &m);
+        Ex { s: m, ..taken }
+    }
+
+    /// A key: one in scope (outside loops' steps), or `random_key(c)`.
+    fn key_text(&mut self) -> String {
+        if self.in_long == 0 && !self.keys.is_empty() && self.rng.chance(0.6) {
+            let k = self.rng.pick(&self.keys);
+            // (Tagged by a text only a use of that key has.)
+            match k.as_str() {
+                "key" => tag(KEY_TAGS[5], "key)"),
+                "random_key(seed)" => tag(KEY_TAGS[4], &k),
+                "kk" => {}
+                _ => tag(KEY_TAGS[6], &format!("{k})")),
+            }
+            return k;
+        }
+        format!("random_key({})", self.rng.pick(&SEEDS))
+    }
+
+    /// `({ let (z, k) = normal[..](key); e + 0.1 * z })`: noise of `ty`
+    /// (`f64[2]` for a scalar, its element 0 read) drawn in an expression,
+    /// added, multiplied, or (uniform) a dropout mask.
+    fn noise_expr(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let (z, k) = (self.fresh("z"), self.fresh("k"));
+        let normal = self.rng.chance(0.6);
+        let dims = match ty {
+            Ty::S => "2".to_string(),
+            Ty::V(a) => self.dim(a),
+            Ty::Mt(a, b) => format!("{}, {}", self.dim(a), self.dim(b)),
+        };
+        let key = self.key_text();
+        let x = self.gen(ty, d);
+        let zr = if ty == Ty::S {
+            format!("{z}[0]")
+        } else {
+            z.clone()
+        };
+        let (dist, zb) = if normal {
+            ("normal", NORMAL_MAX)
+        } else {
+            ("uniform", 1.0)
+        };
+        let (body, b, var) = match self.rng.below(3) {
+            0 if !normal => (
+                format!("(if {zr} < 0.2 {{ 0 }} else {{ {} * 1.25 }})", x.s),
+                x.b * 1.25,
+                false,
+            ),
+            1 => (
+                format!("({} * (1 + 0.1 * {zr}))", x.s),
+                x.b * (1.0 + 0.1 * zb),
+                x.var,
+            ),
+            _ => (format!("({} + 0.1 * {zr})", x.s), x.b + 0.1 * zb, true),
+        };
+        let text = format!("({{ let ({z}, {k}) = {dist}[{dims}]({key}); {body} }})");
+        tag(KEY_TAGS[0], &text);
+        tag(KEY_TAGS[8], &text);
+        tag(if normal { KEY_TAGS[1] } else { KEY_TAGS[2] }, &text);
+        if body.starts_with("(if ") {
+            tag(KEY_TAGS[7], &text);
+        }
+        let mut e = Ex::of(text, b, var, &[&x]);
+        e.k = false;
+        e.ts = false;
+        Some(e)
+    }
+}
+
+/// A noise let of the loss (`EGRAD_RANDOM_KEYS`): `let (z, k) =
+/// normal[..](key)` or `uniform[..]` (of a vector or a matrix), from a key
+/// in scope, a `split` of one or `random_key(c)`; `z` stays in scope, and
+/// often a let uses it at once: noise added (`x + 0.1 * z`), a
+/// reparameterised sample (`x + tanh(y) * z`) or a dropout mask (`if z <
+/// 0.2 { 0 } else { x * 1.25 }`).
+fn noise_let(g: &mut Gen, body: &mut String, lets: &mut Vec<String>, uses_m: bool) {
+    let mut key = g.key_text();
+    if g.rng.chance(0.3) {
+        let (a, b) = (g.fresh("k"), g.fresh("k"));
+        let line = format!("let ({a}, {b}) = split({key})");
+        let _ = writeln!(body, "  {line}");
+        tag(KEY_TAGS[3], &line);
+        g.keys.push(b);
+        key = a;
+    }
+    let mut tys = vec![Ty::V(D::N), Ty::V(D::N), Ty::V(D::N1)];
+    if uses_m {
+        tys.extend([Ty::V(D::M), Ty::Mt(D::N, D::M), Ty::Mt(D::N, D::M)]);
+    }
+    let ty = g.rng.pick(&tys);
+    let normal = g.rng.chance(0.55);
+    let (dist, zb) = if normal {
+        ("normal", NORMAL_MAX)
+    } else {
+        ("uniform", 1.0)
+    };
+    let dims = match ty {
+        Ty::Mt(a, b) => format!("{}, {}", g.dim(a), g.dim(b)),
+        Ty::V(a) => g.dim(a),
+        Ty::S => unreachable!("noise of a vector or a matrix"),
+    };
+    let (z, k) = (g.fresh("z"), g.fresh("k"));
+    let line = format!("let ({z}, {k}) = {dist}[{dims}]({key})");
+    let _ = writeln!(body, "  {line}");
+    tag(KEY_TAGS[0], &line);
+    tag(if normal { KEY_TAGS[1] } else { KEY_TAGS[2] }, &line);
+    if matches!(ty, Ty::Mt(..)) {
+        tag(KEY_TAGS[10], &line);
+    }
+    let ze = Ex {
+        s: z.clone(),
+        b: zb,
+        var: true,
+        tab: false,
+        ts: true,
+        k: false,
+    };
+    g.push_var(&z, &ze, ty);
+    lets.push(z.clone());
+    g.keys.push(k);
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let r = g.rng.below(4);
+    if r == 3 {
+        return;
+    }
+    let x = g.gen(ty, depth);
+    let x = g.bounded(x);
+    let (text, b, var) = match r {
+        0 if !normal => {
+            let text = format!("if {z} < 0.2 {{ 0 }} else {{ {} * 1.25 }}", x.s);
+            tag(KEY_TAGS[7], &text);
+            (text, x.b * 1.25, false)
+        }
+        1 => {
+            let sty = if g.rng.chance(0.5) { ty } else { Ty::S };
+            let y = g.gen(sty, depth);
+            (format!("{} + tanh({}) * {z}", x.s, y.s), x.b + zb, true)
+        }
+        _ => (format!("{} + 0.1 * {z}", x.s), x.b + 0.1 * zb, true),
+    };
+    g.mark_used(&z);
+    let e = Ex::of(text, b, var, &[&x]);
+    let e = g.bounded(Ex {
+        s: format!("({})", e.s),
+        ..e
+    });
+    let name = g.fresh("a");
+    g.bind_let(body, lets, name, &e, ty);
+}
+
+/// The program for the f32 check: `f64` made `f32`, and each number drawn
+/// from a key (`let (z, k) = normal[..](key)`, `uniform[..]`: `f64`s, and
+/// egrad does not convert `f64` to `f32`) rounded to a multiple of 2^-20
+/// through an integer: `; let z = f32(i64(z * 1048576)) * 2^-20` after it.
+fn to_f32(source: &str) -> String {
+    let src = source.replace("f64", "f32");
+    let mut out = String::with_capacity(src.len());
+    let mut rest = src.as_str();
+    loop {
+        let at = ["= normal[", "= uniform["]
+            .iter()
+            .filter_map(|p| rest.find(p))
+            .min();
+        let Some(at) = at else {
+            out.push_str(rest);
+            return out;
+        };
+        // `let (z, k) ` before it: the name `z`.
+        let head = &rest[..at];
+        let open = head.rfind("let (").expect("a draw is a `let (z, k) = ...`");
+        let name = head[open + 5..]
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        // The end of the call: `normal[..](key)`.
+        let call = at + rest[at..].find("](").expect("`normal[..](key)`") + 1;
+        let mut depth = 0;
+        let mut end = call;
+        for (i, ch) in rest[call..].char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = call + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&rest[..end]);
+        let _ = write!(
+            out,
+            "; let {name} = f32(i64({name} * 1048576)) * 0.00000095367431640625"
+        );
+        rest = &rest[end..];
+    }
+}
+
+/// A helper with a `match` (`EGRAD_RANDOM_MATCH`): on a static integer,
+/// `fn hK[N](static c: i64, v: f64[N], a: f64) -> T = match c { 0 => ...,
+/// 1 | 2 => ..., _ => ... }` (called with 0 to 3), on a static bool
+/// (`static flag: bool`), or at run time on the loss's `kind` (`fn
+/// hK[N](kind: i64[N], v: f64[N]) -> f64[N]`, if the loss has it).
+fn gen_match_helper(rng: &mut Rng, k: usize, earlier: &[Helper], kind: bool) -> (String, Helper) {
+    let name = format!("h{k}");
+    let form = if kind && rng.chance(0.4) {
+        2
+    } else {
+        rng.below(2)
+    };
+    let mut g = Gen::new(rng, 1, "K");
+    g.helpers = earlier.iter().filter(|h| !h.has_loop).cloned().collect();
+    g.fresh = 100 * k;
+    g.matches = true;
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
+    let ret = if form == 2 || g.rng.chance(0.5) {
+        Ty::V(D::N)
+    } else {
+        Ty::S
+    };
+    let (head, m, parts, params): (String, String, Vec<Ex>, Vec<HParam>) = match form {
+        0 => {
+            arr(&mut g, "v", Ty::V(D::N));
+            arr(&mut g, "a", Ty::S);
+            // `c` from 0 to 3, or values of it.
+            let (scrutinee, values): (&str, Vec<i64>) = match g.rng.below(3) {
+                0 => ("c + 1", (1..=4).collect()),
+                1 => ("3 - c", (0..=3).collect()),
+                _ => ("c", (-1..=3).collect()),
+            };
+            // (No arm NaN: every arm is taken by some call.)
+            let (arms, parts, _) = g.int_arms(ret, depth, &values, false, Arms::Typed);
+            let m = g.match_text(scrutinee, &arms);
+            tag(MATCH_TAGS[5], &m);
+            tag(MATCH_TAGS[1], &m);
+            (
+                format!("(static c: i64, v: f64[N], a: f64) -> {}", g.ty_text(ret)),
+                m,
+                parts,
+                vec![
+                    HParam::StaticInt,
+                    HParam::Dyn(Ty::V(D::N)),
+                    HParam::Dyn(Ty::S),
+                ],
+            )
+        }
+        1 => {
+            arr(&mut g, "v", Ty::V(D::N));
+            arr(&mut g, "a", Ty::S);
+            let b = if g.rng.chance(0.3) { "!flag" } else { "flag" };
+            let e = g.match_bool(b, ret, depth, false, Arms::Typed);
+            tag(MATCH_TAGS[5], &e.s);
+            tag(MATCH_TAGS[1], &e.s);
+            (
+                format!(
+                    "(static flag: bool, v: f64[N], a: f64) -> {}",
+                    g.ty_text(ret)
+                ),
+                e.s.clone(),
+                vec![e],
+                vec![
+                    HParam::StaticBool,
+                    HParam::Dyn(Ty::V(D::N)),
+                    HParam::Dyn(Ty::S),
+                ],
+            )
+        }
+        _ => {
+            arr(&mut g, "v", Ty::V(D::N));
+            let (arms, parts, _) = g.int_arms(ret, depth, &KIND_VALUES, true, Arms::Numbers);
+            let m = g.match_text("kind", &arms);
+            tag(MATCH_TAGS[6], &m);
+            tag(MATCH_TAGS[0], &m);
+            (
+                "(kind: i64[N], v: f64[N]) -> f64[N]".to_string(),
+                m,
+                parts,
+                vec![HParam::Kind, HParam::Dyn(Ty::V(D::N))],
+            )
+        }
+    };
+    let text = format!("fn {name}[N]{head} = {m}");
+    let b = parts.iter().map(|p| p.b).fold(0.0, f64::max);
+    let ts = form != 2 && parts.iter().all(|p| p.ts);
+    let needs_var = text.contains("max/") || text.contains("min/");
+    // Generic over the element type, as `gen_helper` makes some.
+    let generic = form != 2 && g.rng.chance(0.3);
+    let text = if generic {
+        text.replace("f64", "T")
+            .replacen(&format!("fn {name}["), &format!("fn {name}[T, "), 1)
+    } else {
+        text
+    };
+    (
+        text,
+        Helper {
+            name,
+            params,
+            rets: vec![ret],
+            b,
+            ts,
+            needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
+            uses_n1: false,
+            generic,
+            has_loop: g.made_loop,
+        },
+    )
+}
+
+/// A helper that draws noise from a key it is passed (`EGRAD_RANDOM_KEYS`):
+/// `fn hK[N](v: f64[N], a: f64, key: i64[2]) -> f64[N] | f64 { let (z, k)
+/// = normal[N](key) ... }`, sometimes from a `split` of it, its noise
+/// added or a dropout mask.
+fn gen_key_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> (String, Helper) {
+    let name = format!("h{k}");
+    let mut g = Gen::new(rng, 1, "K");
+    g.helpers = earlier.iter().filter(|h| !h.has_loop).cloned().collect();
+    g.fresh = 100 * k;
+    // (`kk`, not `key`: the tags tell the loss's `key` by its name.)
+    g.keys = vec!["kk".into()];
+    for (nm, t) in [("v", Ty::V(D::N)), ("a", Ty::S)] {
+        g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
+    }
+    let mut lines = String::new();
+    let mut key = "kk".to_string();
+    if g.rng.chance(0.4) {
+        let (a, b) = (g.fresh("k"), g.fresh("k"));
+        let line = format!("let ({a}, {b}) = split(kk)");
+        let _ = writeln!(lines, "  {line}");
+        tag(KEY_TAGS[3], &line);
+        g.keys.push(b);
+        key = a;
+    }
+    let normal = g.rng.chance(0.6);
+    let (dist, zb) = if normal {
+        ("normal", NORMAL_MAX)
+    } else {
+        ("uniform", 1.0)
+    };
+    let (z, k3) = (g.fresh("z"), g.fresh("k"));
+    let line = format!("let ({z}, {k3}) = {dist}[N]({key})");
+    let _ = writeln!(lines, "  {line}");
+    tag(KEY_TAGS[0], &line);
+    tag(if normal { KEY_TAGS[1] } else { KEY_TAGS[2] }, &line);
+    g.keys.push(k3);
+    let ze = Ex {
+        s: z.clone(),
+        b: zb,
+        var: true,
+        tab: false,
+        ts: true,
+        k: false,
+    };
+    g.push_var(&z, &ze, Ty::V(D::N));
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let x = g.gen(Ty::V(D::N), depth);
+    let x = g.bounded(x);
+    let (noisy, b) = if !normal && g.rng.chance(0.6) {
+        let t = format!("(if {z} < 0.25 {{ 0 }} else {{ {} * 1.25 }})", x.s);
+        tag(KEY_TAGS[7], &t);
+        (t, x.b * 1.25)
+    } else {
+        (format!("({} + a * 0.1 * {z})", x.s), x.b + LIMIT * 0.1 * zb)
+    };
+    let ret = if g.rng.chance(0.5) {
+        Ty::V(D::N)
+    } else {
+        Ty::S
+    };
+    let fin = if ret == Ty::S {
+        let e = Ex::of(format!("(+/{noisy})"), b * N_MAX as f64, false, &[&x]);
+        g.bounded(e)
+    } else {
+        let e = Ex::of(noisy, b, true, &[&x]);
+        g.bounded(e)
+    };
+    let text = format!(
+        "fn {name}[N](v: f64[N], a: f64, kk: i64[2]) -> {} {{\n{lines}  {}\n}}",
+        g.ty_text(ret),
+        fin.s
+    );
+    let needs_var = text.contains("max/") || text.contains("min/");
+    (
+        text,
+        Helper {
+            name,
+            params: vec![HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S), HParam::Key],
+            rets: vec![ret],
+            b: fin.b,
+            ts: false,
+            needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
+            uses_n1: false,
+            generic: false,
+            has_loop: g.made_loop,
+        },
+    )
+}
+
 // ---------------------------------------------------------------- sequences of their own length
 
 /// The most rows of a sequence parameter of the loss (`zs: f64[L]`,
@@ -4826,6 +5863,10 @@ struct Generated {
     ints: bool,
     /// The program was drawn with nested `tabulate`s or indexed stacks.
     nest: bool,
+    /// The program was drawn with `match`.
+    matches: bool,
+    /// The program was drawn with random numbers from keys.
+    keys: bool,
     /// The helper that recurses through a static depth.
     rec_helper: Option<String>,
     /// The loss's derivatives were left out: egrad rejects them (a scan in
@@ -4929,6 +5970,24 @@ fn nest_share() -> f64 {
         .unwrap_or(0.2)
 }
 
+/// The share of programs with `match`, 0.08 unless `EGRAD_RANDOM_MATCH`
+/// (a number from 0 to 1) says otherwise.
+fn match_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_MATCH")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.08)
+}
+
+/// The share of programs with random numbers drawn from keys, 0.08 unless
+/// `EGRAD_RANDOM_KEYS` (a number from 0 to 1) says otherwise.
+fn key_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_KEYS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.08)
+}
+
 /// The share of the loop programs with a run-time count.
 const RT_SHARE: f64 = 1.0 / 3.0;
 
@@ -5002,6 +6061,17 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             stack_on = true;
         }
     }
+    // `match` (on comparisons, static values, integers from floats and
+    // run-time parameters of the loss of its own) and random numbers drawn
+    // from keys: streams of their own as well.
+    let mut match_rng = Rng(mix(seed ^ 0x3A7C_0000_0A75));
+    let match_on = match_rng.chance(match_share());
+    let mut key_rng = Rng(mix(seed ^ 0x4E15_E000_C0DE));
+    let keys_on = key_rng.chance(key_share());
+    let newer = Newer {
+        matches: match_on,
+        noise: keys_on,
+    };
     let seq_len = seq_rng.range(0, L_MAX + 1);
     let zs = SeqParam {
         name: "zs",
@@ -5050,8 +6120,15 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         // Some helpers take the run-time count (and then have a loop).
         let rt_param = rt.filter(|_| rt_rng.chance(0.3));
         let with_loop = with_loop || rt_param.is_some();
-        if let Some((text, h)) = gen_helper(&mut rng, k + 1, &helpers, with_loop, rt_param, cat_on)
-        {
+        if let Some((text, h)) = gen_helper(
+            &mut rng,
+            k + 1,
+            &helpers,
+            with_loop,
+            rt_param,
+            cat_on,
+            newer,
+        ) {
             if rt_param.is_some() && counts_with_n(&text, &rt_helpers) {
                 rt_helpers.push(h.name.clone());
             }
@@ -5074,6 +6151,27 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         items.push(text);
         h
     });
+    // The loss's parameters that `match` takes apart, a helper with a
+    // `match`, and one that draws noise from a key it is passed.
+    let mparams: Vec<&'static str> = MATCH_PARAMS
+        .iter()
+        .filter(|p| match_on && match_rng.chance(p.1))
+        .map(|p| p.0)
+        .collect();
+    if match_on && match_rng.chance(0.6) {
+        let (text, h) =
+            gen_match_helper(&mut match_rng, nh + 3, &helpers, mparams.contains(&"kind"));
+        items.push(text);
+        helpers.push(h);
+    }
+    if keys_on && key_rng.chance(0.4) {
+        let (text, h) = gen_key_helper(&mut key_rng, nh + 4, &helpers);
+        items.push(text);
+        helpers.push(h);
+    }
+    // A run-time seed `seed: i64` and a key `key: i64[2]`, after those.
+    let seed_param = keys_on && key_rng.chance(0.4);
+    let key_param = keys_on && key_rng.chance(0.3);
     // Loss parameters.
     let has_a = rng.chance(0.45);
     let mut params: Vec<(String, Ty)> = vec![("x".into(), Ty::V(D::N))];
@@ -5154,6 +6252,15 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     g.int_helper = int_helper.clone();
     g.nest = nest_on;
     g.stack_ix = stack_on;
+    g.matches = match_on;
+    g.mparams = mparams.clone();
+    g.noise = keys_on;
+    if seed_param {
+        g.keys.push("random_key(seed)".into());
+    }
+    if key_param {
+        g.keys.push("key".into());
+    }
     for (name, ty) in &params {
         if !new_seq(name) {
             g.push_var(name, &Ex::leaf(name.clone(), 1.0, ty.is_array()), *ty);
@@ -5192,6 +6299,21 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
             }
         }
     }
+    for p in &mparams {
+        let ty = match *p {
+            "kind" => format!("i64[{}]", g.dim(D::N)),
+            "mode" => "i64".into(),
+            "robust" => "bool".into(),
+            _ => format!("bool[{}]", g.dim(D::N)),
+        };
+        let _ = write!(sig, ", {p}: {ty}");
+    }
+    if seed_param {
+        sig.push_str(", seed: i64");
+    }
+    if key_param {
+        sig.push_str(", key: i64[2]");
+    }
     if until_on {
         sig.push_str(", u: i64");
     }
@@ -5222,6 +6344,16 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     // indexing a stack.
     let nest_let = nest_on.then(|| nest_rng.below(nlets));
     let stack_let = stack_on.then(|| nest_rng.below(nlets));
+    // A let that is a `match` (on the loss's parameters of its own where it
+    // has some), and one or two noise lets (before the let of their slot).
+    let match_let = match_on.then(|| match_rng.below(nlets));
+    let noise_slots: Vec<usize> = if keys_on {
+        let k = 1 + usize::from(key_rng.chance(0.3));
+        (0..k).map(|_| key_rng.below(nlets)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut match_pending = false;
     // (From `rec_let` on, until a call is written; likewise the nested
     // `tabulate` and the indexed stack, from their lets on.)
     let mut rec_pending = false;
@@ -5230,6 +6362,9 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     for li in 0..nlets {
         for (what, _) in seq_kinds.iter().zip(&seq_slots).filter(|k| *k.1 == li) {
             seq_let(&mut g, &mut body, &mut lets, what);
+        }
+        for _ in noise_slots.iter().filter(|&&k| k == li) {
+            noise_let(&mut g, &mut body, &mut lets, uses_m);
         }
         let avail = g.avail();
         rec_pending |= rec_let == Some(li);
@@ -5298,6 +6433,11 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
                 g.bind_let(&mut body, &mut lets, name, &e, ty);
                 continue;
             }
+        }
+        match_pending |= match_let == Some(li);
+        if match_pending && match_let_of(&mut g, &mut body, &mut lets) {
+            match_pending = false;
+            continue;
         }
         nest_pending |= nest_let == Some(li);
         stack_pending |= stack_let == Some(li);
@@ -5396,6 +6536,9 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         }
     }
     // (Lets that found no slot.)
+    if match_pending {
+        match_let_of(&mut g, &mut body, &mut lets);
+    }
     while nest_pending || stack_pending {
         nest_lets(
             &mut g,
@@ -5444,6 +6587,13 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     }
     let mut args: Vec<&str> = params.iter().map(|(nm, _)| nm.as_str()).collect();
     args.extend(iparams.iter().map(|p| p.name));
+    args.extend(mparams.iter());
+    if seed_param {
+        args.push("seed");
+    }
+    if key_param {
+        args.push("key");
+    }
     if until_on {
         args.push("u");
     }
@@ -5599,6 +6749,8 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         novel,
         ints: ints_on,
         nest: nest_any,
+        matches: match_on,
+        keys: keys_on,
         rec_helper,
         deriv_dropped,
         source,
@@ -5615,6 +6767,28 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         wrt,
         scalar,
     }
+}
+
+/// A let of the loss that is a `match` (on its parameters of its own where
+/// it has some): whether one was written.
+fn match_let_of(g: &mut Gen, body: &mut String, lets: &mut Vec<String>) -> bool {
+    let avail = g.avail();
+    let depth = g.rng.range(1, max_depth()) as u32;
+    let made = (0..8).find_map(|attempt| {
+        let ty = if attempt < 4 && g.mparams.iter().any(|p| *p == "kind" || *p == "mask") {
+            Ty::V(D::N)
+        } else {
+            g.rng.pick(&avail)
+        };
+        g.match_of(ty, depth, true).map(|e| (e, ty))
+    });
+    let Some((e, ty)) = made else {
+        return false;
+    };
+    let e = g.bounded(e);
+    let name = g.fresh("a");
+    g.bind_let(body, lets, name, &e, ty);
+    true
 }
 
 /// A let of the loss that is a nested `tabulate` (if `nest`) or else a
@@ -5685,6 +6859,14 @@ fn gen_int_helper(rng: &mut Rng, k: usize) -> (String, (String, f64)) {
     (text, (name, e.b))
 }
 
+/// What helpers may also write (in the programs drawn with it): `match`
+/// (`EGRAD_RANDOM_MATCH`), noise drawn from keys (`EGRAD_RANDOM_KEYS`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Newer {
+    matches: bool,
+    noise: bool,
+}
+
 /// One helper function: its text and how to call it.
 fn gen_helper(
     rng: &mut Rng,
@@ -5693,6 +6875,7 @@ fn gen_helper(
     with_loop: bool,
     rt_param: Option<u64>,
     cat: bool,
+    newer: Newer,
 ) -> Option<(String, Helper)> {
     let name = format!("h{k}");
     let kind = rng.below(12);
@@ -5700,6 +6883,8 @@ fn gen_helper(
     g.helpers = earlier.to_vec();
     g.fresh = 100 * k;
     g.cat = cat;
+    g.matches = newer.matches;
+    g.noise = newer.noise;
     let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
     let depth = g.rng.range(1, max_depth()) as u32;
     // A helper with a loop sometimes takes a run-time count `n: i64` first.
@@ -5921,8 +7106,9 @@ fn gen_helper(
     let uses_n1 = kind == 4;
     let has_loop = g.made_loop;
     // Generic over the element type: `f64` becomes `T` (the f32 copy of the
-    // program then specializes it to f32).
-    let generic = kind <= 5 && rng.chance(0.3);
+    // program then specializes it to f32); not with noise (`f64`s).
+    let generic =
+        kind <= 5 && rng.chance(0.3) && !text.contains("= normal[") && !text.contains("= uniform[");
     let text = if generic {
         let t = text.replace("f64", "T");
         match t.strip_prefix(&format!("fn {name}[")) {
@@ -6048,15 +7234,26 @@ fn gen_rec_helper(rng: &mut Rng, k: usize, earlier: &[Helper], cat: bool) -> (St
 
 /// Arguments for `f`: uniform in [-1, 1), `N = n`, `L` the length of the
 /// sequences, every other size `m`; the run-time bound `u` from 0 to
-/// `U_MAX`.
+/// `U_MAX`; `kind` from -1 to 3, `mode` from 0 to `MODE_MAX`, bools 0 or
+/// 1, a seed from 0 to 999, a key of two words below 2^32.
 fn inputs(f: &Function, gp: &Generated, rng: &mut Rng) -> Vec<Value> {
     let (n, m) = (gp.n, gp.m);
     f.params
         .iter()
         .map(|p| {
             let t = f.ty(p.var);
+            // The parameters of `match` and of random numbers, by name.
+            let draw: Option<fn(&mut Rng) -> f64> = match (t.dtype, f.var_name(p.var)) {
+                (DType::Bool, _) => Some(|r| r.below(2) as f64),
+                (DType::I64, "kind") => Some(|r| r.pick(&KIND_VALUES) as f64),
+                (DType::I64, "mode") => Some(|r| r.below(MODE_MAX + 1) as f64),
+                (DType::I64, "seed") => Some(|r| r.below(1000) as f64),
+                (DType::I64, "key" | "kk") => Some(|r| (r.next_u64() >> 32) as f64),
+                _ => None,
+            };
             // A run-time count (see `set_count`), a bound, or an index in range.
             let ints_below = match t.dtype {
+                _ if draw.is_some() => None,
                 DType::I64 if f.var_name(p.var) == "u" && t.shape.is_empty() => {
                     return Value::scalar(t.dtype, rng.below(U_MAX + 1) as f64);
                 }
@@ -6080,9 +7277,10 @@ fn inputs(f: &Function, gp: &Generated, rng: &mut Rng) -> Vec<Value> {
                 })
                 .collect();
             let len: usize = shape.iter().product();
-            let data = match ints_below {
-                Some(r) => (0..len).map(|_| rng.below(r) as f64).collect(),
-                None => (0..len).map(|_| rng.uniform(-1.0, 1.0)).collect(),
+            let data = match (ints_below, draw) {
+                (_, Some(draw)) => (0..len).map(|_| draw(rng)).collect(),
+                (Some(r), _) => (0..len).map(|_| rng.below(r) as f64).collect(),
+                (None, _) => (0..len).map(|_| rng.uniform(-1.0, 1.0)).collect(),
             };
             Value::array(t.dtype, shape, data)
         })
@@ -6206,6 +7404,13 @@ fn kink_in(
     // Masks (0/1 values of comparisons and their combinations) and constants.
     let mut mask = vec![false; f.vars.len()];
     let mut konst = vec![false; f.vars.len()];
+    // Values that depend on no float parameter (on integers, bools and
+    // constants only, such as numbers drawn from a key): finite
+    // differences do not move them, so their comparisons are no kinks.
+    let mut fixed = vec![false; f.vars.len()];
+    for p in &f.params {
+        fixed[p.var.index()] = !matches!(f.ty(p.var).dtype, DType::F32 | DType::F64);
+    }
     let mut margin = f64::INFINITY;
     let mut at = String::new();
     let rel = |a: f64, b: f64| (a - b).abs() / (1.0 + a.abs() + b.abs());
@@ -6214,6 +7419,8 @@ fn kink_in(
         let args_mask = s.args.iter().any(|a| mask[a.index()])
             && s.args.iter().all(|a| mask[a.index()] || konst[a.index()]);
         let is_cmp = matches!(s.op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne);
+        let fixed_args = s.args.iter().all(|a| fixed[a.index()]);
+        fixed[s.var.index()] = fixed_args;
         match s.op {
             Op::Const(_) | Op::Zero => konst[s.var.index()] = true,
             Op::Bcast if konst[s.args[0].index()] => konst[s.var.index()] = true,
@@ -6270,7 +7477,7 @@ fn kink_in(
         // and `abs` are no kinks.
         let int_args = s.args.first().is_some_and(|a| f.ty(*a).dtype == DType::I64);
         match s.op {
-            _ if int_args => {}
+            _ if int_args || fixed_args => {}
             // A float truncated to an integer (`i64(e)`) jumps where `e`
             // crosses a nonzero integer.
             Op::Convert(DType::I64) => {
@@ -6776,7 +7983,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             let wild: Vec<Value> = fargs
                 .iter()
                 .map(|a| {
-                    if a.dtype == DType::I64 {
+                    if matches!(a.dtype, DType::I64 | DType::Bool) {
                         return a.clone();
                     }
                     let data = a.data.iter().map(|_| wild_value(&mut rng)).collect();
@@ -6808,7 +8015,7 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     }
     // The same program in f32: JIT == interpreter bit for bit (unoptimized
     // and optimized; f32 has no finite-difference or optimizer tolerance).
-    let src32 = gp.source.replace("f64", "f32");
+    let src32 = to_f32(&gp.source);
     let p32 = Program::parse(&src32)
         .map_err(|e| Failure(format!("the f32 variant does not check:\n{e}")))?;
     for name in p32.function_names() {
@@ -7219,6 +8426,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
         || std::env::var("EGRAD_RANDOM_INTS").is_ok()
         || std::env::var("EGRAD_RANDOM_SEQ").is_ok()
         || std::env::var("EGRAD_RANDOM_NEST").is_ok()
+        || std::env::var("EGRAD_RANDOM_MATCH").is_ok()
+        || std::env::var("EGRAD_RANDOM_KEYS").is_ok()
         || std::env::var("EGRAD_RANDOM_FIRST").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
     // The programs of indices `first..first + count` of the base seed's
@@ -7253,6 +8462,13 @@ fn random_programs_jit_optimizer_and_derivatives() {
     let mut nest_programs = 0;
     let mut nested_programs = 0;
     let mut stack_programs = 0;
+    // Programs drawn with `match`, with random numbers; those whose
+    // gradient was checked against finite differences with a run-time
+    // `match` in the program, with noise drawn from a key.
+    let mut match_programs = 0;
+    let mut key_programs = 0;
+    let mut match_grad_programs = 0;
+    let mut key_grad_programs = 0;
     let mut features: Vec<(&str, usize)> = [
         "tabulate[",
         "matmul(",
@@ -7370,6 +8586,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
     .iter()
     .chain(NEST_TAGS.iter())
     .chain(STACK_TAGS.iter())
+    .chain(MATCH_TAGS.iter())
+    .chain(KEY_TAGS.iter())
     .map(|f| (*f, 0))
     .collect();
     let print = std::env::var("EGRAD_RANDOM_PRINT").is_ok();
@@ -7455,6 +8673,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
             }
             int_programs += usize::from(gp.ints);
             nest_programs += usize::from(gp.nest);
+            match_programs += usize::from(gp.matches);
+            key_programs += usize::from(gp.keys);
             nested_programs += usize::from(gp.tags.contains(&NEST_TAGS[0]));
             stack_programs += usize::from(STACK_TAGS.iter().any(|t| gp.tags.contains(t)));
             for (c, (_, tags)) in int_groups.iter_mut().zip(INT_GROUPS) {
@@ -7473,7 +8693,18 @@ fn random_programs_jit_optimizer_and_derivatives() {
             }
         }
         match outcome {
-            Outcome::Passed(st) => stats.add(&st),
+            Outcome::Passed(st) => {
+                if let Some(gp) = &gp {
+                    let checked = usize::from(st.grad_checks > 0);
+                    if gp.tags.contains(&MATCH_TAGS[0]) {
+                        match_grad_programs += checked;
+                    }
+                    if gp.tags.contains(&KEY_TAGS[0]) {
+                        key_grad_programs += checked;
+                    }
+                }
+                stats.add(&st)
+            }
             Outcome::Failed(m) => {
                 let first = m.lines().take(2).collect::<Vec<_>>().join(" | ");
                 println!("FAIL {seed:#x}: {first}");
@@ -7593,6 +8824,19 @@ fn random_programs_jit_optimizer_and_derivatives() {
         by_tag(&NEST_TAGS[1..]),
         by_tag(&STACK_TAGS),
     );
+    println!(
+        "match: {match_programs} programs drawn with it; a run-time `match` in {} ({} of them with a gradient checked against finite differences), a static one in {}; {}",
+        programs_with(MATCH_TAGS[0]),
+        match_grad_programs,
+        programs_with(MATCH_TAGS[1]),
+        by_tag(&MATCH_TAGS[2..]),
+    );
+    println!(
+        "random numbers: {key_programs} programs drawn with them; noise drawn from a key in {} ({} of them with a gradient checked against finite differences); {}",
+        programs_with(KEY_TAGS[0]),
+        key_grad_programs,
+        by_tag(&KEY_TAGS[1..]),
+    );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
     assert_eq!(stats.programs, seeds.len(), "every program must be checked");
@@ -7668,13 +8912,35 @@ fn random_programs_jit_optimizer_and_derivatives() {
                 stats.programs
             );
         }
-        // And the nested `tabulate`s and indexed stacks.
+        // And the nested `tabulate`s and indexed stacks; `match` and
+        // random numbers.
         for (what, count) in [
             ("a nested `tabulate`", nested_programs),
             ("an indexed stack", stack_programs),
         ] {
             assert!(
                 ratio(count, stats.programs) >= 0.05,
+                "only {count} of {} programs have {what}",
+                stats.programs
+            );
+        }
+        for (what, count, share) in [
+            ("a run-time `match`", programs_with(MATCH_TAGS[0]), 0.03),
+            ("a static `match`", programs_with(MATCH_TAGS[1]), 0.02),
+            (
+                "a gradient checked through a run-time `match`",
+                match_grad_programs,
+                0.03,
+            ),
+            ("noise drawn from a key", programs_with(KEY_TAGS[0]), 0.03),
+            (
+                "a gradient checked with noise drawn from a key",
+                key_grad_programs,
+                0.03,
+            ),
+        ] {
+            assert!(
+                ratio(count, stats.programs) >= share,
                 "only {count} of {} programs have {what}",
                 stats.programs
             );

@@ -9,8 +9,14 @@
 //! `scan` and `scan_all` over vectors and matrices, indexing with
 //! literal and run-time indices (in range or not), `reverse`, `concat`,
 //! `flatten`, `scatter_add`, `argmax`, `matmul`, `transpose`, `i64`/`f64`
-//! conversions, calls of earlier functions, and derivative functions
-//! (`@grad`, `@value_and_grad`, `@jvp`) of the scalar ones.
+//! conversions, `match` (on `i64` parameters, the static `c`, integers
+//! from floats, element-wise too, conditions and static bools; patterns
+//! `0`, `1 | 2`, `-1`, `true`, `false`, `_`, now and then not covering
+//! every value or repeated), numbers drawn from keys (`normal[...]` and
+//! `uniform[...]` of a `random_key(seed)` of a literal, an `i64`
+//! parameter or an integer from a float, `split`, the next key drawn
+//! from), calls of earlier functions, and derivative functions (`@grad`,
+//! `@value_and_grad`, `@jvp`) of the scalar ones.
 //!
 //! Unlike `tests/random_programs.rs`, whose programs are always well typed
 //! and kept numerically tame so that their derivatives can be checked
@@ -47,6 +53,10 @@ struct Gen<'a> {
     fresh: usize,
     /// The element type of this function's floats.
     float: &'static str,
+    /// This function's `i64` parameters (counts).
+    ints: Vec<String>,
+    /// This function has `static c: i64`.
+    statik: bool,
 }
 
 const UNARY: &[&str] = &[
@@ -124,9 +134,10 @@ impl Gen<'_> {
         }
     }
 
-    /// Forms of any shape: unary, binary, `if`, `let` block, `iterate`.
+    /// Forms of any shape: unary, binary, `if`, `let` block, `iterate`,
+    /// `match`, numbers drawn from a key.
     fn common(&mut self, shape: Shape) -> Option<String> {
-        Some(match self.rng.below(10) {
+        Some(match self.rng.below(12) {
             0 | 1 => {
                 let f = self.rng.pick(UNARY);
                 let a = self.expr(shape);
@@ -191,8 +202,137 @@ impl Gen<'_> {
                     format!("iterate({count}, {init}, {q} => {step})")
                 }
             }
+            // (Half as often as the others.)
+            10 if self.rng.chance(0.5) => self.match_expr(shape),
+            11 if self.rng.chance(0.5) => self.random(shape),
             _ => return None,
         })
+    }
+
+    /// `match` on an integer (an `i64` parameter, the static `c`, an
+    /// integer from a float, element by element for an array) or a bool (a
+    /// condition, a static one), its arms of `shape` or scalars, separated
+    /// by commas or line breaks; one in 50 does not cover every value or
+    /// repeats a pattern, on purpose.
+    fn match_expr(&mut self, shape: Shape) -> String {
+        let odd = self.rng.chance(0.02);
+        let (scrutinee, is_bool) = match self.rng.below(6) {
+            0 if !self.ints.is_empty() => (self.rng.pick(&self.ints), false),
+            1 if self.statik => ("c".to_string(), false),
+            2 => {
+                let s = if self.rng.chance(0.5) { shape } else { Scalar };
+                (format!("i64({} * 3.0)", self.expr(s)), false)
+            }
+            3 => (self.cond(shape), true),
+            4 => {
+                let b = if self.statik && self.rng.chance(0.3) {
+                    "c > 1"
+                } else {
+                    self.rng.pick(&["true", "false", "1 < 2"])
+                };
+                (b.to_string(), true)
+            }
+            _ => (format!("i64({} * 3.0)", self.leaf(Scalar)), false),
+        };
+        let arm = |g: &mut Self| {
+            let s = if g.rng.chance(0.2) { Scalar } else { shape };
+            g.expr(s)
+        };
+        let mut arms: Vec<(String, String)> = Vec::new();
+        if is_bool {
+            let first = self.rng.pick(&["true", "false"]);
+            arms.push((first.to_string(), arm(self)));
+            let second = match (odd, first) {
+                (true, _) => first,
+                (_, "true") => self.rng.pick(&["false", "_"]),
+                _ => self.rng.pick(&["true", "_"]),
+            };
+            arms.push((second.to_string(), arm(self)));
+        } else {
+            let mut vals = vec![-1, 0, 1, 2, 3, 7];
+            self.rng.shuffle(&mut vals);
+            let mut left = &vals[..];
+            for _ in 0..self.rng.range(1, 4) {
+                let k = self.rng.range(1, 3).min(left.len());
+                let pats: Vec<String> = left[..k].iter().map(|v| v.to_string()).collect();
+                left = &left[k..];
+                arms.push((pats.join(" | "), arm(self)));
+            }
+            if odd && self.rng.chance(0.5) {
+                // A pattern twice.
+                let p = arms[0].0.clone();
+                arms.push((p, arm(self)));
+            }
+            if !odd || self.rng.chance(0.5) {
+                arms.push(("_".to_string(), arm(self)));
+            }
+        }
+        let arms: Vec<String> = arms.iter().map(|(p, e)| format!("{p} => {e}")).collect();
+        if self.rng.chance(0.5) {
+            format!("(match {scrutinee} {{ {} }})", arms.join(", "))
+        } else {
+            format!("(match {scrutinee} {{\n    {}\n  }})", arms.join("\n    "))
+        }
+    }
+
+    /// Numbers drawn from a key, in a block: `{ let (z, k) =
+    /// normal[N](random_key(3)) ... e + z }` (`uniform[...]` too; `[2]`,
+    /// its element 0 read, for a scalar), the seed a literal, an `i64`
+    /// parameter or an integer from a float, sometimes a key `split` first
+    /// or a second draw from the next key. In an `f32` function the `f64`s
+    /// go through an integer: `f32(i64(z * 2^20)) * 2^-20` (egrad does not
+    /// convert `f64` to `f32`).
+    fn random(&mut self, shape: Shape) -> String {
+        let seed = match self.rng.below(4) {
+            0 if !self.ints.is_empty() => self.rng.pick(&self.ints),
+            1 => format!("i64(abs({}) * 1000.0)", self.leaf(Scalar)),
+            _ => self
+                .rng
+                .pick(&["0", "3", "42", "4294967301", "-7"])
+                .to_string(),
+        };
+        let mut key = format!("random_key({seed})");
+        let mut lets = String::new();
+        if self.rng.chance(0.3) {
+            let (a, b) = (self.name("k"), self.name("k"));
+            lets.push_str(&format!("let ({a}, {b}) = split({key})\n  "));
+            key = if self.rng.chance(0.5) { a } else { b };
+        }
+        let dims = match shape {
+            Scalar => "2",
+            VecN => "N",
+            VecM => "M",
+            Matrix => "N, M",
+        };
+        let mut pushed = 0;
+        for _ in 0..self.rng.range(1, 3) {
+            let (z, k) = (self.name("z"), self.name("k"));
+            let dist = self.rng.pick(&["normal", "uniform"]);
+            lets.push_str(&format!("let ({z}, {k}) = {dist}[{dims}]({key})\n  "));
+            key = k;
+            let z = if shape == Scalar {
+                format!("{z}[0]")
+            } else {
+                z
+            };
+            let z = if self.float == "f32" {
+                let i = format!("i64({z} * 1048576.0)");
+                format!("({} * 0.00000095367431640625)", self.to_float(&i))
+            } else {
+                z
+            };
+            self.vars.push((z, shape));
+            pushed += 1;
+        }
+        let z = self.vars[self.vars.len() - 1].0.clone();
+        let e = self.expr(shape);
+        self.vars.truncate(self.vars.len() - pushed);
+        let body = match self.rng.below(3) {
+            0 => format!("({e} + {z})"),
+            1 => format!("({e} * {z})"),
+            _ => format!("(if {z} < 0.3 {{ 0 }} else {{ {e} }})"),
+        };
+        format!("{{ {lets}{body} }}")
     }
 
     /// A condition for branches of `shape`: a scalar one, or one of that
@@ -425,6 +565,12 @@ impl Gen<'_> {
             params.push(("A9".into(), Some(Matrix), format!("{fl}[N, M]")));
         }
         let statik = self.rng.chance(0.1);
+        self.statik = statik;
+        self.ints = params
+            .iter()
+            .filter(|p| p.1.is_none())
+            .map(|p| p.0.clone())
+            .collect();
         self.vars = params
             .iter()
             .map(|(n, s, _)| match s {
@@ -483,6 +629,8 @@ pub fn program(rng: &mut Rng) -> String {
         depth: 0,
         fresh: 0,
         float: "f64",
+        ints: Vec::new(),
+        statik: false,
     };
     let mut out = String::new();
     for k in 0..g.rng.range(1, 4) {
