@@ -15,6 +15,7 @@
 //! span of the attribute, so errors in the functions it makes point there.
 
 use super::super::ast::*;
+use super::signature::params_note;
 use crate::error::span::{Diagnostic, Span};
 
 /// The transform attributes that may stand together on one function.
@@ -109,11 +110,6 @@ fn names_params(f: &FnDef, attr: &Attr, errs: &mut Vec<Diagnostic>) -> bool {
             continue;
         }
         ok = false;
-        let names: Vec<String> = f
-            .params
-            .iter()
-            .map(|p| format!("`{}`", p.name.name))
-            .collect();
         errs.push(
             Diagnostic::new(
                 a.span,
@@ -122,15 +118,7 @@ fn names_params(f: &FnDef, attr: &Attr, errs: &mut Vec<Diagnostic>) -> bool {
                     attr.name.name, a.name, f.name.name
                 ),
             )
-            .with_note(if names.is_empty() {
-                format!("`{}` has no parameters", f.name.name)
-            } else {
-                format!(
-                    "the parameters of `{}` are {}",
-                    f.name.name,
-                    names.join(", ")
-                )
-            }),
+            .with_note(params_note(f)),
         );
     }
     ok

@@ -9,6 +9,25 @@ use crate::lang::size::{Size, Unifier};
 use crate::lang::types::{DType, Dim, Type};
 use std::collections::HashMap;
 
+/// "the parameters of `f` are `a`, `b`": the note of an attribute that
+/// names something else.
+pub(super) fn params_note(f: &FnDef) -> String {
+    let names: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("`{}`", p.name.name))
+        .collect();
+    if names.is_empty() {
+        format!("`{}` has no parameters", f.name.name)
+    } else {
+        format!(
+            "the parameters of `{}` are {}",
+            f.name.name,
+            names.join(", ")
+        )
+    }
+}
+
 /// The attributes that give a function its own derivative rules.
 pub(super) const CUSTOM_ATTRS: [&str; 2] = ["custom_vjp", "custom_jvp"];
 
@@ -428,16 +447,7 @@ pub(super) fn signature_with(
                 Some(i) => wrt.push(i),
                 None => {
                     ok = false;
-                    let names: Vec<String> = f
-                        .params
-                        .iter()
-                        .map(|p| format!("`{}`", p.name.name))
-                        .collect();
-                    let note = if names.is_empty() {
-                        format!("`{fname}` has no parameters")
-                    } else {
-                        format!("the parameters of `{fname}` are {}", names.join(", "))
-                    };
+                    let note = params_note(f);
                     errs.push(
                         Diagnostic::new(
                             arg.span,
