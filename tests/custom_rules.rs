@@ -242,6 +242,36 @@ fn dguarded[N](k: i64[N], x: f64[N]) -> f64[N] = guarded(k, x)",
 }
 
 #[test]
+fn the_tangent_of_an_argument_not_differentiated_is_a_symbolic_zero() {
+    // The rules' coefficient of `a`'s tangent is NaN at `a < 0`; `a` is not
+    // differentiated, so that term is absent, before and after the
+    // optimizer (found by the random programs: unoptimized it was
+    // NaN · 0). Both a JVP rule and one made from a VJP rule.
+    use egrad::internals::pipeline::optimize_ir;
+    let p = prog(
+        "@custom_jvp(p_jvp)
+fn p(x: f64, a: f64) -> f64 = x
+fn p_jvp(x: f64, a: f64, dx: f64, da: f64) -> f64 = dx + log(a) * da
+@jvp(x)
+fn dp(x: f64, a: f64, dx: f64) -> f64 = p(x, a)
+@custom_vjp(q_vjp)
+fn q(x: f64, a: f64) -> f64 = x
+fn q_vjp(x: f64, a: f64, g: f64) -> (f64, f64) = (g, log(a) * g)
+@jvp(x)
+fn dq(x: f64, a: f64, dx: f64) -> f64 = q(x, a)",
+    );
+    let args = [f64s(1.0), f64s(-1.0), f64s(2.0)];
+    for f in ["dp", "dq"] {
+        let got = run_both(&p, f, &args).unwrap();
+        assert_eq!(got[0].as_scalar(), 2.0, "{f}");
+        let opt = optimize_ir(p.ir(f).unwrap(), &Options::default()).unwrap().after;
+        let refs: Vec<&Value> = args.iter().collect();
+        let o = egrad::internals::lang::interp::run(&opt, &refs).unwrap();
+        assert_eq!(o[0].as_scalar(), 2.0, "{f} optimized");
+    }
+}
+
+#[test]
 fn mistakes_with_rules_are_errors_at_the_place() {
     let cases: &[(&str, &str, &str)] = &[
         (

@@ -39,6 +39,61 @@ fn zero(b: &mut Builder, ty: &Type) -> Result<VarId, AdError> {
     Ok(b.push("", Op::Zero, &[], Some(ty))?)
 }
 
+/// `h` with the parameters marked in `zero` known to be zero (symbolic
+/// zero tangents of arguments that are not differentiated): what their
+/// zero absorbs is a symbolic zero too, and a sum with one is its other
+/// term. So a rule's coefficient of such a tangent is never computed, and
+/// a NaN or infinite one there (`log(a) * da` at `a < 0`) does not turn
+/// the tangent into NaN, with or without the optimizer, which treats a
+/// symbolic zero the same way.
+fn with_zero_params(h: &Function, zeros_in: &[bool]) -> Result<Function, AdError> {
+    let mut b = Builder::new(h.name.clone(), h.size_params.clone());
+    b.copy_loops(h);
+    let mut map: Vec<Option<VarId>> = vec![None; h.vars.len()];
+    let mut is_zero = vec![false; h.vars.len()];
+    for (k, p) in h.params.iter().enumerate() {
+        map[p.var.index()] = Some(b.param(h.var_name(p.var), h.ty(p.var).clone(), p.span));
+        is_zero[p.var.index()] = zeros_in.get(k).copied().unwrap_or(false);
+    }
+    let get = |map: &[Option<VarId>], v: VarId| {
+        map[v.index()]
+            .ok_or_else(|| invalid(format!("`{}`: a value used before it is defined", h.name)))
+    };
+    for s in &h.stmts {
+        let args: Vec<VarId> = s
+            .args
+            .iter()
+            .map(|a| get(&map, *a))
+            .collect::<Result<_, _>>()?;
+        let zeros: Vec<bool> = s.args.iter().map(|a| is_zero[a.index()]).collect();
+        let ty = h.ty(s.var);
+        let same = |a: VarId| h.ty(a) == ty;
+        let absorbed = s.op == Op::Zero
+            || zeros
+                .iter()
+                .enumerate()
+                .any(|(i, &z)| z && s.op.zero_if_arg_zero(i));
+        let v = if absorbed {
+            is_zero[s.var.index()] = true;
+            zero(&mut b, ty)?
+        } else {
+            match (s.op, &zeros[..]) {
+                (Op::Add | Op::Sub, [_, true]) if same(s.args[0]) => args[0],
+                (Op::Add, [true, _]) if same(s.args[1]) => args[1],
+                (Op::Sub, [true, _]) if same(s.args[1]) => b.push("", Op::Neg, &[args[1]], None)?,
+                _ => b.push(h.var_name(s.var), s.op, &args, Some(ty))?,
+            }
+        };
+        map[s.var.index()] = Some(v);
+    }
+    let rets = h
+        .rets
+        .iter()
+        .map(|r| get(&map, *r))
+        .collect::<Result<_, _>>()?;
+    Ok(b.finish(rets))
+}
+
 /// `h(x1 .. xn, u1 .. uk) -> (r1 .. rm)`, linear in the `u`s, transposed:
 /// a function of `(x1 .. xn, u1 .. uk, w1 .. wm)` whose results are the
 /// value of `Σ <r_j, w_j>` and then its gradient with respect to each `u`
@@ -134,14 +189,26 @@ pub(super) fn jvp(
             }
         });
     }
+    // The tangents that are symbolic zeros (arguments not differentiated).
+    let absent: Vec<bool> = active
+        .iter()
+        .map(|&i| tangents.get(i).copied().flatten().is_none())
+        .collect();
     let out = match (&rule.jvp, &rule.vjp) {
         (Some(jvp), _) => {
+            let mut zero_params = vec![false; xs.len()];
+            zero_params.extend(&absent);
+            let jvp = with_zero_params(jvp, &zero_params)?;
             let mut ins = xs.to_vec();
             ins.extend(&dxs);
-            b.inline(jvp, &ins)?
+            b.inline(&jvp, &ins)?
         }
         (None, Some(vjp)) => {
-            let t = transposed(vjp, xs.len())?;
+            // Parameters `(x.., g, dx..)`: `g` is a placeholder (the
+            // result does not depend on it).
+            let mut zero_params = vec![false; xs.len() + 1];
+            zero_params.extend(&absent);
+            let t = with_zero_params(&transposed(vjp, xs.len())?, &zero_params)?;
             let mut ins = xs.to_vec();
             let gty = f.ty(s.var).clone();
             ins.push(zero(b, &gty)?);
