@@ -81,6 +81,15 @@ const CASES: &[Case] = &[
         at: "3:7",
         says: "unknown name `z`",
     },
+    // Found by the fuzzer: steps on constants were folded one by one,
+    // 10^8 of them, for minutes; now a limit at 2^20 steps.
+    Case {
+        file: "constant-iterate",
+        action: Action::Check,
+        kind: ErrorKind::Limit,
+        at: "3:35",
+        says: "would be evaluated at compile time for 100000000 steps",
+    },
     Case {
         file: "dtype-mix",
         action: Action::Check,

@@ -271,6 +271,59 @@
 //! (2% a static one), 3% noise drawn from a key, and 3% each such a
 //! gradient checked.
 //!
+//! 7% of the programs (`EGRAD_RANDOM_CUSTOM`) have user primitives with
+//! their own derivative rules, drawn from a stream of their own too
+//! (without them a seed gives the program it gave before they were
+//! generated): one or two functions `prK` with `@custom_vjp(prK_vjp)`,
+//! `@custom_jvp(prK_jvp)` or both (a third each), whose body applies an
+//! element-wise `f` (`sin`, `tanh`, a square, softplus `log1p(exp(x))`
+//! or its stable form `max(x, 0) + log1p(exp(-abs(x)))`, whose kinks
+//! cancel, `exp(-x * x)`, `x * tanh(x)`) and whose rules are its
+//! derivative written out (sometimes naming it in a `let`):
+//!
+//! - element-wise, `fn prK(x: f64) -> f64 = f(x)` of a scalar, a vector
+//!   `f64[N]` or a matrix `f64[N, K]`: `prK_vjp(x, g) = g * f'(x)`,
+//!   `prK_jvp(x, dx) = f'(x) * dx`;
+//! - two parameters, `fn prK[N](x: f64[N], a: f64) -> f64[N] = a * f(x) +
+//!   sin(a)`: the VJP returns a tuple `(g * a * f'(x), +/(g * f(x)) +
+//!   cos(a) * +/g)`, the JVP takes `dx` and `da`;
+//! - reductions to a scalar, `+/f(x)` of a vector or a matrix, and
+//!   `fn prK[N](x: f64[N], a: f64) -> f64 = +/f(a * x)` (a tuple VJP;
+//!   derivative helpers may differentiate it directly).
+//!
+//! With one rule egrad makes the other by transposition, so reverse and
+//! forward mode (`jv`), second derivatives (`d2`, `hv`) and derivative
+//! helpers (`@grad` of a helper calling one: the loss's gradient is then
+//! a second derivative through the rule) all go through the rules, whose
+//! derivatives are exact, so finite differences check them. The loss calls
+//! one in a let (where its types are in scope), and anywhere an expression
+//! is written (also helpers and loops' steps) one may be called, but
+//! never in the text of a `tabulate` body (egrad refuses a primitive on
+//! values of the index; a helper calling one neither). In the f32 copy
+//! the primitive and its rules are `f32` alike. A primitive is not
+//! generic, nor is a helper calling one.
+//!
+//! 7% of the programs (`EGRAD_RANDOM_KERNELS`) call native kernels,
+//! registered once per process (`register_kernels`): `gelu_k(x)` (GELU,
+//! tanh's approximation) and `mulsin_k(x, y) = x * sin(y)`, element by
+//! element on `f64` vectors and matrices, with their VJPs; drawn from a
+//! stream of their own as well, with a let of the loss calling one and
+//! random calls like the primitives' (not in the text of a `tabulate`
+//! body; in loops' steps and helpers too). A kernel has no forward mode
+//! and no second derivative, and takes no `f32`: a program calling one
+//! has no `jv`, `d2` or `hv` (`d1` is still checked against finite
+//! differences), no derivative helper differentiates a helper calling
+//! one, and its f32 copy is not checked; each is counted as a skip with
+//! its reason (`SOAK skip`).
+//!
+//! The test prints how many programs call each and how often each form is
+//! written, and how many of those calling a primitive had a gradient,
+//! forward mode and a second derivative checked against finite
+//! differences (those calling a kernel, a gradient); in a release run at
+//! least 3% of the programs must call a primitive and 3% a kernel, 3% each
+//! have a gradient checked through one, and 1% a second derivative
+//! through a primitive.
+//!
 //! For every program:
 //!
 //! 0. every long `iterate` the generator wrote is a loop in the IR (a loop
@@ -291,7 +344,8 @@
 //!    NaN), and the program with `f32` for `f64` through the JIT and the
 //!    interpreter, bit for bit (there, numbers drawn from a key, `f64`s
 //!    egrad does not convert to `f32`, are rounded to a multiple of 2^-20
-//!    through an integer: `let z = f32(i64(z * 1048576)) * 2^-20`);
+//!    through an integer: `let z = f32(i64(z * 1048576)) * 2^-20`; not for
+//!    a program calling a native kernel, which takes `f64`s only);
 //! 2. `dloss` equals central finite differences of the loss (h =
 //!    1e-6·max(1, |x|), tolerance 1e-5·(1 + |fd|)); `vg` equals the loss and
 //!    `dloss`; `jv` equals finite differences along random tangents and the
@@ -336,6 +390,9 @@
 //! and indexed stacks, 0 to 1; 0.2), `EGRAD_RANDOM_MATCH` (the share of
 //! programs with `match`, 0 to 1; 0.08), `EGRAD_RANDOM_KEYS` (the share of
 //! programs with random numbers drawn from keys, 0 to 1; 0.08),
+//! `EGRAD_RANDOM_CUSTOM` (the share of programs with functions with their
+//! own derivative rules, 0 to 1; 0.07), `EGRAD_RANDOM_KERNELS` (the share
+//! of programs calling native kernels, 0 to 1; 0.07),
 //! `EGRAD_RANDOM_KEEP_GOING` (list every failing program),
 //! `EGRAD_RANDOM_PRINT` (print every program), `EGRAD_RANDOM_VERBOSE`
 //! (print why a program's finite differences were skipped),
@@ -470,6 +527,24 @@
 //! fn f[N, M](X: f64[N, M], x: f64[N]) -> f64[N] =
 //!   tabulate[N](i => +/flatten(iterate_until(2, X, q => matmul(transpose(q), q)[0, 0] > 0.5, q => q)) + x[i])
 //! ```
+//!
+//! Open (found by the fuzzer's functions with rules): a rule receives the
+//! tangent (or cotangent) of an inactive parameter as a real zero in the
+//! unoptimized program, but the e-graph takes it for the symbolic `(zero
+//! T)` of `rulesets/zero.rules`, which absorbs what it multiplies: where
+//! the rule multiplies it by NaN or an infinity, the unoptimized program
+//! (and the interpreter) gives NaN and the optimized one (and `egrad run`)
+//! does not.
+//!
+//! ```text
+//! @custom_jvp(p_jvp) fn p(x: f64, a: f64) -> f64 = x
+//! fn p_jvp(x: f64, a: f64, dx: f64, da: f64) -> f64 = dx + log(a) * da
+//! @jvp(x) fn dp(x: f64, a: f64, dx: f64) -> f64 = p(x, a)
+//!   => egrad run: 1 at x = 1, a = -1, dx = 1; egrad run --interp: NaN
+//! ```
+//!
+//! The rules generated here are finite wherever they are evaluated; the
+//! fuzzer's are finite (`tanh` of its values).
 //!
 //! Open: the language reference says `f32(...)` rounds the numbers drawn
 //! from a key, but egrad does not convert `f64` to `f32` ("converting f64
@@ -732,6 +807,15 @@ struct Helper {
     /// Runs a loop (a long `iterate`): not called inside `tabulate` or a
     /// loop's step, and never differentiated by a derivative helper.
     has_loop: bool,
+    /// A user primitive (a function with its own derivative rules, or a
+    /// native kernel), or calls one: never written in the text of a
+    /// `tabulate` body (egrad refuses one on values of its index).
+    prim: bool,
+    /// A native kernel, or calls one: never differentiated by a
+    /// derivative helper (a kernel's VJP has no derivative).
+    kernel: bool,
+    /// Tags recorded with the text of each call (see `tag`).
+    tags: Vec<&'static str>,
 }
 
 /// The length of a `tabulate`.
@@ -837,6 +921,18 @@ struct Gen<'r> {
     /// them for values of the index, and refuses a `matmul` of two of them
     /// (see the module doc), which is not written.
     tab_states: Vec<String>,
+    /// User primitives (functions with their own derivative rules, native
+    /// kernels) may be called at random (`EGRAD_RANDOM_CUSTOM`,
+    /// `EGRAD_RANDOM_KERNELS`; false elsewhere, and in programs without
+    /// them, which then draw what they drew before).
+    prims: bool,
+    /// The next helper call (not those in its arguments) is of a user
+    /// primitive or a helper calling one.
+    only_prim: bool,
+    /// A user primitive (or a helper calling one) was called; a native
+    /// kernel (or a helper calling one) was.
+    made_prim: bool,
+    made_kernel: bool,
 }
 
 const LITS: &[f64] = &[0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, -0.5, -2.0];
@@ -876,6 +972,10 @@ impl<'r> Gen<'r> {
             noise: false,
             keys: Vec::new(),
             tab_states: Vec::new(),
+            prims: false,
+            only_prim: false,
+            made_prim: false,
+            made_kernel: false,
         }
     }
 
@@ -1418,6 +1518,12 @@ impl<'r> Gen<'r> {
         }
         if self.noise && self.rng.chance(0.05) {
             if let Some(e) = self.noise_expr(ty, d) {
+                return self.bounded(e);
+            }
+        }
+        // User primitives, likewise (more often in loops' steps).
+        if self.prims && self.rng.chance(if self.in_long > 0 { 0.2 } else { 0.06 }) {
+            if let Some(e) = self.prim_call(ty, d) {
                 return self.bounded(e);
             }
         }
@@ -2286,6 +2392,11 @@ impl<'r> Gen<'r> {
             if self.only_rt && !h.params.iter().any(|p| matches!(p, HParam::RunCount(_))) {
                 continue;
             }
+            // A user primitive is not written in the text of a `tabulate`
+            // body (nor a helper calling one).
+            if (h.prim && (self.tab.is_some() || self.no_tabulate)) || (self.only_prim && !h.prim) {
+                continue;
+            }
             if self.only_helper.as_ref().is_some_and(|n| *n != h.name) {
                 continue;
             }
@@ -2334,6 +2445,7 @@ impl<'r> Gen<'r> {
         }
         self.only_rt = false;
         self.only_helper = None;
+        self.only_prim = false;
         if deriv && options.iter().any(|o| self.helpers[o.0].b.is_infinite()) {
             options.retain(|o| self.helpers[o.0].b.is_infinite());
         }
@@ -2343,6 +2455,8 @@ impl<'r> Gen<'r> {
         let (hi, tys, ty) = self.rng.pick(&options);
         let h = self.helpers[hi].clone();
         self.made_loop |= h.has_loop;
+        self.made_prim |= h.prim;
+        self.made_kernel |= h.kernel;
         let mut args = Vec::new();
         let mut parts = Vec::new();
         let mut k = 0;
@@ -2428,6 +2542,7 @@ impl<'r> Gen<'r> {
         if h.params.iter().any(|p| matches!(p, HParam::Key)) {
             tag(KEY_TAGS[9], &text);
         }
+        self.prim_tags(&h, &text);
         let mut e = Ex::of(text, h.b, false, &refs);
         e.ts &= h.ts;
         e.k = false;
@@ -5182,7 +5297,9 @@ fn gen_match_helper(rng: &mut Rng, k: usize, earlier: &[Helper], kind: bool) -> 
     let ts = form != 2 && parts.iter().all(|p| p.ts);
     let needs_var = text.contains("max/") || text.contains("min/");
     // Generic over the element type, as `gen_helper` makes some.
-    let generic = form != 2 && g.rng.chance(0.3);
+    // (Not one calling a user primitive, which has no element-type
+    // parameter.)
+    let generic = form != 2 && g.rng.chance(0.3) && !g.made_prim;
     let text = if generic {
         text.replace("f64", "T")
             .replacen(&format!("fn {name}["), &format!("fn {name}[T, "), 1)
@@ -5201,6 +5318,9 @@ fn gen_match_helper(rng: &mut Rng, k: usize, earlier: &[Helper], kind: bool) -> 
             uses_n1: false,
             generic,
             has_loop: g.made_loop,
+            prim: g.made_prim,
+            kernel: g.made_kernel,
+            tags: Vec::new(),
         },
     )
 }
@@ -5290,8 +5410,462 @@ fn gen_key_helper(rng: &mut Rng, k: usize, earlier: &[Helper]) -> (String, Helpe
             uses_n1: false,
             generic: false,
             has_loop: g.made_loop,
+            prim: g.made_prim,
+            kernel: g.made_kernel,
+            tags: Vec::new(),
         },
     )
+}
+
+// ---------------------------------------------------------------- user primitives
+
+/// The user primitives' constructs (tags, counted by program): functions
+/// with their own derivative rules (`EGRAD_RANDOM_CUSTOM`) called, and by
+/// rule, form and where; native kernels (`EGRAD_RANDOM_KERNELS`) called,
+/// and by kernel and where.
+const CUSTOM_TAGS: [&str; 13] = [
+    "custom: a function with its own derivative rules called",
+    "custom: a VJP rule only",
+    "custom: a JVP rule only",
+    "custom: both rules",
+    "custom: element-wise",
+    "custom: two parameters (a tuple cotangent)",
+    "custom: a reduction to a scalar",
+    "custom: on a scalar",
+    "custom: on a matrix",
+    "custom: differentiated by a derivative helper",
+    "custom: called in a loop's step",
+    "custom: called by a helper",
+    "custom: a body with kinks (stable softplus)",
+];
+
+const KERNEL_TAGS: [&str; 6] = [
+    "kernels: a native kernel called",
+    "kernels: gelu_k (one argument)",
+    "kernels: mulsin_k (two arguments)",
+    "kernels: on matrices",
+    "kernels: called in a loop's step",
+    "kernels: called by a helper",
+];
+
+/// The element-wise functions the bodies of user primitives apply, by
+/// number (see `prim_fun`).
+const PRIM_FUNS: usize = 7;
+
+/// The text of `f(u)` and of its derivative `f'(u)` for the operand `u`:
+/// `sin`, `tanh`, a square, softplus (also as the stable form, whose
+/// body has kinks that cancel), a Gaussian, `u * tanh(u)`.
+fn prim_fun(which: usize, u: &str) -> (String, String) {
+    let sigmoid = format!("(1 / (1 + exp(-{u})))");
+    match which {
+        0 => (format!("sin({u})"), format!("cos({u})")),
+        1 => (format!("tanh({u})"), format!("(1 - tanh({u}) * tanh({u}))")),
+        2 => (format!("({u} * {u})"), format!("(2 * {u})")),
+        3 => (format!("log1p(exp({u}))"), sigmoid),
+        4 => (format!("(max({u}, 0) + log1p(exp(-abs({u}))))"), sigmoid),
+        5 => (
+            format!("exp(-{u} * {u})"),
+            format!("(-2 * {u} * exp(-{u} * {u}))"),
+        ),
+        _ => (
+            format!("({u} * tanh({u}))"),
+            format!("(tanh({u}) + {u} * (1 - tanh({u}) * tanh({u})))"),
+        ),
+    }
+}
+
+/// A bound of `|f(u)|` for `|u| <= b`.
+fn prim_bound(which: usize, b: f64) -> f64 {
+    match which {
+        0 | 1 | 5 => 1.0,
+        2 => b * b,
+        3 | 4 => b + 1.0,
+        _ => b,
+    }
+}
+
+/// A user primitive `prK` (`EGRAD_RANDOM_CUSTOM`): a function with its own
+/// derivative rules (`@custom_vjp(prK_vjp)`, `@custom_jvp(prK_jvp)` or
+/// both), whose body applies an element-wise `f` (`prim_fun`) and whose
+/// rules are its derivative, written out: element-wise `f(x)` of a scalar,
+/// a vector or a matrix; `a * f(x) + sin(a)` of a vector and a scalar
+/// (the VJP a tuple); `+/f(x)` of a vector or a matrix; `+/f(a * x)`
+/// (which derivative helpers may differentiate: `(v, a) -> f64`). Its
+/// text (the primitive and its rules) and how to call it.
+fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
+    let name = format!("pr{k}");
+    let which = rng.below(PRIM_FUNS);
+    let form = rng.below(4);
+    let rules = rng.below(3);
+    let ty = match form {
+        0 => rng.pick(&[Ty::S, Ty::V(D::N), Ty::V(D::N), Ty::Mt(D::N, D::M)]),
+        2 => rng.pick(&[Ty::V(D::N), Ty::V(D::N), Ty::Mt(D::N, D::M)]),
+        _ => Ty::V(D::N),
+    };
+    let (t, sizes) = match ty {
+        Ty::S => ("f64", ""),
+        Ty::V(_) => ("f64[N]", "[N]"),
+        Ty::Mt(..) => ("f64[N, K]", "[N, K]"),
+    };
+    // (A rule sometimes names the derivative in a `let`.)
+    let with_let = rng.chance(0.4);
+    let rule = |head: String, d: &str, e: String| {
+        if with_let {
+            format!("fn {head} {{\n  let d = {d}\n  {e}\n}}")
+        } else {
+            format!("fn {head} = {e}")
+        }
+    };
+    let (f, df) = prim_fun(which, "x");
+    let (body, vjp, jvp, params, ret, b) = match form {
+        0 => (
+            format!("fn {name}{sizes}(x: {t}) -> {t} = {f}"),
+            rule(
+                format!("{name}_vjp{sizes}(x: {t}, g: {t}) -> {t}"),
+                &df,
+                if with_let {
+                    "g * d".into()
+                } else {
+                    format!("g * {df}")
+                },
+            ),
+            rule(
+                format!("{name}_jvp{sizes}(x: {t}, dx: {t}) -> {t}"),
+                &df,
+                if with_let {
+                    "d * dx".into()
+                } else {
+                    format!("{df} * dx")
+                },
+            ),
+            vec![HParam::Dyn(ty)],
+            ty,
+            prim_bound(which, LIMIT),
+        ),
+        1 => (
+            format!("fn {name}[N](x: f64[N], a: f64) -> f64[N] = a * {f} + sin(a)"),
+            rule(
+                format!("{name}_vjp[N](x: f64[N], a: f64, g: f64[N]) -> (f64[N], f64)"),
+                &df,
+                format!(
+                    "(g * a * {}, +/(g * {f}) + cos(a) * +/g)",
+                    if with_let { "d" } else { &df }
+                ),
+            ),
+            rule(
+                format!("{name}_jvp[N](x: f64[N], a: f64, dx: f64[N], da: f64) -> f64[N]"),
+                &df,
+                format!(
+                    "a * {} * dx + ({f} + cos(a)) * da",
+                    if with_let { "d" } else { &df }
+                ),
+            ),
+            vec![HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S)],
+            Ty::V(D::N),
+            LIMIT * prim_bound(which, LIMIT) + 1.0,
+        ),
+        2 => (
+            format!("fn {name}{sizes}(x: {t}) -> f64 = +/{f}"),
+            rule(
+                format!("{name}_vjp{sizes}(x: {t}, g: f64) -> {t}"),
+                &df,
+                if with_let {
+                    "g * d".into()
+                } else {
+                    format!("g * {df}")
+                },
+            ),
+            rule(
+                format!("{name}_jvp{sizes}(x: {t}, dx: {t}) -> f64"),
+                &df,
+                if with_let {
+                    "+/(d * dx)".into()
+                } else {
+                    format!("+/({df} * dx)")
+                },
+            ),
+            vec![HParam::Dyn(ty)],
+            Ty::S,
+            ty.len_max() * prim_bound(which, LIMIT),
+        ),
+        _ => {
+            let (fa, dfa) = prim_fun(which, "(a * x)");
+            let d = if with_let {
+                "d".to_string()
+            } else {
+                dfa.clone()
+            };
+            (
+                format!("fn {name}[N](x: f64[N], a: f64) -> f64 = +/{fa}"),
+                rule(
+                    format!("{name}_vjp[N](x: f64[N], a: f64, g: f64) -> (f64[N], f64)"),
+                    &dfa,
+                    format!("(g * a * {d}, g * +/(x * {d}))"),
+                ),
+                rule(
+                    format!("{name}_jvp[N](x: f64[N], a: f64, dx: f64[N], da: f64) -> f64"),
+                    &dfa,
+                    format!("+/({d} * (a * dx + x * da))"),
+                ),
+                vec![HParam::Dyn(Ty::V(D::N)), HParam::Dyn(Ty::S)],
+                Ty::S,
+                N_MAX as f64 * prim_bound(which, LIMIT * LIMIT),
+            )
+        }
+    };
+    let (attrs, rule_tag) = match rules {
+        0 => (format!("@custom_vjp({name}_vjp)"), CUSTOM_TAGS[1]),
+        1 => (format!("@custom_jvp({name}_jvp)"), CUSTOM_TAGS[2]),
+        _ => {
+            let (a, b) = (
+                format!("@custom_vjp({name}_vjp)"),
+                format!("@custom_jvp({name}_jvp)"),
+            );
+            let sep = if rng.chance(0.5) { " " } else { "\n" };
+            if rng.chance(0.5) {
+                (format!("{a}{sep}{b}"), CUSTOM_TAGS[3])
+            } else {
+                (format!("{b}{sep}{a}"), CUSTOM_TAGS[3])
+            }
+        }
+    };
+    let mut text = format!("{attrs}\n{body}");
+    if rules != 1 {
+        text = format!("{text}\n{vjp}");
+    }
+    if rules != 0 {
+        text = format!("{text}\n{jvp}");
+    }
+    let mut tags = vec![
+        CUSTOM_TAGS[0],
+        rule_tag,
+        match form {
+            0 => CUSTOM_TAGS[4],
+            1 | 3 => CUSTOM_TAGS[5],
+            _ => CUSTOM_TAGS[6],
+        },
+    ];
+    if form == 3 {
+        tags.push(CUSTOM_TAGS[6]);
+    }
+    match ty {
+        Ty::S => tags.push(CUSTOM_TAGS[7]),
+        Ty::Mt(..) => tags.push(CUSTOM_TAGS[8]),
+        Ty::V(_) => {}
+    }
+    if which == 4 {
+        tags.push(CUSTOM_TAGS[12]);
+    }
+    (
+        text,
+        Helper {
+            name,
+            params,
+            rets: vec![ret],
+            b,
+            ts: false,
+            needs_var: false,
+            uses_n1: false,
+            generic: false,
+            has_loop: false,
+            prim: true,
+            kernel: false,
+            tags,
+        },
+    )
+}
+
+/// The native kernels the programs drawn with them call (registered once
+/// per process, see `register_kernels`): `gelu_k(x)` (tanh's
+/// approximation of GELU) and `mulsin_k(x, y) = x * sin(y)`, element by
+/// element on `f64` arrays of any rank >= 1, with their VJPs.
+const KERNELS: [&str; 2] = ["gelu_k", "mulsin_k"];
+
+const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
+
+fn kernel_gelu(args: &[&[f64]], out: &mut [f64]) {
+    for (o, &x) in out.iter_mut().zip(args[0]) {
+        let t = (GELU_C * (x + 0.044715 * x * x * x)).tanh();
+        *o = 0.5 * x * (1.0 + t);
+    }
+}
+
+fn kernel_gelu_vjp(args: &[&[f64]], out: &mut [f64]) {
+    for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
+        let t = (GELU_C * (x + 0.044715 * x * x * x)).tanh();
+        let du = GELU_C * (1.0 + 3.0 * 0.044715 * x * x);
+        *o = g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
+    }
+}
+
+fn kernel_mulsin(args: &[&[f64]], out: &mut [f64]) {
+    for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {
+        *o = x * y.sin();
+    }
+}
+
+fn kernel_mulsin_dx(args: &[&[f64]], out: &mut [f64]) {
+    for ((o, &y), &g) in out.iter_mut().zip(args[1]).zip(args[2]) {
+        *o = g * y.sin();
+    }
+}
+
+fn kernel_mulsin_dy(args: &[&[f64]], out: &mut [f64]) {
+    for (((o, &x), &y), &g) in out.iter_mut().zip(args[0]).zip(args[1]).zip(args[2]) {
+        *o = g * x * y.cos();
+    }
+}
+
+fn kernel_same_shape(args: &[egrad::Type]) -> Result<egrad::Type, String> {
+    if args.iter().any(|a| *a != args[0]) {
+        return Err(format!(
+            "the arguments have different types: {}",
+            args.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(args[0].clone())
+}
+
+/// Register `KERNELS` (once per process: the test's threads share them).
+fn register_kernels() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let k = |name: &str, arity, forward, vjp| egrad::Kernel {
+            name: name.into(),
+            arity,
+            shape: kernel_same_shape,
+            forward,
+            vjp,
+            flops: 20.0,
+        };
+        egrad::register_kernel(k(KERNELS[0], 1, kernel_gelu, vec![kernel_gelu_vjp]))
+            .expect("register gelu_k");
+        egrad::register_kernel(k(
+            KERNELS[1],
+            2,
+            kernel_mulsin,
+            vec![kernel_mulsin_dx, kernel_mulsin_dy],
+        ))
+        .expect("register mulsin_k");
+    });
+}
+
+/// The helpers that call the kernels (`EGRAD_RANDOM_KERNELS`): each on
+/// vectors and on matrices (one or both kernels).
+fn kernel_helpers(rng: &mut Rng) -> Vec<Helper> {
+    let mut out = Vec::new();
+    let which: Vec<usize> = match rng.below(3) {
+        0 => vec![0],
+        1 => vec![1],
+        _ => vec![0, 1],
+    };
+    for w in which {
+        for ty in [Ty::V(D::N), Ty::Mt(D::N, D::M)] {
+            let mut tags = vec![KERNEL_TAGS[0], KERNEL_TAGS[1 + w]];
+            if matches!(ty, Ty::Mt(..)) {
+                tags.push(KERNEL_TAGS[3]);
+            }
+            out.push(Helper {
+                name: KERNELS[w].into(),
+                params: vec![HParam::Dyn(ty); w + 1],
+                rets: vec![ty],
+                // (|gelu(x)| <= |x|, |x * sin(y)| <= |x|.)
+                b: LIMIT,
+                ts: false,
+                needs_var: false,
+                uses_n1: false,
+                generic: false,
+                has_loop: false,
+                prim: true,
+                kernel: true,
+                tags,
+            });
+        }
+    }
+    out
+}
+
+impl Gen<'_> {
+    /// A call of a user primitive (or of a helper calling one) giving
+    /// `ty`, not in the text of a `tabulate` body.
+    fn prim_call(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        if self.tab.is_some() || self.no_tabulate {
+            return None;
+        }
+        self.only_prim = true;
+        self.call(ty, d)
+    }
+
+    /// Record the tags of a call `text` of `h`, and where it is.
+    fn prim_tags(&self, h: &Helper, text: &str) {
+        for &t in &h.tags {
+            tag(t, text);
+        }
+        for (first, step, helper) in [
+            (CUSTOM_TAGS[0], CUSTOM_TAGS[10], CUSTOM_TAGS[11]),
+            (KERNEL_TAGS[0], KERNEL_TAGS[4], KERNEL_TAGS[5]),
+        ] {
+            if h.tags.contains(&first) {
+                if self.in_long > 0 {
+                    tag(step, text);
+                }
+                if self.m_name != "M" {
+                    tag(helper, text);
+                }
+            }
+        }
+    }
+}
+
+/// A let of the loss that calls a user primitive (a kernel if `kernel`)
+/// directly: whether one was written.
+fn prim_let(g: &mut Gen, body: &mut String, lets: &mut Vec<String>, kernel: bool) -> bool {
+    let mut names: Vec<String> = g
+        .helpers
+        .iter()
+        .filter(|h| {
+            let first = if kernel {
+                KERNEL_TAGS[0]
+            } else {
+                CUSTOM_TAGS[0]
+            };
+            h.tags.contains(&first)
+        })
+        .map(|h| h.name.clone())
+        .collect();
+    names.dedup();
+    g.rng.shuffle(&mut names);
+    for name in names {
+        let depth = g.rng.range(1, max_depth()) as u32;
+        g.only_helper = Some(name);
+        if let Some((e, ty)) = g.call_any(false, depth) {
+            let name = g.fresh("a");
+            g.bind_let(body, lets, name, &e, ty);
+            return true;
+        }
+    }
+    false
+}
+
+/// The share of programs with functions with their own derivative rules,
+/// 0.07 unless `EGRAD_RANDOM_CUSTOM` (a number from 0 to 1) says otherwise.
+fn custom_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_CUSTOM")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.07)
+}
+
+/// The share of programs calling native kernels, 0.07 unless
+/// `EGRAD_RANDOM_KERNELS` (a number from 0 to 1) says otherwise.
+fn kernel_share() -> f64 {
+    std::env::var("EGRAD_RANDOM_KERNELS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.07)
 }
 
 // ---------------------------------------------------------------- sequences of their own length
@@ -5867,6 +6441,16 @@ struct Generated {
     matches: bool,
     /// The program was drawn with random numbers from keys.
     keys: bool,
+    /// The program was drawn with functions with their own derivative
+    /// rules, with native kernels.
+    custom: bool,
+    kernels: bool,
+    /// The program calls a native kernel: `d2`, `hv` and `jv` are left
+    /// out (`second_dropped`, `hv_dropped`, `jv_kernel`), and its f32 copy
+    /// is not checked.
+    kernel_used: bool,
+    /// `jv` was drawn and left out: the program calls a native kernel.
+    jv_kernel: bool,
     /// The helper that recurses through a static depth.
     rec_helper: Option<String>,
     /// The loss's derivatives were left out: egrad rejects them (a scan in
@@ -6000,6 +6584,7 @@ fn generate(seed: u64) -> Generated {
 }
 
 fn generate_with(seed: u64, nest: bool) -> Generated {
+    register_kernels();
     TAGS.with(|t| t.borrow_mut().clear());
     LONGS.with(|l| l.borrow_mut().clear());
     let mut rng = Rng(seed);
@@ -6068,9 +6653,16 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     let match_on = match_rng.chance(match_share());
     let mut key_rng = Rng(mix(seed ^ 0x4E15_E000_C0DE));
     let keys_on = key_rng.chance(key_share());
+    // User primitives: functions with their own derivative rules, and
+    // native kernels (registered from Rust): streams of their own as well.
+    let mut custom_rng = Rng(mix(seed ^ 0xC057_0000_9B1E));
+    let custom_on = custom_rng.chance(custom_share());
+    let mut kernel_rng = Rng(mix(seed ^ 0x6E2E_1000_F00D));
+    let kernels_on = kernel_rng.chance(kernel_share());
     let newer = Newer {
         matches: match_on,
         noise: keys_on,
+        prims: custom_on || kernels_on,
     };
     let seq_len = seq_rng.range(0, L_MAX + 1);
     let zs = SeqParam {
@@ -6115,6 +6707,18 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     // Helpers that run a loop of count `n` (their own or a callee's).
     let mut rt_helpers: Vec<String> = Vec::new();
     let nh = rng.range(1, 5);
+    // The user primitives first (the helpers may call them), from their
+    // own streams.
+    if custom_on {
+        for k in 0..1 + usize::from(custom_rng.chance(0.4)) {
+            let (text, h) = gen_prim(&mut custom_rng, k + 1);
+            items.push(text);
+            helpers.push(h);
+        }
+    }
+    if kernels_on {
+        helpers.extend(kernel_helpers(&mut kernel_rng));
+    }
     for k in 0..nh {
         let with_loop = loopy && loop_rng.chance(0.25);
         // Some helpers take the run-time count (and then have a loop).
@@ -6255,6 +6859,7 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     g.matches = match_on;
     g.mparams = mparams.clone();
     g.noise = keys_on;
+    g.prims = custom_on || kernels_on;
     if seed_param {
         g.keys.push("random_key(seed)".into());
     }
@@ -6353,6 +6958,11 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     } else {
         Vec::new()
     };
+    // A let that calls a user primitive, and one that calls a kernel.
+    let custom_let = custom_on.then(|| custom_rng.below(nlets));
+    let kernel_let = kernels_on.then(|| kernel_rng.below(nlets));
+    let mut custom_pending = false;
+    let mut kernel_pending = false;
     let mut match_pending = false;
     // (From `rec_let` on, until a call is written; likewise the nested
     // `tabulate` and the indexed stack, from their lets on.)
@@ -6368,6 +6978,9 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         }
         let avail = g.avail();
         rec_pending |= rec_let == Some(li);
+        // (From their lets on, until one is written.)
+        custom_pending |= custom_let == Some(li);
+        kernel_pending |= kernel_let == Some(li);
         if scan_let == Some(li) {
             let tys: Vec<Ty> = avail
                 .iter()
@@ -6437,6 +7050,14 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         match_pending |= match_let == Some(li);
         if match_pending && match_let_of(&mut g, &mut body, &mut lets) {
             match_pending = false;
+            continue;
+        }
+        if custom_pending && prim_let(&mut g, &mut body, &mut lets, false) {
+            custom_pending = false;
+            continue;
+        }
+        if kernel_pending && prim_let(&mut g, &mut body, &mut lets, true) {
+            kernel_pending = false;
             continue;
         }
         nest_pending |= nest_let == Some(li);
@@ -6539,6 +7160,12 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     if match_pending {
         match_let_of(&mut g, &mut body, &mut lets);
     }
+    if custom_pending {
+        prim_let(&mut g, &mut body, &mut lets, false);
+    }
+    if kernel_pending {
+        prim_let(&mut g, &mut body, &mut lets, true);
+    }
     while nest_pending || stack_pending {
         nest_lets(
             &mut g,
@@ -6634,7 +7261,17 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     let mut second_dropped = false;
     let mut second_refused = None;
     let scans = items.iter().any(|t| t.contains("scan("));
-    if (!loop_counts.is_empty() || rt.is_some() || scans || seq_on) && !second.is_empty() {
+    // A program calling a native kernel has no second derivative (a
+    // kernel's VJP has none) and no forward mode (a kernel has none): its
+    // `d2`, `hv` and `jv` are left out (and counted), and its f32 copy is
+    // not checked (kernels take `f64`s).
+    let kernel_used = kernels_on
+        && items
+            .iter()
+            .any(|t| KERNELS.iter().any(|k| t.contains(&format!("{k}("))));
+    if kernel_used && !second.is_empty() {
+        second_dropped = true;
+    } else if (!loop_counts.is_empty() || rt.is_some() || scans || seq_on) && !second.is_empty() {
         let with = [items.as_slice(), second.as_slice()].concat().join("\n\n");
         if let Err(e) = Program::parse(&fill(&with, &counts)) {
             second_refused = refused_forward(&e.to_string());
@@ -6676,6 +7313,10 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         jv_seq_left_out = jw.len() < before;
         (!jw.is_empty()).then_some(jw)
     });
+    let jv_kernel = kernel_used && jv.is_some();
+    if jv_kernel {
+        jv = None;
+    }
     let mut jv_refused = None;
     if let Some(jw) = &jv {
         let names: Vec<&str> = jw.iter().map(|&i| params[i].0.as_str()).collect();
@@ -6751,6 +7392,10 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         nest: nest_any,
         matches: match_on,
         keys: keys_on,
+        custom: custom_on,
+        kernels: kernels_on,
+        kernel_used,
+        jv_kernel,
         rec_helper,
         deriv_dropped,
         source,
@@ -6865,6 +7510,9 @@ fn gen_int_helper(rng: &mut Rng, k: usize) -> (String, (String, f64)) {
 struct Newer {
     matches: bool,
     noise: bool,
+    /// User primitives may be called at random (`EGRAD_RANDOM_CUSTOM`,
+    /// `EGRAD_RANDOM_KERNELS`).
+    prims: bool,
 }
 
 /// One helper function: its text and how to call it.
@@ -6885,6 +7533,9 @@ fn gen_helper(
     g.cat = cat;
     g.matches = newer.matches;
     g.noise = newer.noise;
+    g.prims = newer.prims;
+    // (A derivative helper of one calling a user primitive.)
+    let mut src_prim = false;
     let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
     let depth = g.rng.range(1, max_depth()) as u32;
     // A helper with a loop sometimes takes a run-time count `n: i64` first.
@@ -7036,6 +7687,7 @@ fn gen_helper(
                 .iter()
                 .filter(|h| {
                     !h.has_loop
+                        && !h.kernel
                         && h.rets == vec![Ty::S]
                         && h.params.len() == 2
                         && matches!(h.params[1], HParam::Dyn(Ty::S))
@@ -7046,6 +7698,7 @@ fn gen_helper(
                 return None;
             }
             let src = srcs[g.rng.below(srcs.len())];
+            src_prim = src.prim;
             let (sizes, p0) = match src.params[0] {
                 HParam::Dyn(Ty::V(D::N)) => ("[N]", ("v", Ty::V(D::N), "f64[N]")),
                 _ => ("", ("a", Ty::S, "f64")),
@@ -7088,6 +7741,9 @@ fn gen_helper(
                     )
                 }
             };
+            if src_prim {
+                tag(CUSTOM_TAGS[9], &text);
+            }
             (text, params, rets, f64::INFINITY, false)
         }
     };
@@ -7105,10 +7761,15 @@ fn gen_helper(
     let needs_var = text.contains("max/") || text.contains("min/");
     let uses_n1 = kind == 4;
     let has_loop = g.made_loop;
+    let (prim, kernel) = (g.made_prim || src_prim, g.made_kernel);
     // Generic over the element type: `f64` becomes `T` (the f32 copy of the
-    // program then specializes it to f32); not with noise (`f64`s).
-    let generic =
-        kind <= 5 && rng.chance(0.3) && !text.contains("= normal[") && !text.contains("= uniform[");
+    // program then specializes it to f32); not with noise (`f64`s), nor
+    // calling a user primitive (which has no element-type parameter).
+    let generic = kind <= 5
+        && rng.chance(0.3)
+        && !text.contains("= normal[")
+        && !text.contains("= uniform[")
+        && !prim;
     let text = if generic {
         let t = text.replace("f64", "T");
         match t.strip_prefix(&format!("fn {name}[")) {
@@ -7130,6 +7791,9 @@ fn gen_helper(
             uses_n1,
             generic,
             has_loop,
+            prim,
+            kernel,
+            tags: Vec::new(),
         },
     ))
 }
@@ -7226,6 +7890,9 @@ fn gen_rec_helper(rng: &mut Rng, k: usize, earlier: &[Helper], cat: bool) -> (St
             uses_n1: false,
             generic: false,
             has_loop: g.made_loop,
+            prim: g.made_prim,
+            kernel: g.made_kernel,
+            tags: Vec::new(),
         },
     )
 }
@@ -7636,6 +8303,11 @@ struct Stats {
     seq_grad_elems: usize,
     /// Those with an empty sequence (`L = 0`).
     seq_grad_empty: usize,
+    /// Programs calling a native kernel: their f32 copy not checked, their
+    /// `d2` and `hv` left out (`d1` still checked, in `d1_loop_checks`).
+    skip_f32_kernel: usize,
+    skip_d2_kernel: usize,
+    skip_hv_kernel: usize,
 }
 
 impl Stats {
@@ -7676,6 +8348,9 @@ impl Stats {
         self.seq_grad_checks += o.seq_grad_checks;
         self.seq_grad_elems += o.seq_grad_elems;
         self.seq_grad_empty += o.seq_grad_empty;
+        self.skip_f32_kernel += o.skip_f32_kernel;
+        self.skip_d2_kernel += o.skip_d2_kernel;
+        self.skip_hv_kernel += o.skip_hv_kernel;
     }
 }
 
@@ -7687,6 +8362,7 @@ fn print_soak_summary(
     stats: &Stats,
     failed: usize,
     jv_seq_left_out: usize,
+    jv_kernel: usize,
     refused: &[(String, usize)],
 ) {
     let run = [
@@ -7765,6 +8441,23 @@ fn print_soak_summary(
             jv_seq_left_out,
             "`jv` parameter left out: forward mode w.r.t. a scan's sequence (documented limit)"
                 .to_string(),
+        ),
+        (
+            stats.skip_f32_kernel,
+            "f32 copy not checked: the program calls a native kernel (kernels take f64 only)"
+                .to_string(),
+        ),
+        (
+            jv_kernel,
+            "`jv` left out: the program calls a native kernel (no forward mode)".to_string(),
+        ),
+        (
+            stats.skip_d2_kernel,
+            "`d2` left out: the program calls a native kernel (no second derivative)".to_string(),
+        ),
+        (
+            stats.skip_hv_kernel,
+            "`hv` left out: the program calls a native kernel (no second derivative)".to_string(),
         ),
     ];
     for (r, c) in refused {
@@ -8015,51 +8708,56 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
     }
     // The same program in f32: JIT == interpreter bit for bit (unoptimized
     // and optimized; f32 has no finite-difference or optimizer tolerance).
-    let src32 = to_f32(&gp.source);
-    let p32 = Program::parse(&src32)
-        .map_err(|e| Failure(format!("the f32 variant does not check:\n{e}")))?;
-    for name in p32.function_names() {
-        let Ok(f) = p32.ir(name) else { continue };
-        let mut fargs = inputs(f, gp, &mut rng);
-        let compile_ctx =
-            |m: String| Failure(format!("{name} (the program with f32 for f64): {m}"));
-        let opt = optimize_ir(f, &Options::default())
-            .map_err(|e| compile_ctx(format!("optimize: {e}")))?
-            .after;
-        let natives = [
-            backend::compile(f, &BackendOptions::verified())
-                .map_err(|e| compile_ctx(format!("compile: {e}")))?,
-            backend::compile(&opt, &BackendOptions::verified())
-                .map_err(|e| compile_ctx(format!("compile optimized: {e}")))?,
-        ];
-        for &count in &counts {
-            set_count(f, &mut fargs, count);
-            let refs: Vec<&Value> = fargs.iter().collect();
-            let ctx = |m: String| {
-                Failure(format!(
-                    "{name} (the program with f32 for f64): {m}\ninputs:\n  {}",
-                    show(&fargs)
-                ))
-            };
-            for ((which, f), native) in [("unoptimized", f), ("optimized", &opt)]
-                .into_iter()
-                .zip(&natives)
-            {
-                let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
-                let got = native
-                    .call(&refs)
-                    .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                    if !g.bits_eq(w) {
-                        return Err(ctx(format!(
-                            "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
-                            g.data, w.data
-                        )));
+    // (Not a program calling a native kernel: kernels take `f64`s.)
+    if gp.kernel_used {
+        stats.skip_f32_kernel = 1;
+    } else {
+        let src32 = to_f32(&gp.source);
+        let p32 = Program::parse(&src32)
+            .map_err(|e| Failure(format!("the f32 variant does not check:\n{e}")))?;
+        for name in p32.function_names() {
+            let Ok(f) = p32.ir(name) else { continue };
+            let mut fargs = inputs(f, gp, &mut rng);
+            let compile_ctx =
+                |m: String| Failure(format!("{name} (the program with f32 for f64): {m}"));
+            let opt = optimize_ir(f, &Options::default())
+                .map_err(|e| compile_ctx(format!("optimize: {e}")))?
+                .after;
+            let natives = [
+                backend::compile(f, &BackendOptions::verified())
+                    .map_err(|e| compile_ctx(format!("compile: {e}")))?,
+                backend::compile(&opt, &BackendOptions::verified())
+                    .map_err(|e| compile_ctx(format!("compile optimized: {e}")))?,
+            ];
+            for &count in &counts {
+                set_count(f, &mut fargs, count);
+                let refs: Vec<&Value> = fargs.iter().collect();
+                let ctx = |m: String| {
+                    Failure(format!(
+                        "{name} (the program with f32 for f64): {m}\ninputs:\n  {}",
+                        show(&fargs)
+                    ))
+                };
+                for ((which, f), native) in [("unoptimized", f), ("optimized", &opt)]
+                    .into_iter()
+                    .zip(&natives)
+                {
+                    let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+                    let got = native
+                        .call(&refs)
+                        .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+                    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                        if !g.bits_eq(w) {
+                            return Err(ctx(format!(
+                                "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
+                                g.data, w.data
+                            )));
+                        }
                     }
                 }
             }
+            stats.f32_functions += 1;
         }
-        stats.f32_functions += 1;
     }
     if gp.deriv_dropped {
         // egrad rejects the derivatives (see `generate_with`): checks 2 and
@@ -8307,9 +9005,15 @@ fn check_derivatives(
         let g1 = run(d1, &refs).map_err(|e| ctx(format!("d1: {e:?}")))?[0].as_scalar();
         let mut ok = fd_compare(loss_eval, &args, si, 0, g1, "d1").map_err(|f| ctx(f.0))?;
         if gp.second_dropped {
-            // Through a loop: d1 only (d2 and hv are not in the program).
-            stats.skip_d2_loop += 1;
-            stats.skip_hv_loop += usize::from(gp.hv_dropped);
+            // Through a loop or a native kernel: d1 only (d2 and hv are
+            // not in the program).
+            if gp.kernel_used {
+                stats.skip_d2_kernel += 1;
+                stats.skip_hv_kernel += usize::from(gp.hv_dropped);
+            } else {
+                stats.skip_d2_loop += 1;
+                stats.skip_hv_loop += usize::from(gp.hv_dropped);
+            }
             stats.d1_loop_checks += usize::from(ok);
             return Ok(());
         }
@@ -8413,6 +9117,7 @@ const INT_GROUPS: [(&str, &[&str]); 6] = [
 
 #[test]
 fn random_programs_jit_optimizer_and_derivatives() {
+    register_kernels();
     let start = std::time::Instant::now();
     let base = env_u64("EGRAD_RANDOM_SEED").unwrap_or(0x00E6_4AD5_EED0);
     // 600 programs take about 20 to 30 s on two cores in release (some 1.4
@@ -8428,6 +9133,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
         || std::env::var("EGRAD_RANDOM_NEST").is_ok()
         || std::env::var("EGRAD_RANDOM_MATCH").is_ok()
         || std::env::var("EGRAD_RANDOM_KEYS").is_ok()
+        || std::env::var("EGRAD_RANDOM_CUSTOM").is_ok()
+        || std::env::var("EGRAD_RANDOM_KERNELS").is_ok()
         || std::env::var("EGRAD_RANDOM_FIRST").is_ok();
     let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
     // The programs of indices `first..first + count` of the base seed's
@@ -8469,6 +9176,18 @@ fn random_programs_jit_optimizer_and_derivatives() {
     let mut key_programs = 0;
     let mut match_grad_programs = 0;
     let mut key_grad_programs = 0;
+    // Programs drawn with functions with their own derivative rules, and
+    // those calling one whose gradient (`dloss`), forward mode (`jv`),
+    // second derivative (`d2` or `hv`) were checked; programs drawn with
+    // native kernels, those calling one whose gradient was checked, and
+    // those whose `jv` was left out for it.
+    let mut custom_programs = 0;
+    let mut custom_grad_programs = 0;
+    let mut custom_jv_programs = 0;
+    let mut custom_d2_programs = 0;
+    let mut kernel_programs = 0;
+    let mut kernel_grad_programs = 0;
+    let mut jv_kernel = 0;
     let mut features: Vec<(&str, usize)> = [
         "tabulate[",
         "matmul(",
@@ -8588,6 +9307,8 @@ fn random_programs_jit_optimizer_and_derivatives() {
     .chain(STACK_TAGS.iter())
     .chain(MATCH_TAGS.iter())
     .chain(KEY_TAGS.iter())
+    .chain(CUSTOM_TAGS.iter())
+    .chain(KERNEL_TAGS.iter())
     .map(|f| (*f, 0))
     .collect();
     let print = std::env::var("EGRAD_RANDOM_PRINT").is_ok();
@@ -8675,6 +9396,9 @@ fn random_programs_jit_optimizer_and_derivatives() {
             nest_programs += usize::from(gp.nest);
             match_programs += usize::from(gp.matches);
             key_programs += usize::from(gp.keys);
+            custom_programs += usize::from(gp.custom);
+            kernel_programs += usize::from(gp.kernels);
+            jv_kernel += usize::from(gp.jv_kernel);
             nested_programs += usize::from(gp.tags.contains(&NEST_TAGS[0]));
             stack_programs += usize::from(STACK_TAGS.iter().any(|t| gp.tags.contains(t)));
             for (c, (_, tags)) in int_groups.iter_mut().zip(INT_GROUPS) {
@@ -8702,6 +9426,14 @@ fn random_programs_jit_optimizer_and_derivatives() {
                     if gp.tags.contains(&KEY_TAGS[0]) {
                         key_grad_programs += checked;
                     }
+                    if gp.tags.contains(&CUSTOM_TAGS[0]) {
+                        custom_grad_programs += checked;
+                        custom_jv_programs += usize::from(st.jvp_checks > 0);
+                        custom_d2_programs += usize::from(st.d2_checks + st.hvp_checks > 0);
+                    }
+                    if gp.tags.contains(&KERNEL_TAGS[0]) {
+                        kernel_grad_programs += checked;
+                    }
                 }
                 stats.add(&st)
             }
@@ -8715,7 +9447,7 @@ fn random_programs_jit_optimizer_and_derivatives() {
             }
         }
     }
-    print_soak_summary(&stats, failures.len(), jv_seq_left_out, &refused);
+    print_soak_summary(&stats, failures.len(), jv_seq_left_out, jv_kernel, &refused);
     if let Some(f) = failures.first() {
         panic!("{} programs failed; the first:\n{f}", failures.len());
     }
@@ -8837,6 +9569,24 @@ fn random_programs_jit_optimizer_and_derivatives() {
         key_grad_programs,
         by_tag(&KEY_TAGS[1..]),
     );
+    println!(
+        "user primitives: {custom_programs} programs drawn with functions with their own derivative rules; one called in {} ({} of them with a gradient, {} with forward mode, {} with a second derivative checked against finite differences); {}",
+        programs_with(CUSTOM_TAGS[0]),
+        custom_grad_programs,
+        custom_jv_programs,
+        custom_d2_programs,
+        by_tag(&CUSTOM_TAGS[1..]),
+    );
+    println!(
+        "native kernels: {kernel_programs} programs drawn with them; one called in {} ({} of them with a gradient checked against finite differences; left out for them: {} f32 copies, {} `jv`, {} `d2`, {} `hv`); {}",
+        programs_with(KERNEL_TAGS[0]),
+        kernel_grad_programs,
+        stats.skip_f32_kernel,
+        jv_kernel,
+        stats.skip_d2_kernel,
+        stats.skip_hv_kernel,
+        by_tag(&KERNEL_TAGS[1..]),
+    );
     let cov: Vec<String> = features.iter().map(|(f, c)| format!("`{f}` {c}")).collect();
     println!("programs using: {}", cov.join(", "));
     assert_eq!(stats.programs, seeds.len(), "every program must be checked");
@@ -8936,6 +9686,31 @@ fn random_programs_jit_optimizer_and_derivatives() {
             (
                 "a gradient checked with noise drawn from a key",
                 key_grad_programs,
+                0.03,
+            ),
+            (
+                "a function with its own derivative rules called",
+                programs_with(CUSTOM_TAGS[0]),
+                0.03,
+            ),
+            (
+                "a gradient checked through a function with its own derivative rules",
+                custom_grad_programs,
+                0.03,
+            ),
+            (
+                "a second derivative checked through a function with its own derivative rules",
+                custom_d2_programs,
+                0.01,
+            ),
+            (
+                "a native kernel called",
+                programs_with(KERNEL_TAGS[0]),
+                0.03,
+            ),
+            (
+                "a gradient checked through a native kernel",
+                kernel_grad_programs,
                 0.03,
             ),
         ] {

@@ -15,8 +15,15 @@
 //! every value or repeated), numbers drawn from keys (`normal[...]` and
 //! `uniform[...]` of a `random_key(seed)` of a literal, an `i64`
 //! parameter or an integer from a float, `split`, the next key drawn
-//! from), calls of earlier functions, and derivative functions (`@grad`,
-//! `@value_and_grad`, `@jvp`) of the scalar ones.
+//! from), calls of earlier functions, functions with their own
+//! derivative rules (`@custom_vjp`, `@custom_jvp` or both, the rules
+//! random expressions of the parameters linear in the cotangent or the
+//! tangents; now and then, on purpose, a rule of the wrong type or
+//! arity, one that is not linear, one calling its own primitive, a
+//! missing rule, a static parameter, a call inside `tabulate`), and
+//! derivative functions (`@grad`, `@value_and_grad`, `@jvp`) of the
+//! scalar ones. (Not native kernels: cases run in child processes,
+//! which would have to register them too.)
 //!
 //! Unlike `tests/random_programs.rs`, whose programs are always well typed
 //! and kept numerically tame so that their derivatives can be checked
@@ -46,9 +53,16 @@ struct Gen<'a> {
     rng: &'a mut Rng,
     /// Variables in scope: name (or an expression read like one) and shape.
     vars: Vec<(String, Shape)>,
-    /// Earlier plain functions of scalar result: name and parameter shapes
-    /// (`i64` parameters as `None`).
-    funcs: Vec<(String, Vec<Option<Shape>>)>,
+    /// Earlier plain functions of scalar result: name, parameter shapes
+    /// (`i64` parameters as `None`), and whether it is a function with
+    /// its own derivative rules or calls one.
+    funcs: Vec<(String, Vec<Option<Shape>>, bool)>,
+    /// How many `tabulate` bodies are being generated: a function with
+    /// rules is not called there but now and then on purpose (egrad
+    /// refuses one on values of the index).
+    in_tab: usize,
+    /// A function with rules (or one calling one) was called.
+    called_prim: bool,
     depth: usize,
     fresh: usize,
     /// The element type of this function's floats.
@@ -386,7 +400,11 @@ impl Gen<'_> {
                 format!("{f}({xs}, {init}, ({q}, {e}) => {q} * 0.5 + tanh({step}))")
             }
             8 | 9 if !self.funcs.is_empty() => {
-                let (f, params) = self.funcs[self.rng.below(self.funcs.len())].clone();
+                let (f, params, prim) = self.funcs[self.rng.below(self.funcs.len())].clone();
+                if prim && self.in_tab > 0 && !self.rng.chance(0.1) {
+                    return self.leaf(Scalar);
+                }
+                self.called_prim |= prim;
                 let args: Vec<String> = params
                     .iter()
                     .map(|s| match s {
@@ -443,7 +461,9 @@ impl Gen<'_> {
                 }
                 let n = pushed.len();
                 self.vars.extend(pushed);
+                self.in_tab += 1;
                 let body = self.expr(Scalar);
+                self.in_tab -= 1;
                 self.vars.truncate(self.vars.len() - n);
                 format!("tabulate[{len}]({i} => {body})")
             }
@@ -524,7 +544,9 @@ impl Gen<'_> {
                 }
                 let n = pushed.len();
                 self.vars.extend(pushed);
+                self.in_tab += 1;
                 let body = self.expr(Scalar);
+                self.in_tab -= 1;
                 self.vars.truncate(self.vars.len() - n);
                 format!("tabulate[N]({i} => tabulate[M]({j} => {body}))")
             }
@@ -620,12 +642,242 @@ impl Gen<'_> {
     }
 }
 
+impl Gen<'_> {
+    /// The type of a float of `shape` in this function's float type.
+    fn float_ty(&self, shape: Shape) -> String {
+        let fl = self.float;
+        match shape {
+            Scalar => fl.to_string(),
+            VecN => format!("{fl}[N]"),
+            VecM => format!("{fl}[M]"),
+            Matrix => format!("{fl}[N, M]"),
+        }
+    }
+
+    /// A coefficient of a rule: `tanh` of a leaf, or two of them combined.
+    /// (Nothing that indexes: a rule that fails where the primal does not,
+    /// an index out of range, would make the gradient program fail where
+    /// the function does not, which is no bug. And finite: unoptimized, a
+    /// rule multiplies the tangent of an inactive parameter as a real 0,
+    /// which the optimizer takes for a symbolic zero, absorbing a NaN
+    /// coefficient; see `tests/random_programs.rs`.)
+    fn coef(&mut self, shape: Shape) -> String {
+        let a = self.leaf(shape);
+        match self.rng.below(4) {
+            0 => format!("tanh({a})"),
+            1 => format!("abs(tanh({a}))"),
+            _ => {
+                let op = self.rng.pick(&["+", "-", "*", ".*"]);
+                let other = if self.rng.chance(0.3) { Scalar } else { shape };
+                let b = self.leaf(other);
+                format!("(tanh({a}) {op} tanh({b}))")
+            }
+        }
+    }
+
+    /// `coef * t` of shape `to` for `t` of shape `from` (summed or
+    /// broadcast where the shapes differ): linear in `t`.
+    fn linear(&mut self, t: &str, from: Shape, to: Shape) -> String {
+        if from == to || from == Scalar {
+            let c = self.coef(to);
+            format!("({c}) * {t}")
+        } else if to == Scalar {
+            let c = self.coef(from);
+            format!("+/(({c}) * {t})")
+        } else {
+            let c = self.coef(to);
+            format!("({c}) * +/{t}")
+        }
+    }
+
+    /// A function with its own derivative rules: `@custom_vjp(NAME_vjp)`,
+    /// `@custom_jvp(NAME_jvp)` or both on `fn pK[N, M](...)`, whose float
+    /// parameters and result have any shape (and sometimes an `i64`
+    /// parameter, which has no cotangent), and its rules: the VJP takes
+    /// the parameters and the cotangent `g` and returns one cotangent per
+    /// float parameter (a tuple if several), the JVP takes the parameters
+    /// and a tangent per float parameter; both random expressions linear
+    /// in `g` or the tangents (so not the derivative: only the pipeline is
+    /// checked). Now and then, on purpose: a static parameter, a rule
+    /// missing, of the wrong type or arity, not linear, or calling the
+    /// primitive. Returns its name, text and (for a scalar result)
+    /// parameter shapes.
+    fn primitive(&mut self, index: usize) -> (String, String, Vec<Option<Shape>>) {
+        let name = format!("p{index}");
+        self.float = if self.rng.chance(0.8) { "f64" } else { "f32" };
+        let odd = |g: &mut Self| g.rng.chance(0.04);
+        let mut params: Vec<(String, Option<Shape>)> = Vec::new();
+        for k in 0..self.rng.range(1, 4) {
+            let shape = match self.rng.below(9) {
+                0..=2 => Some(VecN),
+                3 => Some(VecM),
+                4 => Some(Matrix),
+                5 if self.rng.chance(0.5) => None,
+                _ => Some(Scalar),
+            };
+            let pname = match shape {
+                Some(Matrix) => format!("A{k}"),
+                None => format!("k{k}"),
+                _ => format!("x{k}"),
+            };
+            params.push((pname, shape));
+        }
+        let has = |s: Shape| params.iter().any(|p| p.1 == Some(s));
+        if !(has(Matrix) || has(VecN) && has(VecM)) {
+            params.push(("A9".into(), Some(Matrix)));
+        }
+        self.ints = params
+            .iter()
+            .filter(|p| p.1.is_none())
+            .map(|p| p.0.clone())
+            .collect();
+        self.statik = false;
+        let base: Vec<(String, Shape)> = params
+            .iter()
+            .map(|(n, s)| match s {
+                Some(s) => (n.clone(), *s),
+                None => (self.to_float(n), Scalar),
+            })
+            .collect();
+        let mut ptext: Vec<String> = params
+            .iter()
+            .map(|(n, s)| match s {
+                Some(s) => format!("{n}: {}", self.float_ty(*s)),
+                None => format!("{n}: i64"),
+            })
+            .collect();
+        let statik = odd(self);
+        if statik {
+            ptext.insert(0, "static c: i64".into());
+        }
+        let ret = [Scalar, Scalar, Scalar, VecN, VecM, Matrix][self.rng.below(6)];
+        let rty = self.float_ty(ret);
+        self.vars = base.clone();
+        let body = self.expr(ret);
+        let floats: Vec<(String, Shape)> = params
+            .iter()
+            .filter_map(|(n, s)| s.map(|s| (n.clone(), s)))
+            .collect();
+        let sig = ptext.join(", ");
+        let call_self = || {
+            let args: Vec<String> = params.iter().map(|(n, _)| n.clone()).collect();
+            let c = if statik { "1, " } else { "" };
+            let call = format!("{name}({c}{})", args.join(", "));
+            if ret == Scalar {
+                call
+            } else {
+                format!("+/{call}")
+            }
+        };
+        // The VJP: `g` then a cotangent per float parameter.
+        let vjp = {
+            self.vars = base.clone();
+            let mut outs: Vec<String> = floats
+                .iter()
+                .map(|(_, s)| self.linear("g", ret, *s))
+                .collect();
+            let mut tys: Vec<String> = floats.iter().map(|(_, s)| self.float_ty(*s)).collect();
+            if odd(self) && !outs.is_empty() {
+                // On purpose: a cotangent missing.
+                outs.pop();
+                tys.pop();
+            }
+            if odd(self) && !outs.is_empty() {
+                // On purpose: calling the primitive.
+                let c = call_self();
+                outs[0] = format!("{} + 0 * {c}", outs[0]);
+            }
+            let (ret_ty, value) = if outs.len() == 1 {
+                (tys[0].clone(), outs[0].clone())
+            } else {
+                (
+                    format!("({})", tys.join(", ")),
+                    format!("({})", outs.join(", ")),
+                )
+            };
+            let gty = if odd(self) {
+                let s = self.rng.pick(&SHAPES);
+                self.float_ty(s)
+            } else {
+                rty.clone()
+            };
+            format!("fn {name}_vjp[N, M]({sig}, g: {gty}) -> {ret_ty} = {value}")
+        };
+        // The JVP: a tangent per float parameter.
+        let jvp = {
+            self.vars = base.clone();
+            let mut tans = Vec::new();
+            let mut terms = Vec::new();
+            for (n, s) in &floats {
+                let t = format!("d{n}");
+                tans.push(format!("{t}: {}", self.float_ty(*s)));
+                terms.push(self.linear(&t, *s, ret));
+            }
+            if odd(self) && !floats.is_empty() {
+                // On purpose: not linear in the tangents.
+                let (n, s) = &floats[0];
+                terms.push(self.linear(&format!("(d{n} * d{n})"), *s, ret));
+            }
+            if odd(self) {
+                // On purpose: calling the primitive.
+                terms.push(format!("0 * {}", call_self()));
+            }
+            if odd(self) {
+                tans.pop();
+            }
+            if terms.is_empty() {
+                terms.push(self.coef(ret));
+            }
+            let mut all = ptext.clone();
+            all.extend(tans);
+            format!(
+                "fn {name}_jvp[N, M]({}) -> {rty} = {}",
+                all.join(", "),
+                terms.join(" + ")
+            )
+        };
+        let rules = self.rng.below(3);
+        let mut text = String::new();
+        if rules != 1 {
+            text.push_str(&format!("@custom_vjp({name}_vjp)"));
+        }
+        if rules != 0 {
+            if !text.is_empty() {
+                text.push_str(if self.rng.chance(0.5) { " " } else { "\n" });
+            }
+            text.push_str(&format!("@custom_jvp({name}_jvp)"));
+        }
+        text.push_str(&format!("\nfn {name}[N, M]({sig}) -> {rty} = {body}\n"));
+        // The rules named, now and then one missing (on purpose).
+        let missing = odd(self);
+        if rules != 1 && !(missing && rules == 0) {
+            text.push_str(&format!("{vjp}\n"));
+        }
+        if rules != 0 && !(missing && rules == 1) {
+            text.push_str(&format!("{jvp}\n"));
+        }
+        self.vars = base;
+        let shapes = params.iter().map(|p| p.1).collect();
+        (
+            name,
+            text,
+            if ret == Scalar && !statik {
+                shapes
+            } else {
+                Vec::new()
+            },
+        )
+    }
+}
+
 /// A program of one to four functions, and derivative functions of some.
 pub fn program(rng: &mut Rng) -> String {
     let mut g = Gen {
         rng,
         vars: Vec::new(),
         funcs: Vec::new(),
+        in_tab: 0,
+        called_prim: false,
         depth: 0,
         fresh: 0,
         float: "f64",
@@ -634,12 +886,26 @@ pub fn program(rng: &mut Rng) -> String {
     };
     let mut out = String::new();
     for k in 0..g.rng.range(1, 4) {
-        let (name, text, shapes) = g.function(k);
+        // Now and then a function with its own derivative rules.
+        g.called_prim = false;
+        let (name, text, shapes) = if g.rng.chance(0.25) {
+            g.primitive(k)
+        } else {
+            g.function(k)
+        };
+        let prim = g.called_prim || name.starts_with('p');
         out.push_str(&text);
         if !shapes.is_empty() {
             // `fn NAME[SIZES](PARAMS) -> ...`: the derivative function has
             // the same sizes and parameters.
-            let header = text.split(" -> ").next().unwrap_or("");
+            // (After the attributes of a function with rules.)
+            let header = text
+                .lines()
+                .find(|l| l.starts_with(&format!("fn {name}")))
+                .unwrap_or("")
+                .split(" -> ")
+                .next()
+                .unwrap_or("");
             let (head, params) = header.split_once('(').unwrap_or((header, ""));
             let params = params.trim_end_matches(')');
             let sizes = head
@@ -686,7 +952,7 @@ pub fn program(rng: &mut Rng) -> String {
                 names.join(", "),
                 args.join(", ")
             ));
-            g.funcs.push((name, shapes));
+            g.funcs.push((name, shapes, prim));
         }
         out.push('\n');
     }

@@ -22,6 +22,12 @@ pub const UNROLL_STMTS: usize = 2_000;
 /// starts with constants), before the rest of the steps become a loop.
 const PEEL_STEPS: i64 = 3;
 
+/// The most steps of an `iterate` the checker evaluates one by one. Steps
+/// on constants (`iterate(100000000, 1.0, q => q * 0.5 + 0.1)`) are folded
+/// without adding a statement, so the statement limit never stops them:
+/// this bounds the compile time (well under a second) instead.
+const MAX_UNROLLED_STEPS: i64 = 1 << 20;
+
 /// The leaves of a (possibly nested) tuple value, left to right.
 fn flatten_leaves(v: &Val, out: &mut Vec<Val>) {
     match v {
@@ -505,6 +511,18 @@ impl<'a> FnCx<'a> {
             }
             let note = format!("a long `{what}` becomes a loop only when every part of its state, and every value its step reads from outside, is an array of one element type and shape (or a scalar)");
             if self.unrolled_too_large(count.span, what, &note) {
+                return Val::Err;
+            }
+            if step >= MAX_UNROLLED_STEPS {
+                self.error(
+                    Diagnostic::limit(
+                        count.span,
+                        format!(
+                            "`{what}` would be evaluated at compile time for {n} steps; egrad evaluates at most {MAX_UNROLLED_STEPS}"
+                        ),
+                    )
+                    .with_note("its state is made of constants (or the step adds no operation), so it is computed while compiling rather than run as a loop: start it from a run-time value, such as a parameter"),
+                );
                 return Val::Err;
             }
             let mut stop = None;
