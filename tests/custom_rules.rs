@@ -264,7 +264,9 @@ fn dq(x: f64, a: f64, dx: f64) -> f64 = q(x, a)",
     for f in ["dp", "dq"] {
         let got = run_both(&p, f, &args).unwrap();
         assert_eq!(got[0].as_scalar(), 2.0, "{f}");
-        let opt = optimize_ir(p.ir(f).unwrap(), &Options::default()).unwrap().after;
+        let opt = optimize_ir(p.ir(f).unwrap(), &Options::default())
+            .unwrap()
+            .after;
         let refs: Vec<&Value> = args.iter().collect();
         let o = egrad::internals::lang::interp::run(&opt, &refs).unwrap();
         assert_eq!(o[0].as_scalar(), 2.0, "{f} optimized");
