@@ -5850,22 +5850,25 @@ fn prim_let(g: &mut Gen, body: &mut String, lets: &mut Vec<String>, kernel: bool
     false
 }
 
+/// The share of programs an environment variable sets (a number from 0 to
+/// 1), or `default`.
+fn env_share(var: &str, default: f64) -> f64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 /// The share of programs with functions with their own derivative rules,
 /// 0.07 unless `EGRAD_RANDOM_CUSTOM` (a number from 0 to 1) says otherwise.
 fn custom_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_CUSTOM")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.07)
+    env_share("EGRAD_RANDOM_CUSTOM", 0.07)
 }
 
 /// The share of programs calling native kernels, 0.07 unless
 /// `EGRAD_RANDOM_KERNELS` (a number from 0 to 1) says otherwise.
 fn kernel_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_KERNELS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.07)
+    env_share("EGRAD_RANDOM_KERNELS", 0.07)
 }
 
 // ---------------------------------------------------------------- sequences of their own length
@@ -6502,10 +6505,7 @@ fn refused_forward(e: &str) -> Option<&'static str> {
 /// The share of programs with long iterates (loops), 0.2 unless
 /// `EGRAD_RANDOM_LOOPS` (a number from 0 to 1) says otherwise.
 fn loop_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_LOOPS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.2)
+    env_share("EGRAD_RANDOM_LOOPS", 0.2)
 }
 
 /// The most statements a loss's loops may execute in one evaluation when a
@@ -6518,20 +6518,14 @@ const NESTED_COST: u64 = 50_000;
 /// `concat`, static recursion), 0.2 unless `EGRAD_RANDOM_NEW` (a number
 /// from 0 to 1) says otherwise.
 fn novel_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_NEW")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.2)
+    env_share("EGRAD_RANDOM_NEW", 0.2)
 }
 
 /// The share of programs with run-time integers (`i64` parameters of the
 /// loss, gathers, `scatter_add`, integer arithmetic), 0.3 unless
 /// `EGRAD_RANDOM_INTS` (a number from 0 to 1) says otherwise.
 fn int_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_INTS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.3)
+    env_share("EGRAD_RANDOM_INTS", 0.3)
 }
 
 /// The share of programs with the sequence constructs (`scan` and
@@ -6539,37 +6533,25 @@ fn int_share() -> f64 {
 /// bound), 0.15 unless `EGRAD_RANDOM_SEQ` (a number from 0 to 1) says
 /// otherwise (they cost some 2.5 times as much to check as the others).
 fn seq_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_SEQ")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.15)
+    env_share("EGRAD_RANDOM_SEQ", 0.15)
 }
 
 /// The share of programs with nested `tabulate`s and indexed stacks, 0.2
 /// unless `EGRAD_RANDOM_NEST` (a number from 0 to 1) says otherwise.
 fn nest_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_NEST")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.2)
+    env_share("EGRAD_RANDOM_NEST", 0.2)
 }
 
 /// The share of programs with `match`, 0.08 unless `EGRAD_RANDOM_MATCH`
 /// (a number from 0 to 1) says otherwise.
 fn match_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_MATCH")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.08)
+    env_share("EGRAD_RANDOM_MATCH", 0.08)
 }
 
 /// The share of programs with random numbers drawn from keys, 0.08 unless
 /// `EGRAD_RANDOM_KEYS` (a number from 0 to 1) says otherwise.
 fn key_share() -> f64 {
-    std::env::var("EGRAD_RANDOM_KEYS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0.08)
+    env_share("EGRAD_RANDOM_KEYS", 0.08)
 }
 
 /// The share of the loop programs with a run-time count.
