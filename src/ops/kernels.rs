@@ -1,7 +1,7 @@
 //! Native kernels: Rust functions a program calls by name, with the shape
 //! rule that types a call and the VJP that differentiates it
 //! ([`register_kernel`]). A call is one op, `kernel K n x1 .. xn`
-//! ([`Op::Kernel`]): the e-graph keeps it whole, the interpreter calls the
+//! ([`Op::Kernel`](super::Op::Kernel)): the e-graph keeps it whole, the interpreter calls the
 //! function on the arguments' elements, and native code calls it through
 //! [`egrad_kernel_call`] on the arguments' buffers. Reverse mode applies
 //! the kernel's VJP, one function per argument, registered with it as
@@ -10,7 +10,6 @@
 //! Kernels take and give `f64` arrays (rank 1 or more). They live in the
 //! process: an object file (`egrad build`) cannot call them.
 
-use super::Op;
 use crate::lang::types::{DType, Type};
 use std::sync::{OnceLock, RwLock};
 
@@ -250,15 +249,5 @@ pub unsafe extern "C" fn egrad_kernel_call(
     let run = std::panic::AssertUnwindSafe(|| call_kernel(id as u32, &args, &mut *out));
     if std::panic::catch_unwind(run).is_err() {
         out.fill(f64::NAN);
-    }
-}
-
-impl Op {
-    /// The kernel a `kernel` op calls.
-    pub fn kernel_id(&self) -> Option<u32> {
-        match self {
-            Op::Kernel(k, _) => Some(*k),
-            _ => None,
-        }
     }
 }

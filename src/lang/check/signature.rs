@@ -324,7 +324,7 @@ pub(super) fn signature_with(
         .iter()
         .partition(|a| CUSTOM_ATTRS.contains(&a.name.name.as_str()));
     let mut custom = Vec::new();
-    for a in &rule_attrs {
+    for (k, a) in rule_attrs.iter().enumerate() {
         let attr = a.name.name.as_str();
         let [rule] = &a.args[..] else {
             errs.push(Diagnostic::new(
@@ -333,11 +333,7 @@ pub(super) fn signature_with(
             ));
             continue;
         };
-        if let Some(first) = rule_attrs[..]
-            .iter()
-            .take_while(|b| !std::ptr::eq(**b, *a))
-            .find(|b| b.name.name == attr)
-        {
+        if let Some(first) = rule_attrs[..k].iter().find(|b| b.name.name == attr) {
             errs.push(
                 Diagnostic::new(a.span, format!("`{fname}` has two `@{attr}` rules"))
                     .with_label(first.span, "the first one is here"),
