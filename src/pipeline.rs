@@ -27,7 +27,8 @@ use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
 use crate::rewrites::{
-    insert_split, recompute_rule, saturate_observed, IterationHook, Limits, SaturationReport,
+    insert_split, recompute_rule, saturate_observed, Inserted, IterationHook, Limits,
+    SaturationReport,
 };
 use indexmap::IndexMap;
 use std::fmt;
@@ -341,10 +342,6 @@ pub fn optimize_split(
     if options.no_optimize {
         return Ok(unoptimized(None));
     }
-    let mut rules = options.rules()?.rewrites();
-    if primal_len.is_some() {
-        rules.push(recompute_rule());
-    }
     let inserted = insert_split(f, primal_len);
     let size = inserted.egraph.total_number_of_nodes();
     if size > options.limits.nodes {
@@ -362,8 +359,7 @@ pub fn optimize_split(
             time: std::time::Duration::ZERO,
         })));
     }
-    let hook = options.progress.saturation(&f.name);
-    let (ins, report) = saturate_observed(inserted, &rules, &options.limits, hook);
+    let (ins, report) = saturate_consistent(f, primal_len, inserted, options)?;
     let mut ex = extract(&ins, f, &model).map_err(Error::internal)?;
     // Loop bodies (and their VJPs) are functions of their own: each goes
     // through the e-graph too.
@@ -384,6 +380,58 @@ pub fn optimize_split(
         saturation: Some(report),
         residual_choices: ex.residuals,
     })
+}
+
+/// Saturate `inserted` (`f` inserted with [`insert_split`]) with the
+/// options' rules, and make sure the e-graph proved no false equation: a
+/// merge of two different constants (`Analysis::conflict`). Exact rules
+/// cannot make one, so with them it is an internal error (or, with a rules
+/// directory, the user's rules' fault). Rules of real arithmetic can,
+/// through rounded constants, and then everything computed from those
+/// constants may be wrong: the fast-math e-graph is dropped and `f` is
+/// saturated again with the exact rules, which the report says.
+fn saturate_consistent(
+    f: &Function,
+    primal_len: Option<usize>,
+    inserted: Inserted,
+    options: &Options,
+) -> Result<(Inserted, SaturationReport)> {
+    let run = |inserted: Inserted, set: &RuleSet| {
+        let mut rules = set.rewrites();
+        if primal_len.is_some() {
+            rules.push(recompute_rule());
+        }
+        let hook = options.progress.saturation(&f.name);
+        saturate_observed(inserted, &rules, &options.limits, hook)
+    };
+    let (ins, report) = run(inserted, &options.rules()?);
+    let Some((a, b)) = ins.egraph.analysis.conflict else {
+        return Ok((ins, report));
+    };
+    let proved = format!("the rules proved {a} = {b}");
+    if !options.fast_math {
+        return Err(match &options.rules_dir {
+            Some(d) => Error::Usage(format!(
+                "optimizing `{}`: {proved} (a rule in {} is not an identity)",
+                f.name,
+                d.display()
+            )),
+            None => Error::internal(format!("optimizing `{}`: {proved}", f.name)),
+        });
+    }
+    let exact = options.clone().fast_math(false).rules()?;
+    let (ins, mut report) = run(insert_split(f, primal_len), &exact);
+    if let Some((a, b)) = ins.egraph.analysis.conflict {
+        return Err(Error::internal(format!(
+            "optimizing `{}` with the exact rules: the rules proved {a} = {b}",
+            f.name
+        )));
+    }
+    report.stop_reason = format!(
+        "{}; fast math set aside: with it {proved} (rounded constants), so the exact rules were used",
+        report.stop_reason
+    );
+    Ok((ins, report))
 }
 
 /// An optimized gradient: every stage's program, the report, and a way to

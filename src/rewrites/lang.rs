@@ -303,8 +303,22 @@ pub struct Data {
     pub denotes: Option<Type>,
     /// The class's value is this scalar constant.
     pub konst: Option<Lit>,
+    /// The class is an array whose every element is this constant: a
+    /// broadcast constant, or an element-wise op on such arrays and scalar
+    /// constants. No node is added for it (the `bcast-*` rules fold
+    /// broadcasts); the `value` guard reads it, so that rules of real
+    /// arithmetic never fire on a constant, whatever its shape.
+    pub splat: Option<Lit>,
     /// The class is a symbolic zero tangent.
     pub zero: bool,
+}
+
+impl Data {
+    /// The one number every element of the class's value is, if known: a
+    /// scalar constant or an array's splat.
+    pub fn uniform(&self) -> Option<Lit> {
+        self.konst.or(self.splat)
+    }
 }
 
 /// The analysis: types of inputs are given; everything else is derived
@@ -312,6 +326,22 @@ pub struct Data {
 #[derive(Clone, Debug, Default)]
 pub struct Analysis {
     pub inputs: IndexMap<String, Type>,
+    /// The first merge of two classes holding different constants (scalars
+    /// or splats), if any. Every class holds equal values, so two
+    /// different constants in one class mean the rules proved a false
+    /// equation: no program may be extracted from such an e-graph. Exact
+    /// rules never do (they hold bit for bit, and constant folding is the
+    /// op table's evaluator); rules of real arithmetic can, through the
+    /// rounding of folded constants (`c + 1` folds to `c` past 2^53, `c · c`
+    /// to infinity), and one such merge collapses everything computed from
+    /// those constants. The pipeline checks it after saturation.
+    pub conflict: Option<(Lit, Lit)>,
+}
+
+/// Two constants that are the same value: equal bits, or both NaN (NaN
+/// payloads are not modelled).
+fn same_constant(a: Lit, b: Lit) -> bool {
+    a == b || (a.value().is_nan() && b.value().is_nan() && a.dtype == b.dtype)
 }
 
 pub type EG = EGraph<Node, Analysis>;
@@ -325,12 +355,14 @@ impl egg::Analysis<Node> for Analysis {
                 ty: None,
                 denotes: Some(t.ty().clone()),
                 konst: None,
+                splat: None,
                 zero: false,
             },
             Node::Input(n) => Data {
                 ty: egraph.analysis.inputs.get(n.as_str()).cloned(),
                 denotes: None,
                 konst: None,
+                splat: None,
                 zero: false,
             },
             // The same value as the child, however it is obtained.
@@ -356,6 +388,11 @@ impl egg::Analysis<Node> for Analysis {
                     _ if op.is_elementwise() => fold(egraph, *op, ir_args, ty.as_ref()),
                     _ => None,
                 };
+                let splat = match op {
+                    Op::Bcast => ir_args.first().and_then(|c| egraph[*c].data.konst),
+                    _ if op.is_elementwise() => fold_splat(egraph, *op, ir_args, ty.as_ref()),
+                    _ => None,
+                };
                 let zero = matches!(op, Op::Zero)
                     || ir_args
                         .iter()
@@ -365,6 +402,7 @@ impl egg::Analysis<Node> for Analysis {
                     ty,
                     denotes: None,
                     konst,
+                    splat,
                     zero,
                 }
             }
@@ -386,10 +424,23 @@ impl egg::Analysis<Node> for Analysis {
         } else if a.denotes.is_some() && b.denotes.is_none() {
             changed_b = true;
         }
+        for (x, y) in [(a.konst, b.konst), (a.splat, b.splat)] {
+            if let (Some(x), Some(y)) = (x, y) {
+                if !same_constant(x, y) && self.conflict.is_none() {
+                    self.conflict = Some((x, y));
+                }
+            }
+        }
         if a.konst.is_none() && b.konst.is_some() {
             a.konst = b.konst;
             changed_a = true;
         } else if a.konst.is_some() && b.konst.is_none() {
+            changed_b = true;
+        }
+        if a.splat.is_none() && b.splat.is_some() {
+            a.splat = b.splat;
+            changed_a = true;
+        } else if a.splat.is_some() && b.splat.is_none() {
             changed_b = true;
         }
         if !a.zero && b.zero {
@@ -429,6 +480,29 @@ fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
             egraph[*c]
                 .data
                 .konst
+                .map(|l| Value::scalar(l.dtype, l.value()))
+        })
+        .collect();
+    let vals = vals?;
+    let refs: Vec<&Value> = vals.iter().collect();
+    let r = op.eval(&refs, ty.dtype, &[]);
+    Some(Lit::new(ty.dtype, r.as_scalar()))
+}
+
+/// The splat of an element-wise op on an array whose operands are splats
+/// or scalar constants: the op folded on the numbers, in the result's
+/// precision.
+fn fold_splat(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
+    let ty = ty?;
+    if ty.is_scalar() || op.is_loop() {
+        return None;
+    }
+    let vals: Option<Vec<Value>> = args
+        .iter()
+        .map(|c| {
+            egraph[*c]
+                .data
+                .uniform()
                 .map(|l| Value::scalar(l.dtype, l.value()))
         })
         .collect();

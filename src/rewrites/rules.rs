@@ -65,9 +65,11 @@ pub enum Guard {
     Pow2(Var),
     /// The class is a finite constant.
     Const(Var),
-    /// The class is not a constant: rules of real arithmetic that would
-    /// otherwise also fire on constants (and fold new ones without end)
-    /// apply to computed values only.
+    /// The class is not a constant, neither a scalar nor an array whose
+    /// elements are all one constant (a broadcast constant): rules of real
+    /// arithmetic that would otherwise also fire on constants (and fold new
+    /// ones without end, until rounding or overflow makes two different
+    /// constants meet) apply to computed values only.
     Value(Var),
     /// The class is a constant integer `n` with `1 ≤ n ≤ MAX_POWER`: an
     /// exponent that powers may gather into.
@@ -162,7 +164,7 @@ impl Guard {
             Guard::Scalar(_) => d.ty.as_ref().is_some_and(|t| t.is_scalar()),
             Guard::Array(_) => d.ty.as_ref().is_some_and(|t| !t.is_scalar()),
             Guard::TypeOf(..) => d.ty.is_some(),
-            Guard::Value(_) => d.konst.is_none(),
+            Guard::Value(_) => d.uniform().is_none(),
         }
     }
 }
