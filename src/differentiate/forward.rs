@@ -46,14 +46,18 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         let tv = m(&map, f.params[t].var)?;
         tan[f.params[p].var.index()] = Some(tv);
     }
-    // The tangent loop of each loop (numbered in `b`), made when needed.
-    let mut tangent_loops: HashMap<usize, u32> = HashMap::new();
-    let mut tangent_id = |b: &mut Builder, l: usize| -> Result<u32, AdError> {
-        if let Some(&id) = tangent_loops.get(&l) {
+    // The tangent loop of each loop (numbered in `b`), made when needed:
+    // without a VJP (reverse mode gives it its body's VJP if it is
+    // differentiated), and, as the loop of a `loopvjp`'s tangent (`walk`),
+    // a copy whose VJP is the tangent of the loop's VJP (see
+    // `tangent_loop_def`).
+    let mut tangent_loops: HashMap<(usize, bool), u32> = HashMap::new();
+    let mut tangent_id = |b: &mut Builder, l: usize, walk: bool| -> Result<u32, AdError> {
+        if let Some(&id) = tangent_loops.get(&(l, walk)) {
             return Ok(id);
         }
-        let id = b.add_loop(tangent_loop_def(f, l)?);
-        tangent_loops.insert(l, id);
+        let id = b.add_loop(tangent_loop_def(f, l, walk)?);
+        tangent_loops.insert((l, walk), id);
         Ok(id)
     };
     // The loop carrying a scan's tangent with its sequence's, by loop.
@@ -102,7 +106,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
             continue;
         }
         if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
-            let id = tangent_id(&mut b, l as usize)?;
+            let id = tangent_id(&mut b, l as usize, false)?;
             let (y, dy) = tangent_loop(&mut b, f, l as usize, id, &args, t, f.var_name(s.var))?;
             map[s.var.index()] = Some(y);
             tan[s.var.index()] = Some(dy);
@@ -113,7 +117,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
         let packed_tape =
             |b: &mut Builder,
              map: &[Option<VarId>],
-             tangent_id: &mut dyn FnMut(&mut Builder, usize) -> Result<u32, AdError>,
+             tangent_id: &mut dyn FnMut(&mut Builder, usize, bool) -> Result<u32, AdError>,
              tape: VarId,
              dx: Option<VarId>|
              -> Result<VarId, AdError> {
@@ -134,7 +138,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                         .push("", Op::Zero, &[], Some(lp.state()))
                         .map_err(AdError::from)?,
                 };
-                let id = tangent_id(b, l as usize)?;
+                let id = tangent_id(b, l as usize, false)?;
                 let p0 = b.pack_rows(&[x, dx], &packed).map_err(AdError::from)?;
                 let mut shape = vec![lp.tape_rows(u64::from(k))];
                 shape.extend(packed.shape.iter().cloned());
@@ -206,7 +210,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                 let q0 = b
                     .pack_rows(&[args[1], dg], &packed)
                     .map_err(AdError::from)?;
-                let id = tangent_id(&mut b, l as usize)?;
+                let id = tangent_id(&mut b, l as usize, true)?;
                 let mut ins = vec![tape, q0];
                 if scan {
                     ins.push(args[2]);
@@ -304,12 +308,17 @@ fn packed_state(lp: &Loop) -> Type {
 }
 
 /// The loop over `[state, tangent]` that carries loop `l`'s tangent: its
-/// body runs the old body on the state and its JVP on both. When the loop
-/// has a VJP, the new loop's "VJP" is the tangent of that VJP, mapping
-/// `([s, ds], [g, dg])` to `[g', dg']`: `loopvjp` of the new loop walks a
-/// tape of `[state, tangent]` back, carrying a cotangent and its tangent
-/// (forward mode through a loop's gradient).
-fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
+/// body runs the old body on the state and its JVP on both.
+///
+/// With `walk` (the loop of a `loopvjp`'s tangent), the new loop's "VJP"
+/// is the tangent of loop `l`'s VJP, mapping `([s, ds], [g, dg])` to
+/// `[g', dg']`: `loopvjp` of the new loop walks a tape of `[state,
+/// tangent]` back, carrying a cotangent and its tangent (forward mode
+/// through a loop's gradient). That map is not the VJP of the new body, so
+/// it is a loop of its own: the loop whose tape it walks (made without
+/// `walk`) has no VJP until reverse mode gives it its body's, for the
+/// gradient of its tape (a third derivative through a loop).
+fn tangent_loop_def(f: &Function, l: usize, walk: bool) -> Result<Loop, AdError> {
     let lp = &f.loops[l];
     let packed = packed_state(lp);
     let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
@@ -334,8 +343,7 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
         .map_err(AdError::from)?;
     let body = bb.finish(vec![out]);
     let vjp = match &lp.vjp {
-        None => None,
-        Some(v) => {
+        Some(v) if walk => {
             // v: (s, [x,] g) -> g'; its tangent in s and g.
             let last = v.params.len() - 1;
             let dv = jvp(v, &[0, last], &format!("{}.jvp", v.name))?;
@@ -358,6 +366,7 @@ fn tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
             let out = vb.pack_rows(&[g2, dg2], &packed).map_err(AdError::from)?;
             Some(vb.finish(vec![out]))
         }
+        _ => None,
     };
     // The tangent of a frozen state is frozen too (`select` keeps it).
     Ok(Loop {

@@ -1,7 +1,6 @@
 //! The reverse sweep.
 
 use super::custom;
-use super::forward::jvp;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 use crate::lang::ir::{Builder, Function, IrError, Loop, VarId};
@@ -358,16 +357,25 @@ fn add_cotangent(
     Ok(())
 }
 
-/// The reverse of `loopvjp L 1` (loop `l` of `f`), whose
-/// walk back `g_j = J_jᵀ g_{j+1}` (`J_j` the body's Jacobian at state
-/// `s_j`, `g_count` the cotangent it was given) gave `rows`, every `g_j`:
-/// from the cotangent `h` of its result `g_0`, the cotangents of the
-/// given `g` and of the tape. Walking forward, `u_0 = h` and `u_{j+1} =
-/// J_j u_j` (the body's JVP), so `g`'s cotangent is `u_count`; state `j`
-/// on the tape gets `∂/∂s (g_{j+1} · J(s) u_j)`, the JVP of the body's
-/// VJP in `s`. That walk is a scan over the rows `[s_j ; g_{j+1}]` (and,
-/// for a scan, the row `x_j` its step read: `xs`), a new loop carrying
-/// `[u, hvp]`, its states read from its tape.
+/// The reverse of `loopvjp L 1` (loop `l` of `f`), whose walk back
+/// `g_j = V(s_j, g_{j+1})` (`V` the loop's VJP function at state `s_j`,
+/// `g_count` the cotangent it was given) gave `rows`, every `g_j`: from
+/// the cotangent `h` of its result `g_0`, the cotangents of the given `g`
+/// and of the tape. Walking forward, `u_0 = h` and `u_{j+1} = (∂V/∂g)ᵀ
+/// u_j`, so `g`'s cotangent is `u_count`; state `j` on the tape gets
+/// `(∂V/∂s)ᵀ u_j`. Both are the gradient of `V(s_j, g_{j+1}) · u_j` with
+/// respect to `g` and `s` ([`walk_reverse`]).
+///
+/// Where `V` is the body's true VJP (`Jᵀ g`) the first is `J u` and the
+/// second is symmetric in `s`, so forward mode would do; but the VJP of a
+/// tangent loop (forward over reverse, `tangent_loop_def`) is the tangent
+/// of the primal loop's VJP, which is not the transpose of the tangent
+/// body's Jacobian: only the reverse of `V` itself is right for every
+/// loop (a third derivative through a loop came out as 0 before).
+///
+/// That walk is a scan over the rows `[s_j ; g_{j+1}]` (and, for a scan,
+/// the row `x_j` its step read: `xs`), a new loop carrying `[u, hvp]`, its
+/// states read from its tape.
 fn second_order(
     b: &mut Builder,
     f: &Function,
@@ -390,9 +398,8 @@ fn second_order(
     let mut packed_shape = vec![Dim::Lit(2)];
     packed_shape.extend(st.shape.iter().cloned());
     let packed = arr(packed_shape);
-    // The loop: `([u, hvp], [s ; g]) -> [J(s) u, ∂/∂s (g · J(s) u)]`.
-    let body_jvp = jvp(&lp.body, &[0], &format!("{}.jvp", lp.body.name))?;
-    let vjp_jvp = jvp(vjp, &[0], &format!("{}.jvp", vjp.name))?;
+    // The loop: `([u, hvp], [s ; g]) -> [(∂V/∂g)ᵀ u, (∂V/∂s)ᵀ u]`.
+    let back = walk_reverse(vjp)?;
     // A scan's row, flattened after the state's and cotangent's elements.
     let row_ty = lp.row().cloned();
     let wx = match &row_ty {
@@ -443,9 +450,8 @@ fn second_order(
             v.extend_from_slice(&a[1..]);
             v
         };
-        let ju = bb.inline(&body_jvp, &with_row(&[s, u]))?[0];
-        let hv = bb.inline(&vjp_jvp, &with_row(&[s, g, u]))?[0];
-        let next = bb.pack_rows(&[ju, hv], &packed).map_err(e)?;
+        let cts = bb.inline(&back, &with_row(&[s, g, u]))?;
+        let next = bb.pack_rows(&[cts[0], cts[1]], &packed).map_err(e)?;
         Ok(bb.finish(vec![next]))
     })()?;
     let l2 = b.add_loop(Loop {
@@ -506,6 +512,30 @@ fn second_order(
     let tape_ty = b.ty(tape).clone();
     let ct_tape = b.push("", Op::Pad(1), &[hvps], Some(&tape_ty)).map_err(e)?;
     Ok((ct_g, ct_tape))
+}
+
+/// The reverse of a loop's VJP function `V(s, [x,] g)`: `(s, [x,] g, u)
+/// -> ((∂V/∂g)ᵀ u, (∂V/∂s)ᵀ u)`, the gradient of `Σ V(s, [x,] g) · u`
+/// with respect to `g` and `s` (see [`second_order`]).
+fn walk_reverse(vjp: &Function) -> Result<Function, AdError> {
+    let n = vjp.params.len();
+    let mut b = Builder::new(vjp.name.clone(), vjp.size_params.clone());
+    let ins: Vec<VarId> = vjp
+        .params
+        .iter()
+        .map(|p| b.param(vjp.var_name(p.var), vjp.ty(p.var).clone(), p.span))
+        .collect();
+    let out_ty = vjp.ty(vjp.rets[0]).clone();
+    let u = b.param("u", out_ty.clone(), Default::default());
+    let v = b.inline(vjp, &ins)?[0];
+    let mut h = b.push("", Op::Mul, &[v, u], None).map_err(AdError::from)?;
+    if !out_ty.is_scalar() {
+        h = b.push("", Op::Sum, &[h], None).map_err(AdError::from)?;
+    }
+    let h = b.finish(vec![h]);
+    // The cotangent `g` is V's last parameter, the state its first.
+    let r = reverse(&h, &[n - 1, 0])?;
+    Ok(r.gradient(&format!("{}.back", vjp.name)))
 }
 
 /// [`seq_loop`] of scan loop `l`, made once.
