@@ -116,8 +116,8 @@ fn fuzz_worker() {
         let at = stage.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let line = match result {
             Ok(Ok(c)) => format!(
-                "@@done ok {} {} {} {}",
-                c.checked, c.compiled, c.runs, c.gradients
+                "@@done ok {} {} {} {} {}",
+                c.checked, c.compiled, c.runs, c.gradients, c.fd_checks
             ),
             Ok(Err(b)) => format!("@@done bug {}\t{}", b.stage, b.what),
             Err(_) => {
@@ -147,7 +147,7 @@ fn say(line: &str) {
 enum Outcome {
     /// Parsed and checked (0 or 1), functions compiled, calls compared,
     /// gradient programs.
-    Fine([usize; 4]),
+    Fine([usize; 5]),
     /// Still running a program at its deadline (not a bug).
     Slow(String),
     /// A bug: its kind (`panic`, `internal`, `mismatch`, `crash`, `hang`),
@@ -375,8 +375,8 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 
 fn parse_done(d: &str) -> Outcome {
     if let Some(rest) = d.strip_prefix("ok ") {
-        let mut c = [0usize; 4];
-        for (k, x) in rest.split(' ').enumerate().take(4) {
+        let mut c = [0usize; 5];
+        for (k, x) in rest.split(' ').enumerate().take(5) {
             c[k] = x.parse().unwrap_or(0);
         }
         return Outcome::Fine(c);
@@ -533,6 +533,8 @@ struct Tally {
     compiled: usize,
     runs: usize,
     gradients: usize,
+    /// Gradient elements compared with central differences.
+    fd_checks: usize,
     slow: usize,
     /// Failures by signature: the first case's seed, source and outcome,
     /// and how many cases failed so.
@@ -633,6 +635,7 @@ fn fuzz() {
                             t.compiled += c[1];
                             t.runs += c[2];
                             t.gradients += c[3];
+                            t.fd_checks += c[4];
                         }
                         Outcome::Slow(_) => t.slow += 1,
                         Outcome::Bug { .. }
@@ -666,7 +669,7 @@ fn fuzz() {
         .map(|(w, n, ok)| format!("{n} {w} ({ok} checked)"))
         .collect();
     println!(
-        "fuzz: {} cases in {:.0?} with {jobs} jobs (seed {base:#x}; {}): {} parsed and checked, {} functions optimized and compiled, {} calls native = interpreter, {} gradient programs; {} slow (still running a program at the {deadline:?} deadline); {} failures ({} distinct)",
+        "fuzz: {} cases in {:.0?} with {jobs} jobs (seed {base:#x}; {}): {} parsed and checked, {} functions optimized and compiled, {} calls native = interpreter, {} gradient programs ({} elements against finite differences); {} slow (still running a program at the {deadline:?} deadline); {} failures ({} distinct)",
         t.cases,
         elapsed,
         sources.join(", "),
@@ -674,6 +677,7 @@ fn fuzz() {
         t.compiled,
         t.runs,
         t.gradients,
+        t.fd_checks,
         t.slow,
         t.failures.iter().map(|f| f.4).sum::<usize>(),
         t.failures.len(),

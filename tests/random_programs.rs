@@ -22,8 +22,11 @@
 //! nothing overflows. Each program has a scalar `loss`, `dloss = @grad(...)`
 //! of a random subset of its parameters in a random order, often
 //! `vg = @value_and_grad(...)` and `jv = @jvp(...)`, and, when the loss has
-//! a scalar parameter `s`, `d1 = @grad(s) loss`, `d2 = @grad(s) d1` and
-//! often `hv = @jvp(s) d1`.
+//! a scalar parameter `s`, `d1 = @grad(s) loss`, `d2 = @grad(s) d1`,
+//! often `hv = @jvp(s) d1`, and the third derivatives `d3 = @grad(s) d2`
+//! and `t3 = @grad(s) hv` (checked against finite differences of `d2` and
+//! `hv`). Every function is also optimized with `--fast-math` and compared
+//! with the strict result (1e-9 relative, see `tests/fast_math.rs`).
 //!
 //! About a fifth of the programs (`EGRAD_RANDOM_LOOPS`) have loops: long
 //! `iterate`s, which egrad lowers to an IR loop (`loop`) instead of
@@ -585,7 +588,7 @@ use egrad::internals::lang::types::{DType, Dim};
 use egrad::internals::lang::value::Value;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_ir, Options};
-use egrad::Program;
+use egrad::{ErrorKind, Program};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -6421,6 +6424,12 @@ struct Generated {
     second_dropped: bool,
     /// `hv` was chosen but left out with `d2`.
     hv_dropped: bool,
+    /// `d3 = @grad(s) d2` exists (with `d2`, unless refused).
+    d3: bool,
+    /// `t3 = @grad(s) hv` exists (with `hv`, unless refused).
+    t3: bool,
+    /// Why `d3` and `t3` were left out, if egrad refused them.
+    third_refused: Option<&'static str>,
     /// Counts of the long iterates that must be loops in the IR (up to 3
     /// steps less: steps of a constant state are peeled).
     loop_counts: Vec<u64>,
@@ -7266,6 +7275,39 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
     } else {
         items.extend(second);
     }
+    // Third derivatives in `s`: reverse three times (`d3 = @grad(s) d2`)
+    // and reverse over forward over reverse (`t3 = @grad(s) hv`, the
+    // shape that came out as 0 through a loop, issue 32). They take no
+    // random number, so a seed gives the program it gave before, plus
+    // these. Should egrad refuse one (a documented limit: `unsupported`)
+    // or find it too large (a `limit`), both are left out and counted.
+    let mut third: Vec<String> = Vec::new();
+    if scalar.is_some() && !second_dropped && !kernel_used {
+        third.push(format!("@grad(s)\nfn d3{sizes}({sig}) -> f64 = d2({args})"));
+        if hv {
+            third.push(format!(
+                "@grad(s)\nfn t3{sizes}({sig}, ds: f64) -> f64 = hv({args}, ds)"
+            ));
+        }
+    }
+    let mut third_refused = None;
+    if !third.is_empty() {
+        let with = [items.as_slice(), third.as_slice()].concat().join("\n\n");
+        if let Err(e) = Program::parse(&fill(&with, &counts)) {
+            third_refused = match e.kind() {
+                ErrorKind::Unsupported => Some("a documented limit of reverse mode"),
+                ErrorKind::Limit => Some("too many operations"),
+                // Anything else is a bug: kept, so the program fails to check.
+                _ => None,
+            };
+            if third_refused.is_some() {
+                third.clear();
+            }
+        }
+    }
+    let d3 = !third.is_empty();
+    let t3 = third.len() == 2;
+    items.extend(third);
     // The value and the gradient from one sweep.
     let vg = g.rng.chance(0.5);
     if vg {
@@ -7384,6 +7426,9 @@ fn generate_with(seed: u64, nest: bool) -> Generated {
         tags,
         second_dropped,
         hv_dropped,
+        d3,
+        t3,
+        third_refused,
         loop_counts,
         loop_cost,
         hv,
@@ -8244,6 +8289,13 @@ struct Stats {
     hvp_checks: usize,
     f32_functions: usize,
     opt_not_bitwise: usize,
+    /// Runs of a function optimized with fast math, compared with strict.
+    fast_math_runs: usize,
+    /// Third derivatives against finite differences: `d3` (of `d2`) and
+    /// `t3` (of `hv`), and those skipped (not smooth there).
+    d3_checks: usize,
+    t3_checks: usize,
+    skip_d3: usize,
     /// Programs whose loss runs a loop (`loop` statements in its IR).
     loop_programs: usize,
     /// `loop` statements in the losses' IR (loop bodies included).
@@ -8309,6 +8361,10 @@ impl Stats {
         self.hvp_checks += o.hvp_checks;
         self.f32_functions += o.f32_functions;
         self.opt_not_bitwise += o.opt_not_bitwise;
+        self.fast_math_runs += o.fast_math_runs;
+        self.d3_checks += o.d3_checks;
+        self.t3_checks += o.t3_checks;
+        self.skip_d3 += o.skip_d3;
         self.loop_programs += o.loop_programs;
         self.loops += o.loops;
         self.nested_loop_programs += o.nested_loop_programs;
@@ -8358,6 +8414,10 @@ fn print_soak_summary(
             "functions of the f32 variants: JIT = interpreter",
         ),
         (
+            stats.fast_math_runs,
+            "runs of a function optimized with fast math against strict (1e-9 relative)",
+        ),
+        (
             stats.grad_checks,
             "gradients (`dloss`) against finite differences",
         ),
@@ -8372,6 +8432,8 @@ fn print_soak_summary(
         ),
         (stats.d2_checks, "second derivatives (`d2`) against finite differences of `d1`"),
         (stats.hvp_checks, "Hessian-vector products (`hv`) against `d2`"),
+        (stats.d3_checks, "third derivatives (`d3`, reverse three times) against finite differences of `d2`"),
+        (stats.t3_checks, "third derivatives (`t3`, reverse over forward over reverse) against finite differences of `hv`"),
         (
             stats.d1_loop_checks,
             "`d1` against finite differences where `d2`/`hv` were left out",
@@ -8398,6 +8460,10 @@ fn print_soak_summary(
         (
             stats.skip_d2,
             "second derivative vs finite differences: not smooth there".to_string(),
+        ),
+        (
+            stats.skip_d3,
+            "third derivative vs finite differences: not smooth there".to_string(),
         ),
         (
             stats.skip_jvp,
@@ -8612,6 +8678,11 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             .after;
         let native_opt = backend::compile(&opt, &BackendOptions::verified())
             .map_err(|e| compile_ctx(format!("compile optimized: {e}\n{opt}")))?;
+        // With the fast-math rules too (`tests/fast_math.rs` states and
+        // justifies the bound).
+        let opt_fast = optimize_ir(f, &Options::default().fast_math(true))
+            .map_err(|e| compile_ctx(format!("optimize with fast math: {e}")))?
+            .after;
         for &count in &counts {
             set_count(f, &mut fargs, count);
             let refs: Vec<&Value> = fargs.iter().collect();
@@ -8642,6 +8713,21 @@ fn check_program(gp: &Generated, seed: u64, stats: &mut Stats) -> Result<(), Fai
             if got_opt.iter().zip(&want).any(|(g, w)| !g.bits_eq(w)) {
                 stats.opt_not_bitwise += 1;
             }
+            let got_fast = run(&opt_fast, &refs).map_err(|e| ctx(format!("fast math: {e:?}")))?;
+            for (k, (g, w)) in got_fast.iter().zip(&want).enumerate() {
+                let ok = g.shape == w.shape
+                    && g.data
+                        .iter()
+                        .zip(&w.data)
+                        .all(|(a, b)| !b.is_finite() || close(*a, *b, 1e-9));
+                if !ok {
+                    return Err(ctx(format!(
+                        "result {k}: fast math {:?} vs strict {:?}\nstrict:\n{f}\nfast math:\n{opt_fast}",
+                        g.data, w.data
+                    )));
+                }
+            }
+            stats.fast_math_runs += 1;
             let got = native_opt
                 .call(&refs)
                 .map_err(|e| ctx(format!("jit call optimized: {e:?}")))?;
@@ -9008,6 +9094,18 @@ fn check_derivatives(
         } else {
             stats.skip_d2 += 1;
         }
+        // Third order: d3 against finite differences of d2.
+        if gp.d3 {
+            let d3 = p.ir("d3").map_err(|e| Failure(e.to_string()))?;
+            let g3 = run(d3, &refs).map_err(|e| ctx(format!("d3: {e:?}")))?[0].as_scalar();
+            if fd_compare(&Eval::Interp(d2), &args, si, 0, g3, "d3 against d2")
+                .map_err(|f| ctx(f.0))?
+            {
+                stats.d3_checks += 1;
+            } else {
+                stats.skip_d3 += 1;
+            }
+        }
         // Forward over reverse: hv(ds) = d2 * ds.
         if gp.hv {
             let hv = p.ir("hv").map_err(|e| Failure(e.to_string()))?;
@@ -9022,6 +9120,19 @@ fn check_derivatives(
                 )));
             }
             stats.hvp_checks += 1;
+            // Third order: t3 (reverse over forward over reverse) against
+            // finite differences of hv.
+            if gp.t3 {
+                let t3 = p.ir("t3").map_err(|e| Failure(e.to_string()))?;
+                let g3 = run(t3, &all_refs).map_err(|e| ctx(format!("t3: {e:?}")))?[0].as_scalar();
+                if fd_compare(&Eval::Interp(hv), &all, si, 0, g3, "t3 against hv")
+                    .map_err(|f| ctx(f.0))?
+                {
+                    stats.t3_checks += 1;
+                } else {
+                    stats.skip_d3 += 1;
+                }
+            }
         }
     }
     Ok(())
@@ -9367,6 +9478,7 @@ fn random_programs_jit_optimizer_and_derivatives() {
             let reasons = [
                 gp.jv_refused.map(|r| format!("`jv`: {r}")),
                 gp.second_refused.map(|r| format!("`d2` and `hv`: {r}")),
+                gp.third_refused.map(|r| format!("`d3` and `t3`: {r}")),
             ];
             for r in reasons.into_iter().flatten() {
                 match refused.iter_mut().find(|x| x.0 == r) {

@@ -48,6 +48,14 @@ fn grad(
         {
             return match forward_gradient(primal, wrt, name) {
                 Ok(ir) => Ok(Derived { ir, reverse: false }),
+                // Neither mode goes through: the user asked for reverse
+                // mode, whose limit (and its note: forward over reverse
+                // goes) is the one to read.
+                Err(AdError::Unsupported(AdLimit::ForwardLoopGradient)) => Err(failure(
+                    "differentiating",
+                    name,
+                    AdError::Unsupported(AdLimit::LoopGradient),
+                )),
                 Err(e) => Err(failure("differentiating", name, e)),
             };
         }

@@ -90,6 +90,9 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     let mut cotangent_rows: IndexMap<VarId, VarId> = IndexMap::new();
     // The loop walking a scan back with its sequence's cotangent, by loop.
     let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
+    // Copies of scan loops whose VJP gives `[0 ; g']` rows from the loop's
+    // own VJP (`walk_rows_loop`), by loop.
+    let mut walk_rows_loops: IndexMap<u32, u32> = IndexMap::new();
     let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for p in &f.params {
         let v = b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
@@ -121,9 +124,17 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
             if k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 || seq_active {
                 return Err(AdError::Unsupported(AdLimit::LoopGradient));
             }
-            // A scan's walk with every state's cotangent is its copy's.
+            // A scan's walk with every state's cotangent is its copy's,
+            // whose rows hold the walk's cotangents, `V(s, x, g)`.
             let lw = if scan {
-                seq_loop_of(&mut b, &mut seq_loops, l)?
+                match walk_rows_loops.get(&l) {
+                    Some(&lw) => lw,
+                    None => {
+                        let lw = walk_rows_loop(&mut b, l as usize)?;
+                        walk_rows_loops.insert(l, lw);
+                        lw
+                    }
+                }
             } else {
                 l
             };
@@ -536,6 +547,46 @@ fn walk_reverse(vjp: &Function) -> Result<Function, AdError> {
     // The cotangent `g` is V's last parameter, the state its first.
     let r = reverse(&h, &[n - 1, 0])?;
     Ok(r.gradient(&format!("{}.back", vjp.name)))
+}
+
+/// A copy of scan loop `l` of `b` for a walk that keeps every state's
+/// cotangent (`VJP_SEQ`) and whose rows' sequence part is not read (a
+/// loop's gradient differentiated again, [`second_order`]): its VJP is
+/// `(s, x, g) -> [0 ; flat(V(s, x, g))]`, `V` the loop's own VJP. Not
+/// [`seq_loop`], which differentiates the body again: the walk must apply
+/// the loop's VJP, which for a tangent loop's walk is not the VJP of its
+/// body (see `forward::tangent_loop_def`).
+fn walk_rows_loop(b: &mut Builder, l: usize) -> Result<u32, AdError> {
+    let lp = b.function().loops[l].clone();
+    let v = lp
+        .vjp
+        .as_ref()
+        .ok_or_else(|| invalid(format!("loop {l} has no VJP")))?;
+    let packed = lp
+        .seq_cotangent_type()
+        .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+    let pw = Type::array(packed.dtype, vec![packed.shape[1].clone()]);
+    let mut vb = Builder::new(format!("{}.rows", v.name), v.size_params.clone());
+    let ins: Vec<VarId> = v
+        .params
+        .iter()
+        .map(|p| vb.param(v.var_name(p.var), v.ty(p.var).clone(), p.span))
+        .collect();
+    let gs = vb.inline(v, &ins)?[0];
+    let rows = (|| -> Result<VarId, OpTypeError> {
+        // `gs` at the end (pads at static offsets only), zeros before it.
+        let gs = flatten(&mut vb, gs)?;
+        let back = vb.push("", Op::Reverse, &[gs], None)?;
+        let back = vb.push("", Op::Pad(0), &[back], Some(&pw))?;
+        vb.push("", Op::Reverse, &[back], None)
+    })()
+    .map_err(AdError::from)?;
+    let vjp = vb.finish(vec![rows]);
+    Ok(b.add_loop(Loop {
+        vjp: Some(vjp),
+        settles: false,
+        ..lp
+    }))
 }
 
 /// [`seq_loop`] of scan loop `l`, made once.

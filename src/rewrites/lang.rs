@@ -546,4 +546,49 @@ mod tests {
         assert!(eg[id].data.zero);
         assert_eq!(eg[id].data.ty, Some(Type::scalar(DType::F64)));
     }
+
+    #[test]
+    fn broadcast_constants_are_splats_and_fold_through_element_wise_ops() {
+        let mut a = Analysis::default();
+        a.inputs.insert("x".into(), Type::parse("f64[N]").unwrap());
+        let mut eg = EG::new(a);
+        let two = Lit::new(DType::F64, 2.0);
+        let e: egg::RecExpr<Node> = "(add (bcast 1.5f64 f64[N]) (bcast 0.5f64 f64[N]))"
+            .parse()
+            .unwrap();
+        let id = eg.add_expr(&e);
+        let x: egg::RecExpr<Node> = "(mul x (bcast 2.0f64 f64[N]))".parse().unwrap();
+        let xid = eg.add_expr(&x);
+        eg.rebuild();
+        assert_eq!(eg[id].data.splat, Some(two));
+        assert_eq!(eg[id].data.konst, None, "an array is not a scalar constant");
+        assert_eq!(eg[xid].data.uniform(), None, "x is not a constant");
+        assert!(eg.analysis.conflict.is_none());
+    }
+
+    #[test]
+    fn a_merge_of_two_different_constants_is_recorded() {
+        let mut eg = EG::new(Analysis::default());
+        let a = eg.add_expr(&"(add 1.0f64 1.0f64)".parse().unwrap());
+        let b = eg.add_expr(&"3.0f64".parse().unwrap());
+        let c = eg.add_expr(&"(mul 1.0f64 2.0f64)".parse().unwrap());
+        eg.rebuild();
+        eg.union(a, c);
+        eg.rebuild();
+        assert!(eg.analysis.conflict.is_none(), "2 = 2 is no conflict");
+        eg.union(a, b);
+        eg.rebuild();
+        let (x, y) = eg.analysis.conflict.expect("2 = 3 recorded");
+        let mut got = [x.value(), y.value()];
+        got.sort_by(f64::total_cmp);
+        assert_eq!(got, [2.0, 3.0]);
+        // NaN is NaN, whatever its payload.
+        let mut eg = EG::new(Analysis::default());
+        let n1 = eg.add_expr(&"(sub inff64 inff64)".parse().unwrap());
+        let n2 = eg.add_expr(&"(mul 0.0f64 inff64)".parse().unwrap());
+        eg.rebuild();
+        eg.union(n1, n2);
+        eg.rebuild();
+        assert!(eg.analysis.conflict.is_none());
+    }
 }

@@ -254,8 +254,8 @@ fn checkpoint_choices(
         // (A walk may run on a copy of the taped loop: a scan's with the
         // sequence's cotangent, or a tangent loop's whose VJP is the
         // tangent of a VJP; the body is the same.)
-        let same_body = f.loops.get(tl as usize).map(|t| &t.body)
-            == f.loops.get(l as usize).map(|w| &w.body);
+        let same_body =
+            f.loops.get(tl as usize).map(|t| &t.body) == f.loops.get(l as usize).map(|w| &w.body);
         let Some(lp) = f
             .loops
             .get(l as usize)

@@ -4,7 +4,9 @@
 //! arguments in native code and the interpreter, unoptimized and
 //! optimized; for a scalar function or a `@grad` function also the
 //! gradient pipeline (`optimize_gradient`: reverse mode, e-graph, residual
-//! plan) compiled and run both ways.
+//! plan) compiled and run both ways; and each function and gradient
+//! optimized with the fast-math rules, whose results must be the strict
+//! ones' within the same tolerance.
 //!
 //! What is a bug: an error of kind `internal` from any stage, native code
 //! and the interpreter disagreeing (bits of a result, NaN equal to NaN, or
@@ -45,6 +47,10 @@ pub struct Counts {
     pub runs: usize,
     /// Gradient programs optimized, compiled and run.
     pub gradients: usize,
+    /// Gradient elements compared with central differences of the primal
+    /// (of every order the input writes: the gradient of a `@jvp` or of a
+    /// `@grad` of a `@grad` function is a higher derivative).
+    pub fd_checks: usize,
 }
 
 /// At most this many functions of one program go through the back stages.
@@ -112,6 +118,16 @@ pub fn run_case(
                 None
             }
         };
+        // With the fast-math rules: within rounding of the strict program
+        // (`near`, on tame arguments).
+        stage(&format!("optimize {name} with fast math"));
+        let fast = match optimize_ir(f, &options().fast_math(true)) {
+            Ok(o) => Some(o.after),
+            Err(e) => {
+                ordinary(&e, &format!("optimize {name} with fast math"))?;
+                None
+            }
+        };
         stage(&format!("compile {name}"));
         let Some(native) = compiled(f, &format!("compile {name}"))? else {
             continue;
@@ -154,6 +170,15 @@ pub fn run_case(
                     near(&want_opt, &want, &format!("run optimized {name}"), &args)?;
                 }
             }
+            if let (Some(fm), false) = (&fast, wild) {
+                let got_fast = run(fm, &refs);
+                near_fast(
+                    &got_fast,
+                    &want,
+                    &format!("run {name} with fast math"),
+                    &args,
+                )?;
+            }
         }
         let scalar_float = f.rets.len() == 1 && {
             let t = f.ty(f.rets[0]);
@@ -180,6 +205,14 @@ fn gradient(
     let g = match optimize_gradient(p, &options().function(name)) {
         Ok(g) => g,
         Err(e) => return ordinary(&e, &at),
+    };
+    stage(&format!("{at} with fast math"));
+    let fast = match optimize_gradient(p, &options().function(name).fast_math(true)) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            ordinary(&e, &format!("{at} with fast math"))?;
+            None
+        }
     };
     let vg = g.value_and_grad_ir();
     stage(&format!("compile {at}"));
@@ -210,6 +243,13 @@ fn gradient(
         )?;
         counts.runs += 1;
         if !wild {
+            if let Some(fg) = &fast {
+                let got = run(fg.value_and_grad_ir(), &refs);
+                near_fast(&got, &want, &format!("run {at} with fast math"), &args)?;
+            }
+            if let Ok(w) = &want {
+                counts.fd_checks += finite_differences(&g, &args, &w[1..], &at)?;
+            }
             let primal = run(&g.primal, &refs);
             let value = want.map(|mut v| {
                 v.truncate(1);
@@ -219,6 +259,77 @@ fn gradient(
         }
     }
     Ok(())
+}
+
+/// At most this many gradient elements of one draw are compared with
+/// finite differences (each costs four runs of the primal).
+const MAX_FD_ELEMENTS: usize = 6;
+
+/// The gradient `grads` of `g` at `args` against central differences of
+/// its primal (the interpreter), element by element for `f64` parameters:
+/// where the differences with steps h and h/10 agree to 1e-6 (the primal
+/// is smooth there: no kink, branch or loop exit within the step) and the
+/// primal is finite, the gradient must agree with them to 1e-4 relative.
+/// Returns how many elements were compared.
+fn finite_differences(
+    g: &egrad::internals::pipeline::GradProgram,
+    args: &[Value],
+    grads: &[Value],
+    at: &str,
+) -> Result<usize, Bug> {
+    let f = &g.primal;
+    let wrt: Vec<usize> = g
+        .wrt
+        .iter()
+        .filter_map(|n| f.params.iter().position(|p| f.var_name(p.var) == n))
+        .collect();
+    if wrt.len() != grads.len() {
+        return Ok(0);
+    }
+    let eval = |a: &[Value]| -> Option<f64> {
+        let refs: Vec<&Value> = a.iter().collect();
+        let v = run(f, &refs).ok()?.first()?.as_scalar();
+        v.is_finite().then_some(v)
+    };
+    if eval(args).is_none() {
+        return Ok(0);
+    }
+    let mut compared = 0;
+    for (gv, &i) in grads.iter().zip(&wrt) {
+        if args[i].dtype != DType::F64 || gv.len() != args[i].len() {
+            continue;
+        }
+        for k in 0..args[i].len().min(MAX_FD_ELEMENTS) {
+            let ad = gv.data[k];
+            let x = args[i].data[k];
+            let central = |h: f64| -> Option<f64> {
+                let mut a = args.to_vec();
+                a[i].data[k] = x + h;
+                let up = eval(&a)?;
+                a[i].data[k] = x - h;
+                let down = eval(&a)?;
+                Some((up - down) / (2.0 * h))
+            };
+            let h = 1e-5 * x.abs().max(1.0);
+            let (Some(fd), Some(fd2)) = (central(h), central(h / 10.0)) else {
+                continue;
+            };
+            if !ad.is_finite() || (fd - fd2).abs() > 1e-6 * (1.0 + fd.abs()) {
+                continue;
+            }
+            if (ad - fd2).abs() > 1e-4 * (1.0 + fd2.abs()) {
+                return Err(Bug {
+                        stage: format!("{at} against finite differences"),
+                        what: format!(
+                            "parameter {i} element {k}: gradient {ad:e}, central differences {fd2:e} (step h: {fd:e}) at {}",
+                            show(args)
+                        ),
+                    });
+            }
+            compared += 1;
+        }
+    }
+    Ok(compared)
 }
 
 /// Compile `f` with the verifier on: `None` for an ordinary error.
@@ -299,8 +410,32 @@ fn near<E: std::fmt::Debug>(
     at: &str,
     args: &[Value],
 ) -> Result<(), Bug> {
+    near_where(got, want, at, args, false)
+}
+
+/// [`near`] for a program optimized with fast math, which assumes finite
+/// values: where the strict result is infinite or NaN it may differ.
+fn near_fast<E: std::fmt::Debug>(
+    got: &Outcome<E>,
+    want: &Outcome<E>,
+    at: &str,
+    args: &[Value],
+) -> Result<(), Bug> {
+    near_where(got, want, at, args, true)
+}
+
+fn near_where<E: std::fmt::Debug>(
+    got: &Outcome<E>,
+    want: &Outcome<E>,
+    at: &str,
+    args: &[Value],
+    finite_only: bool,
+) -> Result<(), Bug> {
     let close = |x: f64, y: f64| {
-        (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-6 * (1.0 + y.abs())
+        (finite_only && !y.is_finite())
+            || (x.is_nan() && y.is_nan())
+            || x == y
+            || (x - y).abs() <= 1e-6 * (1.0 + y.abs())
     };
     let ok = match (got, want) {
         (Ok(g), Ok(w)) => {
