@@ -190,6 +190,26 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Found by the fuzzer: `x / 1e-320` became `x · (1/1e-320)` = `x · inf`
+/// (0 gave NaN, 1e-300 gave inf for 1e20). A reciprocal that overflows or
+/// is subnormal is no rounding of the real one (`invertible`).
+#[test]
+fn division_by_a_constant_whose_reciprocal_overflows_is_kept() {
+    for (c, x) in [("1e-320", 1e-300), ("1e-320", 0.0), ("1.7e308", 1e300)] {
+        let src = format!("fn f(x: f64) -> f64 = x / {c}\n");
+        let p = Program::parse(&src).unwrap();
+        let f = p.ir("f").unwrap();
+        let arg = Value::scalar(DType::F64, x);
+        let want = run(f, &[&arg]).unwrap();
+        let fast = optimize_ir(f, &Options::default().fast_math(true))
+            .unwrap()
+            .after;
+        let got = run(&fast, &[&arg]).unwrap();
+        assert!(want[0].as_scalar().is_finite(), "{c} {x}");
+        assert_eq!(compare(&got, &want, &format!("x / {c} at {x}")), Ok(()));
+    }
+}
+
 fn with_rules(dir: &std::path::Path, fast: bool) -> Options {
     let mut o = Options::default().fast_math(fast);
     o.rules_dir = Some(dir.to_path_buf());

@@ -56,6 +56,7 @@ fn dtype_of(rule: &Rule) -> DType {
 fn guard_text(g: &Guard) -> String {
     let kind = match g {
         Guard::Nonzero(_) => "nonzero",
+        Guard::Invertible(_) => "invertible",
         Guard::Pow2(_) => "pow2",
         Guard::Const(_) => "const",
         Guard::Value(_) => "value",
@@ -96,6 +97,7 @@ fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
             Guard::Array(_) => is_array,
             Guard::Scalar(_)
             | Guard::Nonzero(_)
+            | Guard::Invertible(_)
             | Guard::Pow2(_)
             | Guard::Const(_)
             | Guard::Int(_)

@@ -63,6 +63,10 @@ pub enum Guard {
     /// the same real number: dividing by it is multiplying by its reciprocal,
     /// bit for bit.
     Pow2(Var),
+    /// The class is a finite constant whose reciprocal, rounded to its
+    /// dtype, is finite and normal: dividing by it is multiplying by that
+    /// reciprocal within rounding (`x / 1e-320` is not `x · inf`).
+    Invertible(Var),
     /// The class is a finite constant.
     Const(Var),
     /// The class is not a constant, neither a scalar nor an array whose
@@ -94,6 +98,7 @@ impl Guard {
     pub fn var(&self) -> Var {
         match self {
             Guard::Nonzero(v)
+            | Guard::Invertible(v)
             | Guard::Scalar(v)
             | Guard::Array(v)
             | Guard::Pow2(v)
@@ -111,6 +116,7 @@ impl Guard {
     pub fn needs_constant(&self) -> bool {
         match self {
             Guard::Nonzero(_)
+            | Guard::Invertible(_)
             | Guard::Pow2(_)
             | Guard::Const(_)
             | Guard::Int(_)
@@ -126,6 +132,14 @@ impl Guard {
         let x = l.value();
         match self {
             Guard::Nonzero(_) => x != 0.0 && !x.is_nan(),
+            Guard::Invertible(_) => {
+                let r = l.dtype.round(1.0 / x);
+                let smallest = match l.dtype {
+                    DType::F32 => f32::MIN_POSITIVE as f64,
+                    _ => f64::MIN_POSITIVE,
+                };
+                x.is_finite() && r.is_finite() && r.abs() >= smallest
+            }
             Guard::Pow2(_) => {
                 // `x` holds a value of `l.dtype`; every f32 value is a
                 // normal f64, so only f64 subnormals need the second test.
@@ -156,6 +170,7 @@ impl Guard {
         let d = &eg[*id].data;
         match self {
             Guard::Nonzero(_)
+            | Guard::Invertible(_)
             | Guard::Pow2(_)
             | Guard::Const(_)
             | Guard::Int(_)
@@ -595,6 +610,7 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
             .map_err(|_| format!("guard `{}`: `{var}` is not a `?variable`", part.trim()))?;
         out.push(match *kind {
             "nonzero" => Guard::Nonzero(v),
+            "invertible" => Guard::Invertible(v),
             "scalar" => Guard::Scalar(v),
             "array" => Guard::Array(v),
             "pow2" => Guard::Pow2(v),
@@ -605,7 +621,7 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
             "odd" => Guard::Odd(v),
             other => {
                 return Err(format!(
-                    "unknown guard `{other}` (known: nonzero, pow2, const, value, int, even, odd, scalar, array, type ?t ?a)"
+                    "unknown guard `{other}` (known: nonzero, invertible, pow2, const, value, int, even, odd, scalar, array, type ?t ?a)"
                 ))
             }
         });
@@ -741,5 +757,15 @@ mod tests {
         assert!(ok(DType::F64, 0.5) && ok(DType::F64, -8.0) && ok(DType::F64, 2f64.powi(-1023)));
         assert!(!ok(DType::F64, 2f64.powi(-1074)) && !ok(DType::F64, 6.0) && !ok(DType::F64, 0.0));
         assert!(ok(DType::F32, 2f64.powi(127)) && !ok(DType::F32, 2f64.powi(-140)));
+    }
+
+    #[test]
+    fn invertible_needs_a_finite_normal_reciprocal() {
+        let g = Guard::Invertible("?c".parse().unwrap());
+        let ok = |d: DType, x: f64| g.accepts_constant(Lit::new(d, x));
+        assert!(ok(DType::F64, 3.0) && ok(DType::F64, -1e-300) && ok(DType::F64, 1e300));
+        assert!(!ok(DType::F64, 1e-320) && !ok(DType::F64, 0.0) && !ok(DType::F64, f64::NAN));
+        assert!(!ok(DType::F64, f64::INFINITY) && !ok(DType::F64, 1.7e308));
+        assert!(ok(DType::F32, 1e30) && !ok(DType::F32, 1e-39) && !ok(DType::F32, 1e38));
     }
 }

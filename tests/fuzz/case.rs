@@ -265,11 +265,23 @@ fn gradient(
 /// finite differences (each costs four runs of the primal).
 const MAX_FD_ELEMENTS: usize = 6;
 
+/// Whether `f` or a loop of it calls a native kernel.
+fn calls_kernel(f: &Function) -> bool {
+    f.stmts
+        .iter()
+        .any(|s| matches!(s.op, egrad::internals::ops::Op::Kernel(..)))
+        || f.loops.iter().any(|l| calls_kernel(&l.body))
+}
+
 /// The gradient `grads` of `g` at `args` against central differences of
-/// its primal (the interpreter), element by element for `f64` parameters:
+/// its primal (the interpreter), element by element for `f64` parameters
+/// (not for a primal with its own derivative rules or a native kernel:
+/// the generator writes rules that are not the derivative on purpose):
 /// where the differences with steps h and h/10 agree to 1e-6 (the primal
 /// is smooth there: no kink, branch or loop exit within the step) and the
-/// primal is finite, the gradient must agree with them to 1e-4 relative.
+/// primal is finite, the gradient must agree with them to 1e-4 relative,
+/// plus what the differences' own rounding allows (a primal of magnitude
+/// 1e9 leaves no digit of a derivative of 0.3).
 /// Returns how many elements were compared.
 fn finite_differences(
     g: &egrad::internals::pipeline::GradProgram,
@@ -278,6 +290,9 @@ fn finite_differences(
     at: &str,
 ) -> Result<usize, Bug> {
     let f = &g.primal;
+    if f.has_customs() || calls_kernel(f) {
+        return Ok(0);
+    }
     let wrt: Vec<usize> = g
         .wrt
         .iter()
@@ -291,9 +306,13 @@ fn finite_differences(
         let v = run(f, &refs).ok()?.first()?.as_scalar();
         v.is_finite().then_some(v)
     };
-    if eval(args).is_none() {
+    // Only at ordinary magnitudes: a primal past 1e30 (an unrolled
+    // explosion, `dt = 1e8` in a mutated pendulum) is so ill-conditioned
+    // that bounded terms like `sin` of a huge angle make the differences
+    // wrong by percents while steps h and h/10 still agree.
+    let Some(f0) = eval(args).filter(|v| v.abs() < 1e30) else {
         return Ok(0);
-    }
+    };
     let mut compared = 0;
     for (gv, &i) in grads.iter().zip(&wrt) {
         if args[i].dtype != DType::F64 || gv.len() != args[i].len() {
@@ -317,7 +336,10 @@ fn finite_differences(
             if !ad.is_finite() || (fd - fd2).abs() > 1e-6 * (1.0 + fd.abs()) {
                 continue;
             }
-            if (ad - fd2).abs() > 1e-4 * (1.0 + fd2.abs()) {
+            // The differences' own rounding: each value off by up to about
+            // 1,000 ulps of the primal's magnitude, over h/10.
+            let rounding = 1e3 * f64::EPSILON * f0.abs().max(1.0) / (h / 10.0);
+            if (ad - fd2).abs() > 1e-4 * (1.0 + fd2.abs()) + rounding {
                 return Err(Bug {
                         stage: format!("{at} against finite differences"),
                         what: format!(
@@ -414,7 +436,9 @@ fn near<E: std::fmt::Debug>(
 }
 
 /// [`near`] for a program optimized with fast math, which assumes finite
-/// values: where the strict result is infinite or NaN it may differ.
+/// values and no overflow: where either result is infinite or NaN (the
+/// fuzzer's odd literals, 1e300, overflow intermediates that fast math
+/// reassociates) they may differ.
 fn near_fast<E: std::fmt::Debug>(
     got: &Outcome<E>,
     want: &Outcome<E>,
@@ -432,7 +456,7 @@ fn near_where<E: std::fmt::Debug>(
     finite_only: bool,
 ) -> Result<(), Bug> {
     let close = |x: f64, y: f64| {
-        (finite_only && !y.is_finite())
+        (finite_only && !(x.is_finite() && y.is_finite()))
             || (x.is_nan() && y.is_nan())
             || x == y
             || (x - y).abs() <= 1e-6 * (1.0 + y.abs())
