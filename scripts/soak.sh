@@ -8,6 +8,7 @@
 #   EGRAD_SOAK_CHUNK=250         # programs per test process (default 250)
 #   EGRAD_SOAK_LOG=soak.log      # where every chunk's output goes
 #   EGRAD_RANDOM_SEED=...        # another seed stream (the test's knobs pass through)
+#   EGRAD_SOAK_FROM=K            # programs K..K+N instead (to split a soak over cores)
 #
 # The programs run in chunks (one test process each, EGRAD_RANDOM_FIRST and
 # EGRAD_RANDOM_PROGRAMS), so the running totals printed after each chunk are
@@ -56,9 +57,11 @@ summary() {
     fi
 }
 
-first=0
-while ((first < n)); do
-    size=$((n - first < chunk ? n - first : chunk))
+from=${EGRAD_SOAK_FROM:-0}
+end=$((from + n))
+first=$from
+while ((first < end)); do
+    size=$((end - first < chunk ? end - first : chunk))
     out=$(EGRAD_RANDOM_FIRST=$first EGRAD_RANDOM_PROGRAMS=$size EGRAD_RANDOM_KEEP_GOING=1 \
         "$bin" random_programs_jit_optimizer_and_derivatives --exact --nocapture 2>&1)
     status=$?
@@ -77,7 +80,7 @@ while ((first < n)); do
         echo "chunk $first..$((first + size)) exited with status $status without a failing program (an assertion on the counts? see the log)"
     fi
     first=$((first + size))
-    summary "$first"
+    summary "$((first - from))"
     echo
 done
 

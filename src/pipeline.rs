@@ -404,31 +404,38 @@ fn saturate_consistent(
         let hook = options.progress.saturation(&f.name);
         saturate_observed(inserted, &rules, &options.limits, hook)
     };
+    // What the e-graph proved that is false (fast math ignores the sign
+    // of zero), and the error for exact rules that prove it.
+    let proved = |ins: &Inserted, fast: bool| {
+        let a = &ins.egraph.analysis;
+        match a.conflict {
+            Some((x, y)) => Some(format!("the rules proved {x} = {y}")),
+            None if a.zero_sign_conflict && !fast => Some("the rules proved 0 = -0".to_string()),
+            None => None,
+        }
+    };
+    let refuse = |proved: String| match &options.rules_dir {
+        Some(d) => Error::Usage(format!(
+            "optimizing `{}`: {proved} (a rule in {} is not an identity)",
+            f.name,
+            d.display()
+        )),
+        None => Error::internal(format!("optimizing `{}`: {proved}", f.name)),
+    };
     let (ins, report) = run(inserted, &options.rules()?);
-    let Some((a, b)) = ins.egraph.analysis.conflict else {
+    let Some(fast_proved) = proved(&ins, options.fast_math) else {
         return Ok((ins, report));
     };
-    let proved = format!("the rules proved {a} = {b}");
     if !options.fast_math {
-        return Err(match &options.rules_dir {
-            Some(d) => Error::Usage(format!(
-                "optimizing `{}`: {proved} (a rule in {} is not an identity)",
-                f.name,
-                d.display()
-            )),
-            None => Error::internal(format!("optimizing `{}`: {proved}", f.name)),
-        });
+        return Err(refuse(fast_proved));
     }
     let exact = options.clone().fast_math(false).rules()?;
     let (ins, mut report) = run(insert_split(f, primal_len), &exact);
-    if let Some((a, b)) = ins.egraph.analysis.conflict {
-        return Err(Error::internal(format!(
-            "optimizing `{}` with the exact rules: the rules proved {a} = {b}",
-            f.name
-        )));
+    if let Some(p) = proved(&ins, false) {
+        return Err(refuse(p));
     }
     report.stop_reason = format!(
-        "{}; fast math set aside: with it {proved} (rounded constants), so the exact rules were used",
+        "{}; fast math set aside: with it {fast_proved} (rounded constants), so the exact rules were used",
         report.stop_reason
     );
     Ok((ins, report))

@@ -296,3 +296,37 @@ fn every_example_gradient_matches_finite_differences() {
     }
     assert!(checked >= 10, "only {checked} gradient checks ran");
 }
+
+/// Ties of `max/` and `min/` (whole arrays and rows): the elements equal
+/// to the extremum share its cotangent, so where they are all one value
+/// the derivative is that value's. Each tied element got the whole
+/// cotangent before, which counted a tie of k elements k times (found by
+/// the fuzzer's finite differences: `max/(tanh(y) + 0 * x)`).
+#[test]
+fn ties_of_an_extremum_share_its_derivative() {
+    let src = "fn whole[N](x: f64[N], y: f64) -> f64 = max/(tanh(y) + 0 * x) * min/(y * y + 0 * x)
+fn rows[N](x: f64[N], y: f64) -> f64 = +/tabulate[N](i => max/(x * 0 + y * y * x[i]))
+@grad(x, y)
+fn dwhole[N](x: f64[N], y: f64) -> (f64[N], f64) = whole(x, y)
+@grad(x, y)
+fn drows[N](x: f64[N], y: f64) -> (f64[N], f64) = rows(x, y)
+@jvp(y)
+fn jwhole[N](x: f64[N], y: f64, dy: f64) -> f64 = whole(x, y)
+@jvp(y)
+fn jrows[N](x: f64[N], y: f64, dy: f64) -> f64 = rows(x, y)
+";
+    let p = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
+    let x = Value::array(DType::F64, vec![3], vec![1.0, 2.0, 3.0]);
+    let y = Value::scalar(DType::F64, 0.5);
+    for (f, grad, jv) in [("whole", "dwhole", "jwhole"), ("rows", "drows", "jrows")] {
+        let args = [x.clone(), y.clone()];
+        let want = finite_differences(p.ir(f).unwrap(), &args, &[0, 1]);
+        let refs: Vec<&Value> = args.iter().collect();
+        let got = run(p.ir(grad).unwrap(), &refs).unwrap();
+        assert_close(&got, &want, grad);
+        let dy = Value::scalar(DType::F64, 1.0);
+        let jrefs = [&x, &y, &dy];
+        let t = run(p.ir(jv).unwrap(), &jrefs).unwrap();
+        assert_close(&t, &want[1..], jv);
+    }
+}

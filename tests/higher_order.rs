@@ -143,8 +143,7 @@ fn source(k: &Kind) -> String {
 /// others.
 fn prefix(src: &str, upto: &str) -> String {
     let mut out = String::new();
-    let mut lines = src.lines().peekable();
-    while let Some(l) = lines.next() {
+    for l in src.lines() {
         out.push_str(l);
         out.push('\n');
         if l.starts_with(&format!("fn {upto}[")) || l.starts_with(&format!("fn {upto}(")) {

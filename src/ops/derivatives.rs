@@ -39,8 +39,13 @@ impl Op {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => &["(zero)", "(zero)"],
             Op::Select => &["(zero)", "(select ?a ?g 0)", "(select ?a 0 ?g)"],
             Op::Sum => &["(bcast ?g)"],
-            // Every element equal to the extremum receives the cotangent.
-            Op::MaxAll | Op::MinAll => &["(select (eq ?a (bcast ?out)) (bcast ?g) 0)"],
+            // The elements equal to the extremum share the cotangent
+            // equally (JAX's convention): their weights sum to 1, so where
+            // they are all one value the derivative is that value's (a
+            // weight of 1 each counted a tie of k elements k times).
+            Op::MaxAll | Op::MinAll => &[
+                "(select (eq ?a (bcast ?out)) (bcast (div ?g (max (sum (eq ?a (bcast ?out))) 1))) 0)",
+            ],
             Op::Bcast => &["(sum ?g)"],
             Op::Slice(c) => return vec![format!("(pad {c} ?g)")],
             Op::Pad(c) => return vec![format!("(slice {c} ?g)")],
@@ -50,7 +55,9 @@ impl Op {
             Op::SumLead => &["(repeat ?g)"],
             Op::Spread => &["(sumtail ?g)"],
             Op::SumTail => &["(spread ?g)"],
-            Op::MaxTail | Op::MinTail => &["(select (eq ?a (spread ?out)) (spread ?g) 0)"],
+            Op::MaxTail | Op::MinTail => &[
+                "(select (eq ?a (spread ?out)) (spread (div ?g (max (sumtail (eq ?a (spread ?out))) 1))) 0)",
+            ],
             Op::MatMul => &["(matmul ?g (transpose ?b))", "(matmul (transpose ?a) ?g)"],
             Op::Transpose => &["(transpose ?g)"],
             Op::Reverse => &["(reverse ?g)"],
@@ -129,12 +136,16 @@ impl Op {
             | Op::Transpose
             | Op::Reverse
             | Op::Reshape => vec![format!("({self} ?t)")],
-            // The tangents of every element equal to the extremum (the
-            // transpose of the VJP, which gives each of them the cotangent).
-            Op::MaxAll | Op::MinAll => vec!["(sum (select (eq ?a (bcast ?out)) ?t 0))".into()],
-            Op::MaxTail | Op::MinTail => {
-                vec!["(sumtail (select (eq ?a (spread ?out)) ?t 0))".into()]
-            }
+            // The mean tangent of the elements equal to the extremum (the
+            // transpose of the VJP, which shares the cotangent among them).
+            Op::MaxAll | Op::MinAll => vec![
+                "(div (sum (select (eq ?a (bcast ?out)) ?t 0)) (max (sum (eq ?a (bcast ?out))) 1))"
+                    .into(),
+            ],
+            Op::MaxTail | Op::MinTail => vec![
+                "(div (sumtail (select (eq ?a (spread ?out)) ?t 0)) (max (sumtail (eq ?a (spread ?out))) 1))"
+                    .into(),
+            ],
             Op::MatMul => vec!["(matmul ?t ?b)".into(), "(matmul ?a ?t)".into()],
             // Differentiated by the loop pass (`differentiate::loops`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Vec::new(),

@@ -336,6 +336,9 @@ pub struct Analysis {
     /// to infinity), and one such merge collapses everything computed from
     /// those constants. The pipeline checks it after saturation.
     pub conflict: Option<(Lit, Lit)>,
+    /// A merge of +0 and -0 (kept apart from `conflict`: fast math ignores
+    /// the sign of zero, exact rules must not).
+    pub zero_sign_conflict: bool,
 }
 
 /// Two constants that are the same value: equal bits, or both NaN (NaN
@@ -426,7 +429,12 @@ impl egg::Analysis<Node> for Analysis {
         }
         for (x, y) in [(a.konst, b.konst), (a.splat, b.splat)] {
             if let (Some(x), Some(y)) = (x, y) {
-                if !same_constant(x, y) && self.conflict.is_none() {
+                if same_constant(x, y) {
+                    continue;
+                }
+                if x.value() == 0.0 && y.value() == 0.0 {
+                    self.zero_sign_conflict = true;
+                } else if self.conflict.is_none() {
                     self.conflict = Some((x, y));
                 }
             }
@@ -590,5 +598,12 @@ mod tests {
         eg.union(n1, n2);
         eg.rebuild();
         assert!(eg.analysis.conflict.is_none());
+        // +0 = -0 is kept apart: fast math may prove it.
+        let z1 = eg.add_expr(&"0.0f64".parse().unwrap());
+        let z2 = eg.add_expr(&"(neg 0.0f64)".parse().unwrap());
+        eg.rebuild();
+        eg.union(z1, z2);
+        eg.rebuild();
+        assert!(eg.analysis.conflict.is_none() && eg.analysis.zero_sign_conflict);
     }
 }
