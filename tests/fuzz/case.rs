@@ -170,7 +170,9 @@ pub fn run_case(
                     near(&want_opt, &want, &format!("run optimized {name}"), &args)?;
                 }
             }
-            if let (Some(fm), false) = (&fast, wild) {
+            // (Fast math assumes finite values: only where every value the
+            // strict program computes is finite.)
+            if let (Some(fm), false, true) = (&fast, wild, finite_throughout(f, &refs)) {
                 let got_fast = run(fm, &refs);
                 near_fast(
                     &got_fast,
@@ -243,7 +245,8 @@ fn gradient(
         )?;
         counts.runs += 1;
         if !wild {
-            if let Some(fg) = &fast {
+            let finite = finite_throughout(&g.ad.value_and_grad, &refs);
+            if let (Some(fg), true) = (&fast, finite) {
                 // Against AD's program as it is (the optimizer may drop a
                 // read whose only effect was to fail, and the two rule
                 // sets need not drop the same ones).
@@ -273,6 +276,16 @@ fn gradient(
 /// At most this many gradient elements of one draw are compared with
 /// finite differences (each costs four runs of the primal).
 const MAX_FD_ELEMENTS: usize = 6;
+
+/// Whether every value `f`'s statements compute at `args` (not those
+/// inside its loops) is finite. Fast math assumes so: where one is not, it
+/// may change a finite result too (`0/0` is 1 under `div-self`, and a
+/// comparison with it then goes the other way).
+fn finite_throughout(f: &Function, args: &[&Value]) -> bool {
+    let mut every = f.clone();
+    every.rets = f.stmts.iter().map(|s| s.var).collect();
+    run(&every, args).is_ok_and(|vs| vs.iter().all(|v| v.data.iter().all(|x| x.is_finite())))
+}
 
 /// Whether `f` or a loop of it calls a native kernel.
 fn calls_kernel(f: &Function) -> bool {
