@@ -304,11 +304,11 @@ pub fn optimize_split(
     // Differentiated already, if it was to be: a function with its own
     // derivative rules is its value from here on.
     let plain;
-    let f = if f.has_customs() {
+    let (f, primal_len) = if f.has_customs() {
         plain = f.without_customs();
-        &plain
+        (&plain, primal_len.map(|n| f.len_without_customs(n)))
     } else {
-        f
+        (f, primal_len)
     };
     let model = options.cost_model().for_function(f);
     // `flops + λ · stored bytes` of a program, and its stored bytes.

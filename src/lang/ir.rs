@@ -448,6 +448,17 @@ impl Function {
         Ok(())
     }
 
+    /// How many of the first `n` statements [`Function::without_customs`]
+    /// keeps (it drops each `custom` statement): where a statement index
+    /// such as a value-and-gradient program's primal length lands there.
+    pub fn len_without_customs(&self, n: usize) -> usize {
+        self.stmts
+            .iter()
+            .take(n)
+            .filter(|s| !matches!(s.op, Op::Custom(..)))
+            .count()
+    }
+
     /// The function with every `custom` statement replaced by its value
     /// (its uses read its first operand; other variables keep their
     /// numbers) and no rules: what is left to compute once it is

@@ -89,11 +89,11 @@ pub fn insert_split(f: &Function, primal_len: Option<usize>) -> Inserted {
     // The e-graph holds values: a function with its own derivative rules
     // is its value (differentiated already, if it was to be).
     let plain;
-    let f = if f.has_customs() {
+    let (f, primal_len) = if f.has_customs() {
         plain = f.without_customs();
-        &plain
+        (&plain, primal_len.map(|n| f.len_without_customs(n)))
     } else {
-        f
+        (f, primal_len)
     };
     let mut analysis = Analysis::default();
     for p in &f.params {
