@@ -386,14 +386,20 @@ impl egg::Analysis<Node> for Analysis {
                     let refs: Vec<&Type> = tys.iter().collect();
                     op.result_type(&refs, annot.as_ref()).ok()
                 });
+                let scalar = ty.as_ref().is_some_and(Type::is_scalar);
+                let folded = || {
+                    op.is_elementwise()
+                        .then(|| fold(egraph, *op, ir_args, ty.as_ref()))
+                        .flatten()
+                };
                 let konst = match op {
                     Op::Const(l) => Some(*l),
-                    _ if op.is_elementwise() => fold(egraph, *op, ir_args, ty.as_ref()),
+                    _ if scalar => folded(),
                     _ => None,
                 };
                 let splat = match op {
                     Op::Bcast => ir_args.first().and_then(|c| egraph[*c].data.konst),
-                    _ if op.is_elementwise() => fold_splat(egraph, *op, ir_args, ty.as_ref()),
+                    _ if !scalar => folded(),
                     _ => None,
                 };
                 let zero = matches!(op, Op::Zero)
@@ -476,33 +482,12 @@ impl egg::Analysis<Node> for Analysis {
     }
 }
 
-/// Fold an element-wise op on scalar constants in the result's precision.
+/// Fold an element-wise op whose operands are constants (scalars or
+/// splats) in the result's precision: a scalar result's constant, or an
+/// array result's splat (the caller knows which from the type).
 fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
     let ty = ty?;
-    if !ty.is_scalar() || op.is_loop() {
-        return None;
-    }
-    let vals: Option<Vec<Value>> = args
-        .iter()
-        .map(|c| {
-            egraph[*c]
-                .data
-                .konst
-                .map(|l| Value::scalar(l.dtype, l.value()))
-        })
-        .collect();
-    let vals = vals?;
-    let refs: Vec<&Value> = vals.iter().collect();
-    let r = op.eval(&refs, ty.dtype, &[]);
-    Some(Lit::new(ty.dtype, r.as_scalar()))
-}
-
-/// The splat of an element-wise op on an array whose operands are splats
-/// or scalar constants: the op folded on the numbers, in the result's
-/// precision.
-fn fold_splat(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
-    let ty = ty?;
-    if ty.is_scalar() || op.is_loop() {
+    if op.is_loop() {
         return None;
     }
     let vals: Option<Vec<Value>> = args
