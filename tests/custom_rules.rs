@@ -242,6 +242,35 @@ fn dguarded[N](k: i64[N], x: f64[N]) -> f64[N] = guarded(k, x)",
 }
 
 #[test]
+fn an_argument_the_body_never_reads_is_not_computed() {
+    // `two`'s body ignores its argument, so calling it computes nothing
+    // of the argument: the index out of range there (k = 2 over two
+    // elements) is an error for neither the interpreter nor native code,
+    // as for a `let` never used (found by tests/fuzz.rs, seed
+    // 0x3cf1f915b2e6f763, where the interpreter failed and native code
+    // did not). The gradient reads the argument through the rule, so
+    // there the index is out of range for both.
+    let p = prog(
+        "@custom_vjp(two_vjp)
+fn two[M](x: f64[M]) -> f64 = 2
+fn two_vjp[M](x: f64[M], g: f64) -> f64[M] = x * g
+fn f[M](a: f64[M], k: i64) -> f64 = two(a[k] * a)
+@grad(a)
+fn df[M](a: f64[M], k: i64) -> f64[M] = f(a, k)",
+    );
+    let k = Value::scalar(DType::I64, 2.0);
+    let a = vec64(&[1.0, 2.0]);
+    let v = run_both(&p, "f", &[a.clone(), k.clone()]).unwrap();
+    assert_eq!(v[0].as_scalar(), 2.0);
+    let e = run_both(&p, "df", &[a.clone(), k]).unwrap_err();
+    assert!(e.contains("index 2 is out of range"), "{e}");
+    // At k = 1 the rule's cotangent of x = a[1] * a is x itself, [2, 4];
+    // through x it is a[1] * [2, 4] plus, at a[1], +/(a * [2, 4]) = 10.
+    let g = run_both(&p, "df", &[a, Value::scalar(DType::I64, 1.0)]).unwrap();
+    assert_eq!(g[0].data, vec![4.0, 18.0]);
+}
+
+#[test]
 fn the_tangent_of_an_argument_not_differentiated_is_a_symbolic_zero() {
     // The rules' coefficient of `a`'s tangent is NaN at `a < 0`; `a` is not
     // differentiated, so that term is absent, before and after the

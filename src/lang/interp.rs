@@ -484,7 +484,7 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgEr
                 .map_err(ArgError::too_large)?;
         }
         let vals: Vec<&Value> = s
-            .args
+            .value_operands()
             .iter()
             .map(|a| {
                 env[a.index()]

@@ -64,6 +64,18 @@ pub struct Stmt {
     pub args: SmallVec<[VarId; 2]>,
 }
 
+impl Stmt {
+    /// The operands its value is computed from: all of them, but for a
+    /// `custom` statement, whose value is its first operand (the others,
+    /// the arguments of the call, are there for its derivative rules).
+    pub fn value_operands(&self) -> &[VarId] {
+        match self.op {
+            Op::Custom(..) => &self.args[..1],
+            _ => &self.args[..],
+        }
+    }
+}
+
 /// A function in egrad's typed SSA IR: straight-line statements over
 /// whole arrays, plus the counted loops its loop statements run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -310,7 +322,10 @@ impl Function {
     /// statement whose variable is not live is never run, by the
     /// interpreter or by native code, so what it would compute (an index
     /// out of range included) has no effect, as in the optimized program,
-    /// which does not hold it.
+    /// which does not hold it. The arguments of a `custom` statement's call
+    /// are live only where something else reads them
+    /// ([`Stmt::value_operands`]), as in [`Function::without_customs`],
+    /// which native code runs.
     pub fn live(&self) -> Vec<bool> {
         let mut live = vec![false; self.vars.len()];
         for r in &self.rets {
@@ -318,7 +333,7 @@ impl Function {
         }
         for s in self.stmts.iter().rev() {
             if live[s.var.index()] {
-                for a in &s.args {
+                for a in s.value_operands() {
                     live[a.index()] = true;
                 }
             }
