@@ -11,12 +11,12 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use egrad::internals::backend::{self, BackendOptions, CompiledFunction};
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::parse_functions;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::parse_functions;
 use egrad::internals::pipeline::{optimize_gradient, Options};
 use egrad::internals::suite::BENCHMARKS;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 use std::hint::black_box;
 use std::time::Duration;

@@ -4,10 +4,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use egrad::internals::backend::{self, BackendOptions};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
 use egrad::internals::pipeline::{optimize_gradient, Options};
 use egrad::internals::suite::v;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 use std::hint::black_box;
 

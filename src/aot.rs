@@ -27,13 +27,13 @@
 use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
 use crate::error::span::Span;
 use crate::error::{Error, Result};
-use crate::lang::ir::{Function, Param, Stmt, VarId, VarInfo};
-use crate::lang::size::Size;
-use crate::lang::types::{DType, Dim, Type};
+use crate::ir::{Function, Param, Stmt, VarId, VarInfo};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
 use crate::residuals::{cut, Cut, ResidualKind};
+use crate::types::size::Size;
+use crate::types::{DType, Dim, Type};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
@@ -372,7 +372,7 @@ impl Sizes {
 }
 
 /// The size conditions of `f` (and its loops) as C expressions: what
-/// [`bind_args`](crate::lang::interp::bind_args) checks about the sizes.
+/// [`bind_args`](crate::ir::interp::bind_args) checks about the sizes.
 fn size_conditions(f: &Function, sizes: &Sizes, out: &mut Vec<String>) {
     for l in &f.loops {
         size_conditions(&l.body, sizes, out);

@@ -33,8 +33,8 @@
 use crate::backend::{self, CompiledFunction};
 use crate::error::{Error, Result};
 use crate::extract::cost::DEFAULT_LAMBDA;
+use crate::ir::Function;
 use crate::lang::ast::{ExprKind, FnDef};
-use crate::lang::ir::Function;
 use crate::pipeline::{optimize_gradient, optimize_ir, CompiledGradient, GradProgram, Options};
 use crate::program::Program;
 use std::collections::HashMap;

@@ -7,11 +7,11 @@
 //! Without inputs, the model's flops stand in for the run time.
 
 use crate::error::{Error, Result};
-use crate::lang::value::Value;
 use crate::pipeline::{
     arg_error, optimize_gradient, GradProgram, Options, Progress, ProgressEvent,
 };
 use crate::program::Program;
+use crate::types::value::Value;
 use std::fmt::{self, Write};
 use std::time::{Duration, Instant};
 

@@ -24,6 +24,8 @@ pub(crate) mod gemm;
 pub(crate) mod gemv;
 #[path = "gradbench/mod.rs"]
 pub mod gradbench;
+#[path = "ir/mod.rs"]
+pub mod ir;
 #[path = "lang/mod.rs"]
 pub mod lang;
 #[path = "npy.rs"]
@@ -40,5 +42,7 @@ pub mod residuals;
 pub mod rewrites;
 #[path = "suite.rs"]
 pub mod suite;
+#[path = "types/mod.rs"]
+pub mod types;
 #[path = "vmath/mod.rs"]
 pub mod vmath;

@@ -36,17 +36,15 @@ pub mod internals;
 pub mod error;
 
 pub(crate) use internals::{
-    backend, cache, differentiate, extract, gemm, gemv, lang, ops, pipeline, program, residuals,
-    rewrites, vmath,
+    backend, cache, differentiate, extract, gemm, gemv, ir, lang, ops, pipeline, program,
+    residuals, rewrites, types, vmath,
 };
 
 pub use backend::{BackendOptions, CompiledFunction, NativeArg, NativeOut, Prepared, Workspace};
 pub use error::span::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use error::{Error, ErrorKind, Result, EXIT_INTERNAL};
 pub use extract::cost::CostModel;
-pub use lang::ir::Function;
-pub use lang::types::{DType, Dim, Type};
-pub use lang::value::Value;
+pub use ir::Function;
 pub use ops::kernels::{register_kernel, Kernel, KernelFn, ShapeRule};
 pub use pipeline::{
     optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Progress,
@@ -54,3 +52,5 @@ pub use pipeline::{
 };
 pub use program::{ParseOptions, Program, MAX_OPERATIONS};
 pub use rewrites::Limits;
+pub use types::value::Value;
+pub use types::{DType, Dim, Type};

@@ -29,8 +29,8 @@
 //! from the same map. Compressed members are inflated with `miniz_oxide`.
 
 use crate::error::{Error, Result};
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::types::value::Value;
+use crate::types::DType;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;

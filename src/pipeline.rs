@@ -19,10 +19,8 @@ use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::extract::ResidualChoice;
-use crate::lang::interp::ArgError;
-use crate::lang::ir::Function;
-use crate::lang::types::{DType, Type};
-use crate::lang::value::Value;
+use crate::ir::interp::ArgError;
+use crate::ir::Function;
 use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
 use crate::rewrites::rules::RuleSet;
@@ -30,6 +28,8 @@ use crate::rewrites::{
     insert_split, recompute_rule, saturate_observed, Inserted, IterationHook, Limits,
     SaturationReport,
 };
+use crate::types::value::Value;
+use crate::types::{DType, Type};
 use indexmap::IndexMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -646,7 +646,7 @@ impl GradProgram {
     /// program: the backend keeps them in memory for the pullback, as the
     /// optimizer's choice says, instead of recomputing them where that
     /// looks cheap.
-    pub fn stored(&self) -> Vec<crate::lang::ir::VarId> {
+    pub fn stored(&self) -> Vec<crate::ir::VarId> {
         self.residuals
             .residuals
             .iter()
@@ -832,7 +832,7 @@ pub fn arg_error(f: &Function, file: &SourceFile, e: ArgError) -> Error {
         return Error::Limit(e.message);
     }
     if let Some(site) = e.site {
-        let (start, end) = crate::lang::interp::site_span(site);
+        let (start, end) = crate::ir::interp::site_span(site);
         return Error::at(
             file,
             Diagnostic::new(Span::new(start as usize, end as usize), e.message)

@@ -8,9 +8,9 @@
 use crate::differentiate::Ad;
 use crate::error::span::{Diagnostics, SourceFile, Span};
 use crate::error::Error;
+use crate::ir::Function;
 use crate::lang::ast::Module;
 use crate::lang::check::{check, CheckError, CheckedFn};
-use crate::lang::ir::Function;
 use crate::lang::parser::parse;
 use crate::lang::prelude;
 

@@ -7,8 +7,8 @@
 //! (`tests/data/bench-reference.json`); `egrad run FILE --fn F --suite NAME`
 //! runs a function on them.
 
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::types::value::Value;
+use crate::types::DType;
 
 /// splitmix64: every operation wraps mod 2^64.
 pub fn splitmix64(x: u64) -> u64 {

@@ -3,8 +3,8 @@
 //! computes, bit for bit (the same lowering, the same libm).
 
 use egrad::internals::backend::{self, BackendOptions};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::{optimize_gradient, Arg, Options, Program};
 use std::path::{Path, PathBuf};
 use std::process::Command;

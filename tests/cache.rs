@@ -77,7 +77,7 @@ fn changed_static_value_recompiles_and_is_named() {
         "{r}"
     );
     // Both programs stay cached and correct.
-    let v = egrad::internals::lang::value::Value::f64(&x);
+    let v = egrad::internals::types::value::Value::f64(&x);
     let out3 = f3.call(&[&v]).unwrap();
     let out4 = f4.call(&[&v]).unwrap();
     assert_eq!(out3[0].as_scalar(), 1.5f64.powi(3) + 8.0);

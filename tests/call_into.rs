@@ -7,12 +7,12 @@
 use egrad::internals::backend::{
     self, BackendOptions, CompiledFunction, NativeArg, NativeOut, Workspace,
 };
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::pipeline::{optimize_gradient, CompiledGradient, Options};
 use egrad::internals::suite;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -1,8 +1,8 @@
 //! Checking and lowering, end to end through `Program::parse` (it moved out
 //! of `lang` with `Program`, which joins the checker to AD).
 
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::types::value::Value;
 use egrad::{Error, Program};
 
 const SEED: &str = "fn loss[N](w: f32[N], x: f32[N], y: f32) -> f32 {

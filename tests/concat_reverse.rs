@@ -10,12 +10,12 @@ mod common;
 
 use common::{assert_jit_equals_interpreter, check_gradient, check_jvp, eval};
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 
 const PROGRAM: &str = r#"
@@ -99,7 +99,7 @@ fn program() -> Program {
 /// Arguments for `f`: size parameter `N` (and `M`) is `n`, `K` is 3; each
 /// parameter a different smooth sequence in (-0.9, 0.9).
 fn args_for(f: &Function, n: usize) -> Vec<Value> {
-    use egrad::internals::lang::types::Dim;
+    use egrad::internals::types::Dim;
     f.params
         .iter()
         .enumerate()

@@ -8,9 +8,9 @@
 mod common;
 
 use common::{check_gradient, check_jvp, err, prog, run_both};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
 use egrad::internals::pipeline::{optimize_gradient, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 fn f64s(x: f64) -> Value {
     Value::scalar(DType::F64, x)
@@ -78,7 +78,7 @@ fn the_rule_is_used_in_every_mode_not_the_body() {
                 .unwrap();
             let a = [f64s(x)];
             let refs: Vec<&Value> = a.iter().collect();
-            let vg = egrad::internals::lang::interp::run(g.value_and_grad_ir(), &refs).unwrap();
+            let vg = egrad::internals::ir::interp::run(g.value_and_grad_ir(), &refs).unwrap();
             close(vg[1].as_scalar(), want, "optimized");
             let native = g.compile().unwrap().native().call(&refs).unwrap();
             assert!(native[1].bits_eq(&vg[1]));
@@ -297,7 +297,7 @@ fn dq(x: f64, a: f64, dx: f64) -> f64 = q(x, a)",
             .unwrap()
             .after;
         let refs: Vec<&Value> = args.iter().collect();
-        let o = egrad::internals::lang::interp::run(&opt, &refs).unwrap();
+        let o = egrad::internals::ir::interp::run(&opt, &refs).unwrap();
         assert_eq!(o[0].as_scalar(), 2.0, "{f} optimized");
     }
 }

@@ -11,12 +11,12 @@ mod common;
 
 use common::finite_differences;
 use egrad::internals::differentiate::{jvp, reverse};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::ops::{Op, ALL_OPS};
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 use proptest::prelude::*;
 

@@ -5,9 +5,9 @@
 mod common;
 
 use egrad::internals::backend::{self, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
 use egrad::Program;
 
 #[test]

@@ -29,7 +29,7 @@ use egrad::internals::extract::exact::{
     exact_search, exact_search_from, greedy_choice, greedy_cost, ExactResult,
 };
 use egrad::internals::extract::extract;
-use egrad::internals::lang::ir::{parse_functions, Function};
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::pipeline::Options;
 use egrad::internals::rewrites::lang::{Analysis, Node, EG};
 use egrad::internals::rewrites::rules::RuleSet;

@@ -21,10 +21,10 @@
 mod common;
 
 use common::{all_example_files, egrad, sample_args};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
 use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::{ErrorKind, Program};
 
 /// The bound of the module docs.

@@ -10,10 +10,10 @@
 use egrad::internals::backend::{
     clif_text_with, compile, compile_object, BackendOptions, ObjectEntry,
 };
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::{parse_functions, Function};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 const GEMM: BackendOptions = BackendOptions {
     verify: true,

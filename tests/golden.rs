@@ -7,7 +7,7 @@
 mod common;
 
 use egrad::internals::backend;
-use egrad::internals::lang::ir::parse_functions;
+use egrad::internals::ir::parse_functions;
 use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
 use egrad::Program;
 use std::fmt::Write as _;

@@ -23,7 +23,7 @@
 mod common;
 
 use common::check_gradient;
-use egrad::internals::lang::types::DType;
+use egrad::internals::types::DType;
 use egrad::{ErrorKind, Program, Value};
 
 /// The loop kinds: the primal's header and body, and its extra arguments

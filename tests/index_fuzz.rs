@@ -48,12 +48,12 @@
 //! long), `EGRAD_FUZZ_SEED` (the base seed).
 
 use egrad::internals::backend::{compile, BackendOptions, CompiledFunction, NativeArg, NativeOut};
-use egrad::internals::lang::interp::{run, ArgError};
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::{DType, Dim};
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::{run, ArgError};
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::{DType, Dim};
 use std::time::{Duration, Instant};
 
 mod common;

@@ -4,10 +4,10 @@
 //! checks that fail cleanly in both.
 
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::parse_functions;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::parse_functions;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 fn both(src: &str, args: &[&Value]) -> (Result<Vec<Value>, String>, Result<Vec<Value>, String>) {
     let f = &parse_functions(src).unwrap()[0];

@@ -2,10 +2,10 @@
 //! bit-for-bit identical.
 
 use egrad::internals::backend::{clif_text, compile, BackendOptions, CompiledFunction};
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::{DType, Dim};
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::{parse_functions, Function};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::{DType, Dim};
 use proptest::prelude::*;
 
 const OPTS: BackendOptions = BackendOptions {

@@ -6,9 +6,9 @@ mod common;
 
 use common::{err, prog};
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 
 /// Run `f` through the interpreter and the JIT; they must agree bit for bit.

@@ -3,10 +3,10 @@
 //! `Options::rules_dir` like `--rules DIR`) stop at a limit, the report
 //! names the limit, and the gradient is still correct.
 
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
 use egrad::internals::pipeline::{optimize_gradient, Options};
 use egrad::internals::rewrites::Limits;
+use egrad::internals::types::value::Value;
 use egrad::Program;
 use std::time::Duration;
 
@@ -42,8 +42,8 @@ fn gradient(opts: Options) -> (Vec<Value>, egrad::GradProgram) {
     let p = Program::parse(PROGRAM).unwrap();
     let g = optimize_gradient(&p, &opts.function("dpoly")).unwrap();
     let args = [
-        Value::scalar(egrad::internals::lang::types::DType::F64, 0.7),
-        Value::scalar(egrad::internals::lang::types::DType::F64, -0.3),
+        Value::scalar(egrad::internals::types::DType::F64, 0.7),
+        Value::scalar(egrad::internals::types::DType::F64, -0.3),
     ];
     let refs: Vec<&Value> = args.iter().collect();
     (run(g.value_and_grad_ir(), &refs).unwrap(), g)

@@ -12,9 +12,9 @@ mod common;
 
 use common::prog;
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 /// A function of `steps` unrolled steps mixing scalars and vectors, whose
 /// results read values from the first, middle and last steps.

@@ -7,11 +7,11 @@
 mod common;
 
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_gradient, Options};
+use egrad::internals::types::value::Value;
 use egrad::Program;
 
 const PROGRAMS: &str = r#"
@@ -65,7 +65,7 @@ fn loops_in(f: &Function) -> usize {
 }
 
 fn scalar(x: f64) -> Value {
-    Value::scalar(egrad::internals::lang::types::DType::F64, x)
+    Value::scalar(egrad::internals::types::DType::F64, x)
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn central(f: &Function, args: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for i in 0..args.len() {
         let mut g = args[i].clone();
-        if g.dtype == egrad::internals::lang::types::DType::I64 {
+        if g.dtype == egrad::internals::types::DType::I64 {
             // A count: no derivative.
             out.push(g);
             continue;
@@ -305,16 +305,16 @@ fn a_run_time_count_is_one_loop_for_every_count() {
     assert_eq!(loops_in(f), 1, "{f}");
     assert_eq!(
         f.loops[0].count,
-        egrad::internals::lang::types::Dim::Param("n".into()),
+        egrad::internals::types::Dim::Param("n".into()),
         "{f}"
     );
     assert_eq!(
         p.ir("fixed").unwrap().loops[0].count,
-        egrad::internals::lang::types::Dim::Lit(300)
+        egrad::internals::types::Dim::Lit(300)
     );
     let x = Value::f64(&[0.3, -0.2, 0.5]);
     let a = scalar(0.7);
-    let count = |n: u64| Value::scalar(egrad::internals::lang::types::DType::I64, n as f64);
+    let count = |n: u64| Value::scalar(egrad::internals::types::DType::I64, n as f64);
     for lambda in [0.25, 1e9] {
         let g =
             optimize_gradient(&p, &Options::default().function("drelax").lambda(lambda)).unwrap();
@@ -378,7 +378,7 @@ fn a_run_time_count_is_one_loop_for_every_count() {
         (2.5, "must be a whole number, got 2.5"),
         (1e17, "is larger than 2^53"),
     ] {
-        let nv = Value::scalar(egrad::internals::lang::types::DType::I64, bad);
+        let nv = Value::scalar(egrad::internals::types::DType::I64, bad);
         let e = run(relax, &[&nv, &x, &a]).unwrap_err();
         assert!(e.message.contains(says), "{e}");
     }
@@ -437,7 +437,7 @@ fn dg(x: f64, a: f64) -> f64 = g(x, a)
 @grad(a)
 fn d2g(x: f64, a: f64) -> f64 = dg(x, a)";
     let p = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
-    let count = |n: i64| Value::scalar(egrad::internals::lang::types::DType::I64, n as f64);
+    let count = |n: i64| Value::scalar(egrad::internals::types::DType::I64, n as f64);
     let call = |name: &str, args: &[Value]| -> f64 {
         let f = p.ir(name).unwrap();
         let refs: Vec<&Value> = args.iter().collect();
@@ -521,7 +521,7 @@ fn hvu[N](n: i64, x: f64[N], r: f64, v: f64[N]) -> (f64[N], f64) = vdu(n, x, r, 
 @jvp(x)
 fn fwdu[N](n: i64, x: f64[N], r: f64, dx: f64[N]) -> f64[N] = du(n, x, r)";
     let p = Program::parse(src).unwrap_or_else(|e| panic!("{e}"));
-    let count = |n: i64| Value::scalar(egrad::internals::lang::types::DType::I64, n as f64);
+    let count = |n: i64| Value::scalar(egrad::internals::types::DType::I64, n as f64);
     let call = |name: &str, args: &[Value]| -> Vec<Value> {
         let f = p.ir(name).unwrap();
         let refs: Vec<&Value> = args.iter().collect();
@@ -582,7 +582,7 @@ fn fwdu[N](n: i64, x: f64[N], r: f64, dx: f64[N]) -> f64[N] = du(n, x, r)";
     }
     let (xu, r) = (
         Value::f64(&[0.3, -0.2]),
-        Value::scalar(egrad::internals::lang::types::DType::F64, 0.7),
+        Value::scalar(egrad::internals::types::DType::F64, 0.7),
     );
     let vu = Value::f64(&[1.0, 0.5]);
     for n in [0, 3, 40] {
@@ -595,7 +595,7 @@ fn fwdu[N](n: i64, x: f64[N], r: f64, dx: f64[N]) -> f64[N] = du(n, x, r)";
             &format!("until n={n}: H v"),
         );
         let at = |e: f64| {
-            let rr = Value::scalar(egrad::internals::lang::types::DType::F64, 0.7 + e);
+            let rr = Value::scalar(egrad::internals::types::DType::F64, 0.7 + e);
             call("vdu", &[count(n), xu.clone(), rr, vu.clone()])[0].as_scalar()
         };
         let fd = (at(h) - at(-h)) / (2.0 * h);

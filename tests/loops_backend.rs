@@ -5,10 +5,10 @@
 use egrad::internals::backend::{
     clif_text, compile, compile_keeping, BackendOptions, CompiledFunction,
 };
-use egrad::internals::lang::interp;
-use egrad::internals::lang::ir::{parse_functions, Function, VarId};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::{parse_functions, Function, VarId};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 const OPTS: BackendOptions = BackendOptions {
     verify: true,

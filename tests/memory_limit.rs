@@ -1,13 +1,13 @@
-//! The memory limit (`egrad::internals::lang::memory`, the CLI's
+//! The memory limit (`egrad::internals::ir::memory`, the CLI's
 //! `--memory-limit`): the interpreter and native code refuse a run that
 //! would need more, before allocating, with the bytes it needs; the error
 //! is a limit error (exit code 1). One test: the limit is process-wide.
 
-use egrad::internals::lang::interp;
-use egrad::internals::lang::memory;
-use egrad::internals::lang::types::DType;
+use egrad::internals::ir::interp;
+use egrad::internals::ir::memory;
 use egrad::internals::pipeline::arg_error;
 use egrad::internals::suite::benchmark;
+use egrad::internals::types::DType;
 use egrad::{optimize_gradient, ErrorKind, NativeArg, NativeOut, Options, Program, Value};
 
 #[test]

@@ -6,9 +6,9 @@
 //! The fixtures under `tests/data/npy/` were written by NumPy with
 //! `tests/data/npy/make.py`.
 
-use egrad::internals::lang::interp;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
 use egrad::internals::npy::{read_npz, Array};
+use egrad::internals::types::value::Value;
 use egrad::Program;
 use std::path::{Path, PathBuf};
 

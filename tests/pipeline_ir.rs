@@ -2,12 +2,12 @@
 //! AD → e-graph → extraction → JIT, checked against the interpreter.
 
 use egrad::internals::backend::{self, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::{parse_functions, Function};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::pipeline::{optimize_gradient_ir, Options};
 use egrad::internals::rewrites::Limits;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::SourceFile;
 use std::time::Duration;
 

@@ -9,13 +9,13 @@ mod common;
 use common::{err, finite_differences, prog};
 use egrad::internals::backend::{compile, BackendOptions};
 use egrad::internals::differentiate::Ad;
+use egrad::internals::ir::interp::run;
 use egrad::internals::lang::ast::{Module, TypeExpr};
 use egrad::internals::lang::check::{check, CheckError};
-use egrad::internals::lang::interp::run;
 use egrad::internals::lang::parser::parse_at;
 use egrad::internals::lang::prelude;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::{optimize_gradient, Options, ParseOptions, Program, SourceFile};
 
 /// `f` through the interpreter and the JIT (with and without egrad's

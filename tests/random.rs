@@ -9,9 +9,9 @@
 mod common;
 
 use common::{check_gradient, check_jvp, err, prog, run_both};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
 use egrad::internals::ops::threefry::{threefry2x32, KNOWN_ANSWERS as KAT};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 fn ints(xs: &[i64]) -> Value {
     Value::array(

@@ -581,13 +581,13 @@ mod common;
 use common::env_u64;
 use common::rng::Rng;
 use egrad::internals::backend::{self, BackendOptions};
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::lang::check::UNROLL_STMTS;
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::{DType, Dim};
-use egrad::internals::lang::value::Value;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::{DType, Dim};
 use egrad::{ErrorKind, Program};
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -6305,7 +6305,7 @@ fn step_weight(body: &Function) -> usize {
 }
 
 /// Statements one run of the loop `l` executes (its loops' included).
-fn loop_cost(l: &egrad::internals::lang::ir::Loop) -> u64 {
+fn loop_cost(l: &egrad::internals::ir::Loop) -> u64 {
     let inner: u64 = l.body.loops.iter().map(loop_cost).sum();
     let count = l.count.extent(&|_| None).unwrap_or(0);
     count * (l.body.stmts.len() as u64 + inner)

@@ -5,7 +5,7 @@
 
 mod common;
 
-use egrad::internals::lang::interp::run;
+use egrad::internals::ir::interp::run;
 use egrad::internals::pipeline::{optimize_gradient, GradProgram, Options};
 use egrad::Program;
 
@@ -176,7 +176,7 @@ fn compiled_code_keeps_what_is_stored_and_not_what_is_recomputed() {
     let opts = Options::default()
         .function("power_static_grad")
         .dim("N", n as u64);
-    let x = egrad::internals::lang::value::Value::f64(
+    let x = egrad::internals::types::value::Value::f64(
         &(0..n).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<_>>(),
     );
     let timing = Timing {

@@ -24,11 +24,11 @@
 //! side, and the checker rejects rules that are wrong.
 
 use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Var};
-use egrad::internals::lang::types::{DType, Dim, Type};
-use egrad::internals::lang::value::Value;
 use egrad::internals::ops::{Lit, Op};
 use egrad::internals::rewrites::lang::{Analysis, Node, EG};
 use egrad::internals::rewrites::rules::{Guard, Rule, RuleSet, FAST_MATH_FILES};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::{DType, Dim, Type};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]

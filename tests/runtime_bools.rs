@@ -7,8 +7,8 @@ mod common;
 
 use common::{check_gradient, err, run_both};
 use egrad::internals::backend::{compile, BackendOptions, NativeArg, NativeOut};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 
 fn prog(src: &str) -> Program {

@@ -7,9 +7,9 @@
 mod common;
 
 use common::run_both;
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 
 fn prog(src: &str) -> Program {

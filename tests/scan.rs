@@ -6,12 +6,12 @@
 //! mode agrees, and misuse gives clear errors.
 
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_gradient, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 
 const PROGRAMS: &str = r#"

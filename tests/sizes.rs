@@ -10,11 +10,11 @@ mod common;
 
 use common::{assert_jit_equals_interpreter, check_gradient, check_jvp, eval};
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 use egrad::internals::pipeline::{optimize_ir, Options};
+use egrad::internals::types::value::Value;
 use egrad::Program;
 
 const PROGRAM: &str = r#"

@@ -6,8 +6,8 @@
 //! parameters.
 
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::types::value::Value;
 use egrad::Program;
 
 const PROGRAMS: &str = r#"
@@ -101,10 +101,7 @@ fn recursion_through_static_values_computes_and_differentiates() {
     let s = call(
         &p,
         "shifted",
-        &[Value::scalar(
-            egrad::internals::lang::types::DType::F64,
-            0.0,
-        )],
+        &[Value::scalar(egrad::internals::types::DType::F64, 0.0)],
     );
     // lgamma(5.5) + lgamma(7) = ln(52.34277778455352) + ln(720)
     let want = 52.34277778455352f64.ln() + 720f64.ln();
@@ -114,12 +111,12 @@ fn recursion_through_static_values_computes_and_differentiates() {
         s[0]
     );
 
-    let x = Value::scalar(egrad::internals::lang::types::DType::F64, 0.7);
+    let x = Value::scalar(egrad::internals::types::DType::F64, 0.7);
     let g = call(&p, "dalternate", std::slice::from_ref(&x));
     close(&g[0].data, &fd(&p, "alternate", &[x]), 1e-7);
 
     let m = Value::array(
-        egrad::internals::lang::types::DType::F64,
+        egrad::internals::types::DType::F64,
         vec![3, 2],
         vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
     );

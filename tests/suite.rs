@@ -24,11 +24,11 @@
 //! error seen per benchmark.
 
 use egrad::internals::backend::{self, BackendOptions};
-use egrad::internals::lang::interp;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
 use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Arg, Options};
 use egrad::internals::suite::{self, Benchmark};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::Program;
 use serde_json::Value as Json;
 use std::path::Path;

@@ -11,10 +11,10 @@ mod common;
 use common::{
     assert_close, assert_jit_equals_interpreter, check_gradient, check_jvp, err, eval, prog,
 };
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 const SRC: &str = r#"
 // A run-time count: each element's scalar state.
@@ -183,7 +183,7 @@ fn loops_inside_tabulate_are_loops_over_stacks() {
         text.contains(" settles {") && text.contains("= loop "),
         "{text}"
     );
-    let back = egrad::internals::lang::ir::parse_functions(&text).unwrap();
+    let back = egrad::internals::ir::parse_functions(&text).unwrap();
     assert_eq!(back[0].to_string(), text);
     let text = p.ir("scans").unwrap().to_string();
     assert!(text.contains("= scan "), "{text}");

@@ -5,8 +5,8 @@
 //! bit for bit. `examples/batch_grads.rs` (run as a test too) does the same
 //! with Rayon.
 
-use egrad::internals::lang::types::DType;
 use egrad::internals::suite::benchmark;
+use egrad::internals::types::DType;
 use egrad::{
     optimize_gradient, Arg, CompiledFunction, CompiledGradient, NativeArg, NativeOut, Options,
     Program, Value,

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{check_gradient, check_jvp, err, prog, run_both};
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 fn vec64(xs: &[f64]) -> Value {
     Value::array(DType::F64, vec![xs.len()], xs.to_vec())

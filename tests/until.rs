@@ -8,10 +8,10 @@
 mod common;
 
 use common::{assert_jit_equals_interpreter, check_gradient, check_jvp, eval, prog};
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 
 const SRC: &str = r#"
 fn newton(a: f64, n: i64) -> f64 =
@@ -69,7 +69,7 @@ fn a_run_time_bound_is_a_loop_that_settles() {
     let f = p.ir("settle").unwrap();
     let text = f.to_string();
     assert!(text.contains(" settles {"), "{text}");
-    let back = egrad::internals::lang::ir::parse_functions(&text).unwrap();
+    let back = egrad::internals::ir::parse_functions(&text).unwrap();
     assert_eq!(back[0].to_string(), text);
 }
 

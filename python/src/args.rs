@@ -23,7 +23,7 @@
 
 use crate::errors::{guarded, to_py};
 use crate::options::type_name;
-use egrad::internals::lang::interp::ArgError;
+use egrad::internals::ir::interp::ArgError;
 use egrad::internals::pipeline::arg_error;
 use egrad::{CompiledFunction, DType, Error, Function, NativeArg, NativeOut, SourceFile};
 use numpy::{

@@ -7,11 +7,11 @@
 use super::lower::{Import, LoopRefs, Plan, Translator, STATUS_SLOTS};
 use super::BackendOptions;
 use crate::error::Error;
-use crate::lang::interp::{bind_args, concrete_shape, ArgError};
-use crate::lang::ir::{Function, VarId};
-use crate::lang::memory;
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::ir::interp::{bind_args, concrete_shape, ArgError};
+use crate::ir::memory;
+use crate::ir::{Function, VarId};
+use crate::types::value::Value;
+use crate::types::DType;
 use crate::vmath::VFn;
 use cranelift_codegen::ir::{self, types, AbiParam, FuncRef, InstBuilder, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
@@ -739,7 +739,7 @@ impl CompiledFunction {
             let d = dims.get(p).copied().unwrap_or(0);
             dim_vals.push(i64::try_from(d).map_err(|_| too_big("size parameter"))?);
         }
-        let sized = |ty: &crate::lang::types::Type| -> Result<(Vec<usize>, usize), ArgError> {
+        let sized = |ty: &crate::types::Type| -> Result<(Vec<usize>, usize), ArgError> {
             let shape = concrete_shape(ty, &dims);
             let n = shape
                 .iter()

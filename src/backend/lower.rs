@@ -35,9 +35,9 @@
 
 use super::jit::Libm;
 use crate::error::Error;
-use crate::lang::ir::{Function, VarId};
-use crate::lang::types::{DType, Dim, Type};
+use crate::ir::{Function, VarId};
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
 use cranelift_frontend::FunctionBuilder;

@@ -14,7 +14,7 @@
 //! Element counts are computed in the native code from `dims` and literal
 //! dims, and every loop runs over `0..len` only; the host wrapper
 //! ([`CompiledFunction::call`]) checks arguments with
-//! [`interp::bind_args`](crate::lang::interp::bind_args) before any native
+//! [`interp::bind_args`](crate::ir::interp::bind_args) before any native
 //! code runs and allocates outputs and scratch from the bound dims, so no
 //! out-of-bounds access is possible. [`CompiledFunction::call_into`] runs
 //! on the caller's own slices and output buffers with the scratch of a
@@ -47,7 +47,7 @@
 //! # Loops
 //!
 //! A function's counted loops (`loop`, `looptape`, `loopvjp`; see
-//! [`Loop`](crate::lang::ir::Loop)) are not unrolled. Each loop body and
+//! [`Loop`](crate::ir::Loop)) are not unrolled. Each loop body and
 //! each loop VJP that a live statement runs is compiled as its own native
 //! function in the same module, with the ABI above (the body's one input is
 //! the state, its one output the next state; a VJP's inputs are the state
@@ -80,7 +80,7 @@ pub use native::{NativeArg, NativeOut, Workspace};
 pub use object::{compile_object, is_c_identifier, EntryLayout, ObjectCode, ObjectEntry};
 
 #[cfg(doc)]
-use crate::lang::ir::Function;
+use crate::ir::Function;
 
 /// Options for [`compile`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

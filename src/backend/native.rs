@@ -6,11 +6,11 @@
 
 use super::jit::{check_status, CompiledFunction, NativeBuf};
 use super::lower::STATUS_SLOTS;
-use crate::lang::interp::{
+use crate::ir::interp::{
     bind_args, check_bool, concrete_shape, count_problem, ArgError, ArgShape, MAX_COUNT,
 };
-use crate::lang::memory;
-use crate::lang::types::{DType, Type};
+use crate::ir::memory;
+use crate::types::{DType, Type};
 use std::marker::PhantomData;
 
 /// A borrowed run-time argument for [`CompiledFunction::call_into`], in the

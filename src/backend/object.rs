@@ -14,8 +14,8 @@
 use super::jit::{cl_err, host_isa, lower, EntryDecl, LibmNames, Lowered};
 use super::BackendOptions;
 use crate::error::Error;
-use crate::lang::ir::{Function, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Function, VarId};
+use crate::types::Type;
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 

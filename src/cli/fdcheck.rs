@@ -3,10 +3,10 @@
 
 use super::{inputs, load, options, primal_of, with_wrt, FdcheckArgs, Output};
 use egrad::error::{Error, Result};
-use egrad::internals::lang::interp;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
 use egrad::internals::pipeline::{arg_error, optimize_gradient};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use serde_json::json;
 
 /// The size that random inputs give a size parameter no `--dim` names:

@@ -5,13 +5,13 @@ mod progress;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use egrad::error::{Error, Result};
 use egrad::internals::backend;
-use egrad::internals::lang::interp;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp;
 use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
 use egrad::internals::program::{ParseOptions, Program};
 use egrad::internals::rewrites::Limits;
 use egrad::internals::suite;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use indexmap::IndexMap;
 use inputs::{InputArgs, OutputArgs};
 use serde_json::json;
@@ -529,7 +529,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
             time,
         });
     if let Some(bytes) = opt.memory_limit {
-        egrad::internals::lang::memory::set_limit(bytes);
+        egrad::internals::ir::memory::set_limit(bytes);
     }
     o.dims = opt.dims.iter().cloned().collect();
     o.rules_dir = opt.rules.clone();
@@ -614,10 +614,10 @@ impl ValueParser<'_> {
                 let n = t
                     .parse::<i128>()
                     .map_err(|_| format!("`{t}` is not an integer (the parameter is i64)"))?;
-                if n.unsigned_abs() > u128::from(egrad::internals::lang::interp::MAX_COUNT) {
+                if n.unsigned_abs() > u128::from(egrad::internals::ir::interp::MAX_COUNT) {
                     return Err(format!(
                         "`{t}` is larger in magnitude than 2^53 = {}, the largest integer egrad takes exactly",
-                        egrad::internals::lang::interp::MAX_COUNT
+                        egrad::internals::ir::interp::MAX_COUNT
                     ));
                 }
             }
@@ -642,11 +642,7 @@ use egrad::internals::suite::v as uniform;
 /// The arguments `--suite` gives `f`: the benchmark's inputs by position.
 /// The count is checked here, the element type in `build_args`, and the
 /// shapes against the signature like any other arguments.
-fn suite_args(
-    f: &egrad::internals::lang::ir::Function,
-    key: &str,
-    dtype: DType,
-) -> Result<Vec<Value>> {
+fn suite_args(f: &egrad::internals::ir::Function, key: &str, dtype: DType) -> Result<Vec<Value>> {
     let b = suite::benchmark(key).ok_or_else(|| {
         Error::Usage(format!(
             "--suite: no benchmark `{key}` (available: {})",
@@ -715,7 +711,7 @@ fn results_output(
 /// With `--suite`, price the program at the sizes of the benchmark's
 /// inputs (--dim wins), checking them against the signature first.
 fn price_at_inputs(
-    f: &egrad::internals::lang::ir::Function,
+    f: &egrad::internals::ir::Function,
     program: &Program,
     values: &[Value],
     opts: &mut Options,
@@ -881,7 +877,7 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
 /// refused before allocating when they and `held_before` bytes already
 /// held would pass the memory limit.
 fn random_args(
-    f: &egrad::internals::lang::ir::Function,
+    f: &egrad::internals::ir::Function,
     dims: &IndexMap<String, u64>,
     seed: u64,
     held_before: u64,
@@ -929,9 +925,9 @@ fn random_args(
         // with the arguments made before it.
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
         held = n
-            .and_then(|n| egrad::internals::lang::memory::bytes_of(n, 8))
+            .and_then(|n| egrad::internals::ir::memory::bytes_of(n, 8))
             .and_then(|b| b.checked_add(held?));
-        egrad::internals::lang::memory::check(
+        egrad::internals::ir::memory::check(
             held,
             &format!("the random arguments up to `{name}: {ty}`"),
         )
@@ -952,7 +948,7 @@ fn random_args(
 
 /// The function a gradient command differentiates: a `@grad` function's
 /// primal, or the named function itself.
-fn primal_of(program: &Program, function: &str) -> Result<egrad::internals::lang::ir::Function> {
+fn primal_of(program: &Program, function: &str) -> Result<egrad::internals::ir::Function> {
     Ok(match program.grad_spec(function) {
         Some(spec) => spec.primal.clone(),
         None => program.ir(function)?.clone(),

@@ -14,9 +14,9 @@
 use super::reverse::reverse;
 use super::template::Template;
 use super::{invalid, AdError};
-use crate::lang::ir::{Builder, CustomRule, Function, Stmt, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Builder, CustomRule, Function, Stmt, VarId};
 use crate::ops::Op;
+use crate::types::Type;
 
 /// The rule of a `custom` statement `s` of `f`, and the positions (in
 /// `s.args`) of its differentiable operands.

@@ -1,5 +1,5 @@
 //! The AD stage's answer to the checker's transform requests
-//! ([`crate::lang::transform`]): reverse mode for `@grad` (forward mode when
+//! ([`crate::ir::transform`]): reverse mode for `@grad` (forward mode when
 //! reverse mode meets a loop's gradient and every parameter differentiated
 //! is a scalar), `@value_and_grad` from the same sweep, forward mode for
 //! `@jvp`.
@@ -7,8 +7,8 @@
 use super::forward::{forward, forward_gradient};
 use super::reverse::{prune_dead, reverse};
 use super::{AdError, AdLimit};
-use crate::lang::ir::Function;
-use crate::lang::transform::{Derived, Request, TransformError, Transforms};
+use crate::ir::transform::{Derived, Request, TransformError, Transforms};
+use crate::ir::Function;
 
 /// Automatic differentiation as the checker's [`Transforms`].
 #[derive(Clone, Copy, Debug, Default)]

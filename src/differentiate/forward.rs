@@ -3,9 +3,9 @@
 use super::custom;
 use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
-use crate::lang::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
-use crate::lang::types::{Dim, Type};
+use crate::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
 use crate::ops::{Op, VJP_RECOMPUTE};
+use crate::types::{Dim, Type};
 use std::collections::HashMap;
 
 /// Push the tangents of `f`'s results forward from the tangents of some of
@@ -562,11 +562,11 @@ pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Funct
 mod tests {
     use super::*;
     use crate::differentiate::template::Template;
-    use crate::lang::interp::run;
-    use crate::lang::ir::parse_functions;
-    use crate::lang::types::DType;
-    use crate::lang::value::Value;
+    use crate::ir::interp::run;
+    use crate::ir::parse_functions;
     use crate::ops::ALL_OPS;
+    use crate::types::value::Value;
+    use crate::types::DType;
 
     #[test]
     fn every_jvp_template_parses() {

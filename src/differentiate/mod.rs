@@ -23,7 +23,7 @@ pub use derive::Ad;
 pub use forward::{forward, forward_gradient, jvp};
 pub use reverse::{reverse, Reverse};
 
-use crate::lang::ir::IrError;
+use crate::ir::IrError;
 use crate::ops::OpTypeError;
 use std::fmt;
 

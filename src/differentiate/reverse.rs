@@ -3,11 +3,11 @@
 use super::custom;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
-use crate::lang::ir::{Builder, Function, IrError, Loop, VarId};
-use crate::lang::types::{Dim, Type};
+use crate::ir::{Builder, Function, IrError, Loop, VarId};
 use crate::ops::{kernels, Op, OpTypeError, VJP_SEQ, VJP_TAPE};
 pub use crate::residuals::prune_dead;
 use crate::residuals::split_at;
+use crate::types::{Dim, Type};
 use indexmap::IndexMap;
 use std::borrow::Cow;
 
@@ -777,10 +777,10 @@ pub fn body_vjp_seq(lp: &Loop) -> Result<Function, AdError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::interp::run;
-    use crate::lang::ir::parse_functions;
-    use crate::lang::types::DType;
-    use crate::lang::value::Value;
+    use crate::ir::interp::run;
+    use crate::ir::parse_functions;
+    use crate::types::value::Value;
+    use crate::types::DType;
 
     fn seed_loss() -> Function {
         parse_functions(

@@ -1,9 +1,9 @@
 //! Derivative templates: the op table's per-argument rules, kept as data in
 //! the rule-pattern syntax (`(mul ?g (cos ?a))`) and instantiated into IR.
 
-use crate::lang::ir::{Builder, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Builder, VarId};
 use crate::ops::{parse_number, Op};
+use crate::types::Type;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -17,15 +17,15 @@
 //! Sizes are evaluated at the given size-parameter values (`--dim N=...`),
 //! [`DEFAULT_DIM`] when none is given.
 
-use crate::lang::ir::Function;
-use crate::lang::types::Type;
+use crate::ir::Function;
 use crate::ops::Op;
 use crate::rewrites::lang::{Node, EG};
+use crate::types::Type;
 use indexmap::IndexMap;
 use std::fmt;
 use std::ops::Add;
 
-pub use crate::lang::types::DEFAULT_DIM;
+pub use crate::types::DEFAULT_DIM;
 
 /// Fixed cost of one emitted statement (loop set-up, a scalar instruction).
 pub const STMT_OVERHEAD: f64 = 1.0;

@@ -692,8 +692,8 @@ impl<'g> Search<'g> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::types::Type;
     use crate::rewrites::lang::{Analysis, EG};
+    use crate::types::Type;
 
     /// An e-graph of scalar `f64` expressions over inputs `x` and `y`, with
     /// the given classes merged; the roots are expressions by position.

@@ -35,10 +35,10 @@
 pub mod cost;
 pub mod exact;
 
-use crate::lang::ir::{Builder, Function, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Builder, Function, VarId};
 use crate::rewrites::lang::{Node, EG};
 use crate::rewrites::Inserted;
+use crate::types::Type;
 use cost::{Cost, CostModel};
 use egg::{Id, Language};
 use indexmap::IndexMap;
@@ -525,7 +525,7 @@ fn choose(
             .data
             .ty
             .clone()
-            .unwrap_or_else(|| Type::scalar(crate::lang::types::DType::F64));
+            .unwrap_or_else(|| Type::scalar(crate::types::DType::F64));
         let other = s.best_alternative(c).map(|(_, d)| d);
         let primal = g.nodes[c]
             .iter()
@@ -703,7 +703,7 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::ir::parse_functions;
+    use crate::ir::parse_functions;
     use crate::rewrites::{insert, rules::RuleSet, saturate, Limits};
 
     #[test]

@@ -25,9 +25,9 @@
 pub mod modules;
 
 use crate::cache::CompileCache;
-use crate::lang::value::Value;
 use crate::pipeline::{arg_error, Options};
 use crate::program::Program;
+use crate::types::value::Value;
 use modules::{Call, Module};
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashMap;

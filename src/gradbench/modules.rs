@@ -15,8 +15,8 @@
 //! correspondences) is passed as `i64` arrays and gathered with in the
 //! program.
 
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::types::value::Value;
+use crate::types::DType;
 use serde_json::{Number, Value as Json};
 
 /// How an evaluate calls into the module's program.

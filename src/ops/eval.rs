@@ -3,8 +3,8 @@
 
 use super::real::{mask, maximum, minimum, Real};
 use super::Op;
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::types::value::Value;
+use crate::types::DType;
 
 /// An element function on f64-held operands, computed in a dtype's precision.
 type ElemFn = fn(&[f64], DType) -> f64;
@@ -137,7 +137,7 @@ impl Op {
                     .collect(),
             },
             // Their meaning is a loop body of the enclosing function: the
-            // interpreter runs them (`lang::interp`), and constant folding
+            // interpreter runs them (`ir::interp`), and constant folding
             // skips them (`Op::is_loop`).
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => {
                 unreachable!("`{self}` is evaluated with its loop body, not by Op::eval")
@@ -238,7 +238,7 @@ impl Op {
             }
             Op::Gather(_) => {
                 // An index out of range reads NaN here; the interpreter
-                // reports it before evaluating (`lang::interp`).
+                // reports it before evaluating (`ir::interp`).
                 let (x, idx) = (args[0], args[1]);
                 let row: usize = x.shape[1..].iter().product();
                 let mut data = Vec::with_capacity(idx.len() * row);

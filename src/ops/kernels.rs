@@ -10,7 +10,7 @@
 //! Kernels take and give `f64` arrays (rank 1 or more). They live in the
 //! process: an object file (`egrad build`) cannot call them.
 
-use crate::lang::types::{DType, Type};
+use crate::types::{DType, Type};
 use std::sync::{OnceLock, RwLock};
 
 /// A kernel's computation: the arguments' elements (row-major, one slice

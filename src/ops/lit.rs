@@ -1,6 +1,6 @@
 //! Typed floating-point literals ([`Lit`]) and the number syntax they print and parse.
 
-use crate::lang::types::DType;
+use crate::types::DType;
 use std::fmt;
 
 /// A typed floating-point literal. Holds the value's `f64` bit pattern

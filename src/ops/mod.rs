@@ -35,7 +35,7 @@ pub use lit::{parse_number, Lit};
 pub use real::{floor_div_rem, Real};
 pub use type_rule::OpTypeError;
 
-use crate::lang::types::DType;
+use crate::types::DType;
 
 /// A primitive operation on arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,7 +151,7 @@ pub enum Op {
     /// `threefry1 k0 k1 c0 c1`: word 1 of the same block.
     Threefry1,
     /// `loop L`: loop `L` of the enclosing function
-    /// ([`crate::lang::ir::Loop`]): its body applied `count` times, starting
+    /// ([`crate::ir::Loop`]): its body applied `count` times, starting
     /// from the operand (the loop's whole state, packed in one array).
     ///
     /// The flag marks a *scan* loop (`scan L`): it has a second operand, a
@@ -184,7 +184,7 @@ pub enum Op {
     /// `custom R n y x1 .. xn`: `y`, the value of a function with its own
     /// derivative rules (`@custom_vjp`, `@custom_jvp`) computed from its
     /// arguments `x1 .. xn`; rule `R` of the enclosing function
-    /// ([`crate::lang::ir::CustomRule`]). AD differentiates it with the
+    /// ([`crate::ir::CustomRule`]). AD differentiates it with the
     /// rule (never through `y`'s statements); once differentiated it is
     /// `y` (`Function::without_customs`, before the e-graph and the
     /// backend).

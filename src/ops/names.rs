@@ -1,7 +1,7 @@
 //! Symbol and arity: an op's name, its row payload and its number of operands.
 
 use super::{Op, ALL_OPS};
-use crate::lang::types::DType;
+use crate::types::DType;
 use std::fmt;
 
 impl Op {

@@ -1,8 +1,8 @@
 //! Unit tests of the op table.
 
 use super::*;
-use crate::lang::types::DType;
-use crate::lang::value::Value;
+use crate::types::value::Value;
+use crate::types::DType;
 
 #[test]
 fn names_round_trip() {

@@ -1,7 +1,7 @@
 //! The type rule ([`Op::result_type`]) and its error.
 
 use super::Op;
-use crate::lang::types::{DType, Dim, Type};
+use crate::types::{DType, Dim, Type};
 use std::fmt;
 
 /// A type rule failed: the message names what was expected.
@@ -16,7 +16,7 @@ impl fmt::Display for OpTypeError {
 
 impl Op {
     /// The type rule. For the loop ops it checks only what the operands
-    /// show; [`crate::lang::ir::Function::validate`] checks them against
+    /// show; [`crate::ir::Function::validate`] checks them against
     /// the loop's body.
     pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
         if args.len() != self.arity() {

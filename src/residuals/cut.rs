@@ -6,7 +6,7 @@
 
 use super::{Residual, ResidualKind, ResidualPlan};
 use crate::error::span::Span;
-use crate::lang::ir::{Builder, Function, IrError, Param, VarId};
+use crate::ir::{Builder, Function, IrError, Param, VarId};
 
 /// The one reachability walk: which statements of `f` the values `roots`
 /// need, not looking past `leaves` (indexed by variable; a leaf is given,
@@ -37,7 +37,7 @@ pub fn params_as_leaves(f: &Function) -> Vec<bool> {
 }
 
 /// The statements of `f` that `keep` marks, in order.
-fn kept(f: &Function, keep: &[bool]) -> Vec<crate::lang::ir::Stmt> {
+fn kept(f: &Function, keep: &[bool]) -> Vec<crate::ir::Stmt> {
     f.stmts
         .iter()
         .zip(keep)
@@ -264,7 +264,7 @@ pub(crate) fn renumber(f: &Function) -> Function {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::ir::parse_functions;
+    use crate::ir::parse_functions;
 
     fn vg() -> Function {
         // value = sum(x*x) * k; gradient = 2*x*k (the pullback reads %k

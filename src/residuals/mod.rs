@@ -13,8 +13,8 @@ pub mod cut;
 pub use cut::{cut, needed, prune_dead, split_at, Cut};
 
 use crate::extract::cost::CostModel;
-use crate::lang::ir::{Function, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Function, VarId};
+use crate::types::Type;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! class's type, folds constants with exact IEEE semantics and absorbs
 //! symbolic zeros.
 
-use crate::lang::types::Type;
-use crate::lang::value::Value;
 use crate::ops::{Lit, Op};
+use crate::types::value::Value;
+use crate::types::Type;
 use egg::{DidMerge, EGraph, Id, Language, Symbol};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -508,7 +508,7 @@ fn fold(egraph: &EG, op: Op, args: &[Id], ty: Option<&Type>) -> Option<Lit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::types::DType;
+    use crate::types::DType;
 
     #[test]
     fn folds_constants_exactly_and_keeps_signed_zero() {

@@ -5,9 +5,9 @@
 pub mod lang;
 pub mod rules;
 
-use crate::lang::ir::{Function, VarId};
-use crate::lang::types::Type;
+use crate::ir::{Function, VarId};
 use crate::ops::{Op, VJP_SEQ};
+use crate::types::Type;
 use egg::{Id, Runner, StopReason};
 use indexmap::IndexMap;
 use lang::{Analysis, Node, EG};
@@ -288,7 +288,7 @@ fn checkpoint_choices(
         }
         let st = lp.state();
         // A run-time count: intervals for a count of a thousand.
-        let n = lp.static_count().unwrap_or(crate::lang::types::DEFAULT_DIM);
+        let n = lp.static_count().unwrap_or(crate::types::DEFAULT_DIM);
         for k in checkpoint_intervals(n) {
             let rows = lp.tape_rows(k);
             let mut shape = vec![rows];

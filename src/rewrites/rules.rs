@@ -8,8 +8,8 @@
 //! names) and errors name `file:line`.
 
 use super::lang::{Analysis, Node, TypeLit, EG};
-use crate::lang::types::DType;
 use crate::ops::{parse_number, Lit, Op};
+use crate::types::DType;
 use egg::{Applier, Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
 use std::collections::HashSet;
 use std::fmt;
@@ -702,7 +702,7 @@ mod tests {
             .unwrap();
         let mut a = Analysis::default();
         a.inputs
-            .insert("x".into(), crate::lang::types::Type::scalar(DType::F64));
+            .insert("x".into(), crate::types::Type::scalar(DType::F64));
         let mut eg = EG::new(a);
         let e: egg::RecExpr<Node> = "(sub x x)".parse().unwrap();
         let id = eg.add_expr(&e);

@@ -61,16 +61,16 @@ pub fn all_example_files() -> Vec<PathBuf> {
 /// array alternates.
 #[allow(dead_code)]
 pub fn sample_args(
-    f: &egrad::internals::lang::ir::Function,
+    f: &egrad::internals::ir::Function,
     n: usize,
-) -> Vec<egrad::internals::lang::value::Value> {
+) -> Vec<egrad::internals::types::value::Value> {
     f.params
         .iter()
         .enumerate()
         .map(|(k, prm)| {
             let t = f.ty(prm.var);
-            if t.dtype == egrad::internals::lang::types::DType::I64 && t.rank() == 0 {
-                return egrad::internals::lang::value::Value::scalar(t.dtype, n as f64);
+            if t.dtype == egrad::internals::types::DType::I64 && t.rank() == 0 {
+                return egrad::internals::types::value::Value::scalar(t.dtype, n as f64);
             }
             // Sizes such as `N+1` or `2*N` at `N` = n.
             let shape: Vec<usize> = t
@@ -81,14 +81,12 @@ pub fn sample_args(
             let len: usize = shape.iter().product();
             let data = (0..len)
                 .map(|i| match t.dtype {
-                    egrad::internals::lang::types::DType::I64 => {
-                        ((i * 7 + k * 13) % 5) as f64 - 1.0
-                    }
-                    egrad::internals::lang::types::DType::Bool => ((i + k) % 2) as f64,
+                    egrad::internals::types::DType::I64 => ((i * 7 + k * 13) % 5) as f64 - 1.0,
+                    egrad::internals::types::DType::Bool => ((i + k) % 2) as f64,
                     _ => ((i * 7 + k * 13) as f64 * 0.37).sin() * 0.9,
                 })
                 .collect();
-            egrad::internals::lang::value::Value::array(t.dtype, shape, data)
+            egrad::internals::types::value::Value::array(t.dtype, shape, data)
         })
         .collect()
 }
@@ -121,18 +119,18 @@ pub fn check_golden(path: &std::path::Path, text: &str, bless: bool, failures: &
 /// Run `f` with the interpreter (panics on an argument error).
 #[allow(dead_code)]
 pub fn eval(
-    f: &egrad::internals::lang::ir::Function,
-    args: &[egrad::internals::lang::value::Value],
-) -> Vec<egrad::internals::lang::value::Value> {
-    let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
-    egrad::internals::lang::interp::run(f, &refs).unwrap_or_else(|e| panic!("{}: {e}", f.name))
+    f: &egrad::internals::ir::Function,
+    args: &[egrad::internals::types::value::Value],
+) -> Vec<egrad::internals::types::value::Value> {
+    let refs: Vec<&egrad::internals::types::value::Value> = args.iter().collect();
+    egrad::internals::ir::interp::run(f, &refs).unwrap_or_else(|e| panic!("{}: {e}", f.name))
 }
 
 /// `got` is `want` within `1e-6 (1 + |want|)` element by element.
 #[allow(dead_code)]
 pub fn assert_close(
-    got: &egrad::internals::lang::value::Value,
-    want: &egrad::internals::lang::value::Value,
+    got: &egrad::internals::types::value::Value,
+    want: &egrad::internals::types::value::Value,
     what: &str,
 ) {
     assert_eq!(got.shape, want.shape, "{what}");
@@ -148,14 +146,14 @@ pub fn assert_close(
 /// interpreter refuses, native code refuses too, before it runs.
 #[allow(dead_code)]
 pub fn assert_jit_equals_interpreter(
-    f: &egrad::internals::lang::ir::Function,
-    args: &[egrad::internals::lang::value::Value],
+    f: &egrad::internals::ir::Function,
+    args: &[egrad::internals::types::value::Value],
     what: &str,
 ) {
     use egrad::internals::backend::{compile, BackendOptions};
-    let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
+    let refs: Vec<&egrad::internals::types::value::Value> = args.iter().collect();
     let native = compile(f, &BackendOptions::verified()).unwrap_or_else(|e| panic!("{what}: {e}"));
-    match egrad::internals::lang::interp::run(f, &refs) {
+    match egrad::internals::ir::interp::run(f, &refs) {
         Ok(want) => {
             let got = native.call(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(got.len(), want.len(), "{what}");
@@ -178,7 +176,7 @@ pub fn check_gradient(
     grad: &str,
     loss: &str,
     nwrt: usize,
-    args: &[egrad::internals::lang::value::Value],
+    args: &[egrad::internals::types::value::Value],
     what: &str,
 ) {
     use egrad::internals::pipeline::{optimize_gradient, Options};
@@ -195,8 +193,8 @@ pub fn check_gradient(
         let g = optimize_gradient(p, &Options::default().function(grad).lambda(lambda))
             .unwrap_or_else(|e| panic!("{grad}: {e}"));
         let vg = g.value_and_grad_ir();
-        let refs: Vec<&egrad::internals::lang::value::Value> = args.iter().collect();
-        let interp = egrad::internals::lang::interp::run(vg, &refs).unwrap();
+        let refs: Vec<&egrad::internals::types::value::Value> = args.iter().collect();
+        let interp = egrad::internals::ir::interp::run(vg, &refs).unwrap();
         assert_eq!(interp.len(), nwrt + 1, "{vg}");
         let value = eval(primal, args)[0].as_scalar();
         let v = interp[0].as_scalar();
@@ -224,11 +222,11 @@ pub fn check_jvp(
     jvp: &str,
     loss: &str,
     nwrt: usize,
-    args: &[egrad::internals::lang::value::Value],
+    args: &[egrad::internals::types::value::Value],
     what: &str,
 ) {
-    use egrad::internals::lang::value::Value;
     use egrad::internals::pipeline::{optimize_ir, Options};
+    use egrad::internals::types::value::Value;
     let primal = p.ir(loss).unwrap();
     let j = p.ir(jvp).unwrap();
     // Tangent directions of the differentiated parameters.
@@ -292,7 +290,7 @@ pub fn finite_differences(
 ) -> Vec<egrad::Value> {
     let eval = |a: &[egrad::Value]| {
         let refs: Vec<&egrad::Value> = a.iter().collect();
-        egrad::internals::lang::interp::run(f, &refs).unwrap()[0].as_scalar()
+        egrad::internals::ir::interp::run(f, &refs).unwrap()[0].as_scalar()
     };
     let mut out = Vec::new();
     for &i in wrt {
@@ -320,7 +318,7 @@ pub fn run_both(
     args: &[egrad::Value],
 ) -> Result<Vec<egrad::Value>, String> {
     use egrad::internals::backend::{compile, BackendOptions};
-    use egrad::internals::lang::interp::run;
+    use egrad::internals::ir::interp::run;
     use egrad::internals::pipeline::arg_error;
     let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
     let refs: Vec<&egrad::Value> = args.iter().collect();

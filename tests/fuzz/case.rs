@@ -20,11 +20,11 @@
 
 use crate::common::rng::Rng;
 use egrad::internals::backend::{compile, BackendOptions};
-use egrad::internals::lang::interp::run;
-use egrad::internals::lang::ir::Function;
-use egrad::internals::lang::types::DType;
-use egrad::internals::lang::value::Value;
+use egrad::internals::ir::interp::run;
+use egrad::internals::ir::Function;
 use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Options};
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
 use egrad::{Error, ErrorKind, Limits, ParseOptions, Program};
 use std::time::Duration;
 
@@ -297,7 +297,7 @@ fn finite_throughout(f: &Function, args: &[&Value]) -> bool {
 fn well_conditioned(
     f: &Function,
     args: &[Value],
-    want: &Outcome<egrad::internals::lang::interp::ArgError>,
+    want: &Outcome<egrad::internals::ir::interp::ArgError>,
 ) -> bool {
     let moved: Vec<Value> = args
         .iter()

@@ -3,7 +3,7 @@
 
 use super::{log2_bytes, Translator};
 use crate::error::Error;
-use crate::lang::types::{DType, Dim, Type};
+use crate::types::{DType, Dim, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 

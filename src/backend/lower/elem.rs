@@ -5,7 +5,7 @@
 use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator, INLINE_KERNELS};
 use crate::error::Error;
-use crate::lang::ir::VarId;
+use crate::ir::VarId;
 use crate::ops::Op;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;

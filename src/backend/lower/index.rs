@@ -4,9 +4,9 @@
 
 use super::{access, cl_type, Access, Read, RowCtx, Translator};
 use crate::error::Error;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Type};
+use crate::ir::VarId;
 use crate::ops::Op;
+use crate::types::{DType, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder};
 

@@ -6,9 +6,9 @@ use super::vector;
 use super::{cl_type, Read, Translator};
 use crate::backend::jit::Libm;
 use crate::error::Error;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Dim, Type};
+use crate::ir::VarId;
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
 
 impl<'a, 'b> Translator<'a, 'b> {

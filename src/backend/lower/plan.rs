@@ -6,9 +6,9 @@ use super::{
     access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS, SPLIT_STMTS,
 };
 use crate::error::Error;
-use crate::lang::ir::{Function, VarId};
-use crate::lang::types::{Dim, Type};
+use crate::ir::{Function, VarId};
 use crate::ops::Op;
+use crate::types::{Dim, Type};
 
 /// A value used more than once is recomputed in each consumer's loop when
 /// its element tree costs at most this many flops per element (a broadcast
@@ -419,10 +419,7 @@ impl Plan {
         }
         if slots > 0 {
             let first = self.n_inputs + self.n_outputs;
-            let ty = Type::array(
-                crate::lang::types::DType::I64,
-                vec![Dim::Lit(u64::from(slots))],
-            );
+            let ty = Type::array(crate::types::DType::I64, vec![Dim::Lit(u64::from(slots))]);
             self.spill_buf = Some(push_scratch(&mut self.scratch, first, ty));
         }
     }
@@ -468,7 +465,7 @@ impl Plan {
 
     /// Flops per element of statement `s`'s element tree: itself and the
     /// inlined values under it.
-    fn tree_flops(s: &crate::lang::ir::Stmt, read: &[Read], tree: &[f64]) -> f64 {
+    fn tree_flops(s: &crate::ir::Stmt, read: &[Read], tree: &[f64]) -> f64 {
         // An index map that divides the index (`transpose`, `repeat`,
         // `spread`, `reverse`) costs about as much as a few flops; the
         // row shifts only add an offset.

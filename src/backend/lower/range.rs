@@ -6,10 +6,10 @@
 //! states `scan_all` gathers from its tape, `x[(i + 2) % n]` with a literal
 //! `n` no larger than the rows).
 
-use crate::lang::ir::{Function, VarId};
-use crate::lang::size::Size;
-use crate::lang::types::Dim;
+use crate::ir::{Function, VarId};
 use crate::ops::Op;
+use crate::types::size::Size;
+use crate::types::Dim;
 
 /// How far [`range`] follows definitions (index expressions are small).
 const DEPTH: usize = 24;

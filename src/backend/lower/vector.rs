@@ -27,9 +27,9 @@
 use super::elem::Calls;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Type};
+use crate::ir::VarId;
 use crate::ops::{Op, FOLD_LANES};
+use crate::types::{DType, Type};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};

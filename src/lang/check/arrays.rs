@@ -4,11 +4,11 @@
 
 use super::{arity_message, exact_int, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::interp::pack_site;
+use crate::ir::VarId;
 use crate::lang::ast::*;
-use crate::lang::interp::pack_site;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 
 impl<'a> FnCx<'a> {
     /// `x[k]` (a static row) or `x[i + c]` (rows of `x` along the index of

@@ -5,10 +5,10 @@ use super::signature::type_list;
 use super::GradSpec;
 use super::{result_expr, CheckedFn, FnCx, Sig, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::transform::{Request, TransformError};
+use crate::ir::Builder;
 use crate::lang::ast::*;
-use crate::lang::ir::Builder;
-use crate::lang::transform::{Request, TransformError};
-use crate::lang::types::DType;
+use crate::types::DType;
 
 impl<'a> FnCx<'a> {
     /// Lower a function body. `statics` gives the value of every static

@@ -4,10 +4,10 @@
 
 use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::VarId;
 use crate::lang::ast::Expr;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Type};
 use crate::ops::Op;
+use crate::types::{DType, Type};
 
 /// The built-in element-wise math functions of one argument.
 pub const BUILTINS: &[(&str, Op)] = &[

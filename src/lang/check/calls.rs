@@ -7,12 +7,12 @@ use super::loops::with_rows;
 use super::signature::signature_with;
 use super::{arity_message, fold, Bound, FnCx, Sig, StaticKind, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::{Builder, CustomRule, Function, Loop, VarId};
 use crate::lang::ast::*;
-use crate::lang::ir::{Builder, CustomRule, Function, Loop, VarId};
 use crate::lang::prelude;
-use crate::lang::size::{Misfit, Size, Unifier};
-use crate::lang::types::{DType, Dim, Type};
 use crate::ops::{kernels, Op};
+use crate::types::size::{Misfit, Size, Unifier};
+use crate::types::{DType, Dim, Type};
 use std::collections::{HashMap, HashSet};
 
 /// How deep specializations may nest (a function with static parameters

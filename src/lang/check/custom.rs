@@ -1,7 +1,7 @@
 //! Functions with their own derivative rules (`@custom_vjp(rule)`,
 //! `@custom_jvp(rule)`): the function's value is its body's, marked by a
 //! `custom` statement that carries the rules, so AD differentiates it with
-//! them wherever it is inlined ([`crate::lang::ir::CustomRule`]).
+//! them wherever it is inlined ([`crate::ir::CustomRule`]).
 //!
 //! A VJP rule takes the function's parameters and the cotangent of its
 //! result, and returns the cotangent of each floating-point parameter (a
@@ -12,10 +12,10 @@
 use super::signature::type_list;
 use super::{FnCx, Sig, Val};
 use crate::error::span::Diagnostic;
+use crate::ir::{CustomRule, Function, VarId};
 use crate::lang::ast::{Expr, FnDef};
-use crate::lang::ir::{CustomRule, Function, VarId};
-use crate::lang::types::Type;
 use crate::ops::{kernels, Op};
+use crate::types::Type;
 
 /// Types separated by commas.
 fn joined(ts: &[Type]) -> String {

@@ -4,11 +4,11 @@
 
 use super::{CheckedFn, FnCx, Scopes, Sig, Val};
 use crate::error::span::Diagnostic;
+use crate::ir::transform::Transforms;
+use crate::ir::{Builder, VarId};
 use crate::lang::ast::*;
-use crate::lang::ir::{Builder, VarId};
-use crate::lang::transform::Transforms;
-use crate::lang::types::{DType, Type};
 use crate::ops::Op;
+use crate::types::{DType, Type};
 use std::collections::{HashMap, HashSet};
 
 impl<'a> FnCx<'a> {

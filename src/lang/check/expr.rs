@@ -4,10 +4,10 @@
 use super::builtins::is_reserved;
 use super::{fold, plural, result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::VarId;
 use crate::lang::ast::*;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Type};
 use crate::ops::Op;
+use crate::types::{DType, Type};
 
 impl<'a> FnCx<'a> {
     /// A non-tuple value, or an error.

@@ -3,17 +3,17 @@
 
 use super::{result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::{Builder, Function, Loop, Stmt, VarId};
 use crate::lang::ast::*;
-use crate::lang::ir::{Builder, Function, Loop, Stmt, VarId};
-use crate::lang::types::{Dim, Type};
 use crate::ops::{Op, OpTypeError};
+use crate::types::{Dim, Type};
 use std::collections::{HashMap, HashSet};
 
 /// The stop condition of `iterate_until`: `s => done`.
 type Cond<'e> = (&'e Pattern, &'e Expr);
 
 /// An `iterate` whose unrolled statements would number more than this
-/// becomes a real loop (IR [`crate::lang::ir::Loop`]); smaller ones are
+/// becomes a real loop (IR [`crate::ir::Loop`]); smaller ones are
 /// unrolled, so partial evaluation sees every step.
 pub const UNROLL_STMTS: usize = 2_000;
 
@@ -353,7 +353,7 @@ impl<'a> FnCx<'a> {
 
     /// The float type of the first array among the leaves of `states`
     /// (`f64` if none).
-    fn float_dtype(&self, states: &[Val]) -> crate::lang::types::DType {
+    fn float_dtype(&self, states: &[Val]) -> crate::types::DType {
         let mut leaves = Vec::new();
         for s in states {
             flatten_leaves(s, &mut leaves);
@@ -364,7 +364,7 @@ impl<'a> FnCx<'a> {
                 Val::Var(v) => Some(self.ty(*v).dtype),
                 _ => None,
             })
-            .unwrap_or(crate::lang::types::DType::F64)
+            .unwrap_or(crate::types::DType::F64)
     }
 
     /// `iterate(n, init, s => step)` (`until` false), or
@@ -1155,7 +1155,7 @@ impl<'a> FnCx<'a> {
         let batch = self.batch.as_ref().map(|(l, _)| l.clone());
         let built = (|| -> Result<Vec<VarId>, OpTypeError> {
             let b = &mut self.b;
-            let site = crate::lang::interp::pack_site(span.start, span.end);
+            let site = crate::ir::interp::pack_site(span.start, span.end);
             let mut out = Vec::new();
             for (i, t) in leaf_tys.iter().enumerate() {
                 // One value carried (no other part, nothing captured), or

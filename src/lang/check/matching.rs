@@ -11,7 +11,7 @@ use super::expr::written_real;
 use super::{exact_int, result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::{Arm, BinOp, Expr, PatKind, UnOp};
-use crate::lang::types::{DType, Type};
+use crate::types::{DType, Type};
 
 /// What a `match` takes apart.
 #[derive(Clone, Copy, PartialEq, Eq)]

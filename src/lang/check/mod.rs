@@ -46,13 +46,13 @@ mod stacks;
 mod tabulate;
 
 use super::ast::*;
-use super::ir::{Builder, Function, VarId};
 use super::prelude;
-use super::transform::Transforms;
-use super::types::{DType, Dim, Type};
-use super::value::Value;
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::transform::Transforms;
+use crate::ir::{Builder, Function, VarId};
 use crate::ops::Op;
+use crate::types::value::Value;
+use crate::types::{DType, Dim, Type};
 use std::collections::{HashMap, HashSet};
 
 use builtins::is_reserved;

@@ -5,10 +5,10 @@
 
 use super::{arity_message, exact_int, FnCx, Val};
 use crate::error::span::Diagnostic;
+use crate::ir::VarId;
 use crate::lang::ast::{DimExpr, Expr};
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 
 impl<'a> FnCx<'a> {
     /// `threefry(k0, k1, c0, c1)`: the two words of the Threefry-2x32-20

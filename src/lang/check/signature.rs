@@ -5,8 +5,8 @@ use super::sizes::{dim_size, overflow, DimError};
 use super::{plural, Bound, Sig, StaticKind};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::*;
-use crate::lang::size::{Size, Unifier};
-use crate::lang::types::{DType, Dim, Type};
+use crate::types::size::{Size, Unifier};
+use crate::types::{DType, Dim, Type};
 use std::collections::HashMap;
 
 /// "the parameters of `f` are `a`, `b`": the note of an attribute that

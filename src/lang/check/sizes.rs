@@ -4,11 +4,11 @@
 
 use super::{FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::VarId;
 use crate::lang::ast::*;
-use crate::lang::ir::VarId;
-use crate::lang::size::Size;
-use crate::lang::types::{Dim, Type};
 use crate::ops::Op;
+use crate::types::size::Size;
+use crate::types::{Dim, Type};
 
 /// Why a written dimension has no size.
 pub(super) enum DimError {

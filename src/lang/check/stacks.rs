@@ -10,10 +10,10 @@
 //! op itself where rows of the stack are rows of the op.
 
 use super::{FnCx, Val};
-use crate::lang::interp::pack_site;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Dim, Type};
+use crate::ir::interp::pack_site;
+use crate::ir::VarId;
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 
 impl<'a> FnCx<'a> {
     /// `op(args)` applied to each element of the stacks among `args` (the

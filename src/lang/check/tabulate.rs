@@ -13,11 +13,11 @@
 
 use super::{result_expr, FnCx, Level, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::interp::pack_site;
+use crate::ir::VarId;
 use crate::lang::ast::*;
-use crate::lang::interp::pack_site;
-use crate::lang::ir::VarId;
-use crate::lang::types::{DType, Dim, Type};
 use crate::ops::Op;
+use crate::types::{DType, Dim, Type};
 use std::mem::take;
 
 impl<'a> FnCx<'a> {

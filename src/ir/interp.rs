@@ -2,12 +2,12 @@
 //! time through the op table's evaluator. It is the oracle the JIT and the
 //! rewrite rules are checked against.
 
-use super::ir::{Function, Loop};
 use super::memory;
-use super::size::{Misfit, Size, Unifier};
-use super::types::{DType, Dim, Type};
-use super::value::Value;
+use super::{Function, Loop};
 use crate::ops::Op;
+use crate::types::size::{Misfit, Size, Unifier};
+use crate::types::value::Value;
+use crate::types::{DType, Dim, Type};
 use indexmap::IndexMap;
 use std::fmt;
 
@@ -676,7 +676,7 @@ fn run_loop(
                     // Added in the state's precision, as native code does.
                     for (e, x) in g.data.iter_mut().zip(&row_of(gt, j + 1).data) {
                         *e = match dtype {
-                            crate::lang::types::DType::F32 => f64::from(*e as f32 + *x as f32),
+                            crate::types::DType::F32 => f64::from(*e as f32 + *x as f32),
                             _ => *e + x,
                         };
                     }
@@ -703,15 +703,15 @@ fn run_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::ir::parse_functions;
-    use crate::lang::types::DType;
+    use crate::ir::parse_functions;
+    use crate::types::DType;
 
     /// `loop` runs the body `count` times; `looptape` keeps every k-th state
     /// and the last; `loopvjp` chains the body's VJP backwards over the
     /// recomputed states, so it equals the VJP of the unrolled loop.
     #[test]
     fn runs_loops_their_tapes_and_their_vjps() {
-        let f = &parse_functions(crate::lang::ir::tests::HALVING).unwrap()[0];
+        let f = &parse_functions(crate::ir::tests::HALVING).unwrap()[0];
         let x = Value::f64(&[0.3, -1.2]);
         let out = run(f, &[&x]).unwrap();
         let mut s = [0.3f64, -1.2];

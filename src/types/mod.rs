@@ -1,6 +1,11 @@
-//! Element types, dimensions and array types.
+//! Element types, dimensions and array types; size expressions
+//! ([`size`]) and run-time values ([`value`]). The first room: it imports
+//! nothing of egrad's but errors.
 
-use super::size::Size;
+pub mod size;
+pub mod value;
+
+use size::Size;
 use std::fmt;
 
 /// Element type of a value.

@@ -4,9 +4,9 @@
 //! writes (`[gx ; gs]`), side-by-side sequences. Reshapes, transposes,
 //! reverses and gathers at indices that provably fit (no checks).
 
-use super::ir::{Builder, VarId};
-use super::types::{DType, Dim, Type};
+use super::{Builder, VarId};
 use crate::ops::{Op, OpTypeError};
+use crate::types::{DType, Dim, Type};
 
 impl Builder {
     /// The states after each of the `count` steps of a loop, from its tape

@@ -4,7 +4,7 @@
 //! representable in `f32` (every operation rounds to `f32`), so the reference
 //! interpreter computes in the program's own precision.
 
-use super::types::DType;
+use super::DType;
 use std::fmt;
 
 /// A run-time value: a scalar or an array of one element type.

@@ -8,7 +8,7 @@
 //! request is answered as soon as the function is lowered. `lang` therefore
 //! never names the stage that consumes it (`ARCHITECTURE.md`, arrows).
 
-use super::ir::Function;
+use super::Function;
 
 /// A transform attribute, on a function already lowered to IR.
 #[derive(Clone, Copy, Debug)]

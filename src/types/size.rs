@@ -1,6 +1,6 @@
 //! Size expressions (`N+1`, `2*N`, `N*M`, `N+M-1`, ...) in one canonical
 //! form, and the binding of size parameters from argument shapes that the
-//! checker (at a call) and [`interp::bind_args`](super::interp::bind_args)
+//! checker (at a call) and [`interp::bind_args`](crate::ir::interp::bind_args)
 //! (at run time) share.
 //!
 //! A [`Size`] is a polynomial in the size parameters with integer
@@ -10,7 +10,7 @@
 //! merged, no zero coefficient — so two expressions that are equal for all
 //! sizes compare equal (`N*M` and `M*N`, `2*(N+1)` and `2*N+2`).
 
-use super::types::Dim;
+use super::Dim;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::fmt;

@@ -15,10 +15,20 @@
 //!   ret %1
 //! }
 //! ```
+//!
+//! The room also holds what runs and prices an IR function without the
+//! front end: argument binding and the reference interpreter ([`interp`]),
+//! the memory limit ([`memory`]), the packing of rows (`rows`) and what
+//! the checker asks of differentiation ([`transform`]).
 
-use super::types::{DType, Dim, Type};
+pub mod interp;
+pub mod memory;
+pub(crate) mod rows;
+pub mod transform;
+
 use crate::error::span::Span;
 use crate::ops::{parse_number, Lit, Op, OpTypeError};
+use crate::types::{DType, Dim, Type};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::collections::HashSet;
