@@ -314,7 +314,7 @@ pub fn optimize_split(
     // `flops + λ · stored bytes` of a program, and its stored bytes.
     let price = |g: &Function| {
         let bytes = if primal_len.is_some() {
-            plan(g, &model).total_bytes
+            plan(g, &|p| model.dim(p)).total_bytes
         } else {
             0.0
         };
@@ -573,7 +573,7 @@ pub fn optimize_gradient_ir(
     vg.name = name.to_string();
     let optimized = optimize_split(&vg, Some(ad.primal_len), options)?;
     let model = options.cost_model();
-    let residuals = plan(&optimized.after, &model);
+    let residuals = plan(&optimized.after, &|p| model.dim(p));
     Ok(GradProgram {
         name: name.to_string(),
         wrt: wrt

@@ -17,6 +17,7 @@ mod custom;
 pub mod derive;
 pub mod forward;
 pub mod reverse;
+mod split;
 pub mod template;
 
 pub use derive::Ad;

@@ -1,12 +1,12 @@
 //! The reverse sweep.
 
 use super::custom;
+use super::split::split_at;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
+pub use crate::ir::needed::prune_dead;
 use crate::ir::{Builder, Function, IrError, Loop, VarId};
 use crate::ops::{kernels, Op, OpTypeError, VJP_SEQ, VJP_TAPE};
-pub use crate::residuals::prune_dead;
-use crate::residuals::split_at;
 use crate::types::{Dim, Type};
 use indexmap::IndexMap;
 use std::borrow::Cow;

@@ -110,13 +110,18 @@ pub struct LoopPrice {
     pub state_bytes: f64,
 }
 
-/// Cost of a whole function: every statement priced on its own.
+/// Cost of a whole function: every statement priced on its own, from the
+/// IR's types (no e-graph). A `custom` statement is its value, which the
+/// e-graph and the backend take without it: it costs nothing.
 pub fn function_cost(f: &Function, model: &CostModel) -> Cost {
     let model = model.clone().for_function(f);
-    let ins = crate::rewrites::insert(f);
-    ins.original
+    f.stmts
         .iter()
-        .fold(Cost::ZERO, |c, (_, n)| c + model.node_cost(&ins.egraph, n))
+        .filter(|s| !matches!(s.op, Op::Custom(..)))
+        .fold(Cost::ZERO, |c, s| {
+            let operand = |k: usize| s.args.get(k).map(|a| f.ty(*a));
+            c + model.op_cost(s.op, &operand, &|| Some(f.ty(s.var)), &|| false)
+        })
 }
 
 /// Body steps `loopvjp L k m` recomputes over `n` steps: each segment of
@@ -180,15 +185,12 @@ impl CostModel {
 
     /// Number of elements of a type at the model's sizes.
     pub fn elements(&self, t: &Type) -> f64 {
-        t.shape
-            .iter()
-            .map(|d| d.extent(&|p| Some(self.dim(p))).unwrap_or(0) as f64)
-            .product()
+        self.bytes(t) / t.dtype.bytes() as f64
     }
 
-    /// Bytes of a value of this type.
+    /// Bytes of a value of this type at the model's sizes.
     pub fn bytes(&self, t: &Type) -> f64 {
-        self.elements(t) * t.dtype.bytes() as f64
+        t.bytes_at(&|p| self.dim(p))
     }
 
     /// Cost of one node on its own (children not included).
@@ -208,61 +210,74 @@ impl CostModel {
                 Some(t) => Cost::new(self.lambda * self.bytes(t)),
                 None => Cost::INFINITY,
             },
-            Node::Op(op, ch) if op.is_loop() => self.loop_cost(eg, *op, ch),
             Node::Op(op, ch) => {
-                // Reductions work per operand element; `matmul` per
-                // multiply-add (result elements times the inner size).
                 let operand = |k: usize| ch.get(k).and_then(|c| eg[*c].data.ty.as_ref());
-                let counted = match op {
-                    Op::Sum
-                    | Op::MaxAll
-                    | Op::MinAll
-                    | Op::SumLead
-                    | Op::SumTail
-                    | Op::MaxTail
-                    | Op::MinTail => operand(0).map(|t| self.elements(t)),
-                    Op::MatMul => match (operand(0), operand(1)) {
-                        (Some(a), Some(b)) => {
-                            let inner =
-                                Type::array(a.dtype, a.shape.get(1).cloned().into_iter().collect());
-                            let outer = Type::array(
-                                a.dtype,
-                                a.shape
-                                    .first()
-                                    .cloned()
-                                    .into_iter()
-                                    .chain(b.shape.get(1).cloned())
-                                    .collect(),
-                            );
-                            Some(self.elements(&outer) * self.elements(&inner))
-                        }
-                        _ => None,
-                    },
-                    _ => None,
+                // The result type: any class holding this node has it.
+                let result = || {
+                    eg.lookup(node.clone())
+                        .and_then(|id| eg[id].data.ty.as_ref())
                 };
-                let elems = match counted {
-                    Some(n) => n,
-                    None => {
-                        // The result type: any class holding this node has it.
-                        match eg
-                            .lookup(node.clone())
-                            .and_then(|id| eg[id].data.ty.as_ref())
-                        {
-                            Some(t) => self.elements(t),
-                            None => 1.0,
-                        }
-                    }
+                // A tape the pullback recomputes: its operand is read
+                // through `bwd`.
+                let in_pullback = || {
+                    ch.first()
+                        .is_some_and(|c| eg[*c].nodes.iter().any(|x| matches!(x, Node::Bwd(_))))
                 };
-                Cost::new(op.flops() * elems + STMT_OVERHEAD)
+                self.op_cost(*op, &operand, &result, &in_pullback)
             }
         }
+    }
+
+    /// Cost of one op on operands of types `operand(k)` giving `result()`
+    /// (`None`: unknown). `in_pullback()`: a loop's tape the pullback
+    /// recomputes. The last two are asked only where the price needs them.
+    pub fn op_cost<'t>(
+        &self,
+        op: Op,
+        operand: &dyn Fn(usize) -> Option<&'t Type>,
+        result: &dyn Fn() -> Option<&'t Type>,
+        in_pullback: &dyn Fn() -> bool,
+    ) -> Cost {
+        if op.is_loop() {
+            return self.loop_cost(op, in_pullback);
+        }
+        // Reductions work per operand element; `matmul` per multiply-add
+        // (result elements times the inner size).
+        let counted = match op {
+            Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::SumLead
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail => operand(0).map(|t| self.elements(t)),
+            Op::MatMul => match (operand(0), operand(1)) {
+                (Some(a), Some(b)) => {
+                    let inner = Type::array(a.dtype, a.shape.get(1).cloned().into_iter().collect());
+                    let outer = Type::array(
+                        a.dtype,
+                        a.shape
+                            .first()
+                            .cloned()
+                            .into_iter()
+                            .chain(b.shape.get(1).cloned())
+                            .collect(),
+                    );
+                    Some(self.elements(&outer) * self.elements(&inner))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let elems = counted.unwrap_or_else(|| result().map_or(1.0, |t| self.elements(t)));
+        Cost::new(op.flops() * elems + STMT_OVERHEAD)
     }
 
     /// A loop op: its steps of the body (and of the VJP), plus the memory
     /// it holds. A tape the pullback recomputes (its operand is read
     /// through `bwd`) is memory the pullback holds, priced like a stored
     /// one; `loopvjp`'s segment buffer (`k - 1` states, mode 0) too.
-    fn loop_cost(&self, eg: &EG, op: Op, ch: &[egg::Id]) -> Cost {
+    fn loop_cost(&self, op: Op, in_pullback: &dyn Fn() -> bool) -> Cost {
         let Some(l) = op.loop_id().and_then(|l| self.loops.get(l)) else {
             return Cost::INFINITY;
         };
@@ -271,10 +286,7 @@ impl CostModel {
             Op::Loop(..) => n * l.body,
             Op::LoopTape(_, k, _) => {
                 let rows = (n as u64).div_ceil(u64::from(k).max(1)) as f64 + 1.0;
-                let in_pullback = ch
-                    .first()
-                    .is_some_and(|c| eg[*c].nodes.iter().any(|x| matches!(x, Node::Bwd(_))));
-                let memory = if in_pullback {
+                let memory = if in_pullback() {
                     self.lambda * rows * l.state_bytes
                 } else {
                     0.0

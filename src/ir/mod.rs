@@ -18,11 +18,13 @@
 //!
 //! The room also holds what runs and prices an IR function without the
 //! front end: argument binding and the reference interpreter ([`interp`]),
-//! the memory limit ([`memory`]), the packing of rows (`rows`) and what
-//! the checker asks of differentiation ([`transform`]).
+//! the memory limit ([`memory`]), the one reachability walk and dead-code
+//! removal ([`needed`]), the packing of rows (`rows`) and what the checker
+//! asks of differentiation ([`transform`]).
 
 pub mod interp;
 pub mod memory;
+pub mod needed;
 pub(crate) mod rows;
 pub mod transform;
 

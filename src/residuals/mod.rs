@@ -10,9 +10,9 @@
 
 pub mod cut;
 
-pub use cut::{cut, needed, prune_dead, split_at, Cut};
+pub use cut::{cut, Cut};
 
-use crate::extract::cost::CostModel;
+use crate::ir::needed::{needed, params_as_leaves};
 use crate::ir::{Function, VarId};
 use crate::types::Type;
 use std::fmt;
@@ -48,15 +48,16 @@ pub struct ResidualPlan {
     pub total_bytes: f64,
 }
 
-/// Find the residuals of a value-and-gradient function.
-pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
+/// Find the residuals of a value-and-gradient function; a stored one's
+/// bytes are priced at the sizes `dim` (the cost model's).
+pub fn plan(vg: &Function, dim: &dyn Fn(&str) -> u64) -> ResidualPlan {
     let defs = vg.definitions();
     let mut constant = vec![false; vg.vars.len()];
     for s in &vg.stmts {
         constant[s.var.index()] = s.args.iter().all(|a| constant[a.index()]);
     }
     // The inputs and everything the primal value (return 0) depends on.
-    let mut forward = cut::params_as_leaves(vg);
+    let mut forward = params_as_leaves(vg);
     let roots: Vec<VarId> = vg.rets.first().copied().into_iter().collect();
     // Valid IR defines every value it reads: nothing is missing.
     let keep = needed(vg, &roots, &forward).unwrap_or_default();
@@ -87,7 +88,7 @@ pub fn plan(vg: &Function, model: &CostModel) -> ResidualPlan {
         };
         let ty = vg.ty(v).clone();
         let bytes = if kind == ResidualKind::Stored {
-            model.bytes(&ty)
+            ty.bytes_at(dim)
         } else {
             0.0
         };

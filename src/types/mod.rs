@@ -281,6 +281,18 @@ impl Type {
         Some(n)
     }
 
+    /// Bytes of a value of this type at sizes `dim`, as a real number (a
+    /// price, which does not overflow; an extent that cannot be computed,
+    /// a negative one, counts 0).
+    pub fn bytes_at(&self, dim: &dyn Fn(&str) -> u64) -> f64 {
+        let elements: f64 = self
+            .shape
+            .iter()
+            .map(|d| d.extent(&|p| Some(dim(p))).unwrap_or(0) as f64)
+            .product();
+        elements * self.dtype.bytes() as f64
+    }
+
     /// Parse the text form (`f32`, `f64[N]`, `f32[N, 3]`).
     pub fn parse(s: &str) -> Option<Type> {
         let s = s.trim();
