@@ -1,7 +1,9 @@
 //! The house is one-way: each room (a folder or top-level file under `src/`)
-//! may name only the rooms its row of [`ALLOWED`] lists. The table is the
-//! one in ARCHITECTURE.md ("Arrows"); a `crate::` path in code (a `use` or a
-//! path in an expression, grouped `use crate::{a, b}` too) is an arrow.
+//! may name only the rooms its row of [`ALLOWED`] lists, and each row names
+//! only rooms above it (so no two rooms import each other). The table is
+//! the one in ARCHITECTURE.md ("Rooms"), which must say the same; a
+//! `crate::` path in code (a `use` or a path in an expression, grouped
+//! `use crate::{a, b}` too) is an arrow.
 //! Comments, and unit-test modules at the end of a file, are not: tests may
 //! build their inputs with any stage.
 
@@ -17,21 +19,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Kernels, shared by the interpreter and the generated code.
     ("vmath", &[]),
     ("gemm", &[]),
-    ("gemv", &["gemm", "ops"]),
     // The op table: types its ops with `types` and evaluates them on
     // `types::value`.
     ("ops", &["error", "types", "gemm", "vmath"]),
+    ("gemv", &["gemm", "ops"]),
     // The IR, its interpreter and the memory limit.
     ("ir", &["error", "types", "ops"]),
     // The front end: lowers checked source to `ir`.
     ("lang", &["error", "types", "ops", "ir"]),
-    // AD answers the front end's transform requests (`ir::transform`); its
-    // cut of its own output into forward and pullback is the residuals
-    // room's.
-    (
-        "differentiate",
-        &["error", "types", "ops", "ir", "residuals"],
-    ),
+    // AD answers the front end's transform requests (`ir::transform`).
+    ("differentiate", &["error", "types", "ops", "ir"]),
     // Front end and AD joined: `Program`.
     (
         "program",
@@ -291,6 +288,54 @@ fn every_import_follows_the_arrows() {
         files.iter().filter_map(|(p, _)| room(p)).collect();
     let table: std::collections::BTreeSet<&str> = ALLOWED.iter().map(|r| r.0).collect();
     assert_eq!(rooms, table);
+}
+
+#[test]
+fn each_room_imports_only_rooms_above_it() {
+    for (i, (room, may)) in ALLOWED.iter().enumerate() {
+        for m in *may {
+            let above = ALLOWED[..i].iter().any(|(r, _)| r == m);
+            assert!(above, "`{room}` may import `{m}`, which is not above it");
+        }
+    }
+}
+
+/// The room names in backticks in one cell of a Markdown table row.
+fn names(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_map_has_the_same_arrows() {
+    let map = std::fs::read_to_string("ARCHITECTURE.md").unwrap();
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut in_rooms = false;
+    for line in map.lines() {
+        if line.starts_with("## ") {
+            in_rooms = line == "## Rooms";
+        }
+        if !in_rooms || !line.starts_with("| `") {
+            continue;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        let rooms = names(cells[0]);
+        let may = names(cells[cells.len() - 1]);
+        for r in rooms {
+            rows.push((r, may.clone()));
+        }
+    }
+    let table: Vec<(String, Vec<String>)> = ALLOWED
+        .iter()
+        .map(|(r, m)| (r.to_string(), m.iter().map(|s| s.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        rows, table,
+        "ARCHITECTURE.md's Rooms table and ALLOWED differ"
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! as they arrive. A value used k times is differentiated once, so the
 //! gradient costs a constant factor of the primal (the cheap gradient
 //! principle). Pure-rewrite reverse mode blows up in the e-graph (see
-//! ARCHITECTURE.md), so the sweep builds the adjoint and the e-graph then
+//! docs/design.md), so the sweep builds the adjoint and the e-graph then
 //! simplifies primal and adjoint together.
 
 mod custom;
