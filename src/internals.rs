@@ -28,7 +28,7 @@ pub mod gradbench;
 pub mod ir;
 #[path = "lang/mod.rs"]
 pub mod lang;
-#[path = "npy.rs"]
+#[path = "npy/mod.rs"]
 pub mod npy;
 #[path = "ops/mod.rs"]
 pub mod ops;

@@ -32,6 +32,7 @@ mod arrays;
 mod body;
 mod builtins;
 mod calls;
+mod counted_loop;
 mod custom;
 mod derive;
 mod emit;

@@ -1,0 +1,482 @@
+//! A loop lowered to one IR loop (`counted_loop`): the step lowered once
+//! on placeholders, the state and the values it reads from outside packed
+//! as the rows of one array, inside `tabulate` on stacks.
+
+use super::loops::{flatten_leaves, rebuild_leaves, with_rows, Cond, Seq, UNROLL_STMTS};
+use super::{result_expr, FnCx, Val};
+use crate::error::span::Span;
+use crate::ir::{Builder, Function, Loop, Stmt, VarId};
+use crate::lang::ast::*;
+use crate::ops::{Op, OpTypeError};
+use crate::types::{Dim, Type};
+use std::collections::{HashMap, HashSet};
+
+impl<'a> FnCx<'a> {
+    /// The remaining `n` steps of an `iterate` from `state` as one IR loop,
+    /// when they are many (more than [`UNROLL_STMTS`] statements unrolled)
+    /// and the loop can hold the state: every component (and every value
+    /// the step reads from outside) an array of one dtype and shape, or a
+    /// scalar. The state and those values are packed into one array
+    /// `T[K, shape]`. None: unroll instead (nothing was emitted).
+    pub(super) fn counted_loop(
+        &mut self,
+        count: Dim,
+        state: &Val,
+        (param, body, done): (&Pattern, &Expr, Option<Cond>),
+        init_span: Span,
+        hints: &[&str],
+    ) -> Option<Val> {
+        self.counted_loop_seq(count, state, param, body, init_span, hints, None, done)
+    }
+
+    /// [`Self::counted_loop`], and for a `scan` its sequence ([`Seq`]:
+    /// the loop body's second parameter is the current row; the loop
+    /// always runs, whatever its count). With the stop condition `done` of
+    /// an `iterate_until`, the body is the step frozen once `done` holds
+    /// ([`Self::freeze`]).
+    ///
+    /// Inside `tabulate` the loop carries stacks (one value per index, a
+    /// leading axis of length L): the placeholders are stacks, so the step
+    /// is vectorized as usual; a part of the state or a captured value
+    /// that does not depend on the index is lifted to a stack (repeated),
+    /// and a captured one is read back as itself from the first row of its
+    /// stack only where the step does not lift it again.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn counted_loop_seq(
+        &mut self,
+        count: Dim,
+        state: &Val,
+        param: &Pattern,
+        body: &Expr,
+        init_span: Span,
+        hints: &[&str],
+        seq: Option<Seq>,
+        done: Option<Cond>,
+    ) -> Option<Val> {
+        let all = seq.as_ref().and_then(|s| s.all);
+        let mut leaves = Vec::new();
+        flatten_leaves(state, &mut leaves);
+        // The row type: the dynamic leaves' array type (or scalar type).
+        // A scalar rides along a vector state as a broadcast row.
+        let mut leaf_ty: Option<Type> = None;
+        for l in &leaves {
+            match l {
+                Val::Var(v) => {
+                    let t = self.ty(*v);
+                    match &leaf_ty {
+                        Some(u) if *u == t || (t.is_scalar() && t.dtype == u.dtype) => {}
+                        Some(u) if u.is_scalar() && t.dtype == u.dtype => leaf_ty = Some(t),
+                        Some(_) => return None,
+                        None => leaf_ty = Some(t),
+                    }
+                }
+                Val::Const(_) => {}
+                _ => return None,
+            }
+        }
+        let leaf_ty = leaf_ty?;
+        if leaf_ty.rank() > 1
+            && leaves
+                .iter()
+                .any(|l| matches!(l, Val::Var(v) if self.ty(*v) != leaf_ty))
+        {
+            return None;
+        }
+        let scalar_ty = Type::scalar(leaf_ty.dtype);
+        // Each leaf's own type (a number left in the state is a scalar).
+        let leaf_tys: Vec<Type> = leaves
+            .iter()
+            .map(|l| match l {
+                Val::Var(v) => self.ty(*v),
+                _ if leaf_ty.is_scalar() => leaf_ty.clone(),
+                _ => scalar_ty.clone(),
+            })
+            .collect();
+        // Inside `tabulate`: every row the loop carries is a stack.
+        let batch_len = self.batch.as_ref().map(|(l, _)| l.clone());
+        let batched = batch_len.is_some();
+        let stack = |t: &Type| match &batch_len {
+            Some(l) => with_rows(l.clone(), t),
+            None => t.clone(),
+        };
+        let row_ty = stack(&leaf_ty);
+        let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
+        let loop_mark = self.b.function().loops.len();
+        // Rules of functions the step calls (`custom`): the body gets a
+        // copy, statements hoisted out of it keep these.
+        let rule_mark = self.b.function().rules.len();
+        let err_mark = self.errs.len();
+        // Lower one step on placeholder variables standing for the state.
+        let holders: Vec<VarId> = leaf_tys
+            .iter()
+            .map(|t| self.b.fresh("", stack(t)))
+            .collect();
+        if batched {
+            self.batched.extend(holders.iter().copied());
+        }
+        let mut it = holders.iter().map(|h| Val::Var(*h));
+        let symbolic = rebuild_leaves(state, &mut it);
+        // A scan's row: a placeholder too, the body's second parameter.
+        let row = seq.as_ref().map(|sq| {
+            let t = self.b.ty(sq.rows).clone();
+            let row_ty = Type::array(t.dtype, t.shape[1..].to_vec());
+            let h = self.b.fresh("", row_ty.clone());
+            if sq.stacked {
+                self.batched.insert(h);
+            }
+            (h, row_ty, sq.name)
+        });
+        let env_mark = self.env.len();
+        let bound = self.bind_pattern(param, symbolic.clone(), init_span);
+        if let Some((h, _, name)) = &row {
+            self.env.push((name.name.clone(), Val::Var(*h)));
+        }
+        let mut next = if bound {
+            self.lower(body, hints)
+        } else {
+            Val::Err
+        };
+        self.env.truncate(env_mark);
+        if let (Some(cond), false) = (done, matches!(next, Val::Err)) {
+            next = match self.stop_condition(cond, &symbolic, init_span) {
+                Some(Val::Bool(true)) => symbolic.clone(),
+                Some(Val::Mask(m)) => self
+                    .freeze(
+                        m,
+                        (&symbolic, init_span),
+                        (next, result_expr(body).span),
+                        done,
+                        hints,
+                    )
+                    .unwrap_or(Val::Err),
+                Some(_) => next,
+                None => Val::Err,
+            };
+        }
+        if self.errs.len() > err_mark || self.internal.is_some() || matches!(next, Val::Err) {
+            // Reported once here; unrolling would report it again.
+            self.forget(stmt_mark, var_mark);
+            self.b.take_loops(loop_mark);
+            self.b.truncate_rules(rule_mark);
+            return Some(Val::Err);
+        }
+        let mut next_leaves = Vec::new();
+        flatten_leaves(&next, &mut next_leaves);
+        // Which results of the step are stacks (known until `forget`).
+        let next_stacked: Vec<bool> = next_leaves
+            .iter()
+            .map(|l| matches!(l, Val::Var(v) if self.batched.contains(v)))
+            .collect();
+        let step_stmts: Vec<(Stmt, String, Type)> = self.b.function().stmts[stmt_mark..]
+            .iter()
+            .map(|s| {
+                let f = self.b.function();
+                (
+                    s.clone(),
+                    f.var_name(s.var).to_string(),
+                    f.ty(s.var).clone(),
+                )
+            })
+            .collect();
+        // The loops this step made count with their bodies.
+        let nested = self.b.take_loops(loop_mark);
+        let weight = step_stmts.len() + nested.iter().map(|l| l.body.stmts.len()).sum::<usize>();
+        let fits = self.state_change(&symbolic, &next).is_none()
+            && next_leaves.len() == leaves.len()
+            && next_leaves.iter().zip(&leaf_tys).all(|(l, t)| match l {
+                Val::Var(v) => self.ty(*v) == *t,
+                Val::Const(_) => true,
+                _ => false,
+            })
+            && match count {
+                Dim::Lit(n) => {
+                    seq.is_some() || (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS
+                }
+                _ => true,
+            };
+        // A value of this type (of one element) can be carried.
+        let carried = |t: &Type| {
+            *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
+        };
+        // Inside `tabulate`, what the step computes from outside values
+        // only (`X[i]`, `x[i] * w`, `w` broadcast, the index of a nested
+        // `tabulate`: not from the state): computed once before the loop,
+        // and read like values from outside (what the rest of the step
+        // reads of it must then be a stack or a value that can be
+        // carried).
+        let is_outer = |v: VarId| v.index() < var_mark;
+        let mut hoisted: HashSet<VarId> = HashSet::new();
+        for (st, _, _) in &step_stmts {
+            if batched
+                && (!st.args.is_empty() || st.op == Op::Iota)
+                && st.op.loop_id().is_none()
+                && st.args.iter().all(|a| is_outer(*a) || hoisted.contains(a))
+            {
+                hoisted.insert(st.var);
+            }
+        }
+        // A hoisted value the rest of the step reads must be a stack or a
+        // value that can be carried; otherwise it stays in the step (and
+        // what it reads becomes such a read in turn).
+        loop {
+            let readers = step_stmts
+                .iter()
+                .filter(|(st, _, _)| !hoisted.contains(&st.var))
+                .flat_map(|(st, _, _)| st.args.iter().copied())
+                .chain(next_leaves.iter().filter_map(|l| match l {
+                    Val::Var(v) => Some(*v),
+                    _ => None,
+                }));
+            let bad: Vec<VarId> = readers
+                .filter(|v| {
+                    hoisted.contains(v) && !self.batched.contains(v) && !carried(&self.ty(*v))
+                })
+                .collect();
+            if bad.is_empty() {
+                break;
+            }
+            for v in bad {
+                hoisted.remove(&v);
+            }
+        }
+        // Values from outside the step that it reads: carried in the state.
+        let mut captures: Vec<VarId> = Vec::new();
+        let read = |v: VarId| is_outer(v) || hoisted.contains(&v);
+        for (s, _, _) in &step_stmts {
+            if hoisted.contains(&s.var) {
+                continue;
+            }
+            for a in &s.args {
+                if read(*a) && !captures.contains(a) {
+                    captures.push(*a);
+                }
+            }
+        }
+        for l in &next_leaves {
+            if let Val::Var(v) = l {
+                if read(*v) && !captures.contains(v) {
+                    captures.push(*v);
+                }
+            }
+        }
+        // Each one's own type (of one element of a stack).
+        let capture_tys: Vec<Type> = captures.iter().map(|c| self.ty(*c)).collect();
+        let captures_fit = capture_tys.iter().all(carried);
+        // Inside `tabulate`, the captured values that are not stacks:
+        // carried lifted to one, each with its own type.
+        let lifted: HashMap<VarId, Type> = captures
+            .iter()
+            .zip(&capture_tys)
+            .filter(|(c, _)| batched && !self.batched.contains(c))
+            .map(|(c, t)| (*c, t.clone()))
+            .collect();
+        let stacked_steps: HashSet<VarId> = hoisted
+            .iter()
+            .copied()
+            .filter(|v| self.batched.contains(v))
+            .collect();
+        self.forget(stmt_mark, var_mark);
+        if !fits || !captures_fit {
+            // Unrolling lowers the step again, loops and all.
+            drop(nested);
+            self.b.truncate_rules(rule_mark);
+            return None;
+        }
+        // The hoisted stacks, before the loop (the step's variables are
+        // gone: `outside` maps them to their copies here).
+        let mut outside: HashMap<VarId, VarId> = HashMap::new();
+        for (st, _, ty) in step_stmts.iter().filter(|s| hoisted.contains(&s.0.var)) {
+            let args: Vec<VarId> = st
+                .args
+                .iter()
+                .map(|a| outside.get(a).copied().unwrap_or(*a))
+                .collect();
+            match self.b.push("", st.op, &args, Some(ty)) {
+                Ok(v) => {
+                    if stacked_steps.contains(&st.var) {
+                        self.batched.insert(v);
+                    }
+                    outside.insert(st.var, v);
+                }
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
+        }
+
+        // The body: unpack, the step's statements, pack.
+        let k = leaves.len() + captures.len();
+        let packed_ty = if k == 1 {
+            row_ty.clone()
+        } else {
+            with_rows(Dim::Lit(k as u64), &row_ty)
+        };
+        let fname = self.b.function().name.clone();
+        let lid = loop_mark;
+        let mut bb = Builder::new(
+            format!("{fname}.loop{lid}"),
+            self.b.function().size_params.clone(),
+        );
+        for l in nested {
+            bb.add_loop(l);
+        }
+        for r in self.b.function().rules[rule_mark..].iter().cloned() {
+            bb.add_rule(r);
+        }
+        let s = bb.param("s", packed_ty.clone(), init_span);
+        let mut map: HashMap<VarId, VarId> = HashMap::new();
+        if let Some((h, row_ty, name)) = &row {
+            map.insert(*h, bb.param(&name.name, row_ty.clone(), name.span));
+        }
+        // Row `i` of the state.
+        let part = |bb: &mut Builder, i: usize| -> Result<VarId, OpTypeError> {
+            if k == 1 {
+                return Ok(s);
+            }
+            bb.push("", Op::Index(i as u64), &[s], None)
+        };
+        let mut capture_rows = Vec::new();
+        let built = (|| -> Result<Function, OpTypeError> {
+            for (i, (h, t)) in holders.iter().zip(&leaf_tys).enumerate() {
+                let r = part(&mut bb, i)?;
+                map.insert(*h, bb.uncarry_row(r, t, &leaf_ty, batched)?);
+            }
+            // A lifted capture's row, until the step reads it as itself.
+            let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
+            for (j, (c, t)) in captures.iter().zip(&capture_tys).enumerate() {
+                let r = part(&mut bb, leaves.len() + j)?;
+                capture_rows.push(r);
+                if lifted.contains_key(c) {
+                    lifted_rows.insert(*c, r);
+                } else {
+                    map.insert(*c, bb.uncarry_row(r, t, &leaf_ty, batched)?);
+                }
+            }
+            // A lifted capture read as itself: the first row of its stack.
+            let plain = |bb: &mut Builder, map: &mut HashMap<VarId, VarId>, a: VarId| {
+                if let Some(v) = map.get(&a) {
+                    return Ok(*v);
+                }
+                let r = lifted_rows[&a];
+                let first = bb.push("", Op::Index(0), &[r], None)?;
+                let v = bb.uncarry_row(first, &lifted[&a], &leaf_ty, false)?;
+                map.insert(a, v);
+                Ok(v)
+            };
+            for (st, name, ty) in &step_stmts {
+                if hoisted.contains(&st.var) {
+                    continue;
+                }
+                // The step lifting a captured value to a stack: its row.
+                if let ([a], Op::Repeat | Op::Bcast) = (&st.args[..], st.op) {
+                    if let (Some(&r), Some(t)) = (lifted_rows.get(a), lifted.get(a)) {
+                        if *ty == stack(t) {
+                            map.insert(st.var, bb.uncarry_row(r, t, &leaf_ty, true)?);
+                            continue;
+                        }
+                    }
+                }
+                let mut args = Vec::new();
+                for a in &st.args {
+                    args.push(plain(&mut bb, &mut map, *a)?);
+                }
+                let op = st
+                    .op
+                    .map_loop(|l| l - lid as u32)
+                    .map_rule(|r| r - rule_mark as u32);
+                let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    ""
+                } else {
+                    name
+                };
+                let v = bb.push(hint, op, &args, Some(ty))?;
+                map.insert(st.var, v);
+            }
+            let mut outs = Vec::new();
+            for (l, stacked) in next_leaves.iter().zip(&next_stacked) {
+                let v = match l {
+                    // Already carried as a stack.
+                    Val::Var(v) if lifted_rows.contains_key(v) => lifted_rows[v],
+                    Val::Var(v) => {
+                        let x = plain(&mut bb, &mut map, *v)?;
+                        bb.carry_row(x, *stacked, &row_ty)?
+                    }
+                    Val::Const(x) => {
+                        let c = bb.constant(leaf_ty.dtype, *x);
+                        bb.carry_row(c, false, &row_ty)?
+                    }
+                    _ => unreachable!("checked above"),
+                };
+                outs.push(v);
+            }
+            outs.extend(capture_rows.iter().copied());
+            let next = bb.pack_rows(&outs, &packed_ty)?;
+            Ok(bb.finish(vec![next]))
+        })();
+        let body_fn = match built {
+            Ok(f) => f,
+            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+        };
+        // The statements this step emitted were removed; so were their
+        // variables. Start again from here: pack, loop, unpack.
+        let mut dynamic = Vec::new();
+        for l in &leaves {
+            dynamic.push(match l {
+                Val::Var(v) => *v,
+                Val::Const(x) => self.b.constant(leaf_ty.dtype, *x),
+                _ => unreachable!("checked above"),
+            });
+        }
+        dynamic.extend(
+            captures
+                .iter()
+                .map(|c| outside.get(c).copied().unwrap_or(*c)),
+        );
+        let mut init_vars = Vec::new();
+        for v in dynamic {
+            let stacked = self.batched.contains(&v);
+            match self.b.carry_row(v, stacked, &row_ty) {
+                Ok(x) => init_vars.push(x),
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
+        }
+        let id = self.b.add_loop(Loop {
+            count,
+            body: body_fn,
+            vjp: None,
+            settles: done.is_some(),
+        });
+        let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
+            Ok(p) => p,
+            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+        };
+        let hint = hints.first().copied().unwrap_or("");
+        let ins: Vec<VarId> = std::iter::once(packed)
+            .chain(seq.as_ref().map(|sq| sq.rows))
+            .collect();
+        if let Some(span) = all {
+            let tys = (&leaf_tys[..], &leaf_ty, &row_ty);
+            return Some(self.every_state(id, &ins, tys, state, span, hint));
+        }
+        let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
+            return Some(Val::Err);
+        };
+        let mut finals = Vec::new();
+        for (i, t) in leaf_tys.iter().enumerate() {
+            let unpacked = if k == 1 {
+                Ok(last)
+            } else {
+                self.b.push("", Op::Index(i as u64), &[last], None)
+            };
+            match unpacked.and_then(|r| self.b.uncarry_row(r, t, &leaf_ty, batched)) {
+                Ok(v) => {
+                    if batched {
+                        self.batched.insert(v);
+                    }
+                    finals.push(Val::Var(v));
+                }
+                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            }
+        }
+        let mut it = finals.into_iter();
+        Some(rebuild_leaves(state, &mut it))
+    }
+}
