@@ -61,5 +61,34 @@ fn runs_over_the_limit_are_refused_with_the_bytes_they_need() {
         native.call_into(&nargs, &mut o, &mut ws).unwrap();
     }
     assert!(interp::run(grad.value_and_grad_ir(), &refs).is_ok());
+
+    // The optimizer keeps what it holds under the limit: a tape of every
+    // state of a long loop, which it prefers while the limit allows it,
+    // is priced out below it (checkpoints instead), so the gradient still
+    // runs (found by tests/fuzz.rs, seed 0x15c24c5bc75e376a: a tape of
+    // 2^32 states, 64 GiB, chosen where checkpoints fit in a megabyte).
+    memory::set_limit(before);
+    let p = Program::parse(
+        "fn decay(a: f64) -> f64 = iterate(1048576, a, s => s * 0.999999 + 1e-7 * sin(s))
+@grad(a)
+fn ddecay(a: f64) -> f64 = decay(a)",
+    )
+    .unwrap();
+    let opts = Options::default().function("ddecay");
+    let held = |g: &egrad::GradProgram| g.residuals.total_bytes;
+    let free = optimize_gradient(&p, &opts).unwrap();
+    let a = [Value::scalar(DType::F64, 0.3)];
+    let refs: Vec<&Value> = a.iter().collect();
+    let want = free.compile().unwrap().native().call(&refs).unwrap();
+    let small = (held(&free) / 4.0) as u64;
+    assert!(small > 1 << 20, "the tape is held: {} bytes", held(&free));
+    memory::set_limit(small);
+    let tight = optimize_gradient(&p, &opts).unwrap();
+    assert!(held(&tight) < small as f64, "{} bytes held", held(&tight));
+    let got = tight.compile().unwrap().native().call(&refs).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        let (g, w) = (g.as_scalar(), w.as_scalar());
+        assert!((g - w).abs() <= 1e-12 * w.abs(), "{g} vs {w}");
+    }
     memory::set_limit(before);
 }

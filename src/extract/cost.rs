@@ -90,6 +90,11 @@ pub struct CostModel {
     pub loops: Vec<LoopPrice>,
 }
 
+/// The price of memory past the memory limit: above any program's flops,
+/// finite so that a program made only of such choices is still extracted
+/// (and then refused by the memory check where it runs).
+pub const OVER_MEMORY: f64 = 1e100;
+
 impl Default for CostModel {
     fn default() -> CostModel {
         CostModel {
@@ -193,6 +198,18 @@ impl CostModel {
         t.bytes_at(&|p| self.dim(p))
     }
 
+    /// The price of holding `bytes` (a stored residual, a tape the
+    /// pullback holds, a segment buffer): `λ · bytes`, or, past the memory
+    /// limit ([`crate::ir::memory::limit`]), [`OVER_MEMORY`]: a choice that
+    /// cannot run is never the cheapest where another can.
+    fn held(&self, bytes: f64) -> f64 {
+        if bytes > crate::ir::memory::limit() as f64 {
+            OVER_MEMORY
+        } else {
+            self.lambda * bytes
+        }
+    }
+
     /// Cost of one node on its own (children not included).
     pub fn node_cost(&self, eg: &EG, node: &Node) -> Cost {
         match node {
@@ -207,7 +224,7 @@ impl CostModel {
                 }
             }
             Node::Stash([c]) => match &eg[*c].data.ty {
-                Some(t) => Cost::new(self.lambda * self.bytes(t)),
+                Some(t) => Cost::new(self.held(self.bytes(t))),
                 None => Cost::INFINITY,
             },
             Node::Op(op, ch) => {
@@ -287,7 +304,7 @@ impl CostModel {
             Op::LoopTape(_, k, _) => {
                 let rows = (n as u64).div_ceil(u64::from(k).max(1)) as f64 + 1.0;
                 let memory = if in_pullback() {
-                    self.lambda * rows * l.state_bytes
+                    self.held(rows * l.state_bytes)
                 } else {
                     0.0
                 };
@@ -301,7 +318,7 @@ impl CostModel {
                 } else {
                     0.0
                 };
-                n * l.vjp + again * l.body + self.lambda * buffer
+                n * l.vjp + again * l.body + self.held(buffer)
             }
             _ => 0.0,
         };
