@@ -422,9 +422,16 @@ fn saturate_consistent(
         )),
         None => Error::internal(format!("optimizing `{}`: {proved}", f.name)),
     };
+    // Folds that overflow in the program as inserted are the program's.
+    let overflows = inserted.egraph.analysis.overflows;
     let (ins, report) = run(inserted, &options.rules()?);
-    let Some(fast_proved) = proved(&ins, options.fast_math) else {
-        return Ok((ins, report));
+    let overflowed = options.fast_math && ins.egraph.analysis.overflows > overflows;
+    let fast_proved = match proved(&ins, options.fast_math) {
+        Some(p) => p,
+        None if overflowed => {
+            "a constant folded from finite ones overflowed (reassociated constants)".to_string()
+        }
+        None => return Ok((ins, report)),
     };
     if !options.fast_math {
         return Err(refuse(fast_proved));
@@ -435,7 +442,7 @@ fn saturate_consistent(
         return Err(refuse(p));
     }
     report.stop_reason = format!(
-        "{}; fast math set aside: with it {fast_proved} (rounded constants), so the exact rules were used",
+        "{}; fast math set aside: with it {fast_proved}, so the exact rules were used",
         report.stop_reason
     );
     Ok((ins, report))

@@ -291,3 +291,40 @@ fn fdcheck_with_fast_math_passes_on_the_examples() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked > 40, "{checked}");
 }
+
+#[test]
+fn constants_reassociated_past_overflow_set_fast_math_aside() {
+    // d/dx of 1e308 · x³ is 3e308 · x², finite for |x| < 1: fast math
+    // gathered the adjoint's terms into x · x · (3 · 1e308) = x² · inf
+    // (and for x^20 lost one term of 20). A fold of finite constants that
+    // overflows during saturation sets fast math aside (found by
+    // tests/fuzz.rs, seed 0xd4db0b41662d0e26).
+    let src = "fn power[N](static n: i64, x: f64[N]) -> f64 = +/iterate(n, 1e308, p => p * x)
+@grad(x)
+fn g3[N](x: f64[N]) -> f64[N] = power(3, x)
+@grad(x)
+fn g20[N](x: f64[N]) -> f64[N] = power(20, x)
+// The program's own overflow is its value: fast math keeps working.
+fn own(x: f64) -> f64 = x * (1e308 * 10.0) + x * x
+";
+    let p = Program::parse(src).unwrap();
+    let x = Value::array(DType::F64, vec![1], vec![0.45302311141858276]);
+    for (f, n) in [("g3", 3), ("g20", 20)] {
+        let exact = optimize_gradient(&p, &Options::default().function(f)).unwrap();
+        let fast = optimize_gradient(&p, &Options::default().function(f).fast_math(true)).unwrap();
+        let want = run(exact.value_and_grad_ir(), &[&x]).unwrap();
+        let got = run(fast.value_and_grad_ir(), &[&x]).unwrap();
+        let (w, g) = (want[1].data[0], got[1].data[0]);
+        let closed = n as f64 * 1e308 * 0.45302311141858276f64.powi(n - 1);
+        assert!((w - closed).abs() <= 1e-12 * closed, "{f}: {w} vs {closed}");
+        assert!((g - w).abs() <= 1e-12 * w.abs(), "{f}: fast {g} vs {w}");
+    }
+    let own = p.ir("own").unwrap();
+    let o = optimize_ir(own, &Options::default().fast_math(true)).unwrap();
+    let report = o.saturation.as_ref().unwrap();
+    assert!(
+        !report.stop_reason.contains("set aside"),
+        "{}",
+        report.stop_reason
+    );
+}

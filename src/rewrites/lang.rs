@@ -339,6 +339,12 @@ pub struct Analysis {
     /// A merge of +0 and -0 (kept apart from `conflict`: fast math ignores
     /// the sign of zero, exact rules must not).
     pub zero_sign_conflict: bool,
+    /// How many constants were folded to an infinity or NaN from finite
+    /// ones (`3 · 1e308`). The program as written may do it (then it does
+    /// at run time too); a rule of real arithmetic that makes such a fold
+    /// (reassociating `x · 1e308 + 2 · x · 1e308` into `x · (3 · 1e308)`)
+    /// changes the result, which the pipeline checks by counting.
+    pub overflows: usize,
 }
 
 /// Two constants that are the same value: equal bits, or both NaN (NaN
@@ -402,6 +408,19 @@ impl egg::Analysis<Node> for Analysis {
                     _ if !scalar => folded(),
                     _ => None,
                 };
+                // A fold of finite constants that overflows (or gives NaN).
+                let made = match op {
+                    Op::Const(_) | Op::Bcast => None,
+                    _ => konst.or(splat),
+                };
+                if made.is_some_and(|l| !l.value().is_finite())
+                    && ir_args.iter().all(|c| {
+                        let d = &egraph[*c].data;
+                        d.konst.or(d.splat).is_some_and(|l| l.value().is_finite())
+                    })
+                {
+                    egraph.analysis.overflows += 1;
+                }
                 let zero = matches!(op, Op::Zero)
                     || ir_args
                         .iter()

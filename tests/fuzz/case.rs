@@ -77,6 +77,10 @@ fn options() -> Options {
 #[allow(dead_code)] // (used by the fuzzer, not by tests/regressions.rs)
 pub const FUZZ_MAX_OPERATIONS: usize = 5_000;
 
+/// The memory limit of one case (bytes): 3 GiB, below the fuzzer's 6 GB
+/// address space with room for the process itself.
+pub const CASE_MEMORY_LIMIT: u64 = 3 << 30;
+
 /// Run `src` through the pipeline, its functions capped at `max_ops` IR
 /// operations (see [`FUZZ_MAX_OPERATIONS`]). `stage` is told the name of
 /// each stage before it starts (the fuzzer's parent process reads it, to
@@ -87,6 +91,12 @@ pub fn run_case(
     max_ops: usize,
     stage: &mut dyn FnMut(&str),
 ) -> Result<Counts, Bug> {
+    // Under the fuzzer's 6 GB address space (and beside other tests), a
+    // run may hold at most this much: past it, the interpreter and native
+    // code refuse before allocating (a limit error, ordinary), and the
+    // optimizer prices memory past it out, instead of an abort on an
+    // allocation the default limit (3/4 of the machine) would allow.
+    egrad::internals::ir::memory::set_limit(CASE_MEMORY_LIMIT);
     let mut counts = Counts::default();
     let mut rng = Rng(seed);
     let text = String::from_utf8_lossy(src);
