@@ -20,7 +20,7 @@
 use crate::ir::Function;
 use crate::ops::Op;
 use crate::rewrites::lang::{Node, EG};
-use crate::types::Type;
+use crate::types::{Dim, Type};
 use indexmap::IndexMap;
 use std::fmt;
 use std::ops::Add;
@@ -113,6 +113,9 @@ pub struct LoopPrice {
     pub body: f64,
     pub vjp: f64,
     pub state_bytes: f64,
+    /// Whether the count and the state's size are known (static, or sizes
+    /// the model was given), not guessed (`DEFAULT_DIM`).
+    pub known: bool,
 }
 
 /// Cost of a whole function: every statement priced on its own, from the
@@ -178,6 +181,7 @@ impl CostModel {
                     .as_ref()
                     .map_or(f64::INFINITY, |v| function_cost(v, &inner).flops()),
                 state_bytes: inner.bytes(l.state()),
+                known: inner.known(&l.count) && l.state().shape.iter().all(|d| inner.known(d)),
             })
             .collect();
         self
@@ -198,12 +202,21 @@ impl CostModel {
         t.bytes_at(&|p| self.dim(p))
     }
 
+    /// Whether the model knows extent `d`: static, or of sizes it was
+    /// given (not the `DEFAULT_DIM` guess).
+    fn known(&self, d: &Dim) -> bool {
+        d.params().iter().all(|p| self.dims.contains_key(*p))
+    }
+
     /// The price of holding `bytes` (a stored residual, a tape the
     /// pullback holds, a segment buffer): `λ · bytes`, or, past the memory
-    /// limit ([`crate::ir::memory::limit`]), [`OVER_MEMORY`]: a choice that
-    /// cannot run is never the cheapest where another can.
-    fn held(&self, bytes: f64) -> f64 {
-        if bytes > crate::ir::memory::limit() as f64 {
+    /// limit ([`crate::ir::memory::limit`]) at sizes the model knows
+    /// (`known`), [`OVER_MEMORY`]: a choice that cannot run is never the
+    /// cheapest where another can. (Sizes guessed are no evidence, and
+    /// the extracted program must not depend on the machine's memory
+    /// there.)
+    fn held(&self, bytes: f64, known: bool) -> f64 {
+        if known && bytes > crate::ir::memory::limit() as f64 {
             OVER_MEMORY
         } else {
             self.lambda * bytes
@@ -224,7 +237,9 @@ impl CostModel {
                 }
             }
             Node::Stash([c]) => match &eg[*c].data.ty {
-                Some(t) => Cost::new(self.held(self.bytes(t))),
+                Some(t) => {
+                    Cost::new(self.held(self.bytes(t), t.shape.iter().all(|d| self.known(d))))
+                }
                 None => Cost::INFINITY,
             },
             Node::Op(op, ch) => {
@@ -304,7 +319,7 @@ impl CostModel {
             Op::LoopTape(_, k, _) => {
                 let rows = (n as u64).div_ceil(u64::from(k).max(1)) as f64 + 1.0;
                 let memory = if in_pullback() {
-                    self.held(rows * l.state_bytes)
+                    self.held(rows * l.state_bytes, l.known)
                 } else {
                     0.0
                 };
@@ -318,7 +333,7 @@ impl CostModel {
                 } else {
                     0.0
                 };
-                n * l.vjp + again * l.body + self.held(buffer)
+                n * l.vjp + again * l.body + self.held(buffer, l.known)
             }
             _ => 0.0,
         };
