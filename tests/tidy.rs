@@ -1,9 +1,9 @@
-//! Tidiness the compiler does not check: no source file under `src/` is
-//! over 1,000 lines, so each stays one job a reader can hold (split a file
+//! Tidiness the compiler does not check: no Rust file under `src/` or
+//! `tests/` is over 1,000 lines, so each stays one job a reader can hold (split a file
 //! that grows past it by what its parts do; ARCHITECTURE.md lists where
 //! things are).
 
-/// The most lines a file under `src/` may have.
+/// The most lines a file under `src/` or `tests/` may have.
 const MAX_LINES: usize = 1000;
 
 fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -25,7 +25,8 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 fn no_source_file_is_over_a_thousand_lines() {
     let mut files = Vec::new();
     rust_files(std::path::Path::new("src"), &mut files);
-    assert!(files.len() > 50, "read {} files", files.len());
+    rust_files(std::path::Path::new("tests"), &mut files);
+    assert!(files.len() > 100, "read {} files", files.len());
     let long: Vec<String> = files
         .iter()
         .filter_map(|p| {
