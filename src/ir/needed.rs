@@ -94,12 +94,12 @@ pub(crate) fn renumber(f: &Function) -> Function {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ir::parse_functions;
 
     /// value = sum(x*x) * k; gradient = 2*x*k (%xx is dead).
-    fn vg() -> Function {
+    pub(crate) fn vg() -> Function {
         parse_functions(
             "fn vg[N](%x: f64[N], %k: f64) -> (f64, f64[N]) {
   %sq: f64[N] = mul %x %x
@@ -116,7 +116,7 @@ mod tests {
         .remove(0)
     }
 
-    fn var(f: &Function, name: &str) -> VarId {
+    pub(crate) fn var(f: &Function, name: &str) -> VarId {
         VarId(f.vars.iter().position(|v| v.name == name).unwrap() as u32)
     }
 

@@ -96,30 +96,7 @@ pub fn cut(vg: &Function, plan: &ResidualPlan) -> Result<Cut, IrError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::parse_functions;
-
-    fn vg() -> Function {
-        // value = sum(x*x) * k; gradient = 2*x*k (the pullback reads %k
-        // and %x, and %xx is dead).
-        parse_functions(
-            "fn vg[N](%x: f64[N], %k: f64) -> (f64, f64[N]) {
-  %sq: f64[N] = mul %x %x
-  %xx: f64[N] = add %x %x
-  %s: f64 = sum %sq
-  %v: f64 = mul %s %k
-  %kb: f64[N] = bcast %k
-  %g0: f64[N] = mul %x %kb
-  %g: f64[N] = add %g0 %g0
-  ret %v, %g
-}",
-        )
-        .unwrap()
-        .remove(0)
-    }
-
-    fn var(f: &Function, name: &str) -> VarId {
-        VarId(f.vars.iter().position(|v| v.name == name).unwrap() as u32)
-    }
+    use crate::ir::needed::tests::{var, vg};
 
     #[test]
     fn the_plan_cut_computes_stored_values_forward_and_reads_them_back() {
