@@ -237,10 +237,23 @@ fn settling_loops_stop_and_their_vjps_pass_settled_steps() {
       %5: {T}[N] = min %2 %4
       ret %5";
     assert!(VECTOR.contains(body));
+    // Also seeded by a whole tape's cotangent (`VJP_TAPE`, both modes):
+    // the rows after the stop each add theirs.
+    let sig = "{T}[N], {T}[N], {T}[N], {T}) {";
+    let ret = "ret %y, %t, %g0, %g1, %g2, %g3, %g4, %y2, %y3, %y, %s";
+    assert!(VECTOR.contains(sig) && VECTOR.contains(ret));
     let text = VECTOR
         .replacen(body, settling, 1)
-        .replace("loop 0 x{C} {", "loop 0 x{C} settles {");
-    assert!(text.contains("settles"));
+        .replace("loop 0 x{C} {", "loop 0 x{C} settles {")
+        .replacen(sig, "{T}[N], {T}[N], {T}[N], {T}, {T}[N], {T}[N]) {", 1)
+        .replace(
+            ret,
+            "%tt: {T}[{R}, N] = sin %t
+  %g5: {T}[N] = loopvjp 0 {K} 4 %t %tt
+  %g6: {T}[N] = loopvjp 0 {K} 5 %t %tt
+  ret %y, %t, %g0, %g1, %g2, %g3, %g4, %y2, %y3, %y, %s, %g5, %g6",
+        );
+    assert!(text.contains("settles") && text.contains("%g6"));
     let runtime = text
         .replace("fn vec[N](%x:", "fn vec[N, n](%n: i64, %x:")
         .replace("loop 0 x{C}", "loop 0 xn")

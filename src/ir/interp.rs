@@ -517,6 +517,44 @@ fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Value, ArgError>
 }
 
 /// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
+/// The number of segments of a settling loop's tape (`segments`
+/// checkpoints in rows `1 ..= segments`, the final state in row 0) before
+/// the one where the loop had stopped: the first checkpoint with the final
+/// state's bits, found by bisection, if its step leaves it unchanged
+/// (`frozen(state, j)`, one step of the body); else all of them. From a
+/// state its step leaves unchanged every later state is that one, so the
+/// pullback passes the cotangent over those segments without running a
+/// step (a bound far above the steps taken costs no step). Before the stop
+/// no state has the final state's bits (its step would have left it
+/// unchanged), so the checkpoints that have them are a suffix.
+fn settled_segments<E>(
+    segments: u64,
+    tape_row: &dyn Fn(u64) -> Value,
+    mut frozen: impl FnMut(&Value, u64) -> Result<bool, E>,
+) -> Result<u64, E> {
+    let last = tape_row(0);
+    let same = |a: &Value| {
+        a.data
+            .iter()
+            .zip(&last.data)
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    let (mut lo, mut hi) = (0, segments);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if same(&tape_row(mid + 1)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    if lo < segments && frozen(&tape_row(lo + 1), lo)? {
+        Ok(lo)
+    } else {
+        Ok(segments)
+    }
+}
+
 fn run_loop(
     lp: &Loop,
     op: Op,
@@ -569,25 +607,34 @@ fn run_loop(
         Op::LoopTape(_, k, _) => {
             // Row 0: the final state; row 1 + j: the state after j·k steps.
             let k = u64::from(k);
-            let mut rows = Vec::new();
             let mut s = args[0].clone();
-            let mut settled = false;
+            // Row 0 is written last; the tape is allocated once.
+            let width = s.data.len();
+            let mut rows = Vec::with_capacity(out_shape.iter().product());
+            rows.resize(width, 0.0);
             for t in 0..count {
                 if t % k == 0 {
                     rows.extend_from_slice(&s.data);
                 }
-                if !settled {
-                    let next = step_at(s.clone(), t)?;
-                    settled = settles && same(&next, &s);
-                    s = next;
+                let next = step_at(s.clone(), t)?;
+                let settled = settles && same(&next, &s);
+                s = next;
+                if settled {
+                    // Every later checkpoint is this state: fill them
+                    // without visiting the steps (a bound far above the
+                    // steps taken costs nothing).
+                    let written = t / k + 1;
+                    for _ in written..count.div_ceil(k) {
+                        rows.extend_from_slice(&s.data);
+                    }
+                    break;
                 }
             }
-            let mut data = s.data.clone();
-            data.extend(rows);
+            rows[..width].copy_from_slice(&s.data);
             Value {
                 dtype: s.dtype,
                 shape: out_shape.to_vec(),
-                data,
+                data: rows,
             }
         }
         Op::LoopVjp(_, k, m, _) => {
@@ -631,45 +678,68 @@ fn run_loop(
             }
             let k = u64::from(k);
             let segments = count.div_ceil(k);
+            // The segments before the loop stopped; the rest only pass the
+            // cotangent on (`settled_segments`).
+            let walked = if settles && count.min(k) >= 2 {
+                settled_segments(segments, &tape_row, |s: &Value, t| {
+                    Ok(same(&step_at(s.clone(), t * k)?, s))
+                })?
+            } else {
+                segments
+            };
             for j in (0..segments).rev() {
-                let mut states = vec![tape_row(j + 1)];
                 let end = ((j + 1) * k).min(count);
-                for t in j * k..end - 1 {
-                    let next = step_at(states[states.len() - 1].clone(), t)?;
-                    states.push(next);
-                }
-                // The state after the segment: the next checkpoint, or the
-                // final state (row 0).
-                let after = tape_row(if j + 1 < segments { j + 2 } else { 0 });
-                // State `j*k + i` goes with row `j*k + i`.
-                for i in (0..states.len()).rev() {
-                    // In a loop that settles, a step that changed no bit
-                    // of the state (a frozen step, or the steps after the
-                    // loop stopped) passes the cotangent on unchanged.
-                    let t = j * k + i as u64;
-                    if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
-                        if seq {
+                let mut states = Vec::new();
+                if j >= walked {
+                    // Every state of the segment is the final one: each
+                    // step passes the cotangent on.
+                    if seq {
+                        for t in j * k..end {
                             let at = t as usize * packed + wx;
                             seq_rows[at..at + width].copy_from_slice(&g.data);
                         }
-                        continue;
                     }
-                    let s = states[i].clone();
-                    let mut a = vec![s];
-                    a.extend(row(t));
-                    a.push(g);
-                    let out = apply(vjp, a, dims)?;
-                    g = if seq {
-                        let at = t as usize * packed;
-                        seq_rows[at..at + packed].copy_from_slice(&out.data);
-                        Value {
-                            dtype,
-                            shape: shape.clone(),
-                            data: out.data[wx..].to_vec(),
+                } else {
+                    states.push(tape_row(j + 1));
+                    for t in j * k..end - 1 {
+                        let next = step_at(states[states.len() - 1].clone(), t)?;
+                        states.push(next);
+                    }
+                }
+                if !states.is_empty() {
+                    // The state after the segment: the next checkpoint, or the
+                    // final state (row 0).
+                    let after = tape_row(if j + 1 < segments { j + 2 } else { 0 });
+                    // State `j*k + i` goes with row `j*k + i`.
+                    for i in (0..states.len()).rev() {
+                        // In a loop that settles, a step that changed no bit
+                        // of the state (a frozen step, or the steps after the
+                        // loop stopped) passes the cotangent on unchanged.
+                        let t = j * k + i as u64;
+                        if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
+                            if seq {
+                                let at = t as usize * packed + wx;
+                                seq_rows[at..at + width].copy_from_slice(&g.data);
+                            }
+                            continue;
                         }
-                    } else {
-                        out
-                    };
+                        let s = states[i].clone();
+                        let mut a = vec![s];
+                        a.extend(row(t));
+                        a.push(g);
+                        let out = apply(vjp, a, dims)?;
+                        g = if seq {
+                            let at = t as usize * packed;
+                            seq_rows[at..at + packed].copy_from_slice(&out.data);
+                            Value {
+                                dtype,
+                                shape: shape.clone(),
+                                data: out.data[wx..].to_vec(),
+                            }
+                        } else {
+                            out
+                        };
+                    }
                 }
                 if let Some(gt) = seed {
                     // State j·k: the tape's row 1 + j.

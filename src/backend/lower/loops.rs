@@ -157,9 +157,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let step = self.translate_var(zero);
                 let row2 = self.b.ins().iadd(row1, rowbytes);
                 let row = self.translate_var(row2);
-                // Set once a step changed nothing (`settles` only).
-                let settled = self.translate_var(zero);
-                self.translate_loop(n, &mut |t, i| {
+                // One step; with `settles`, whether it changed nothing.
+                let step1 = |t: &mut Self, i: ir::Value| -> Result<Option<ir::Value>, Error> {
                     let c = t.b.use_var(cur);
                     let sp = t.b.use_var(step);
                     let s1 = t.b.ins().iadd_imm_s(sp, 1);
@@ -172,25 +171,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let o = t.b.ins().select(seg_end, r, between);
                     let o = t.b.ins().select(all_end, h, o);
                     let args = ins(t, c, i);
-                    if settles {
-                        // Settled: the tape's rows still get the state.
-                        let flag = t.b.use_var(settled);
-                        let flag = t.translate_if(
-                            flag,
-                            types::I64,
-                            &mut |t| {
-                                t.translate_copy(c, o, width, dtype)?;
-                                Ok(flag)
-                            },
-                            &mut |t| {
-                                t.translate_call(body, &args, o)?;
-                                t.translate_same(c, o, width, dtype)
-                            },
-                        )?;
-                        t.b.def_var(settled, flag);
-                    } else {
-                        t.translate_call(body, &args, o)?;
-                    }
+                    t.translate_call(body, &args, o)?;
                     t.b.def_var(cur, o);
                     let zero = t.b.ins().iconst(types::I64, 0);
                     let sp = t.b.ins().select(seg_end, zero, s1);
@@ -198,7 +179,47 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let next_row = t.b.ins().iadd(r, rowbytes);
                     let r = t.b.ins().select(seg_end, next_row, r);
                     t.b.def_var(row, r);
-                    Ok(())
+                    settles
+                        .then(|| t.translate_same(c, o, width, dtype))
+                        .transpose()
+                };
+                if !settles {
+                    return self.translate_loop(n, &mut |t, i| step1(t, i).map(|_| ()));
+                }
+                // A step that changed nothing stops the loop: every later
+                // state is this one, so it fills the checkpoints not yet
+                // written and the final row (a bound far above the steps
+                // taken costs no step).
+                self.translate_loop_until(n, &mut |t, i| {
+                    step1(t, i)?.ok_or_else(|| Error::internal("backend: a settling step"))
+                })?;
+                // Only when there were steps (else `cur` is no row).
+                self.translate_loop(trips, &mut |t, _| {
+                    let c = t.b.use_var(cur);
+                    let r = t.b.use_var(row);
+                    // Rows 1 ..= ⌈n/k⌉: the first past the tape's end.
+                    let up = t.b.ins().iadd_imm_s(n, k - 1);
+                    let n_ckpt = t.b.ins().udiv_imm_s(up, k);
+                    let rows = t.b.ins().iadd_imm_s(n_ckpt, 1);
+                    let end = t.b.ins().imul(rows, rowbytes);
+                    let end = t.b.ins().iadd(h, end);
+                    let before = t.b.ins().icmp(IntCC::UnsignedLessThan, r, end);
+                    let gap = t.b.ins().isub(end, r);
+                    let zero = t.b.ins().iconst(types::I64, 0);
+                    let gap = t.b.ins().select(before, gap, zero);
+                    // An empty state has rows of 0 bytes: none to fill.
+                    let one = t.b.ins().iconst(types::I64, 1);
+                    let empty = t.b.ins().icmp_imm_s(IntCC::Equal, rowbytes, 0);
+                    let per = t.b.ins().select(empty, one, rowbytes);
+                    let left = t.b.ins().udiv(gap, per);
+                    t.translate_loop(left, &mut |t, q| {
+                        let off = t.b.ins().imul(q, rowbytes);
+                        let dst = t.b.ins().iadd(r, off);
+                        t.translate_copy(c, dst, width, dtype)
+                    })?;
+                    let home = t.b.ins().icmp(IntCC::Equal, c, h);
+                    let len = t.b.ins().select(home, zero, width);
+                    t.translate_copy(c, h, len, dtype)
                 })
             }
             Op::LoopVjp(_, k, m, _) => {
@@ -376,6 +397,28 @@ impl<'a, 'b> Translator<'a, 'b> {
                     )?;
                     Ok(())
                 };
+                // A settling loop: the segments before the one where it
+                // had stopped (`run_loop`'s `settled_segments`).
+                let walked = match body.filter(|_| settles) {
+                    Some(body) => {
+                        let probe = if m == 0 { seg } else { a };
+                        Some(self.translate_settled_segments(
+                            n_seg,
+                            ckpt0,
+                            tape,
+                            rowbytes,
+                            width,
+                            dtype,
+                            &mut |t, st, j| {
+                                let start = t.b.ins().imul_imm_s(j, k as i64);
+                                let args = ins(t, st, start);
+                                t.translate_call(body, &args, probe)?;
+                                t.translate_same(st, probe, width, dtype)
+                            },
+                        )?)
+                    }
+                    None => None,
+                };
                 self.translate_loop(n_seg, &mut |t, jj| {
                     // Segment j = segments-1-jj: states j*k .. j*k+len-1,
                     // with len = min(k, count - j*k).
@@ -398,73 +441,76 @@ impl<'a, 'b> Translator<'a, 'b> {
                     } else {
                         ckpt
                     };
-                    if m == 0 {
-                        // States 1 .. len-1 into rows 0 .. len-2 of `seg`,
-                        // then the VJP backwards over them and the
-                        // checkpoint.
-                        if let Some(body) = body {
-                            let prev = t.translate_var(ckpt);
-                            t.translate_loop(len1, &mut |t, r| {
-                                let p = t.b.use_var(prev);
-                                let ro = t.b.ins().imul(r, rowbytes);
-                                let o = t.b.ins().iadd(seg, ro);
-                                let sr = t.step_at(indexed, start, r);
-                                let args = ins(t, p, sr);
-                                t.translate_call(body, &args, o)?;
-                                t.b.def_var(prev, o);
-                                Ok(())
-                            })?;
-                        }
-                        t.translate_loop(len, &mut |t, rr| {
-                            let r = t.b.ins().isub(len1, rr);
-                            let r1 = t.b.ins().iadd_imm_s(r, -1);
-                            let ro = t.b.ins().imul(r1, rowbytes);
-                            let in_seg = t.b.ins().iadd(seg, ro);
-                            let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
-                            let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
-                            let sr = t.step_at(indexed, start, r);
-                            if settles {
-                                // State r+1: row r of `seg`, or after the segment.
-                                let ro1 = t.b.ins().imul(r, rowbytes);
-                                let next_in_seg = t.b.ins().iadd(seg, ro1);
-                                let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
-                                let next = t.b.ins().select(at_end, after, next_in_seg);
-                                step_or_pass(t, st, next, sr)?;
-                            } else {
-                                vjp_step(t, st, sr)?;
-                            }
-                            seed_add(t, j, start, r)
-                        })
-                    } else {
-                        // Each state recomputed from the checkpoint when the
-                        // VJP needs it, alternating between `a` and `b`.
-                        t.translate_loop(len, &mut |t, rr| {
-                            let r = t.b.ins().isub(len1, rr);
-                            let cur = t.translate_var(ckpt);
+                    let walk = |t: &mut Self| -> Result<(), Error> {
+                        if m == 0 {
+                            // States 1 .. len-1 into rows 0 .. len-2 of `seg`,
+                            // then the VJP backwards over them and the
+                            // checkpoint.
                             if let Some(body) = body {
-                                let nxt = t.translate_var(a);
-                                t.translate_loop(r, &mut |t, q| {
-                                    let c = t.b.use_var(cur);
-                                    let o = t.b.use_var(nxt);
-                                    let sq = t.step_at(indexed, start, q);
-                                    let args = ins(t, c, sq);
+                                let prev = t.translate_var(ckpt);
+                                t.translate_loop(len1, &mut |t, r| {
+                                    let p = t.b.use_var(prev);
+                                    let ro = t.b.ins().imul(r, rowbytes);
+                                    let o = t.b.ins().iadd(seg, ro);
+                                    let sr = t.step_at(indexed, start, r);
+                                    let args = ins(t, p, sr);
                                     t.translate_call(body, &args, o)?;
-                                    t.translate_swap(cur, nxt, a, b);
+                                    t.b.def_var(prev, o);
                                     Ok(())
                                 })?;
                             }
-                            let st = t.b.use_var(cur);
-                            let sr = t.step_at(indexed, start, r);
-                            if !settles {
-                                vjp_step(t, st, sr)?;
-                                return seed_add(t, j, start, r);
-                            }
-                            // State r+1: after the segment, or one more step
-                            // into the buffer `st` is not in.
-                            let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
-                            let next =
-                                t.translate_if(at_end, types::I64, &mut |_| Ok(after), &mut |t| {
-                                    match body {
+                            t.translate_loop(len, &mut |t, rr| {
+                                let r = t.b.ins().isub(len1, rr);
+                                let r1 = t.b.ins().iadd_imm_s(r, -1);
+                                let ro = t.b.ins().imul(r1, rowbytes);
+                                let in_seg = t.b.ins().iadd(seg, ro);
+                                let at_ckpt = t.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                                let st = t.b.ins().select(at_ckpt, ckpt, in_seg);
+                                let sr = t.step_at(indexed, start, r);
+                                if settles {
+                                    // State r+1: row r of `seg`, or after the segment.
+                                    let ro1 = t.b.ins().imul(r, rowbytes);
+                                    let next_in_seg = t.b.ins().iadd(seg, ro1);
+                                    let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
+                                    let next = t.b.ins().select(at_end, after, next_in_seg);
+                                    step_or_pass(t, st, next, sr)?;
+                                } else {
+                                    vjp_step(t, st, sr)?;
+                                }
+                                seed_add(t, j, start, r)
+                            })
+                        } else {
+                            // Each state recomputed from the checkpoint when the
+                            // VJP needs it, alternating between `a` and `b`.
+                            t.translate_loop(len, &mut |t, rr| {
+                                let r = t.b.ins().isub(len1, rr);
+                                let cur = t.translate_var(ckpt);
+                                if let Some(body) = body {
+                                    let nxt = t.translate_var(a);
+                                    t.translate_loop(r, &mut |t, q| {
+                                        let c = t.b.use_var(cur);
+                                        let o = t.b.use_var(nxt);
+                                        let sq = t.step_at(indexed, start, q);
+                                        let args = ins(t, c, sq);
+                                        t.translate_call(body, &args, o)?;
+                                        t.translate_swap(cur, nxt, a, b);
+                                        Ok(())
+                                    })?;
+                                }
+                                let st = t.b.use_var(cur);
+                                let sr = t.step_at(indexed, start, r);
+                                if !settles {
+                                    vjp_step(t, st, sr)?;
+                                    return seed_add(t, j, start, r);
+                                }
+                                // State r+1: after the segment, or one more step
+                                // into the buffer `st` is not in.
+                                let at_end = t.b.ins().icmp(IntCC::Equal, r, len1);
+                                let next = t.translate_if(
+                                    at_end,
+                                    types::I64,
+                                    &mut |_| Ok(after),
+                                    &mut |t| match body {
                                         Some(body) => {
                                             let on_a = t.b.ins().icmp(IntCC::Equal, st, a);
                                             let o = t.b.ins().select(on_a, b, a);
@@ -473,12 +519,62 @@ impl<'a, 'b> Translator<'a, 'b> {
                                             Ok(o)
                                         }
                                         None => Ok(after),
-                                    }
-                                })?;
-                            step_or_pass(t, st, next, sr)?;
-                            seed_add(t, j, start, r)
-                        })
-                    }
+                                    },
+                                )?;
+                                step_or_pass(t, st, next, sr)?;
+                                seed_add(t, j, start, r)
+                            })
+                        }
+                    };
+                    // Past the stop (`walked`), every state of the
+                    // segment is the final one: each step passes the
+                    // cotangent on, with no step run.
+                    let Some(walked) = walked else {
+                        return walk(t);
+                    };
+                    let frozen = t.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, j, walked);
+                    t.translate_if(
+                        frozen,
+                        types::I64,
+                        &mut |t| {
+                            match gvars {
+                                // One copy for an odd `len`, two for an
+                                // even one: the alternation's parity is
+                                // kept, and the cotangent leaves a seed
+                                // read in place (a walk must not write
+                                // its operand).
+                                Some((gcur, gnxt)) => {
+                                    let odd = t.b.ins().band_imm_s(len, 1);
+                                    let two = t.b.ins().iconst(types::I64, 2);
+                                    let copies = t.b.ins().isub(two, odd);
+                                    t.translate_loop(copies, &mut |t, _| {
+                                        let gc = t.b.use_var(gcur);
+                                        let go = t.b.use_var(gnxt);
+                                        t.translate_copy(gc, go, width, dtype)?;
+                                        t.translate_swap(gcur, gnxt, h, other);
+                                        Ok(())
+                                    })?;
+                                }
+                                // Every state's row gets the next one's.
+                                None => t.translate_loop(len, &mut |t, rr| {
+                                    let r = t.b.ins().isub(len1, rr);
+                                    let step = t.b.ins().iadd(start, r);
+                                    let next = t.b.ins().iadd_imm_s(step, 1);
+                                    let gc = gs_at(t, next);
+                                    let go = gs_at(t, step);
+                                    t.translate_copy(gc, go, width, dtype)
+                                })?,
+                            }
+                            let zero = t.b.ins().iconst(types::I64, 0);
+                            seed_add(t, j, start, zero)?;
+                            Ok(zero)
+                        },
+                        &mut |t| {
+                            walk(t)?;
+                            Ok(t.b.ins().iconst(types::I64, 0))
+                        },
+                    )?;
+                    Ok(())
                 })?;
                 if seq_rows.is_some() {
                     return Ok(());
@@ -490,6 +586,73 @@ impl<'a, 'b> Translator<'a, 'b> {
                 other.name()
             ))),
         }
+    }
+
+    /// `run_loop`'s `settled_segments`: of the `n_seg` checkpoints (row
+    /// `j` at `ckpt0 + j·rowbytes`), the first with the bits of the final
+    /// state (at `last`), by bisection, if `frozen(state, j)` (1 when its
+    /// step leaves it unchanged) holds there; else `n_seg`.
+    #[allow(clippy::too_many_arguments)]
+    fn translate_settled_segments(
+        &mut self,
+        n_seg: ir::Value,
+        ckpt0: ir::Value,
+        last: ir::Value,
+        rowbytes: ir::Value,
+        width: ir::Value,
+        dtype: DType,
+        frozen: &mut dyn FnMut(&mut Self, ir::Value, ir::Value) -> Result<ir::Value, Error>,
+    ) -> Result<ir::Value, Error> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let lo = self.translate_var(zero);
+        let hi = self.translate_var(n_seg);
+        // At most 64 halvings of a 64-bit range.
+        let rounds = self.b.ins().iconst(types::I64, 65);
+        self.translate_loop_until(rounds, &mut |t, _| {
+            let l = t.b.use_var(lo);
+            let h = t.b.use_var(hi);
+            let open = t.b.ins().icmp(IntCC::UnsignedLessThan, l, h);
+            t.translate_if(
+                open,
+                types::I64,
+                &mut |t| {
+                    let half = t.b.ins().isub(h, l);
+                    let half = t.b.ins().ushr_imm_u(half, 1);
+                    let mid = t.b.ins().iadd(l, half);
+                    let off = t.b.ins().imul(mid, rowbytes);
+                    let row = t.b.ins().iadd(ckpt0, off);
+                    let same = t.translate_same(row, last, width, dtype)?;
+                    let mid1 = t.b.ins().iadd_imm_s(mid, 1);
+                    let l2 = t.b.ins().select(same, l, mid1);
+                    let h2 = t.b.ins().select(same, mid, h);
+                    t.b.def_var(lo, l2);
+                    t.b.def_var(hi, h2);
+                    Ok(t.b.ins().iconst(types::I64, 0))
+                },
+                &mut |t| Ok(t.b.ins().iconst(types::I64, 0)),
+            )?;
+            let l = t.b.use_var(lo);
+            let h = t.b.use_var(hi);
+            let done = t.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, l, h);
+            Ok(t.b.ins().uextend(types::I64, done))
+        })?;
+        let walked = self.translate_var(n_seg);
+        let l = self.b.use_var(lo);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, l, n_seg);
+        self.translate_if(
+            inside,
+            types::I64,
+            &mut |t| {
+                let off = t.b.ins().imul(l, rowbytes);
+                let row = t.b.ins().iadd(ckpt0, off);
+                let f = frozen(t, row, l)?;
+                let w = t.b.ins().select(f, l, n_seg);
+                t.b.def_var(walked, w);
+                Ok(w)
+            },
+            &mut |_| Ok(n_seg),
+        )?;
+        Ok(self.b.use_var(walked))
     }
 
     /// The buffer holding the whole of `v`: its own, or `copy` (a scratch
