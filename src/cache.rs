@@ -31,11 +31,12 @@
 //! which components changed.
 
 use crate::backend::{self, CompiledFunction};
+use crate::call::CompiledGradient;
 use crate::error::{Error, Result};
 use crate::extract::cost::DEFAULT_LAMBDA;
 use crate::ir::Function;
 use crate::lang::ast::{ExprKind, FnDef};
-use crate::pipeline::{optimize_gradient, optimize_ir, CompiledGradient, GradProgram, Options};
+use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
 use std::collections::HashMap;
 use std::fmt;

@@ -6,10 +6,9 @@
 //! point stores no more bytes and runs no slower, one of them strictly.
 //! Without inputs, the model's flops stand in for the run time.
 
+use crate::call::arg_error;
 use crate::error::{Error, Result};
-use crate::pipeline::{
-    arg_error, optimize_gradient, GradProgram, Options, Progress, ProgressEvent,
-};
+use crate::pipeline::{optimize_gradient, GradProgram, Options, Progress, ProgressEvent};
 use crate::program::Program;
 use crate::types::value::Value;
 use std::fmt::{self, Write};

@@ -12,6 +12,8 @@ pub mod aot;
 pub mod backend;
 #[path = "cache.rs"]
 pub mod cache;
+#[path = "call.rs"]
+pub mod call;
 #[path = "differentiate/mod.rs"]
 pub mod differentiate;
 #[path = "explore.rs"]

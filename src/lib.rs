@@ -23,7 +23,13 @@
 //! # Ok::<(), egrad::Error>(())
 //! ```
 //!
-//! Every stage is also reachable under `egrad::internals`, for egrad's own binary,
+//! A plain function compiles with [`compile_function`]; [`Arg`] passes
+//! vectors, matrices ([`Arg::f64_matrix`]) and arrays of any rank; an
+//! argument that does not fit is an [`Error`] at its parameter, and an
+//! `Error` prints its diagnostic with `{}` and `{:?}` alike. The `egrad`
+//! command and the Python package use only the items listed here.
+//!
+//! Every stage is also reachable under `egrad::internals`, for egrad's
 //! tests and benches; that module is not a stable API.
 
 #![warn(missing_docs)]
@@ -36,21 +42,55 @@ pub mod internals;
 pub mod error;
 
 pub(crate) use internals::{
-    backend, cache, differentiate, extract, gemm, gemv, ir, lang, ops, pipeline, program,
+    backend, cache, call, differentiate, extract, gemm, gemv, ir, lang, ops, pipeline, program,
     residuals, rewrites, types, vmath,
 };
 
+pub use backend::{clif_text, clif_text_with, compile};
 pub use backend::{BackendOptions, CompiledFunction, NativeArg, NativeOut, Prepared, Workspace};
+pub use cache::{explain, CacheKey};
+pub use call::{Arg, CompiledFn, CompiledGradient};
 pub use error::span::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use error::{Error, ErrorKind, Result, EXIT_INTERNAL};
 pub use extract::cost::CostModel;
+pub use extract::cost::{DEFAULT_DIM, DEFAULT_LAMBDA};
+pub use internals::aot::{build, BuildOptions, Built};
+pub use internals::explore::{
+    explore, time_interleaved, Exploration, Point, Timed, Timing, DEFAULT_LAMBDAS,
+};
+pub use internals::gradbench::serve as serve_gradbench;
+pub use ir::interp::ArgError;
 pub use ir::Function;
 pub use ops::kernels::{register_kernel, Kernel, KernelFn, ShapeRule};
 pub use pipeline::{
-    optimize_gradient, optimize_gradient_ir, Arg, CompiledGradient, GradProgram, Options, Progress,
-    ProgressEvent, Report,
+    compile_function, optimize_gradient, optimize_gradient_ir, optimize_ir, GradProgram, Optimized,
+    Options, Progress, ProgressEvent, Report,
 };
 pub use program::{ParseOptions, Program, MAX_OPERATIONS};
 pub use rewrites::Limits;
+pub use types::value::format_elem;
+
+/// The reference interpreter: runs an IR [`Function`] exactly as written,
+/// the oracle native code and every rewrite are checked against.
+pub mod interp {
+    pub use crate::ir::interp::{bind_args, run, ArgShape, Dims, MAX_COUNT};
+}
+
+/// The memory limit every run and compile checks its allocations against
+/// (`--memory-limit`; by default 3/4 of this machine's memory).
+pub mod memory {
+    pub use crate::ir::memory::{bytes_of, check, default_limit, describe, limit, set_limit};
+}
+
+/// NumPy array files (`.npy`, `.npz`): arguments read in place, results
+/// written.
+pub mod npy {
+    pub use crate::internals::npy::{read_npz, to_npy, write_npy, write_npz, Array, View};
+}
+
+/// The benchmark suite's programs and their inputs (`bench-suite.md`).
+pub mod suite {
+    pub use crate::internals::suite::{benchmark, keys, u, v, Benchmark, Gen, Input, BENCHMARKS};
+}
 pub use types::value::Value;
 pub use types::{DType, Dim, Type};

@@ -12,14 +12,14 @@
 //! [`optimize_gradient`] runs everything up to extraction and returns a
 //! [`GradProgram`]; [`GradProgram::compile`] runs the backend.
 
-use crate::backend::{self, BackendOptions, CompiledFunction};
+use crate::backend::{self, BackendOptions};
+use crate::call::{CompiledFn, CompiledGradient};
 use crate::differentiate::{reverse, reverse::prune_dead, AdError, Reverse};
-use crate::error::span::{Diagnostic, SourceFile, Span};
+use crate::error::span::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
 use crate::extract::ResidualChoice;
-use crate::ir::interp::ArgError;
 use crate::ir::Function;
 use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
@@ -28,8 +28,7 @@ use crate::rewrites::{
     insert_split, recompute_rule, saturate_observed, Inserted, IterationHook, Limits,
     SaturationReport,
 };
-use crate::types::value::Value;
-use crate::types::{DType, Type};
+use crate::types::Type;
 use indexmap::IndexMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -643,10 +642,10 @@ impl GradProgram {
 
     /// Compile with other backend options.
     pub fn compile_with(&self, opts: &BackendOptions) -> Result<CompiledGradient> {
-        Ok(CompiledGradient {
-            native: backend::compile_keeping(&self.optimized.after, opts, &self.stored())?,
-            file: self.file.clone(),
-        })
+        Ok(CompiledGradient::new(
+            backend::compile_keeping(&self.optimized.after, opts, &self.stored())?,
+            self.file.clone(),
+        ))
     }
 
     /// The residuals the program stores, as variables of the optimized
@@ -796,118 +795,31 @@ impl fmt::Display for Report<'_> {
     }
 }
 
-/// An argument for a compiled function. Scalars take the parameter's dtype.
-#[derive(Clone, Debug)]
-pub enum Arg<'a> {
-    /// An `f32` vector, read in place.
-    F32(&'a [f32]),
-    /// An `f64` vector, read in place.
-    F64(&'a [f64]),
-    /// A scalar, rounded to the parameter's element type.
-    Scalar(f64),
-    /// Any value (arrays of any rank).
-    Value(Value),
-}
-
-impl<'a> Arg<'a> {
-    /// An `f32` vector.
-    pub fn f32(xs: &'a [f32]) -> Arg<'a> {
-        Arg::F32(xs)
-    }
-    /// An `f64` vector.
-    pub fn f64(xs: &'a [f64]) -> Arg<'a> {
-        Arg::F64(xs)
-    }
-    /// A scalar.
-    pub fn scalar(x: f64) -> Arg<'a> {
-        Arg::Scalar(x)
-    }
-
-    fn to_value(&self, want: Option<DType>) -> Value {
-        match self {
-            Arg::F32(xs) => Value::f32(xs),
-            Arg::F64(xs) => Value::f64(xs),
-            Arg::Scalar(x) => Value::scalar(want.unwrap_or(DType::F64), *x),
-            Arg::Value(v) => v.clone(),
-        }
-    }
-}
-
-/// Turn a run-time argument error into a diagnostic at the parameter.
-pub fn arg_error(f: &Function, file: &SourceFile, e: ArgError) -> Error {
-    if e.limit {
-        return Error::Limit(e.message);
-    }
-    if let Some(site) = e.site {
-        let (start, end) = crate::ir::interp::site_span(site);
-        return Error::at(
-            file,
-            Diagnostic::new(Span::new(start as usize, end as usize), e.message)
-                .kind(crate::error::ErrorKind::Runtime)
-                .with_note(format!(
-                    "found while running `{}`; nothing outside the array was read",
-                    f.name
-                )),
-        );
-    }
-    match e.param {
-        Some(i) => {
-            let span = f.params[i].span;
-            Error::at(
-                file,
-                Diagnostic::new(span, e.message).with_note(format!(
-                    "checked before native code runs; `{}` has signature ({})",
-                    f.name,
-                    f.params
-                        .iter()
-                        .map(|p| format!("{}: {}", f.var_name(p.var), f.ty(p.var)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            )
-        }
-        None => Error::Usage(e.message),
-    }
-}
-
-/// Compiled native code for a function, with argument checking that names
-/// the source place.
-pub fn call_checked(
-    native: &CompiledFunction,
-    file: &SourceFile,
-    args: &[Arg<'_>],
-) -> Result<Vec<Value>> {
-    let f = native.function();
-    let vals: Vec<Value> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| a.to_value(f.params.get(i).map(|p| f.ty(p.var).dtype)))
-        .collect();
-    let refs: Vec<&Value> = vals.iter().collect();
-    native.call(&refs).map_err(|e| arg_error(f, file, e))
-}
-
-/// A compiled value-and-gradient function.
-pub struct CompiledGradient {
-    native: CompiledFunction,
-    file: SourceFile,
-}
-
-impl CompiledGradient {
-    /// The primal value and the gradients (in `wrt` order).
-    pub fn value_and_grad(&self, args: &[Arg<'_>]) -> Result<(Value, Vec<Value>)> {
-        let mut out = call_checked(&self.native, &self.file, args)?;
-        let value = out.remove(0);
-        Ok((value, out))
-    }
-
-    /// The gradients only.
-    pub fn grad(&self, args: &[Arg<'_>]) -> Result<Vec<Value>> {
-        Ok(self.value_and_grad(args)?.1)
-    }
-
-    /// The compiled value-and-gradient function, for calls without copies ([`CompiledFunction::workspace`]).
-    pub fn native(&self) -> &CompiledFunction {
-        &self.native
-    }
+/// Compile `options.function` of `program` as it is (no derivative):
+/// optimized in the e-graph (unless `options.no_optimize`), then compiled
+/// with `options.backend`. A `@grad` or `@jvp` function is its derivative
+/// program, compiled whole; [`optimize_gradient`](crate::optimize_gradient)
+/// gives a gradient its split into primal and pullback instead.
+///
+/// ```
+/// use egrad::{compile_function, Arg, Options, Program};
+///
+/// let program = Program::parse("fn mv[M, N](a: f64[M, N], x: f64[N]) -> f64[M] = matmul(a, x)")?;
+/// let mv = compile_function(&program, &Options::default().function("mv"))?;
+/// let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+/// let out = mv.call(&[Arg::f64_matrix(&a, 2, 3), Arg::f64(&[1.0, 0.0, -1.0])])?;
+/// assert_eq!(out[0].data, vec![-2.0, -2.0]);
+/// # Ok::<(), egrad::Error>(())
+/// ```
+pub fn compile_function(program: &Program, options: &Options) -> Result<CompiledFn> {
+    let name = options
+        .function
+        .as_deref()
+        .ok_or_else(|| Error::Usage("no function to compile: set Options::function".into()))?;
+    let f = program.ir(name)?;
+    let optimized = optimize_ir(f, options)?;
+    Ok(CompiledFn::new(
+        backend::compile(&optimized.after, &options.backend)?,
+        program.file().clone(),
+    ))
 }

@@ -43,6 +43,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "backend",
         &["error", "types", "ops", "ir", "gemm", "gemv", "vmath"],
     ),
+    // Calling compiled code: arguments, argument errors as diagnostics.
+    ("call", &["error", "types", "ir", "backend"]),
     // The drivers.
     (
         "pipeline",
@@ -51,6 +53,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "types",
             "ops",
             "ir",
+            "call",
             "program",
             "differentiate",
             "rewrites",
@@ -75,20 +78,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "cache",
         &[
-            "error", "types", "ir", "lang", "program", "pipeline", "extract", "backend",
+            "error", "types", "ir", "lang", "program", "pipeline", "extract", "backend", "call",
         ],
     ),
     (
         "explore",
         &[
-            "error", "types", "program", "pipeline", "extract", "backend",
+            "error", "types", "program", "pipeline", "extract", "backend", "call",
         ],
     ),
     ("suite", &["error", "types"]),
     ("npy", &["error", "types"]),
     (
         "gradbench",
-        &["error", "types", "program", "pipeline", "cache", "backend"],
+        &[
+            "error", "types", "program", "pipeline", "cache", "backend", "call",
+        ],
     ),
 ];
 

@@ -9,11 +9,11 @@ use egrad::internals::backend::{
 };
 use egrad::internals::ir::interp;
 use egrad::internals::ir::{parse_functions, Function};
-use egrad::internals::pipeline::{optimize_gradient, CompiledGradient, Options};
 use egrad::internals::suite;
 use egrad::internals::types::value::Value;
 use egrad::internals::types::DType;
 use egrad::Program;
+use egrad::{optimize_gradient, CompiledGradient, Options};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;

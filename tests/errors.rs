@@ -4,7 +4,7 @@
 //! the same place. The programs are `tests/errors/*.eg`.
 
 use egrad::internals::backend;
-use egrad::internals::pipeline::call_checked;
+use egrad::internals::call::call_checked;
 use egrad::{optimize_gradient, Arg, BackendOptions, Error, ErrorKind, Options, Program};
 use std::process::Command;
 

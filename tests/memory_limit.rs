@@ -3,9 +3,9 @@
 //! would need more, before allocating, with the bytes it needs; the error
 //! is a limit error (exit code 1). One test: the limit is process-wide.
 
+use egrad::internals::call::arg_error;
 use egrad::internals::ir::interp;
 use egrad::internals::ir::memory;
-use egrad::internals::pipeline::arg_error;
 use egrad::internals::suite::benchmark;
 use egrad::internals::types::DType;
 use egrad::{optimize_gradient, ErrorKind, NativeArg, NativeOut, Options, Program, Value};

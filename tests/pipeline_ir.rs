@@ -47,7 +47,7 @@ fn seed_gradient_optimized_and_compiled() {
 
     let compiled = g.compile_with(&BackendOptions::verified()).unwrap();
     let (w, x) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
-    use egrad::internals::pipeline::Arg;
+    use egrad::Arg;
     let (value, grads) = compiled
         .value_and_grad(&[Arg::f32(&w), Arg::f32(&x), Arg::scalar(0.5)])
         .unwrap();

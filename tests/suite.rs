@@ -25,11 +25,11 @@
 
 use egrad::internals::backend::{self, BackendOptions};
 use egrad::internals::ir::interp;
-use egrad::internals::pipeline::{optimize_gradient, optimize_ir, Arg, Options};
 use egrad::internals::suite::{self, Benchmark};
 use egrad::internals::types::value::Value;
 use egrad::internals::types::DType;
 use egrad::Program;
+use egrad::{optimize_gradient, optimize_ir, Arg, Options};
 use serde_json::Value as Json;
 use std::path::Path;
 

@@ -23,8 +23,7 @@
 
 use crate::errors::{guarded, to_py};
 use crate::options::type_name;
-use egrad::internals::ir::interp::ArgError;
-use egrad::internals::pipeline::arg_error;
+use egrad::ArgError;
 use egrad::{CompiledFunction, DType, Error, Function, NativeArg, NativeOut, SourceFile};
 use numpy::{
     Element, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
@@ -462,7 +461,7 @@ pub fn call<'py>(
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let f = native.function();
     let fail = |p: Problem| match p {
-        Problem::Arg(e) => to_py(py, &arg_error(f, file, e)),
+        Problem::Arg(e) => to_py(py, &e.into_error(f, file)),
         Problem::Py(e) => e,
     };
     let bound = bind(f, args, kwargs).map_err(fail)?;
@@ -477,7 +476,7 @@ pub fn call<'py>(
         .map_err(|e| to_py(py, &e))?;
     let shapes = native
         .output_shapes(&nargs)
-        .map_err(|e| to_py(py, &arg_error(f, file, e)))?;
+        .map_err(|e| to_py(py, &e.into_error(f, file)))?;
     let dtypes: Vec<DType> = f.rets.iter().map(|r| f.ty(*r).dtype).collect();
     let outs: Vec<Out<'py>> = dtypes
         .iter()
@@ -500,7 +499,7 @@ pub fn call<'py>(
                 let mut ws = native.workspace();
                 native
                     .call_into(&nargs, &mut nouts, &mut ws)
-                    .map_err(|e| arg_error(f, file, e))
+                    .map_err(|e| e.into_error(f, file))
             })
         });
         ran.map_err(|e| to_py(py, &e))?;

@@ -2,7 +2,7 @@
 //! (`lam=`, `dims=`, `no_optimize=`, ...), checked as the CLI checks its
 //! flags and turned into egrad's [`Options`].
 
-use egrad::internals::extract::cost::DEFAULT_LAMBDA;
+use egrad::DEFAULT_LAMBDA;
 use egrad::{Error, Limits, Options};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

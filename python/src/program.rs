@@ -10,9 +10,9 @@
 use crate::args::{call, CopyPolicy};
 use crate::errors::{guarded, py_result, to_py};
 use crate::options::{type_name, OptSpec};
-use egrad::internals::backend::{clif_text_with, compile};
-use egrad::internals::cache::{explain, CacheKey};
-use egrad::internals::pipeline::optimize_ir;
+use egrad::optimize_ir;
+use egrad::{clif_text_with, compile};
+use egrad::{explain, CacheKey};
 use egrad::{
     optimize_gradient, BackendOptions, CompiledFunction, CompiledGradient, Error, Function,
     GradProgram, Options, ParseOptions, Program, Type,

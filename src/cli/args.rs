@@ -3,8 +3,8 @@
 
 use super::inputs::{InputArgs, OutputArgs};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use egrad::internals::rewrites::Limits;
-use egrad::internals::suite;
+use egrad::suite;
+use egrad::Limits;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -125,7 +125,7 @@ pub struct ExploreArgs {
     #[arg(long = "fn")]
     pub function: String,
     /// λ values to try, comma-separated (flops per residual byte).
-    #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::internals::explore::DEFAULT_LAMBDAS.to_vec())]
+    #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::DEFAULT_LAMBDAS.to_vec())]
     pub lambdas: Vec<f64>,
     /// Write an SVG plot of residual bytes against run time.
     #[arg(long, value_name = "OUT.svg")]
@@ -168,7 +168,7 @@ pub struct OptArgs {
     pub no_optimize: bool,
     /// λ, flops per stored residual byte: the cost model is flops + λ ·
     /// residual bytes (0 stores every residual; large values recompute).
-    #[arg(long, default_value_t = egrad::internals::extract::cost::DEFAULT_LAMBDA, value_parser = flops_per_byte)]
+    #[arg(long, default_value_t = egrad::DEFAULT_LAMBDA, value_parser = flops_per_byte)]
     pub lambda: f64,
     /// Saturation node limit.
     #[arg(long, default_value_t = Limits::default().nodes, value_parser = at_least_one)]

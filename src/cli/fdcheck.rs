@@ -3,10 +3,10 @@
 
 use super::{inputs, load, options, primal_of, with_wrt, FdcheckArgs, Output};
 use egrad::error::{Error, Result};
-use egrad::internals::ir::interp;
-use egrad::internals::pipeline::{arg_error, optimize_gradient};
-use egrad::internals::types::value::Value;
-use egrad::internals::types::DType;
+use egrad::interp;
+use egrad::optimize_gradient;
+use egrad::DType;
+use egrad::Value;
 use serde_json::json;
 
 /// The size that random inputs give a size parameter no `--dim` names:
@@ -73,18 +73,18 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
     let vals = inputs::values(&args);
     let refs: Vec<&Value> = vals.iter().collect();
     let sizes =
-        interp::bind_args(&primal, &refs).map_err(|e| arg_error(&primal, program.file(), e))?;
+        interp::bind_args(&primal, &refs).map_err(|e| e.into_error(&primal, program.file()))?;
     for (k, n) in sizes {
         opts.dims.entry(k).or_insert(n);
     }
     let g = optimize_gradient(&program, &opts)?;
     let compiled = g.compile()?;
     let results = inputs::call_native(compiled.native(), &args)
-        .map_err(|e| arg_error(g.value_and_grad_ir(), program.file(), e))?;
+        .map_err(|e| e.into_error(g.value_and_grad_ir(), program.file()))?;
     let value = results[0].as_scalar();
     let eval = |vals: &[Value]| -> Result<f64> {
         let refs: Vec<&Value> = vals.iter().collect();
-        let out = interp::run(&primal, &refs).map_err(|e| arg_error(&primal, program.file(), e))?;
+        let out = interp::run(&primal, &refs).map_err(|e| e.into_error(&primal, program.file()))?;
         Ok(out[0].as_scalar())
     };
     // The arguments, one element moved at a time (and put back).

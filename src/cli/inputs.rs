@@ -5,14 +5,14 @@
 use super::{parse_value, random_args, suite_args};
 use clap::{Args, ValueEnum};
 use egrad::error::{Error, Result};
-use egrad::internals::backend::{CompiledFunction, NativeArg, NativeOut};
-use egrad::internals::ir::interp::ArgError;
-use egrad::internals::ir::memory;
-use egrad::internals::ir::Function;
-use egrad::internals::npy::{self, Array, View};
-use egrad::internals::suite;
-use egrad::internals::types::value::{format_elem, Value};
-use egrad::internals::types::{DType, Type};
+use egrad::memory;
+use egrad::npy::{self, Array, View};
+use egrad::suite;
+use egrad::ArgError;
+use egrad::Function;
+use egrad::{format_elem, Value};
+use egrad::{CompiledFunction, NativeArg, NativeOut};
+use egrad::{DType, Type};
 use indexmap::IndexMap;
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
@@ -326,7 +326,7 @@ pub fn build_inputs(
 pub fn interpret(f: &Function, inputs: &[Input]) -> std::result::Result<Vec<Value>, ArgError> {
     let vals = values(inputs);
     let refs: Vec<&Value> = vals.iter().collect();
-    egrad::internals::ir::interp::run(f, &refs).map_err(|e| with_file(inputs, e))
+    egrad::interp::run(f, &refs).map_err(|e| with_file(inputs, e))
 }
 
 /// Name the file an argument came from in an error about it.

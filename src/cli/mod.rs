@@ -4,14 +4,14 @@ mod progress;
 
 use clap::ValueEnum;
 use egrad::error::{Error, Result};
-use egrad::internals::backend;
-use egrad::internals::ir::interp;
-use egrad::internals::pipeline::{arg_error, optimize_gradient, optimize_ir, Options};
-use egrad::internals::program::{ParseOptions, Program};
-use egrad::internals::rewrites::Limits;
-use egrad::internals::suite;
-use egrad::internals::types::value::Value;
-use egrad::internals::types::DType;
+
+use egrad::interp;
+use egrad::suite;
+use egrad::DType;
+use egrad::Limits;
+use egrad::Value;
+use egrad::{optimize_gradient, optimize_ir, Options};
+use egrad::{ParseOptions, Program};
 use indexmap::IndexMap;
 use inputs::OutputArgs;
 use serde_json::json;
@@ -50,7 +50,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Gradbench => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
-            return match egrad::internals::gradbench::serve(stdin.lock(), stdout.lock()) {
+            return match egrad::serve_gradbench(stdin.lock(), stdout.lock()) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("egrad gradbench: {e}");
@@ -155,7 +155,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
             time,
         });
     if let Some(bytes) = opt.memory_limit {
-        egrad::internals::ir::memory::set_limit(bytes);
+        egrad::memory::set_limit(bytes);
     }
     o.dims = opt.dims.iter().cloned().collect();
     o.rules_dir = opt.rules.clone();
@@ -240,10 +240,10 @@ impl ValueParser<'_> {
                 let n = t
                     .parse::<i128>()
                     .map_err(|_| format!("`{t}` is not an integer (the parameter is i64)"))?;
-                if n.unsigned_abs() > u128::from(egrad::internals::ir::interp::MAX_COUNT) {
+                if n.unsigned_abs() > u128::from(egrad::interp::MAX_COUNT) {
                     return Err(format!(
                         "`{t}` is larger in magnitude than 2^53 = {}, the largest integer egrad takes exactly",
-                        egrad::internals::ir::interp::MAX_COUNT
+                        egrad::interp::MAX_COUNT
                     ));
                 }
             }
@@ -263,12 +263,12 @@ impl ValueParser<'_> {
 
 /// The suite's generator (`V(s, i)`, uniform in [-1, 1)), which `--random`
 /// uses.
-use egrad::internals::suite::v as uniform;
+use egrad::suite::v as uniform;
 
 /// The arguments `--suite` gives `f`: the benchmark's inputs by position.
 /// The count is checked here, the element type in `build_args`, and the
 /// shapes against the signature like any other arguments.
-fn suite_args(f: &egrad::internals::ir::Function, key: &str, dtype: DType) -> Result<Vec<Value>> {
+fn suite_args(f: &egrad::Function, key: &str, dtype: DType) -> Result<Vec<Value>> {
     let b = suite::benchmark(key).ok_or_else(|| {
         Error::Usage(format!(
             "--suite: no benchmark `{key}` (available: {})",
@@ -337,13 +337,13 @@ fn results_output(
 /// With `--suite`, price the program at the sizes of the benchmark's
 /// inputs (--dim wins), checking them against the signature first.
 fn price_at_inputs(
-    f: &egrad::internals::ir::Function,
+    f: &egrad::Function,
     program: &Program,
     values: &[Value],
     opts: &mut Options,
 ) -> Result<()> {
     let refs: Vec<&Value> = values.iter().collect();
-    let dims = interp::bind_args(f, &refs).map_err(|e| arg_error(f, program.file(), e))?;
+    let dims = interp::bind_args(f, &refs).map_err(|e| e.into_error(f, program.file()))?;
     for (k, n) in dims {
         opts.dims.entry(k).or_insert(n);
     }
@@ -359,11 +359,11 @@ fn run(a: &RunArgs) -> Result<Output> {
         price_at_inputs(&f, &program, &inputs::values(&args), &mut opts)?;
     }
     let results = if a.interp {
-        inputs::interpret(&f, &args).map_err(|e| arg_error(&f, program.file(), e))?
+        inputs::interpret(&f, &args).map_err(|e| e.into_error(&f, program.file()))?
     } else {
         let opt = optimize_ir(&f, &opts)?;
-        let native = backend::compile(&opt.after, &opts.backend)?;
-        inputs::call_native(&native, &args).map_err(|e| arg_error(&opt.after, program.file(), e))?
+        let native = egrad::compile(&opt.after, &opts.backend)?;
+        inputs::call_native(&native, &args).map_err(|e| e.into_error(&opt.after, program.file()))?
     };
     let named: Vec<(String, Value)> = result_names(results.len())
         .into_iter()
@@ -396,18 +396,13 @@ fn bench(a: &ExploreArgs) -> Result<Output> {
     let (opts, inputs) = explore_inputs(&program, a)?;
     let inputs =
         inputs.ok_or_else(|| Error::Usage("bench: --no-run leaves nothing to time".into()))?;
-    let timing = egrad::internals::explore::Timing {
+    let timing = egrad::Timing {
         budget: Duration::from_millis(a.time_ms),
         ..Default::default()
     };
     let opt = optimize_gradient(&program, &opts)?;
     let unopt = optimize_gradient(&program, &opts.clone().no_optimize(true))?;
-    let timed = egrad::internals::explore::time_interleaved(
-        &[&opt, &unopt],
-        &inputs,
-        timing,
-        &opts.progress,
-    )?;
+    let timed = egrad::time_interleaved(&[&opt, &unopt], &inputs, timing, &opts.progress)?;
     let [o, u] = [&timed[0], &timed[1]];
     let mut worst = 0.0f64;
     for (a, b) in o.outputs.iter().zip(&u.outputs) {
@@ -427,7 +422,7 @@ fn bench(a: &ExploreArgs) -> Result<Output> {
         u.scratch_bytes,
         speedup
     );
-    let side = |t: &egrad::internals::explore::Timed, g: &egrad::GradProgram| {
+    let side = |t: &egrad::Timed, g: &egrad::GradProgram| {
         json!({
             "time_s": t.time.as_secs_f64(),
             "statements": g.optimized.after.stmts.len(),
@@ -458,9 +453,7 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
     }
     if a.suite.is_none() {
         for p in &primal.size_params {
-            opts.dims
-                .entry(p.clone())
-                .or_insert(egrad::internals::extract::cost::DEFAULT_DIM);
+            opts.dims.entry(p.clone()).or_insert(egrad::DEFAULT_DIM);
         }
     }
     let given = inputs::InputArgs {
@@ -482,12 +475,11 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
 fn explore(a: &ExploreArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
-    let timing = egrad::internals::explore::Timing {
+    let timing = egrad::Timing {
         budget: Duration::from_millis(a.time_ms),
         ..Default::default()
     };
-    let e =
-        egrad::internals::explore::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
+    let e = egrad::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
     if let Some(path) = &a.plot {
         std::fs::write(path, e.to_svg()).map_err(|err| Error::io("write", path.display(), err))?;
     }
@@ -503,7 +495,7 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
 /// refused before allocating when they and `held_before` bytes already
 /// held would pass the memory limit.
 fn random_args(
-    f: &egrad::internals::ir::Function,
+    f: &egrad::Function,
     dims: &IndexMap<String, u64>,
     seed: u64,
     held_before: u64,
@@ -551,13 +543,10 @@ fn random_args(
         // with the arguments made before it.
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
         held = n
-            .and_then(|n| egrad::internals::ir::memory::bytes_of(n, 8))
+            .and_then(|n| egrad::memory::bytes_of(n, 8))
             .and_then(|b| b.checked_add(held?));
-        egrad::internals::ir::memory::check(
-            held,
-            &format!("the random arguments up to `{name}: {ty}`"),
-        )
-        .map_err(Error::Limit)?;
+        egrad::memory::check(held, &format!("the random arguments up to `{name}: {ty}`"))
+            .map_err(Error::Limit)?;
         let n = n.unwrap_or(0);
         let data = (0..n as u64)
             .map(|j| uniform(seed.wrapping_add(i as u64 + 1), j))
@@ -574,7 +563,7 @@ fn random_args(
 
 /// The function a gradient command differentiates: a `@grad` function's
 /// primal, or the named function itself.
-fn primal_of(program: &Program, function: &str) -> Result<egrad::internals::ir::Function> {
+fn primal_of(program: &Program, function: &str) -> Result<egrad::Function> {
     Ok(match program.grad_spec(function) {
         Some(spec) => spec.primal.clone(),
         None => program.ir(function)?.clone(),
@@ -633,7 +622,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
             Stage::Ir => g.primal.to_string(),
             Stage::Ad => format!("{}\n{}", g.ad.forward, g.ad.pullback),
             Stage::Extracted => g.gradient_ir().to_string(),
-            Stage::Clif => backend::clif_text(&g.gradient_ir())?,
+            Stage::Clif => egrad::clif_text(&g.gradient_ir())?,
         };
         out.push_str(&text);
         let key = stage
@@ -658,11 +647,11 @@ fn grad(a: &GradArgs) -> Result<Output> {
     if let Some(args) = args {
         let vg = g.value_and_grad_ir();
         let results = if a.interp {
-            inputs::interpret(vg, &args).map_err(|e| arg_error(vg, program.file(), e))?
+            inputs::interpret(vg, &args).map_err(|e| e.into_error(vg, program.file()))?
         } else {
             let compiled = g.compile()?;
             inputs::call_native(compiled.native(), &args)
-                .map_err(|e| arg_error(vg, program.file(), e))?
+                .map_err(|e| e.into_error(vg, program.file()))?
         };
         let names =
             std::iter::once("value".to_string()).chain(g.wrt.iter().map(|w| format!("grad_{w}")));
@@ -690,16 +679,13 @@ fn grad(a: &GradArgs) -> Result<Output> {
 fn explain(a: &ExplainArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let opts = with_wrt(&program, &a.function, &a.wrt, false, options(&a.opt)?)?;
-    let mut out = egrad::internals::cache::explain(&program, &a.function, &opts)?;
+    let mut out = egrad::explain(&program, &a.function, &opts)?;
     let is_grad = program.grad_spec(&a.function).is_some() || !a.wrt.is_empty();
     let key = |o: &Options| {
         if is_grad {
-            egrad::internals::cache::CacheKey::gradient(
-                &program,
-                &o.clone().function(a.function.clone()),
-            )
+            egrad::CacheKey::gradient(&program, &o.clone().function(a.function.clone()))
         } else {
-            egrad::internals::cache::CacheKey::function(&program, &a.function, o)
+            egrad::CacheKey::function(&program, &a.function, o)
         }
     };
     let components: serde_json::Map<String, serde_json::Value> = key(&opts)?
@@ -750,9 +736,9 @@ fn build(a: &BuildArgs) -> Result<Output> {
             header.display()
         )));
     }
-    let built = egrad::internals::aot::build(
+    let built = egrad::build(
         &program,
-        &egrad::internals::aot::BuildOptions {
+        &egrad::BuildOptions {
             function: a.function.clone(),
             gradient: a.grad || !a.wrt.is_empty(),
             options: opts,

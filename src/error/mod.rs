@@ -78,8 +78,10 @@ impl fmt::Display for ErrorKind {
 /// and Rust panics (101).
 pub const EXIT_INTERNAL: i32 = 70;
 
-/// An error from any stage of egrad.
-#[derive(Debug)]
+/// An error from any stage of egrad. Its `Debug` form is its `Display`
+/// form, the rendered diagnostic, so that `fn main() -> Result<(),
+/// egrad::Error>` prints what the command line would (not the structure,
+/// with the whole source inside).
 pub enum Error {
     /// Errors in a program (syntax, names, types, attributes, unsupported
     /// constructs) or in run-time arguments, each pointing at a place in the
@@ -146,6 +148,12 @@ impl Error {
             Error::Source(d) => d.items.first().map(|i| d.file.location(i.span)),
             _ => None,
         }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -25,7 +25,8 @@
 pub mod modules;
 
 use crate::cache::CompileCache;
-use crate::pipeline::{arg_error, Options};
+use crate::call::arg_error;
+use crate::pipeline::Options;
 use crate::program::Program;
 use crate::types::value::Value;
 use modules::{Call, Module};

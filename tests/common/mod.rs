@@ -318,8 +318,8 @@ pub fn run_both(
     args: &[egrad::Value],
 ) -> Result<Vec<egrad::Value>, String> {
     use egrad::internals::backend::{compile, BackendOptions};
+    use egrad::internals::call::arg_error;
     use egrad::internals::ir::interp::run;
-    use egrad::internals::pipeline::arg_error;
     let ir = p.ir(f).unwrap_or_else(|e| panic!("{e}"));
     let refs: Vec<&egrad::Value> = args.iter().collect();
     let render = |e| arg_error(ir, p.file(), e).to_string();
