@@ -9,7 +9,7 @@
 mod common;
 
 use common::{check_gradient, err, prog, run_both};
-use egrad::{register_kernel, DType, Kernel, Type, Value};
+use egrad::{register_kernel, DType, Kernel, KernelError, Type, Value};
 use std::sync::Once;
 
 /// `gelu(x)` with tanh's approximation, element by element: a fused
@@ -195,16 +195,23 @@ fn what_kernels_cannot_do_is_an_error() {
         vjp: vec![],
         flops: 1.0,
     };
-    assert!(register_kernel(again.clone())
-        .unwrap_err()
-        .contains("already registered"));
+    let e = register_kernel(again.clone()).unwrap_err();
+    assert_eq!(e, KernelError::Duplicate("gelu".into()));
+    assert!(e.to_string().contains("already registered"), "{e}");
     let short = Kernel {
         name: "short_vjp".into(),
         arity: 2,
         vjp: vec![gelu_vjp],
         ..again
     };
-    assert!(register_kernel(short)
-        .unwrap_err()
-        .contains("one per argument"));
+    let e = register_kernel(short).unwrap_err();
+    assert_eq!(
+        e,
+        KernelError::VjpCount {
+            name: "short_vjp".into(),
+            arity: 2,
+            vjps: 1
+        }
+    );
+    assert!(e.to_string().contains("one per argument"), "{e}");
 }

@@ -22,6 +22,52 @@ pub type KernelFn = fn(args: &[&[f64]], out: &mut [f64]);
 /// not fit (shown at the call).
 pub type ShapeRule = fn(args: &[Type]) -> Result<Type, String>;
 
+/// Why [`register_kernel`] refused a kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelError {
+    /// The name is not one a program can call (letters, digits and `_`,
+    /// not starting with a digit).
+    BadName(String),
+    /// The kernel takes no arguments.
+    NoArguments(String),
+    /// The VJP list is neither empty nor one function per argument.
+    VjpCount {
+        /// The kernel.
+        name: String,
+        /// Its arguments.
+        arity: usize,
+        /// Its VJP functions.
+        vjps: usize,
+    },
+    /// A kernel of this name is registered already (kernels are never
+    /// replaced).
+    Duplicate(String),
+}
+
+impl std::fmt::Display for KernelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelError::BadName(n) => write!(f, "`{n}` is not a name a program can call"),
+            KernelError::NoArguments(n) => write!(f, "the kernel `{n}` takes no arguments"),
+            KernelError::VjpCount { name, arity, vjps } => write!(
+                f,
+                "the kernel `{name}` takes {arity} arguments but has {vjps} VJP functions (one per argument, or none)"
+            ),
+            KernelError::Duplicate(n) => write!(f, "a kernel named `{n}` is already registered"),
+        }
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// A refused kernel is a usage error (so `?` works in a function that
+/// returns [`Error`](crate::error::Error)).
+impl From<KernelError> for crate::error::Error {
+    fn from(e: KernelError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// A native kernel as registered.
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -66,7 +112,7 @@ fn with<T>(f: impl FnOnce(&[Entry]) -> T) -> T {
 /// replaced, so compiled code never calls a function other than the one
 /// it was compiled for), and so is a VJP list that is neither empty nor
 /// one function per argument.
-pub fn register_kernel(kernel: Kernel) -> Result<u32, String> {
+pub fn register_kernel(kernel: Kernel) -> Result<u32, KernelError> {
     if kernel.name.is_empty()
         || !kernel
             .name
@@ -74,28 +120,21 @@ pub fn register_kernel(kernel: Kernel) -> Result<u32, String> {
             .all(|c| c.is_ascii_alphanumeric() || c == '_')
         || kernel.name.starts_with(|c: char| c.is_ascii_digit())
     {
-        return Err(format!(
-            "`{}` is not a name a program can call",
-            kernel.name
-        ));
+        return Err(KernelError::BadName(kernel.name));
     }
     if kernel.arity == 0 {
-        return Err(format!("the kernel `{}` takes no arguments", kernel.name));
+        return Err(KernelError::NoArguments(kernel.name));
     }
     if !kernel.vjp.is_empty() && kernel.vjp.len() != kernel.arity {
-        return Err(format!(
-            "the kernel `{}` takes {} arguments but has {} VJP functions (one per argument, or none)",
-            kernel.name,
-            kernel.arity,
-            kernel.vjp.len()
-        ));
+        return Err(KernelError::VjpCount {
+            name: kernel.name,
+            arity: kernel.arity,
+            vjps: kernel.vjp.len(),
+        });
     }
     let mut r = registry().write().unwrap_or_else(|p| p.into_inner());
     if r.iter().any(|e| e.kernel.name == kernel.name) {
-        return Err(format!(
-            "a kernel named `{}` is already registered",
-            kernel.name
-        ));
+        return Err(KernelError::Duplicate(kernel.name));
     }
     let id = r.len() as u32;
     let vjps = kernel.vjp.clone();
