@@ -516,7 +516,6 @@ fn apply(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Value, ArgError>
         .expect("validated IR: a loop body has one result"))
 }
 
-/// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
 /// The number of segments of a settling loop's tape (`segments`
 /// checkpoints in rows `1 ..= segments`, the final state in row 0) before
 /// the one where the loop had stopped: the first checkpoint with the final
@@ -555,6 +554,7 @@ fn settled_segments<E>(
     }
 }
 
+/// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
 fn run_loop(
     lp: &Loop,
     op: Op,
