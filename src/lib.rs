@@ -34,7 +34,7 @@
 
 #![warn(missing_docs)]
 
-/// egrad's stages, one module each: public for egrad's binary, tests and
+/// egrad's stages, one module each: public for egrad's tests and
 /// benches, **not a stable API**.
 #[doc(hidden)]
 pub mod internals;
