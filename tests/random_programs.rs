@@ -584,7 +584,7 @@ use egrad::internals::backend::{self, BackendOptions};
 use egrad::internals::ir::interp::run;
 use egrad::internals::ir::Function;
 use egrad::internals::lang::check::UNROLL_STMTS;
-use egrad::internals::ops::Op;
+use egrad::internals::ops::{Math, Op};
 use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::internals::types::value::Value;
 use egrad::internals::types::{DType, Dim};

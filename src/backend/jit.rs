@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::ir::interp::{bind_args, concrete_shape, ArgError};
 use crate::ir::memory;
 use crate::ir::{Function, VarId};
+use crate::ops::{Math, Native};
 use crate::types::value::Value;
 use crate::types::DType;
 use crate::vmath::VFn;
@@ -21,16 +22,18 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 
-/// Functions the generated code imports: tan and pow (what Rust's
-/// `f32`/`f64` methods, and so the reference interpreter, compute), sin and
-/// cos for the rare lanes past egrad's kernels' range (the other elementary
-/// functions are egrad's own kernels, `crate::vmath`, emitted inline or as
-/// functions of the module), and egrad's matrix kernels.
+/// Functions the generated code imports: pow (what Rust's `f32`/`f64`
+/// methods, and so the reference interpreter, compute), sin and cos for the
+/// rare lanes past egrad's kernels' range (the other elementary functions
+/// are egrad's own kernels, `crate::vmath`, emitted inline or as functions
+/// of the module), the C library's math functions ([`Native::CLib`] rows of
+/// the math table), and egrad's matrix kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Libm {
     Sin,
     Cos,
-    Tan,
+    /// A math function of the C library (a [`Native::CLib`] row).
+    Math(Math),
     /// Two operands.
     Pow,
     /// A matrix product through egrad's kernel (`crate::gemm`):
@@ -47,10 +50,11 @@ pub(crate) enum Libm {
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
-const LIBM: [Libm; 8] = [
+// The math table's C functions are declared as they are first called, so a
+// new row changes no other program's dump.
+const LIBM: [Libm; 7] = [
     Libm::Sin,
     Libm::Cos,
-    Libm::Tan,
     Libm::Pow,
     Libm::Gemm,
     Libm::RowDot,
@@ -74,8 +78,6 @@ libm_wrappers! {
     egrad_cos_f32: f32 => cos;
     egrad_sin_f64: f64 => sin;
     egrad_cos_f64: f64 => cos;
-    egrad_tan_f32: f32 => tan;
-    egrad_tan_f64: f64 => tan;
 }
 
 extern "C" fn egrad_pow_f32(x: f32, y: f32) -> f32 {
@@ -104,7 +106,7 @@ impl Libm {
             Libm::Gemm => 10,
             Libm::RowDot | Libm::ColSum => 9,
             Libm::Kernel => 6,
-            Libm::Sin | Libm::Cos | Libm::Tan => 1,
+            Libm::Sin | Libm::Cos | Libm::Math(_) => 1,
         }
     }
 
@@ -117,12 +119,11 @@ impl Libm {
         match (self, dtype) {
             (Sin, F32) => "sinf",
             (Cos, F32) => "cosf",
-            (Tan, F32) => "tanf",
             (Pow, F32) => "powf",
             (Sin, F64 | I64 | Bool) => "sin",
             (Cos, F64 | I64 | Bool) => "cos",
-            (Tan, F64 | I64 | Bool) => "tan",
             (Pow, F64 | I64 | Bool) => "pow",
+            (Math(m), dtype) => m.c_symbol(dtype).unwrap_or(m.name()),
             // Not in the C library: `compile_object` refuses the option.
             (Gemm, F32) => "egrad_sgemm",
             (Gemm, F64 | I64 | Bool) => "egrad_dgemm",
@@ -142,9 +143,15 @@ impl Libm {
             (Cos, F32) => ("egrad_cos_f32", egrad_cos_f32 as *const u8),
             (Sin, F64 | I64 | Bool) => ("egrad_sin_f64", egrad_sin_f64 as *const u8),
             (Cos, F64 | I64 | Bool) => ("egrad_cos_f64", egrad_cos_f64 as *const u8),
-            (Tan, F32) => ("egrad_tan_f32", egrad_tan_f32 as *const u8),
+            (Math(m), F32) => (
+                m.c_symbol(F32).unwrap_or(m.name()),
+                m.c_fns().1 as *const u8,
+            ),
+            (Math(m), F64 | I64 | Bool) => (
+                m.c_symbol(F64).unwrap_or(m.name()),
+                m.c_fns().0 as *const u8,
+            ),
             (Pow, F32) => ("egrad_pow_f32", egrad_pow_f32 as *const u8),
-            (Tan, F64 | I64 | Bool) => ("egrad_tan_f64", egrad_tan_f64 as *const u8),
             (Pow, F64 | I64 | Bool) => ("egrad_pow_f64", egrad_pow_f64 as *const u8),
             (Gemm, F32) => ("egrad_sgemm", crate::gemm::egrad_sgemm as *const u8),
             (Gemm, F64 | I64 | Bool) => ("egrad_dgemm", crate::gemm::egrad_dgemm as *const u8),
@@ -190,7 +197,11 @@ pub(crate) fn host_isa(verify: bool, pic: bool) -> Result<OwnedTargetIsa, Error>
 fn new_module(verify: bool) -> Result<JITModule, Error> {
     let isa = host_isa(verify, false)?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
-    for which in LIBM {
+    let clib = Math::ALL
+        .iter()
+        .filter(|m| matches!(m.native(), Native::CLib { .. }))
+        .map(|&m| Libm::Math(m));
+    for which in LIBM.into_iter().chain(clib) {
         for dtype in DTYPES {
             let (name, ptr) = which.symbol(dtype);
             jb.symbol(name, ptr);

@@ -36,7 +36,7 @@
 use super::jit::Libm;
 use crate::error::Error;
 use crate::ir::{Function, VarId};
-use crate::ops::Op;
+use crate::ops::{Family, Op};
 use crate::types::{DType, Dim, Type};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
@@ -100,61 +100,18 @@ enum Access {
     Nest,
 }
 
-/// The backend's fact about each op (an exhaustive match).
+/// How the backend reads each family of ops (an exhaustive match).
 fn access(op: Op) -> Access {
-    match op {
-        Op::Const(_)
-        | Op::Zero
-        | Op::Bcast
-        | Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Neg
-        | Op::Sin
-        | Op::Cos
-        | Op::Exp
-        | Op::Log
-        | Op::Sqrt
-        | Op::Tanh
-        | Op::Tan
-        | Op::Abs
-        | Op::Log1p
-        | Op::Expm1
-        | Op::Pow
-        | Op::Max
-        | Op::Min
-        | Op::Lt
-        | Op::Le
-        | Op::Gt
-        | Op::Ge
-        | Op::Eq
-        | Op::Ne
-        | Op::Select
-        | Op::Rem
-        | Op::Threefry0
-        | Op::Threefry1
-        | Op::Convert(_) => Access::Elementwise,
-        Op::Sum | Op::MaxAll | Op::MinAll => Access::Reduce,
-        Op::Slice(_)
-        | Op::Pad(_)
-        | Op::Index(_)
-        | Op::Unindex(_)
-        | Op::Repeat
-        | Op::Spread
-        | Op::Transpose
-        | Op::Reverse
-        | Op::Reshape
-        | Op::Gather(_)
-        | Op::Iota => Access::IndexMap,
-        Op::Scatter(_) => Access::Nest,
-        Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => Access::Nest,
-        Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Access::Nest,
+    match op.family() {
+        Family::Leaf | Family::Elementwise => Access::Elementwise,
+        Family::Reduction => Access::Reduce,
+        Family::IndexMap => Access::IndexMap,
+        // A call writing the statement's buffer from its operands' buffers
+        // (a kernel); loops' steps are calls too.
+        Family::Nest | Family::Loop | Family::Kernel => Access::Nest,
         // Never lowered: `jit::lower` takes the function without them
         // (`Function::without_customs`), each the `reshape` it stands for.
-        Op::Custom(..) => Access::IndexMap,
-        // A call writing the statement's buffer from its operands' buffers.
-        Op::Kernel(..) => Access::Nest,
+        Family::Custom => Access::IndexMap,
     }
 }
 

@@ -835,7 +835,7 @@ mod tests {
         // Random scalar e-graphs: each new class gets one to three random
         // nodes over the classes so far (itself included, so cycles occur),
         // small enough to enumerate every selection.
-        use crate::ops::Op;
+        use crate::ops::{Math, Op};
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: usize| {
             state ^= state << 13;
@@ -847,10 +847,10 @@ mod tests {
             Op::Add,
             Op::Mul,
             Op::Sub,
-            Op::Sin,
-            Op::Exp,
+            Op::Math(Math::Sin),
+            Op::Math(Math::Exp),
             Op::Neg,
-            Op::Sqrt,
+            Op::Math(Math::Sqrt),
         ];
         let (mut checked, mut searched) = (0, 0);
         for _ in 0..400 {

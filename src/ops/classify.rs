@@ -3,6 +3,31 @@
 
 use super::Op;
 
+/// How an op's result comes from its operands ([`Op::family`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// No operand array read element by element: a literal, the symbolic
+    /// zero, a scalar broadcast.
+    Leaf,
+    /// Element `i` of the result from element `i` of each operand.
+    Elementwise,
+    /// A scalar from every element (`sum`, `maxall`, `minall`).
+    Reduction,
+    /// Element `i` of the result is one element `f(i)` of an operand, or
+    /// zero (slices, transposes, gathers, `iota`'s index).
+    IndexMap,
+    /// A loop nest of its own (`matmul`, row and column reductions,
+    /// `scatter`).
+    Nest,
+    /// A loop of the enclosing function (`loop`, `looptape`, `loopvjp` and
+    /// the scans).
+    Loop,
+    /// A value with its own derivative rules (`custom`).
+    Custom,
+    /// A registered native kernel.
+    Kernel,
+}
+
 impl Op {
     /// Is the result piecewise constant in every operand (a comparison)?
     /// Such values are never active: reverse mode gives them no cotangent.
@@ -19,16 +44,7 @@ impl Op {
             | Op::Mul
             | Op::Div
             | Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min
@@ -77,16 +93,7 @@ impl Op {
             | Op::Mul
             | Op::Div
             | Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min
@@ -149,16 +156,7 @@ impl Op {
             | Op::Mul
             | Op::Div
             | Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min
@@ -175,24 +173,16 @@ impl Op {
         }
     }
 
-    /// Is the op applied element by element (a candidate for loop fusion)?
-    pub fn is_elementwise(&self) -> bool {
+    /// The op's family: how its result's elements come from its operands.
+    pub fn family(&self) -> Family {
         match self {
+            Op::Const(_) | Op::Zero | Op::Bcast => Family::Leaf,
             Op::Add
             | Op::Sub
             | Op::Mul
             | Op::Div
             | Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min
@@ -206,36 +196,38 @@ impl Op {
             | Op::Rem
             | Op::Threefry0
             | Op::Threefry1
-            | Op::Convert(_) => true,
-            Op::Gather(_) | Op::Scatter(_) | Op::Iota => false,
-            Op::Const(_) | Op::Zero | Op::Sum | Op::MaxAll | Op::MinAll | Op::Bcast => false,
+            | Op::Convert(_) => Family::Elementwise,
+            Op::Sum | Op::MaxAll | Op::MinAll => Family::Reduction,
             Op::Slice(_)
             | Op::Pad(_)
             | Op::Index(_)
             | Op::Unindex(_)
             | Op::Repeat
-            | Op::SumLead
             | Op::Spread
-            | Op::SumTail
-            | Op::MaxTail
-            | Op::MinTail
-            | Op::MatMul
             | Op::Transpose
             | Op::Reverse
             | Op::Reshape
-            | Op::Loop(..)
-            | Op::LoopTape(..)
-            | Op::LoopVjp(..)
-            | Op::Custom(..)
-            | Op::Kernel(..) => false,
+            | Op::Gather(_)
+            | Op::Iota => Family::IndexMap,
+            Op::Scatter(_) | Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => {
+                Family::Nest
+            }
+            Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Family::Loop,
+            Op::Custom(..) => Family::Custom,
+            Op::Kernel(..) => Family::Kernel,
         }
+    }
+
+    /// Is the op applied element by element (a candidate for loop fusion)?
+    pub fn is_elementwise(&self) -> bool {
+        self.family() == Family::Elementwise
     }
 
     /// Is the op one of the loop ops, whose meaning depends on a loop body
     /// of the enclosing function (so it has no stand-alone evaluator, VJP
     /// template or per-element cost)?
     pub fn is_loop(&self) -> bool {
-        matches!(self, Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..))
+        self.family() == Family::Loop
     }
 
     /// The same op referring to loop `f(L)` instead of `L` (when loops are

@@ -15,7 +15,7 @@ impl Op {
             // A broadcast is fused into its consumer: reading the scalar is free.
             Op::Bcast => 0.0,
             Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
-            Op::Abs | Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
+            Op::Max | Op::Min | Op::MaxAll | Op::MinAll => 1.0,
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::Select => 1.0,
             Op::Div | Op::Rem => 4.0,
             // Twenty rounds of an add, a rotation and a xor on 32-bit words,
@@ -26,9 +26,7 @@ impl Op {
             Op::Gather(_) => 1.0,
             // Per added element.
             Op::Scatter(_) => 1.0,
-            Op::Sqrt => 6.0,
-            Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh => 20.0,
-            Op::Tan | Op::Log1p | Op::Expm1 => 20.0,
+            Op::Math(m) => m.flops(),
             Op::Pow => 40.0,
             // Data movement, fused into the consumer's loop.
             Op::Slice(_) | Op::Pad(_) | Op::Index(_) | Op::Unindex(_) => 0.0,

@@ -18,17 +18,7 @@ impl Op {
             Op::Mul => &["(mul ?g ?b)", "(mul ?g ?a)"],
             Op::Div => &["(div ?g ?b)", "(neg (div (mul ?g ?out) ?b))"],
             Op::Neg => &["(neg ?g)"],
-            Op::Sin => &["(mul ?g (cos ?a))"],
-            Op::Cos => &["(neg (mul ?g (sin ?a)))"],
-            Op::Exp => &["(mul ?g ?out)"],
-            Op::Log => &["(div ?g ?a)"],
-            Op::Sqrt => &["(div ?g (mul 2 ?out))"],
-            Op::Tanh => &["(mul ?g (sub 1 (mul ?out ?out)))"],
-            Op::Tan => &["(mul ?g (add 1 (mul ?out ?out)))"],
-            // d|a| = sign(a), with 0 at 0 (JAX's convention).
-            Op::Abs => &["(select (gt ?a 0) ?g (select (lt ?a 0) (neg ?g) 0))"],
-            Op::Log1p => &["(div ?g (add 1 ?a))"],
-            Op::Expm1 => &["(mul ?g (add ?out 1))"],
+            Op::Math(m) => return vec![m.vjp().to_string()],
             Op::Pow => &[
                 "(mul ?g (mul ?b (pow ?a (sub ?b 1))))",
                 "(mul ?g (mul ?out (log ?a)))",
@@ -95,16 +85,7 @@ impl Op {
             | Op::Mul
             | Op::Div
             | Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min
@@ -189,16 +170,7 @@ impl Op {
             | Op::Zero
             | Op::Add
             | Op::Sub
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Pow
             | Op::Max
             | Op::Min

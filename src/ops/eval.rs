@@ -159,16 +159,14 @@ impl Op {
             Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),
             Op::Div => map_elems(dtype, args, elem!(|a, b| a.div(b))),
             Op::Neg => map_elems(dtype, args, elem!(|a| a.neg())),
-            Op::Sin => map_elems(dtype, args, elem!(|a| a.sin())),
-            Op::Cos => map_elems(dtype, args, elem!(|a| a.cos())),
-            Op::Exp => map_elems(dtype, args, elem!(|a| a.exp())),
-            Op::Log => map_elems(dtype, args, elem!(|a| a.ln())),
-            Op::Sqrt => map_elems(dtype, args, elem!(|a| a.sqrt())),
-            Op::Tanh => map_elems(dtype, args, elem!(|a| a.tanh())),
-            Op::Tan => map_elems(dtype, args, elem!(|a| a.tan())),
-            Op::Abs => map_elems(dtype, args, elem!(|a| a.abs())),
-            Op::Log1p => map_elems(dtype, args, elem!(|a| a.ln_1p())),
-            Op::Expm1 => map_elems(dtype, args, elem!(|a| a.exp_m1())),
+            Op::Math(m) => {
+                let a = args[0];
+                Value {
+                    dtype,
+                    shape: a.shape.clone(),
+                    data: a.data.iter().map(|&x| m.apply(x, dtype)).collect(),
+                }
+            }
             Op::Pow => map_elems(dtype, args, elem!(|a, b| a.powf(b))),
             Op::Max => map_elems(dtype, args, elem!(|a, b| maximum(a, b))),
             Op::Min => map_elems(dtype, args, elem!(|a, b| minimum(a, b))),

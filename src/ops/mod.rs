@@ -6,12 +6,20 @@
 //! | fact | function |
 //! | --- | --- |
 //! | symbol and arity | [`Op::name`], [`Op::arity`] |
+//! | family (element-wise, reduction, index map, nest, loop, ...) | [`Op::family`] |
 //! | type rule | [`Op::result_type`] |
 //! | reference evaluator | [`Op::eval`] |
 //! | reverse-mode derivative (VJP template per argument) | [`Op::vjp`] |
+//! | forward-mode derivative | [`Op::jvp`] |
 //! | symbolic-zero absorption | [`Op::zero_if_arg_zero`] |
 //! | cost (flops per element) | [`Op::flops`] |
 //! | Cranelift lowering | `backend::lower` (an exhaustive match there) |
+//!
+//! The math functions (`sin`, `exp`, `sqrt`, ...) are one op,
+//! [`Op::Math`], whose facts are the rows of one table ([`math`]): name,
+//! value in each dtype, reverse rule, flops and how native code computes
+//! it ([`Native`]: an instruction, egrad's vector kernel or the C
+//! library). A new math function is a new row.
 //!
 //! Ops act on whole arrays. Element-wise ops take operands of one shape
 //! (the front end inserts explicit [`Op::Bcast`] for scalar broadcasting), so
@@ -23,6 +31,7 @@ mod derivatives;
 mod eval;
 pub mod kernels;
 mod lit;
+pub mod math;
 mod names;
 mod real;
 #[cfg(test)]
@@ -30,8 +39,10 @@ mod tests;
 pub mod threefry;
 mod type_rule;
 
+pub use classify::Family;
 pub use eval::{fold_row, FOLD_LANES};
 pub use lit::{parse_number, Lit};
+pub use math::{Math, Native};
 pub use real::{floor_div_rem, Real};
 pub use type_rule::OpTypeError;
 
@@ -49,18 +60,8 @@ pub enum Op {
     Mul,
     Div,
     Neg,
-    Sin,
-    Cos,
-    Exp,
-    Log,
-    Sqrt,
-    Tanh,
-    Tan,
-    Abs,
-    /// `log(1 + x)`, accurate near 0.
-    Log1p,
-    /// `exp(x) - 1`, accurate near 0.
-    Expm1,
+    /// A math function: one row of [`math`]'s table.
+    Math(Math),
     Pow,
     /// Element-wise maximum; NaN if either operand is NaN; `max(-0, +0) = +0`.
     Max,
@@ -205,24 +206,33 @@ pub const VJP_SEQ: u32 = 2;
 pub const VJP_TAPE: u32 = 4;
 
 /// Every op, for tables and tests (constants excluded; ops with a row
-/// payload appear once, with payload 0).
-pub const ALL_OPS: &[Op] = &[
+/// payload appear once, with payload 0; every math function).
+pub const ALL_OPS: &[Op] = &all_ops::<{ OTHER_OPS.len() + Math::ALL.len() }>();
+
+/// [`OTHER_OPS`] then every [`Op::Math`].
+const fn all_ops<const N: usize>() -> [Op; N] {
+    let mut out = [Op::Zero; N];
+    let mut i = 0;
+    while i < OTHER_OPS.len() {
+        out[i] = OTHER_OPS[i];
+        i += 1;
+    }
+    let mut k = 0;
+    while k < Math::ALL.len() {
+        out[i + k] = Op::Math(Math::ALL[k]);
+        k += 1;
+    }
+    out
+}
+
+/// The ops that are not math functions.
+const OTHER_OPS: &[Op] = &[
     Op::Zero,
     Op::Add,
     Op::Sub,
     Op::Mul,
     Op::Div,
     Op::Neg,
-    Op::Sin,
-    Op::Cos,
-    Op::Exp,
-    Op::Log,
-    Op::Sqrt,
-    Op::Tanh,
-    Op::Tan,
-    Op::Abs,
-    Op::Log1p,
-    Op::Expm1,
     Op::Pow,
     Op::Max,
     Op::Min,

@@ -15,16 +15,7 @@ impl Op {
             Op::Mul => "mul",
             Op::Div => "div",
             Op::Neg => "neg",
-            Op::Sin => "sin",
-            Op::Cos => "cos",
-            Op::Exp => "exp",
-            Op::Log => "log",
-            Op::Sqrt => "sqrt",
-            Op::Tanh => "tanh",
-            Op::Tan => "tan",
-            Op::Abs => "abs",
-            Op::Log1p => "log1p",
-            Op::Expm1 => "expm1",
+            Op::Math(m) => m.name(),
             Op::Pow => "pow",
             Op::Max => "max",
             Op::Min => "min",
@@ -107,16 +98,7 @@ impl Op {
         match self {
             Op::Const(_) | Op::Zero | Op::Iota => 0,
             Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1
+            | Op::Math(_)
             | Op::Sum
             | Op::MaxAll
             | Op::MinAll

@@ -116,17 +116,7 @@ impl Op {
                 }
                 Ok(args[1].clone())
             }
-            Op::Neg
-            | Op::Sin
-            | Op::Cos
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Tanh
-            | Op::Tan
-            | Op::Abs
-            | Op::Log1p
-            | Op::Expm1 => Ok(args[0].clone()),
+            Op::Neg | Op::Math(_) => Ok(args[0].clone()),
             Op::Sum | Op::MaxAll | Op::MinAll => {
                 if args[0].is_scalar() {
                     return Err(OpTypeError(format!(
@@ -364,19 +354,10 @@ impl Op {
     /// Ops of real analysis (transcendental functions, powers, `matmul`)
     /// that refuse `i64` operands.
     fn float_only(&self) -> bool {
-        matches!(
-            self,
-            Op::Sin
-                | Op::Cos
-                | Op::Exp
-                | Op::Log
-                | Op::Sqrt
-                | Op::Tanh
-                | Op::Tan
-                | Op::Log1p
-                | Op::Expm1
-                | Op::Pow
-                | Op::MatMul
-        )
+        match self {
+            Op::Math(m) => !m.takes_int(),
+            Op::Pow | Op::MatMul => true,
+            _ => false,
+        }
     }
 }

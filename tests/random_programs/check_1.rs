@@ -269,7 +269,7 @@ pub(crate) fn kink_in(
                     }
                 }
             }
-            Op::Abs => {
+            Op::Math(Math::Abs) => {
                 for a in arg(0) {
                     if *a != 0.0 {
                         margin = margin.min(scale * a.abs());

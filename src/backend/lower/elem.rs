@@ -6,7 +6,7 @@ use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator, INLINE_KERNELS};
 use crate::error::Error;
 use crate::ir::VarId;
-use crate::ops::Op;
+use crate::ops::{Native, Op};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
 
@@ -256,7 +256,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// Which functions computing an element of `v` calls: [`Calls::Libm`]
-    /// when any is `pow` or `tan` (the C library, one call per lane),
+    /// when any is `pow` or a C library math function (one call per lane),
     /// else [`Calls::Kernels`] when a vector math kernel is called (this
     /// function has used up its inline copies), else [`Calls::None`].
     /// Looks through index maps to the operands they compute.
@@ -274,12 +274,12 @@ impl<'a, 'b> Translator<'a, 'b> {
             };
             let stmt = &self.f.stmts[s];
             match stmt.op {
-                Op::Pow | Op::Tan => return Ok(Calls::Libm),
-                Op::Sin | Op::Cos | Op::Exp | Op::Log | Op::Tanh | Op::Log1p | Op::Expm1
-                    if kernels_called =>
-                {
-                    calls = Calls::Kernels
-                }
+                Op::Pow => return Ok(Calls::Libm),
+                Op::Math(m) => match m.native() {
+                    Native::CLib { .. } => return Ok(Calls::Libm),
+                    Native::Kernel(_) if kernels_called => calls = Calls::Kernels,
+                    Native::Kernel(_) | Native::Inst(_) => {}
+                },
                 _ => {}
             }
             for &a in &stmt.args {

@@ -5,7 +5,8 @@ use super::vmath_clif;
 use super::{cl_type, Import, Translator, INLINE_KERNELS};
 use crate::backend::jit::Libm;
 use crate::error::Error;
-use crate::ops::Op;
+use crate::ops::math::Inst;
+use crate::ops::{Native, Op};
 use crate::types::DType;
 use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -45,17 +46,13 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Mul => self.b.ins().fmul(arg(0)?, arg(1)?),
             Op::Div => self.b.ins().fdiv(arg(0)?, arg(1)?),
             Op::Neg => self.b.ins().fneg(arg(0)?),
-            Op::Sqrt => self.b.ins().sqrt(arg(0)?),
-            Op::Sin => self.translate_vmath(VFn::Sin, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Cos => self.translate_vmath(VFn::Cos, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Exp => self.translate_vmath(VFn::Exp, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Log => self.translate_vmath(VFn::Log, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Tanh => self.translate_vmath(VFn::Tanh, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Tan => self.translate_libcall(Libm::Tan, dtype, arg(0)?),
-            Op::Log1p => self.translate_vmath(VFn::Log1p, dtype, cl_type(dtype), arg(0)?)?,
-            Op::Expm1 => self.translate_vmath(VFn::Expm1, dtype, cl_type(dtype), arg(0)?)?,
+            Op::Math(m) => match m.native() {
+                Native::Inst(Inst::Sqrt) => self.b.ins().sqrt(arg(0)?),
+                Native::Inst(Inst::Abs) => self.b.ins().fabs(arg(0)?),
+                Native::Kernel(f) => self.translate_vmath(f, dtype, cl_type(dtype), arg(0)?)?,
+                Native::CLib { .. } => self.translate_libcall(Libm::Math(m), dtype, arg(0)?),
+            },
             Op::Pow => self.translate_libcall2(Libm::Pow, dtype, arg(0)?, arg(1)?),
-            Op::Abs => self.b.ins().fabs(arg(0)?),
             Op::Max => self.b.ins().fmax(arg(0)?, arg(1)?),
             Op::Min => self.b.ins().fmin(arg(0)?, arg(1)?),
             Op::Lt => self.translate_cmp(FloatCC::LessThan, dtype, arg(0)?, arg(1)?),
@@ -136,7 +133,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Sub => self.b.ins().isub(arg(0)?, arg(1)?),
             Op::Mul => self.b.ins().imul(arg(0)?, arg(1)?),
             Op::Neg => self.b.ins().ineg(arg(0)?),
-            Op::Abs => self.b.ins().iabs(arg(0)?),
+            Op::Math(m) if m.native() == Native::Inst(Inst::Abs) => self.b.ins().iabs(arg(0)?),
             Op::Max => self.b.ins().smax(arg(0)?, arg(1)?),
             Op::Min => self.b.ins().smin(arg(0)?, arg(1)?),
             Op::Div | Op::Rem => self.translate_floor_div(op == Op::Rem, arg(0)?, arg(1)?),

@@ -28,7 +28,7 @@ use super::elem::Calls;
 use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::ir::VarId;
-use crate::ops::{Op, FOLD_LANES};
+use crate::ops::{Native, Op, FOLD_LANES};
 use crate::types::{DType, Type};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -331,31 +331,39 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.ins().bitselect(m, arg(1)?, arg(2)?)
             }
             // egrad's vector kernels, all lanes at once.
-            Op::Sin => vmath(self, VFn::Sin)?,
-            Op::Cos => vmath(self, VFn::Cos)?,
-            Op::Exp => vmath(self, VFn::Exp)?,
-            Op::Log => vmath(self, VFn::Log)?,
-            Op::Tanh => vmath(self, VFn::Tanh)?,
-            Op::Log1p => vmath(self, VFn::Log1p)?,
-            Op::Expm1 => vmath(self, VFn::Expm1)?,
-            // A libm call per lane.
-            Op::Tan | Op::Pow => {
-                let mut failed = None;
-                let v = self.map_lanes(dtype, args, &mut |t, xs| {
-                    t.translate_op(op, dtype, xs).unwrap_or_else(|e| {
-                        failed = Some(e);
-                        xs[0]
-                    })
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                v
-            }
+            Op::Math(m) => match m.native() {
+                // egrad's vector kernels, all lanes at once.
+                Native::Kernel(f) => vmath(self, f)?,
+                // The scalar lowering's instruction, which Cranelift also
+                // has for vectors.
+                Native::Inst(_) => self.translate_op(op, dtype, args)?,
+                Native::CLib { .. } => self.translate_lanes(op, dtype, args)?,
+            },
+            Op::Pow => self.translate_lanes(op, dtype, args)?,
             // Arithmetic (and the ops the scalar lowering refuses, refused
             // the same way).
             _ => self.translate_op(op, dtype, args)?,
         })
+    }
+
+    /// The op lane by lane: a C library call per lane.
+    fn translate_lanes(
+        &mut self,
+        op: Op,
+        dtype: DType,
+        args: &[ir::Value],
+    ) -> Result<ir::Value, Error> {
+        let mut failed = None;
+        let v = self.map_lanes(dtype, args, &mut |t, xs| {
+            t.translate_op(op, dtype, xs).unwrap_or_else(|e| {
+                failed = Some(e);
+                xs[0]
+            })
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(v),
+        }
     }
 
     /// Write the `len` elements of `src` to `base`: vectors while a whole

@@ -6,22 +6,8 @@ use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::ir::VarId;
 use crate::lang::ast::Expr;
-use crate::ops::Op;
+use crate::ops::{Math, Op};
 use crate::types::{DType, Type};
-
-/// The built-in element-wise math functions of one argument.
-pub const BUILTINS: &[(&str, Op)] = &[
-    ("sin", Op::Sin),
-    ("cos", Op::Cos),
-    ("tan", Op::Tan),
-    ("exp", Op::Exp),
-    ("log", Op::Log),
-    ("sqrt", Op::Sqrt),
-    ("tanh", Op::Tanh),
-    ("abs", Op::Abs),
-    ("log1p", Op::Log1p),
-    ("expm1", Op::Expm1),
-];
 
 /// The built-in element-wise functions of two arguments (scalars broadcast).
 pub const BUILTINS2: &[(&str, Op)] = &[("pow", Op::Pow), ("max", Op::Max), ("min", Op::Min)];
@@ -70,8 +56,10 @@ pub(super) fn conversion(name: &str) -> Option<DType> {
 /// Names with a meaning of their own (not functions one may define).
 pub const SPECIAL_FORMS: &[&str] = &["iterate", "iterate_until", "tabulate", "scan", "scan_all"];
 
+/// The built-in element-wise math functions of one argument: the rows of
+/// the math table ([`crate::ops::math`]), by their names.
 pub(super) fn builtin(name: &str) -> Option<Op> {
-    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
+    Math::from_name(name).map(Op::Math)
 }
 
 pub(super) fn builtin2(name: &str) -> Option<Op> {

@@ -11,6 +11,15 @@ use crate::ir::{Builder, CustomRule, Function, Loop, VarId};
 use crate::lang::ast::*;
 use crate::lang::prelude;
 use crate::ops::{kernels, Op};
+
+/// Does the element-wise builtin `op` take integer operands? The math
+/// functions whose rows say so (`abs`), `max` and `min`.
+fn takes_int(op: Op) -> bool {
+    match op {
+        Op::Math(m) => m.takes_int(),
+        _ => matches!(op, Op::Max | Op::Min),
+    }
+}
 use crate::types::size::{Misfit, Size, Unifier};
 use crate::types::{DType, Dim, Type};
 use std::collections::{HashMap, HashSet};
@@ -56,11 +65,11 @@ impl<'a> FnCx<'a> {
                 ));
                 return Val::Err;
             }
-            // Integers only take `abs`, `max` and `min`.
+            // Integers only take some builtins (`takes_int`).
             for (v, a) in vals.iter().zip(args) {
                 if let Val::Var(x) = v {
                     let t = self.ty(*x);
-                    if t.dtype == DType::I64 && !matches!(op, Op::Abs | Op::Max | Op::Min) {
+                    if t.dtype == DType::I64 && !takes_int(op) {
                         self.error(
                             Diagnostic::new(
                                 a.span,

@@ -57,9 +57,7 @@ use crate::types::{DType, Dim, Type};
 use std::collections::{HashMap, HashSet};
 
 use builtins::is_reserved;
-pub use builtins::{
-    ARRAY_BUILTINS, BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS,
-};
+pub use builtins::{ARRAY_BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS};
 pub use calls::MAX_SPECIALIZATION_DEPTH;
 pub use derive::derived_name;
 use graph::{callee_first_order, collect_calls, through_templates};

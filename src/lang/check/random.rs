@@ -7,7 +7,7 @@ use super::{arity_message, exact_int, FnCx, Val};
 use crate::error::span::Diagnostic;
 use crate::ir::VarId;
 use crate::lang::ast::{DimExpr, Expr};
-use crate::ops::Op;
+use crate::ops::{Math, Op};
 use crate::types::{DType, Dim, Type};
 
 impl<'a> FnCx<'a> {
@@ -264,11 +264,11 @@ impl<'a> FnCx<'a> {
                 let u1 = self.with_number(Op::Add, w0, 1.0)?;
                 let u1 = self.with_number(Op::Mul, u1, 1.0 / WORD)?;
                 let u2 = self.with_number(Op::Mul, w1, 1.0 / WORD)?;
-                let l = self.apply(Op::Log, &[u1])?;
+                let l = self.apply(Op::Math(Math::Log), &[u1])?;
                 let r = self.with_number(Op::Mul, l, -2.0)?;
-                let r = self.apply(Op::Sqrt, &[r])?;
+                let r = self.apply(Op::Math(Math::Sqrt), &[r])?;
                 let theta = self.with_number(Op::Mul, u2, std::f64::consts::TAU)?;
-                let c = self.apply(Op::Cos, &[theta])?;
+                let c = self.apply(Op::Math(Math::Cos), &[theta])?;
                 self.apply(Op::Mul, &[r, c])?
             } else {
                 let low = self.with_number(Op::Div, w1, 2048.0)?;

@@ -1,0 +1,252 @@
+//! The math functions: element-wise functions of one operand, one row each.
+//!
+//! A row states every fact about its function: the name (in the language,
+//! the IR text and rule patterns), the value in each dtype, the reverse-mode
+//! template (forward mode and the e-graph derive theirs from it), the price
+//! in flops and how native code computes it ([`Native`]). Nothing else in
+//! egrad names a math function: the front end, the evaluator, AD, the cost
+//! model and the backend all ask the row. Adding a function is adding a row
+//! (and, for a C library function, its declaration in `clib`).
+
+use crate::types::DType;
+use crate::vmath::VFn;
+
+/// How native code computes a math function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Native {
+    /// A Cranelift instruction, for scalars and vectors alike.
+    Inst(Inst),
+    /// egrad's vector math kernel ([`crate::vmath`]): all lanes at once, and
+    /// the evaluator runs the same kernel, so both agree bit for bit.
+    Kernel(VFn),
+    /// The C library's function, one call per lane, by its symbol for `f64`
+    /// and for `f32` (what an object file imports, resolved with `-lm`).
+    /// The evaluator and the JIT call the same function.
+    CLib {
+        /// The `f64` function's symbol.
+        f64: &'static str,
+        /// The `f32` function's symbol.
+        f32: &'static str,
+    },
+}
+
+/// A Cranelift instruction computing a math function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Inst {
+    /// `sqrt`.
+    Sqrt,
+    /// `fabs` (`iabs` on integers).
+    Abs,
+}
+
+/// One row of the table.
+struct Row {
+    name: &'static str,
+    native: Native,
+    f64: fn(f64) -> f64,
+    f32: fn(f32) -> f32,
+    /// The function on integers, where its type rule takes them.
+    int: Option<fn(i64) -> i64>,
+    flops: f64,
+    vjp: &'static str,
+}
+
+/// The C library's functions that rows name, declared for the evaluator
+/// (and, through [`Math::c_fns`], for the JIT): the same code an object
+/// file's import resolves to.
+pub(crate) mod clib {
+    pub(super) fn tan(x: f64) -> f64 {
+        x.tan()
+    }
+    pub(super) fn tanf(x: f32) -> f32 {
+        x.tan()
+    }
+}
+
+macro_rules! math_table {
+    ($($(#[$doc:meta])* $v:ident => $row:expr;)*) => {
+        /// A math function (see the module's table).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Math {
+            $($(#[$doc])* $v,)*
+        }
+
+        static ROWS: &[Row] = &[$($row,)*];
+
+        impl Math {
+            /// Every math function, in table order.
+            pub const ALL: &'static [Math] = &[$(Math::$v,)*];
+
+            /// The function as the C ABI calls it, in `f64` and in `f32`:
+            /// what the JIT links a [`Native::CLib`] call to.
+            pub fn c_fns(self) -> (extern "C" fn(f64) -> f64, extern "C" fn(f32) -> f32) {
+                match self {
+                    $(Math::$v => (
+                        c_f64::<{ Math::$v as usize }>,
+                        c_f32::<{ Math::$v as usize }>,
+                    ),)*
+                }
+            }
+        }
+    };
+}
+
+extern "C" fn c_f64<const M: usize>(x: f64) -> f64 {
+    (ROWS[M].f64)(x)
+}
+
+extern "C" fn c_f32<const M: usize>(x: f32) -> f32 {
+    (ROWS[M].f32)(x)
+}
+
+/// A function's `f64` and `f32` versions.
+type Fns = (fn(f64) -> f64, fn(f32) -> f32);
+
+/// A row whose native code is egrad's vector kernel `f`.
+const fn kernel(name: &'static str, f: VFn, flops: f64, vjp: &'static str) -> Row {
+    // `VFn::eval_*` are not `const`; the closures are chosen per kernel.
+    let (f64, f32): Fns = match f {
+        VFn::Exp => (|x| VFn::Exp.eval_f64(x), |x| VFn::Exp.eval_f32(x)),
+        VFn::Log => (|x| VFn::Log.eval_f64(x), |x| VFn::Log.eval_f32(x)),
+        VFn::Log1p => (|x| VFn::Log1p.eval_f64(x), |x| VFn::Log1p.eval_f32(x)),
+        VFn::Expm1 => (|x| VFn::Expm1.eval_f64(x), |x| VFn::Expm1.eval_f32(x)),
+        VFn::Tanh => (|x| VFn::Tanh.eval_f64(x), |x| VFn::Tanh.eval_f32(x)),
+        VFn::Sin => (|x| VFn::Sin.eval_f64(x), |x| VFn::Sin.eval_f32(x)),
+        VFn::Cos => (|x| VFn::Cos.eval_f64(x), |x| VFn::Cos.eval_f32(x)),
+    };
+    Row {
+        name,
+        native: Native::Kernel(f),
+        f64,
+        f32,
+        int: None,
+        flops,
+        vjp,
+    }
+}
+
+/// A row computed by the C library's `f64`/`f32` pair (symbols, functions).
+const fn clib(
+    name: &'static str,
+    symbols: (&'static str, &'static str),
+    fns: Fns,
+    flops: f64,
+    vjp: &'static str,
+) -> Row {
+    Row {
+        name,
+        native: Native::CLib {
+            f64: symbols.0,
+            f32: symbols.1,
+        },
+        f64: fns.0,
+        f32: fns.1,
+        int: None,
+        flops,
+        vjp,
+    }
+}
+
+math_table! {
+    /// Sine.
+    Sin => kernel("sin", VFn::Sin, 20.0, "(mul ?g (cos ?a))");
+    /// Cosine.
+    Cos => kernel("cos", VFn::Cos, 20.0, "(neg (mul ?g (sin ?a)))");
+    /// `e^x`.
+    Exp => kernel("exp", VFn::Exp, 20.0, "(mul ?g ?out)");
+    /// Natural logarithm.
+    Log => kernel("log", VFn::Log, 20.0, "(div ?g ?a)");
+    /// Square root.
+    Sqrt => Row {
+        name: "sqrt",
+        native: Native::Inst(Inst::Sqrt),
+        f64: f64::sqrt,
+        f32: f32::sqrt,
+        int: None,
+        flops: 6.0,
+        vjp: "(div ?g (mul 2 ?out))",
+    };
+    /// Hyperbolic tangent.
+    Tanh => kernel("tanh", VFn::Tanh, 20.0, "(mul ?g (sub 1 (mul ?out ?out)))");
+    /// Tangent.
+    Tan => clib("tan", ("tan", "tanf"), (clib::tan, clib::tanf), 20.0,
+        "(mul ?g (add 1 (mul ?out ?out)))");
+    /// Absolute value; of an integer too (wrapping: `abs` of the least
+    /// `i64` is itself). Its derivative is the sign, 0 at 0 (JAX's
+    /// convention).
+    Abs => Row {
+        name: "abs",
+        native: Native::Inst(Inst::Abs),
+        f64: f64::abs,
+        f32: f32::abs,
+        int: Some(i64::wrapping_abs),
+        flops: 1.0,
+        vjp: "(select (gt ?a 0) ?g (select (lt ?a 0) (neg ?g) 0))",
+    };
+    /// `log(1 + x)`, accurate near 0.
+    Log1p => kernel("log1p", VFn::Log1p, 20.0, "(div ?g (add 1 ?a))");
+    /// `exp(x) - 1`, accurate near 0.
+    Expm1 => kernel("expm1", VFn::Expm1, 20.0, "(mul ?g (add ?out 1))");
+}
+
+impl Math {
+    fn row(self) -> &'static Row {
+        &ROWS[self as usize]
+    }
+
+    /// The function's name in the language, the IR text and rule patterns.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// Look a function up by name.
+    pub fn from_name(s: &str) -> Option<Math> {
+        Math::ALL.iter().copied().find(|m| m.name() == s)
+    }
+
+    /// How native code computes it.
+    pub fn native(self) -> Native {
+        self.row().native
+    }
+
+    /// The C library's symbol for the function in `dtype` (`f64` for
+    /// integers), for a [`Native::CLib`] row.
+    pub fn c_symbol(self, dtype: DType) -> Option<&'static str> {
+        match (self.native(), dtype) {
+            (Native::CLib { f32, .. }, DType::F32) => Some(f32),
+            (Native::CLib { f64, .. }, DType::F64 | DType::I64 | DType::Bool) => Some(f64),
+            (Native::Inst(_) | Native::Kernel(_), _) => None,
+        }
+    }
+
+    /// Does its type rule take integer operands?
+    pub fn takes_int(self) -> bool {
+        self.row().int.is_some()
+    }
+
+    /// Cost in flops per element (about the multiply-adds its code takes).
+    pub fn flops(self) -> f64 {
+        self.row().flops
+    }
+
+    /// The reverse-mode template (see [`super::Op::vjp`]).
+    pub fn vjp(self) -> &'static str {
+        self.row().vjp
+    }
+
+    /// The function of `x` (held as `f64`) in `dtype`'s precision: the
+    /// evaluator's, which native code matches bit for bit.
+    pub fn apply(self, x: f64, dtype: DType) -> f64 {
+        let row = self.row();
+        match dtype {
+            DType::F64 => (row.f64)(x),
+            DType::F32 => f64::from((row.f32)(x as f32)),
+            // Integers: the type rule refuses them unless the row has an
+            // integer function; through `f64` otherwise, so this is total.
+            DType::I64 | DType::Bool => match row.int {
+                Some(f) => f(x as i64) as f64,
+                None => (row.f64)(x) as i64 as f64,
+            },
+        }
+    }
+}
