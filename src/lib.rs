@@ -66,7 +66,7 @@ pub use pipeline::{
     compile_function, optimize_gradient, optimize_gradient_ir, optimize_ir, GradProgram, Optimized,
     Options, Progress, ProgressEvent, Report,
 };
-pub use program::{ParseOptions, Program, MAX_OPERATIONS};
+pub use program::{GradSpec, JvpSpec, ParseOptions, Program, MAX_OPERATIONS};
 pub use rewrites::Limits;
 pub use types::value::format_elem;
 

@@ -14,7 +14,7 @@ use crate::lang::check::{check, CheckError, CheckedFn};
 use crate::lang::parser::parse;
 use crate::lang::prelude;
 
-pub use crate::lang::check::GradSpec;
+pub use crate::lang::check::{GradSpec, JvpSpec};
 
 /// How a source file is read ([`Program::parse_with`]).
 #[derive(Clone, Debug)]
@@ -197,6 +197,12 @@ impl Program {
     /// indices of the parameters differentiated.
     pub fn grad_spec(&self, name: &str) -> Option<&GradSpec> {
         self.get(name).and_then(|c| c.grad.as_ref())
+    }
+
+    /// For `@jvp` functions: the function whose results' tangents it
+    /// computes, and which parameter each tangent parameter goes with.
+    pub fn jvp_spec(&self, name: &str) -> Option<&JvpSpec> {
+        self.get(name).and_then(|c| c.jvp.as_ref())
     }
 
     /// Where parameter `param` of `function` is declared.

@@ -1,12 +1,14 @@
 //! `egrad fdcheck`: a compiled gradient against central finite differences
-//! of its function, run by the reference interpreter.
+//! of its function, run by the reference interpreter; for a `@jvp` function,
+//! the compiled tangents against central differences along the tangent
+//! arguments (forward mode).
 
 use super::{inputs, load, options, primal_of, with_wrt, FdcheckArgs, Output};
 use egrad::error::{Error, Result};
 use egrad::interp;
-use egrad::optimize_gradient;
 use egrad::DType;
 use egrad::Value;
+use egrad::{optimize_gradient, optimize_ir, JvpSpec, Program};
 use serde_json::json;
 
 /// The size that random inputs give a size parameter no `--dim` names:
@@ -54,8 +56,25 @@ fn coords(mut k: usize, shape: &[usize]) -> Vec<usize> {
     c
 }
 
+/// `|got - diff| / max(1, |diff|)`: 0 when both are NaN, infinite when
+/// only one is.
+fn rel_error(got: f64, diff: f64) -> f64 {
+    if got.is_nan() && diff.is_nan() {
+        return 0.0;
+    }
+    let e = (got - diff).abs() / diff.abs().max(1.0);
+    if e.is_nan() {
+        f64::INFINITY
+    } else {
+        e
+    }
+}
+
 pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
+    if let Some(spec) = program.jvp_spec(&a.function) {
+        return fdcheck_jvp(a, &program, spec);
+    }
     let mut opts = with_wrt(
         &program,
         &a.function,
@@ -117,16 +136,7 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
             moved[i].data[k] = x;
             let diff = (fu - fd) / (up - down);
             let got = grad.data[k];
-            let err = if got.is_nan() && diff.is_nan() {
-                0.0
-            } else {
-                let e = (got - diff).abs() / diff.abs().max(1.0);
-                if e.is_nan() {
-                    f64::INFINITY
-                } else {
-                    e
-                }
-            };
+            let err = rel_error(got, diff);
             if err > tol {
                 ok = false;
             }
@@ -173,9 +183,148 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
         text,
         json!({
             "command": "fdcheck",
+            "mode": "reverse",
             "function": a.function,
             "value": inputs::json_number(value),
             "parameters": params,
+            "ok": all_ok,
+        }),
+    );
+    out.code = if all_ok { 0 } else { 1 };
+    Ok(out)
+}
+
+/// `egrad fdcheck` of a `@jvp` function (forward mode): each result's
+/// tangent, as the compiled function computes it, against the central
+/// difference `(f(x + h·t) - f(x - h·t)) / 2h` of the function it pushes
+/// forward, run by the interpreter, where `t` is the tangent arguments.
+fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Output> {
+    if !a.wrt.is_empty() {
+        return Err(Error::Usage(format!(
+            "`{}` is a @jvp function: its attribute says what to differentiate; drop --wrt",
+            a.function
+        )));
+    }
+    let jf = program.ir(&a.function)?.clone();
+    let f = &spec.f;
+    let mut opts = options(&a.opt)?.function(a.function.clone());
+    let mut dims = opts.dims.clone();
+    for p in &jf.size_params {
+        dims.entry(p.clone()).or_insert(FDCHECK_DIM);
+    }
+    let random = a.inputs.suite.is_none();
+    let args = inputs::build_inputs(&jf, &a.inputs, random, &dims)?;
+    let vals = inputs::values(&args);
+    let refs: Vec<&Value> = vals.iter().collect();
+    let sizes = interp::bind_args(&jf, &refs).map_err(|e| e.into_error(&jf, program.file()))?;
+    for (k, n) in sizes {
+        opts.dims.entry(k).or_insert(n);
+    }
+    let opt = optimize_ir(&jf, &opts)?;
+    let native = egrad::compile(&opt.after, &opts.backend)?;
+    let tangents = inputs::call_native(&native, &args)
+        .map_err(|e| e.into_error(&opt.after, program.file()))?;
+    let eval = |vals: &[Value]| -> Result<Vec<Value>> {
+        let refs: Vec<&Value> = vals.iter().collect();
+        interp::run(f, &refs).map_err(|e| e.into_error(f, program.file()))
+    };
+    // One step for every differentiated parameter, relative to the largest
+    // of their elements (the direction is the tangents as given).
+    let dtype = spec
+        .pairs
+        .first()
+        .map_or(DType::F64, |&(p, _)| vals[p].dtype);
+    let scale = spec
+        .pairs
+        .iter()
+        .flat_map(|&(p, _)| vals[p].data.iter())
+        .fold(1.0f64, |m, x| m.max(x.abs()));
+    let h = step(dtype) * scale;
+    let along = |sign: f64| {
+        let mut moved = vals.clone();
+        for &(p, t) in &spec.pairs {
+            let d = moved[p].dtype;
+            for (x, dx) in moved[p].data.iter_mut().zip(&vals[t].data) {
+                *x = d.round(*x + sign * h * dx);
+            }
+        }
+        moved
+    };
+    let (up, down) = (eval(&along(1.0))?, eval(&along(-1.0))?);
+    let value = eval(&vals)?
+        .first()
+        .and_then(|v| v.data.first().copied())
+        .unwrap_or(f64::NAN);
+    let mut all_ok = true;
+    let mut text = String::new();
+    let mut outputs = Vec::new();
+    for (r, got) in tangents.iter().enumerate() {
+        let (fu, fd) = match (up.get(r), down.get(r)) {
+            (Some(u), Some(d)) => (u, d),
+            _ => {
+                return Err(Error::internal(format!(
+                    "fdcheck: `{}` has {} results, its function {}",
+                    a.function,
+                    tangents.len(),
+                    up.len()
+                )))
+            }
+        };
+        let tol = a.tol.unwrap_or_else(|| default_tol(got.dtype));
+        let picked = sample(got.len(), a.max_elements);
+        let mut worst: Option<(f64, usize, f64, f64)> = None;
+        let mut ok = true;
+        for &k in &picked {
+            let diff = (fu.data[k] - fd.data[k]) / (2.0 * h);
+            let err = rel_error(got.data[k], diff);
+            ok &= err <= tol;
+            if worst.is_none_or(|(e, ..)| err > e) {
+                worst = Some((err, k, got.data[k], diff));
+            }
+        }
+        all_ok &= ok;
+        let name = format!("result {r}");
+        let verdict = if ok { "ok" } else { "MISMATCH" };
+        match worst {
+            Some((err, k, t, diff)) => text.push_str(&format!(
+                "tangent of {name}: {} of {} element(s), largest error {err:.1e} at {:?} (tangent {t}, finite difference {diff}): {verdict}\n",
+                picked.len(),
+                got.len(),
+                coords(k, &got.shape),
+            )),
+            None => text.push_str(&format!("tangent of {name}: no elements: {verdict}\n")),
+        }
+        outputs.push(json!({
+            "name": name,
+            "checked": picked.len(),
+            "elements": got.len(),
+            "tolerance": tol,
+            "max_error": worst.map(|(e, ..)| inputs::json_number(e)),
+            "worst_index": worst.map(|(_, k, ..)| coords(k, &got.shape)),
+            "gradient": worst.map(|(_, _, t, _)| inputs::json_number(t)),
+            "finite_difference": worst.map(|(.., d)| inputs::json_number(d)),
+            "ok": ok,
+        }));
+    }
+    text.push_str(&if all_ok {
+        format!(
+            "ok: the tangents of `{}` match central differences along the tangent arguments\n",
+            a.function
+        )
+    } else {
+        format!(
+            "mismatch: the tangents of `{}` differ from central differences beyond the tolerance (--tol)\n",
+            a.function
+        )
+    });
+    let mut out = Output::new(
+        text,
+        json!({
+            "command": "fdcheck",
+            "mode": "forward",
+            "function": a.function,
+            "value": inputs::json_number(value),
+            "parameters": outputs,
             "ok": all_ok,
         }),
     );

@@ -2,8 +2,8 @@
 //! type, and `@grad`, `@value_and_grad` and `@jvp` differentiation.
 
 use super::signature::type_list;
-use super::GradSpec;
 use super::{result_expr, CheckedFn, FnCx, Sig, Val};
+use super::{GradSpec, JvpSpec};
 use crate::error::span::{Diagnostic, Span};
 use crate::ir::transform::{Request, TransformError};
 use crate::ir::Builder;
@@ -122,14 +122,22 @@ impl<'a> FnCx<'a> {
                     self.bug(format!("value and gradient of `{fname}`: {e}"));
                     return None;
                 }
-                return Some(CheckedFn { ir, grad: None });
+                return Some(CheckedFn {
+                    ir,
+                    grad: None,
+                    jvp: None,
+                });
             }
             if let Err(e) = ir.validate() {
                 self.bug(format!("gradient of `{fname}`: {e}"));
                 return None;
             }
             if !derived.reverse {
-                return Some(CheckedFn { ir, grad: None });
+                return Some(CheckedFn {
+                    ir,
+                    grad: None,
+                    jvp: None,
+                });
             }
             return Some(CheckedFn {
                 ir,
@@ -137,6 +145,7 @@ impl<'a> FnCx<'a> {
                     primal,
                     wrt: wrt_ir,
                 }),
+                jvp: None,
             });
         }
         // An ordinary function: the body must have the declared type.
@@ -210,6 +219,7 @@ impl<'a> FnCx<'a> {
                 Ok(d) => Some(CheckedFn {
                     ir: d.ir,
                     grad: None,
+                    jvp: Some(JvpSpec { f: ir, pairs }),
                 }),
                 Err(e) => {
                     self.transform_failure(&fname, f.name.span, e);
@@ -217,7 +227,11 @@ impl<'a> FnCx<'a> {
                 }
             };
         }
-        Some(CheckedFn { ir, grad: None })
+        Some(CheckedFn {
+            ir,
+            grad: None,
+            jvp: None,
+        })
     }
 
     /// A transform of `fname` failed: a documented limit is the user's error,

@@ -99,6 +99,8 @@ pub struct CheckedFn {
     pub ir: Function,
     /// For `@grad` functions: what was differentiated.
     pub grad: Option<GradSpec>,
+    /// For `@jvp` functions: what was pushed forward.
+    pub jvp: Option<JvpSpec>,
 }
 
 /// What checking produces: the lowered functions, and the functions with
@@ -229,6 +231,16 @@ pub struct GradSpec {
     pub primal: Function,
     /// Indices of the parameters differentiated, in `@grad(...)` order.
     pub wrt: Vec<usize>,
+}
+
+/// What a `@jvp` function pushes forward.
+#[derive(Clone, Debug)]
+pub struct JvpSpec {
+    /// The body lowered as a function of the same parameters (tangents
+    /// included, unused): its results are what the tangents are of.
+    pub f: Function,
+    /// (differentiated parameter, its tangent parameter), IR indices.
+    pub pairs: Vec<(usize, usize)>,
 }
 
 /// Which function a called name means, per item: the program's items

@@ -1,0 +1,48 @@
+//! `egrad fdcheck` in forward mode: a `@jvp` function's compiled tangents
+//! against central differences of its function along the tangent arguments.
+
+mod common;
+
+use common::egrad;
+
+const FILE: &str = "tests/data/fdcheck/jvp.eg";
+
+#[test]
+fn jvp_functions_pass_in_forward_mode() {
+    for f in ["slope", "hvp", "dtwo", "dwide"] {
+        let (code, out, err) = egrad(&["fdcheck", FILE, "--fn", f]);
+        assert_eq!(code, 0, "{f}: {out}{err}");
+        assert!(
+            out.contains(&format!("ok: the tangents of `{f}`")),
+            "{f}: {out}"
+        );
+    }
+    // Both results of `dtwo` are checked.
+    let (_, out, _) = egrad(&["fdcheck", FILE, "--fn", "dtwo"]);
+    assert!(out.contains("tangent of result 1"), "{out}");
+}
+
+#[test]
+fn a_wrong_tangent_is_a_mismatch() {
+    let (code, out, err) = egrad(&["fdcheck", FILE, "--fn", "dsquare"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("MISMATCH"), "{out}");
+    // The gradient of the function with the rule is wrong the same way.
+    let (code, out, _) = egrad(&["fdcheck", FILE, "--fn", "square"]);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn forward_mode_json_names_its_mode_and_wrt_is_refused() {
+    let (code, out, err) = egrad(&["fdcheck", FILE, "--fn", "slope", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mode"], "forward");
+    assert_eq!(v["parameters"][0]["name"], "result 0");
+    let (_, out, _) = egrad(&["fdcheck", FILE, "--fn", "force", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mode"], "reverse");
+    let (code, _, err) = egrad(&["fdcheck", FILE, "--fn", "slope", "--wrt", "x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("@jvp function"), "{err}");
+}
