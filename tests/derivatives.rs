@@ -71,6 +71,7 @@ fn math_row(m: Math) -> (&'static str, f64, f64) {
         Math::Log | Math::Sqrt => (0.2, 3.0),
         Math::Tan => (-1.2, 1.2),
         Math::Log1p => (-0.5, 2.0),
+        Math::Erf | Math::Erfc => (-2.0, 2.0),
     };
     let text = format!(
         "fn f[N](%a: f64[N]) -> f64 {{\n  %0: f64[N] = {} %a\n  %1: f64[N] = mul %0 %a\n  %2: f64 = sum %1\n  ret %2\n}}",

@@ -46,3 +46,36 @@ fn forward_mode_json_names_its_mode_and_wrt_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("@jvp function"), "{err}");
 }
+
+/// `erf` and `erfc` (`tests/data/fdcheck/special.eg`): reverse mode (the
+/// gradient of `special`, and the `@grad` function), forward mode (the
+/// `@jvp` functions, f32 too) and forward over reverse.
+#[test]
+fn erf_and_erfc_pass_in_reverse_and_forward_mode() {
+    let file = "tests/data/fdcheck/special.eg";
+    for f in ["special", "dspecial", "tspecial", "tspecial32", "hspecial"] {
+        let (code, out, err) = egrad(&["fdcheck", file, "--fn", f]);
+        assert_eq!(code, 0, "{f}: {out}{err}");
+        assert!(out.contains("ok:"), "{f}: {out}");
+    }
+    // The compiled function computes what the interpreter does, bit for bit.
+    let mut outs = Vec::new();
+    for interp in [false, true] {
+        let mut args = vec![
+            "run",
+            file,
+            "--fn",
+            "special32",
+            "--arg",
+            "x=[-3,-0.5,0,0.25,2,9]",
+        ];
+        if interp {
+            args.push("--interp");
+        }
+        let (code, out, err) = egrad(&args);
+        assert_eq!(code, 0, "{err}");
+        outs.push(out);
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(outs[0].contains("0.23755333"), "{}", outs[0]);
+}

@@ -55,6 +55,31 @@ struct Row {
 /// (and, through [`Math::c_fns`], for the JIT): the same code an object
 /// file's import resolves to.
 pub(crate) mod clib {
+    #[link(name = "m")]
+    extern "C" {
+        #[link_name = "erf"]
+        fn c_erf(x: f64) -> f64;
+        #[link_name = "erff"]
+        fn c_erff(x: f32) -> f32;
+        #[link_name = "erfc"]
+        fn c_erfc(x: f64) -> f64;
+        #[link_name = "erfcf"]
+        fn c_erfcf(x: f32) -> f32;
+    }
+    // SAFETY (each below): a C99 math function, total on every float (NaN
+    // and infinities included), with no state but `errno`.
+    pub(super) fn erf(x: f64) -> f64 {
+        unsafe { c_erf(x) }
+    }
+    pub(super) fn erff(x: f32) -> f32 {
+        unsafe { c_erff(x) }
+    }
+    pub(super) fn erfc(x: f64) -> f64 {
+        unsafe { c_erfc(x) }
+    }
+    pub(super) fn erfcf(x: f32) -> f32 {
+        unsafe { c_erfcf(x) }
+    }
     pub(super) fn tan(x: f64) -> f64 {
         x.tan()
     }
@@ -187,6 +212,13 @@ math_table! {
     Log1p => kernel("log1p", VFn::Log1p, 20.0, "(div ?g (add 1 ?a))");
     /// `exp(x) - 1`, accurate near 0.
     Expm1 => kernel("expm1", VFn::Expm1, 20.0, "(mul ?g (add ?out 1))");
+    /// The error function, `2/√π ∫₀ˣ e^(-t²) dt`; its derivative is
+    /// `2/√π e^(-x²)`.
+    Erf => clib("erf", ("erf", "erff"), (clib::erf, clib::erff), 30.0,
+        "(mul ?g (mul 1.1283791670955126 (exp (neg (mul ?a ?a)))))");
+    /// `1 - erf(x)`, accurate where `erf(x)` is near 1.
+    Erfc => clib("erfc", ("erfc", "erfcf"), (clib::erfc, clib::erfcf), 30.0,
+        "(neg (mul ?g (mul 1.1283791670955126 (exp (neg (mul ?a ?a))))))");
 }
 
 impl Math {
