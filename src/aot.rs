@@ -130,7 +130,9 @@ pub struct BuildOptions {
 /// An object file and its C header.
 #[derive(Clone, Debug)]
 pub struct Built {
+    /// The object file's bytes (ELF on Linux), to link with `-lm`.
     pub object: Vec<u8>,
+    /// The C header declaring the entry points.
     pub header: String,
     /// The exported symbols (the raw entries).
     pub symbols: Vec<String>,

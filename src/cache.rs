@@ -69,25 +69,31 @@ impl fmt::Display for ParamKey {
 /// Everything that decides a compiled program, component by component.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    /// The function compiled.
     pub function: String,
     /// FNV-1a of the resolved IR text (for a gradient: of the primal).
     pub ir_hash: u64,
     /// Static arguments at the function's calls to templates, as written.
     pub statics: Vec<String>,
+    /// Each parameter's element type and shape.
     pub params: Vec<ParamKey>,
     /// λ, formatted (`{:?}` of the f64, so every distinct value differs).
     pub lambda: String,
     /// `nodes=.. iterations=.. time=..s`.
     pub limits: String,
+    /// Whether the fast-math rules were on.
     pub fast_math: bool,
     /// `bundled` or the directory.
     pub rules: String,
+    /// Whether the e-graph optimized (false: AD straight to the backend).
     pub optimize: bool,
     /// The sizes the cost model prices at (`N=1000`), not a call's sizes.
     pub model_sizes: String,
     /// `simd=.. gemm=..` ([`BackendOptions`](crate::backend::BackendOptions)).
     pub backend: String,
+    /// What was asked of the function (its gradient, `--wrt`, ...).
     pub transform: String,
+    /// The host CPU's features the native code may use.
     pub cpu: String,
 }
 

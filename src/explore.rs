@@ -15,17 +15,21 @@ use std::fmt::{self, Write};
 use std::time::{Duration, Instant};
 
 /// The λ values explored when none are given.
+/// The λ values `explore` tries when none are given.
 pub const DEFAULT_LAMBDAS: &[f64] = &[0.0, 0.05, 0.25, 1.0, 4.0, 16.0, 1e6];
 
 /// One λ and the program it chose.
 #[derive(Clone, Debug)]
 pub struct Point {
+    /// λ, flops per stored residual byte.
     pub lambda: f64,
     /// Arithmetic of the chosen program under the model.
     pub flops: f64,
     /// Bytes the forward pass stores for the pullback.
     pub residual_bytes: f64,
+    /// Residuals stored by the forward pass.
     pub stored: usize,
+    /// Residuals the pullback recomputes.
     pub recomputed: usize,
     /// Best measured time of one call (None when not timed).
     pub time: Option<Duration>,
@@ -35,16 +39,20 @@ pub struct Point {
     /// The earlier point whose program is identical (then this one was not
     /// compiled again and shares its time).
     pub same_as: Option<usize>,
+    /// Whether no other point is both faster (or cheaper) and smaller.
     pub pareto: bool,
     /// Value and gradients on the inputs (empty when not run).
     pub outputs: Vec<Value>,
 }
 
+/// What `explore` found: one point per λ.
 #[derive(Clone, Debug)]
 pub struct Exploration {
+    /// The gradient explored.
     pub function: String,
     /// The sizes the model priced at.
     pub dims: Vec<(String, u64)>,
+    /// One point per λ, in the order given.
     pub points: Vec<Point>,
     /// Saturation stop reasons that were limits, once each (for instance a
     /// program too large for the e-graph, compiled unoptimized).
@@ -55,7 +63,9 @@ pub struct Exploration {
 /// (at least `min_calls`), keep the fastest.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
+    /// Keep calling until this much time has passed.
     pub budget: Duration,
+    /// Call at least this many times.
     pub min_calls: usize,
 }
 
@@ -73,6 +83,7 @@ impl Default for Timing {
 pub struct Timed {
     /// The fastest call.
     pub time: Duration,
+    /// Its results on the inputs.
     pub outputs: Vec<Value>,
     /// Bytes of intermediate arrays its native code uses on these inputs.
     pub scratch_bytes: usize,

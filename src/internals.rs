@@ -1,8 +1,9 @@
 //! egrad's stages, one module each, in the order of `ARCHITECTURE.md`.
 //!
-//! Public so that egrad's binary, integration tests and benches can reach
-//! every stage; **not a stable API**: the supported surface is the items at
-//! the crate root. Inside the crate the stages are named from the root
+//! Public only with the `internals` cargo feature, so that egrad's
+//! integration tests and benches can reach every stage; **not a stable
+//! API**: the supported surface is the items at the crate root, which the
+//! binary and the Python package use. Inside the crate the stages are named from the root
 //! (`crate::lang`, `crate::backend`, ...). The `#[path]`s keep the source
 //! folders where they are.
 

@@ -29,15 +29,21 @@
 //! `Error` prints its diagnostic with `{}` and `{:?}` alike. The `egrad`
 //! command and the Python package use only the items listed here.
 //!
-//! Every stage is also reachable under `egrad::internals`, for egrad's
-//! tests and benches; that module is not a stable API.
+//! With the `internals` cargo feature, which only egrad's own tests and
+//! benches turn on (through their dev-dependency on egrad), every stage is
+//! also reachable under `egrad::internals`; that module is not a stable API.
 
 #![warn(missing_docs)]
 
 /// egrad's stages, one module each: public for egrad's tests and
 /// benches, **not a stable API**.
 #[doc(hidden)]
+#[cfg(feature = "internals")]
 pub mod internals;
+// Without the feature, what only tests and benches reach is unused here.
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+mod internals;
 
 pub mod error;
 

@@ -264,13 +264,18 @@ impl Options {
 /// An IR function before and after the e-graph.
 #[derive(Clone, Debug)]
 pub struct Optimized {
+    /// The function as given.
     pub before: Function,
+    /// The function extracted from the e-graph.
     pub after: Function,
+    /// The cost model's price of `before`.
     pub cost_before: Cost,
+    /// The cost model's price of `after`.
     pub cost_after: Cost,
     /// Residual bytes stored by the value-and-gradient program before and
     /// after (0 for a function that is not split into primal and pullback).
     pub bytes_before: f64,
+    /// See `bytes_before`.
     pub bytes_after: f64,
     /// None when optimization was switched off.
     pub saturation: Option<SaturationReport>,

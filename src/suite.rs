@@ -35,13 +35,31 @@ pub fn v(s: u64, i: u64) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Gen {
     /// `V(seed, i)`.
-    V { seed: u64 },
+    V {
+        /// The stream.
+        seed: u64,
+    },
     /// `scale * V(seed, i)`.
-    ScaledV { scale: f64, seed: u64 },
+    ScaledV {
+        /// The factor.
+        scale: f64,
+        /// The stream.
+        seed: u64,
+    },
     /// `offset + scale * V(seed, i)`.
-    OffsetScaledV { offset: f64, scale: f64, seed: u64 },
+    OffsetScaledV {
+        /// Added after scaling.
+        offset: f64,
+        /// The factor.
+        scale: f64,
+        /// The stream.
+        seed: u64,
+    },
     /// `+1` if `U(seed, i) < 0.5`, else `-1`.
-    Sign { seed: u64 },
+    Sign {
+        /// The stream.
+        seed: u64,
+    },
     /// The same number everywhere (the scalars of the suite).
     Const(f64),
 }
@@ -77,6 +95,7 @@ pub struct Input {
     pub name: &'static str,
     /// Row-major shape; empty for a scalar.
     pub shape: &'static [usize],
+    /// How its elements are made.
     pub gen: Gen,
 }
 
@@ -86,6 +105,7 @@ impl Input {
         self.shape.iter().product()
     }
 
+    /// Whether it has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

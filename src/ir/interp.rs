@@ -20,6 +20,7 @@ pub struct ArgError {
     /// The offending parameter (None: the argument count is wrong, or a
     /// check failed while running).
     pub param: Option<usize>,
+    /// What is wrong, one line.
     pub message: String,
     /// A run-time check that failed (an index outside its array): the
     /// source span of the index, packed as by [`site_span`].
