@@ -67,7 +67,7 @@ pub use internals::explore::{
 pub use internals::gradbench::serve as serve_gradbench;
 pub use ir::interp::ArgError;
 pub use ir::Function;
-pub use ops::kernels::{register_kernel, Kernel, KernelError, KernelFn, ShapeRule};
+pub use ops::kernels::{register_kernel, Kernel, KernelError, KernelFn, ShapeError, ShapeRule};
 pub use pipeline::{
     compile_function, optimize_gradient, optimize_gradient_ir, optimize_ir, GradProgram, Optimized,
     Options, Progress, ProgressEvent, Report,

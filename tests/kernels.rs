@@ -9,7 +9,7 @@
 mod common;
 
 use common::{check_gradient, err, prog, run_both};
-use egrad::{register_kernel, DType, Kernel, KernelError, Type, Value};
+use egrad::{register_kernel, DType, Kernel, KernelError, ShapeError, Type, Value};
 use std::sync::Once;
 
 /// `gelu(x)` with tanh's approximation, element by element: a fused
@@ -62,16 +62,16 @@ fn twice_gelu_vjp(args: &[&[f64]], out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o *= 2.0);
 }
 
-fn same_shape(args: &[Type]) -> Result<Type, String> {
+fn same_shape(args: &[Type]) -> Result<Type, ShapeError> {
     Ok(args[0].clone())
 }
 
-fn tile_shape(args: &[Type]) -> Result<Type, String> {
-    if args[0].rank() != 1 || args[1].rank() != 1 {
-        return Err(format!(
-            "`tile_mul` takes two vectors, got {} and {}",
-            args[0], args[1]
-        ));
+fn tile_shape(args: &[Type]) -> Result<Type, ShapeError> {
+    if let Some(index) = args.iter().position(|a| a.rank() != 1) {
+        return Err(ShapeError::Argument {
+            index,
+            why: format!("`tile_mul` takes two vectors, got {}", args[index]),
+        });
     }
     Ok(args[0].clone())
 }
@@ -166,7 +166,7 @@ fn what_kernels_cannot_do_is_an_error() {
         ),
         (
             "fn f[N, M](x: f64[N, M], w: f64[M]) -> f64[N, M] = tile_mul(x, w)",
-            "`tile_mul` takes two vectors, got f64[N, M] and f64[M]",
+            "argument 1: `tile_mul` takes two vectors, got f64[N, M]",
         ),
         ("fn f[N](x: f64[N]) -> f64[N] = gelu(x, x)", "`gelu` takes 1 arguments, got 2"),
         (

@@ -20,7 +20,69 @@ pub type KernelFn = fn(args: &[&[f64]], out: &mut [f64]);
 
 /// The type of a call from its arguments' types, or why the arguments do
 /// not fit (shown at the call).
-pub type ShapeRule = fn(args: &[Type]) -> Result<Type, String>;
+pub type ShapeRule = fn(args: &[Type]) -> Result<Type, ShapeError>;
+
+/// Why a call's arguments do not fit a kernel: what a [`ShapeRule`] says
+/// (`Argument`, `Other`), or the checks egrad makes before and after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// Argument `index` (from 0) does not fit, for the reason given.
+    Argument {
+        /// Which argument.
+        index: usize,
+        /// Why, one line.
+        why: String,
+    },
+    /// The arguments together do not fit, for the reason given.
+    Other(String),
+    /// The call has another number of arguments than the kernel takes.
+    Arity {
+        /// The kernel.
+        kernel: String,
+        /// How many it takes.
+        takes: usize,
+        /// How many the call has.
+        got: usize,
+    },
+    /// An argument is not an `f64` array of rank 1 or more.
+    NotF64Array {
+        /// The kernel.
+        kernel: String,
+        /// The argument's type.
+        got: Type,
+    },
+    /// The shape rule gave a type that is not an `f64` array.
+    BadResult {
+        /// The kernel.
+        kernel: String,
+        /// The rule's type.
+        got: Type,
+    },
+    /// No kernel has this id (ids come from the registry, so a bug).
+    Unknown(u32),
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShapeError::Argument { index, why } => write!(f, "argument {}: {why}", index + 1),
+            ShapeError::Other(why) => f.write_str(why),
+            ShapeError::Arity { kernel, takes, got } => {
+                write!(f, "`{kernel}` takes {takes} arguments, got {got}")
+            }
+            ShapeError::NotF64Array { kernel, got } => {
+                write!(f, "`{kernel}` takes f64 arrays (rank 1 or more), got {got}")
+            }
+            ShapeError::BadResult { kernel, got } => write!(
+                f,
+                "the shape rule of `{kernel}` gives {got}; a kernel gives an f64 array"
+            ),
+            ShapeError::Unknown(id) => write!(f, "there is no kernel {id}"),
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
 
 /// Why [`register_kernel`] refused a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,8 +229,10 @@ pub fn register_kernel(kernel: Kernel) -> Result<u32, KernelError> {
 /// The type of a VJP's result: that of the argument it differentiates,
 /// which [`vjp_type`] knows; as a shape rule it is not consulted (a VJP
 /// call is typed by its annotation).
-fn vjp_shape(_: &[Type]) -> Result<Type, String> {
-    Err("a kernel's VJP is typed by its argument".to_string())
+fn vjp_shape(_: &[Type]) -> Result<Type, ShapeError> {
+    Err(ShapeError::Other(
+        "a kernel's VJP is typed by its argument".to_string(),
+    ))
 }
 
 /// The id of the kernel called `name`, if one is registered (its VJPs are
@@ -194,35 +258,34 @@ pub fn kernel_vjp(id: u32, i: usize) -> Option<u32> {
 /// The type of a call of kernel `id` on arguments of types `args`: its
 /// shape rule's (a VJP's: the argument's it differentiates), which must
 /// be an `f64` array, as must every argument.
-pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, String> {
+pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, ShapeError> {
     let (k, vjp_of) = with(|r| {
         r.get(id as usize)
             .map(|e| (e.kernel.clone(), e.vjp_of))
-            .ok_or_else(|| format!("there is no kernel {id}"))
+            .ok_or(ShapeError::Unknown(id))
     })?;
     if args.len() != k.arity {
-        return Err(format!(
-            "`{}` takes {} arguments, got {}",
-            k.name,
-            k.arity,
-            args.len()
-        ));
+        return Err(ShapeError::Arity {
+            kernel: k.name,
+            takes: k.arity,
+            got: args.len(),
+        });
     }
     if let Some(a) = args.iter().find(|a| a.dtype != DType::F64 || a.is_scalar()) {
-        return Err(format!(
-            "`{}` takes f64 arrays (rank 1 or more), got {a}",
-            k.name
-        ));
+        return Err(ShapeError::NotF64Array {
+            kernel: k.name,
+            got: a.clone(),
+        });
     }
     let t = match vjp_of {
         Some((_, i)) => args[i].clone(),
         None => (k.shape)(args)?,
     };
     if t.dtype != DType::F64 || t.is_scalar() {
-        return Err(format!(
-            "the shape rule of `{}` gives {t}; a kernel gives an f64 array",
-            k.name
-        ));
+        return Err(ShapeError::BadResult {
+            kernel: k.name,
+            got: t,
+        });
     }
     Ok(t)
 }

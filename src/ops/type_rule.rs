@@ -293,7 +293,8 @@ impl Op {
             Op::Loop(..) | Op::Custom(..) => Ok(args[0].clone()),
             Op::Kernel(k, _) => {
                 let tys: Vec<Type> = args.iter().map(|a| (*a).clone()).collect();
-                let t = super::kernels::kernel_type(*k, &tys).map_err(OpTypeError)?;
+                let t = super::kernels::kernel_type(*k, &tys)
+                    .map_err(|e| OpTypeError(e.to_string()))?;
                 match annot {
                     Some(a) if *a != t => {
                         Err(OpTypeError(format!("`kernel {k}` gives {t}, not {a}")))

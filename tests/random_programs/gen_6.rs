@@ -568,7 +568,7 @@ pub(crate) fn kernel_mulsin_dy(args: &[&[f64]], out: &mut [f64]) {
     }
 }
 
-pub(crate) fn kernel_same_shape(args: &[egrad::Type]) -> Result<egrad::Type, String> {
+pub(crate) fn kernel_same_shape(args: &[egrad::Type]) -> Result<egrad::Type, egrad::ShapeError> {
     if args.iter().any(|a| *a != args[0]) {
         return Err(format!(
             "the arguments have different types: {}",

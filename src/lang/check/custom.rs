@@ -70,7 +70,7 @@ impl<'a> FnCx<'a> {
         match kernels::kernel_type(k, &tys) {
             Ok(t) => self.push(hint, Op::Kernel(k, xs.len() as u32), &xs, Some(&t)),
             Err(m) => {
-                self.error(Diagnostic::new(e.span, m));
+                self.error(Diagnostic::new(e.span, m.to_string()));
                 Val::Err
             }
         }
