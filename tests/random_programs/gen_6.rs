@@ -570,13 +570,13 @@ pub(crate) fn kernel_mulsin_dy(args: &[&[f64]], out: &mut [f64]) {
 
 pub(crate) fn kernel_same_shape(args: &[egrad::Type]) -> Result<egrad::Type, egrad::ShapeError> {
     if args.iter().any(|a| *a != args[0]) {
-        return Err(format!(
+        return Err(egrad::ShapeError::Other(format!(
             "the arguments have different types: {}",
             args.iter()
                 .map(|a| a.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     Ok(args[0].clone())
 }
