@@ -95,6 +95,15 @@ fn convert(x: f64, d: DType) -> f64 {
     }
 }
 
+/// An array of `out_shape` with every element `x` (rounded to `dtype`).
+fn filled(dtype: DType, out_shape: &[usize], x: f64) -> Value {
+    Value {
+        dtype,
+        shape: out_shape.to_vec(),
+        data: vec![dtype.round(x); out_shape.iter().product()],
+    }
+}
+
 /// The first element of row `k` of an array of `rows` rows of `row`
 /// elements, if `k` is a row.
 pub(crate) fn row_start(k: f64, rows: usize, row: usize) -> Option<usize> {
@@ -121,11 +130,7 @@ impl Op {
     /// The reference evaluator. `out_shape` is the concrete result shape
     /// (needed by [`Op::Zero`] and [`Op::Bcast`]); `dtype` the result dtype.
     pub fn eval(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
-        let fill = |x: f64| Value {
-            dtype,
-            shape: out_shape.to_vec(),
-            data: vec![dtype.round(x); out_shape.iter().product()],
-        };
+        let fill = |x: f64| filled(dtype, out_shape, x);
         match self {
             Op::Const(l) => Value::scalar(l.dtype, l.value()),
             Op::Zero => fill(0.0),
@@ -144,16 +149,7 @@ impl Op {
             }
             // Its value is its first operand's; the rest is for AD.
             Op::Custom(..) => args[0].clone(),
-            Op::Kernel(k, _) => {
-                let ins: Vec<&[f64]> = args.iter().map(|a| &a.data[..]).collect();
-                let mut out = vec![0.0; out_shape.iter().product()];
-                super::kernels::call_kernel(*k, &ins, &mut out);
-                Value {
-                    dtype,
-                    shape: out_shape.to_vec(),
-                    data: out,
-                }
-            }
+            Op::Kernel(k, _) => self.eval_kernel(args, dtype, out_shape, *k),
             Op::Add => map_elems(dtype, args, elem!(|a, b| a.add(b))),
             Op::Sub => map_elems(dtype, args, elem!(|a, b| a.sub(b))),
             Op::Mul => map_elems(dtype, args, elem!(|a, b| a.mul(b))),
@@ -186,42 +182,9 @@ impl Op {
                 Value::scalar(dtype, self.fold_row(&args[0].data, dtype))
             }
             Op::Bcast => fill(args[0].as_scalar()),
-            Op::Slice(c) => {
-                let a = args[0];
-                let row: usize = a.shape[1..].iter().product();
-                let n: usize = out_shape.iter().product();
-                let start = *c as usize * row;
-                let data = a.data.get(start..start + n).map(<[f64]>::to_vec);
-                Value {
-                    dtype,
-                    shape: out_shape.to_vec(),
-                    data: data.unwrap_or_else(|| vec![f64::NAN; n]),
-                }
-            }
-            Op::Pad(c) | Op::Unindex(c) => {
-                let a = args[0];
-                let mut out = fill(0.0);
-                let row: usize = out_shape[1..].iter().product();
-                let start = *c as usize * row;
-                if let Some(dst) = out.data.get_mut(start..start + a.data.len()) {
-                    dst.copy_from_slice(&a.data);
-                }
-                out
-            }
-            Op::Index(k) => {
-                let a = args[0];
-                let row: usize = a.shape[1..].iter().product();
-                let start = *k as usize * row;
-                Value {
-                    dtype,
-                    shape: a.shape[1..].to_vec(),
-                    data: a
-                        .data
-                        .get(start..start + row)
-                        .map(<[f64]>::to_vec)
-                        .unwrap_or_else(|| vec![f64::NAN; row]),
-                }
-            }
+            Op::Slice(c) => self.eval_slice(args, dtype, out_shape, *c),
+            Op::Pad(c) | Op::Unindex(c) => self.eval_pad(args, dtype, out_shape, *c),
+            Op::Index(k) => self.eval_index(args, dtype, *k),
             Op::Rem => map_elems(dtype, args, elem!(|a, b| a.rem(b))),
             Op::Threefry0 => map_elems(dtype, args, |xs, _| threefry_word(xs, 0)),
             Op::Threefry1 => map_elems(dtype, args, |xs, _| threefry_word(xs, 1)),
@@ -234,90 +197,12 @@ impl Op {
                     data,
                 }
             }
-            Op::Gather(_) => {
-                // An index out of range reads NaN here; the interpreter
-                // reports it before evaluating (`ir::interp`).
-                let (x, idx) = (args[0], args[1]);
-                let row: usize = x.shape[1..].iter().product();
-                let mut data = Vec::with_capacity(idx.len() * row);
-                for &k in &idx.data {
-                    match row_start(k, x.shape[0], row) {
-                        Some(start) => data.extend_from_slice(&x.data[start..start + row]),
-                        None => data.extend(std::iter::repeat_n(f64::NAN, row)),
-                    }
-                }
-                let mut shape = idx.shape.clone();
-                shape.extend_from_slice(&x.shape[1..]);
-                Value { dtype, shape, data }
-            }
-            Op::Scatter(_) => {
-                // Rows added in index order (native code's order); an index
-                // out of range is skipped here and reported by the
-                // interpreter.
-                let (idx, vals) = (args[0], args[1]);
-                let mut out = fill(0.0);
-                let row: usize = out_shape[1..].iter().product();
-                let add: ElemFn = elem!(|a, b| a.add(b));
-                for (j, &k) in idx.data.iter().enumerate() {
-                    if let Some(start) = row_start(k, out_shape[0], row) {
-                        for r in 0..row {
-                            let y = &mut out.data[start + r];
-                            *y = add(&[*y, vals.data[j * row + r]], dtype);
-                        }
-                    }
-                }
-                out
-            }
-            Op::Repeat => {
-                let a = args[0];
-                let n: usize = out_shape.iter().product();
-                let data = (0..n).map(|i| a.data[i % a.data.len().max(1)]).collect();
-                Value {
-                    dtype,
-                    shape: out_shape.to_vec(),
-                    data,
-                }
-            }
-            Op::Spread => {
-                let a = args[0];
-                let n: usize = out_shape.iter().product();
-                let row: usize = out_shape[1..].iter().product();
-                let data = (0..n).map(|i| a.data[i / row.max(1)]).collect();
-                Value {
-                    dtype,
-                    shape: out_shape.to_vec(),
-                    data,
-                }
-            }
-            Op::SumLead => {
-                // Row by row, top to bottom, from the identity (the JIT's order).
-                let a = args[0];
-                let row: usize = a.shape[1..].iter().product();
-                let (init, step) = self.fold();
-                let mut data = vec![init; row];
-                for (i, x) in a.data.iter().enumerate() {
-                    let j = i % row.max(1);
-                    data[j] = step(&[data[j], *x], dtype);
-                }
-                Value {
-                    dtype,
-                    shape: a.shape[1..].to_vec(),
-                    data,
-                }
-            }
-            Op::SumTail | Op::MaxTail | Op::MinTail => {
-                // Each row in egrad's fixed order (the JIT's).
-                let a = args[0];
-                let row: usize = a.shape[1..].iter().product();
-                let data = (0..a.shape[0])
-                    .map(|r| self.fold_row(&a.data[r * row..(r + 1) * row], dtype))
-                    .collect();
-                Value {
-                    dtype,
-                    shape: vec![a.shape[0]],
-                    data,
-                }
-            }
+            Op::Gather(_) => self.eval_gather(args, dtype),
+            Op::Scatter(_) => self.eval_scatter(args, dtype, out_shape),
+            Op::Repeat => self.eval_repeat(args, dtype, out_shape),
+            Op::Spread => self.eval_spread(args, dtype, out_shape),
+            Op::SumLead => self.eval_sumlead(args, dtype),
+            Op::SumTail | Op::MaxTail | Op::MinTail => self.eval_sumtail(args, dtype),
             Op::MatMul => {
                 // out[i, j]: a chain of fused multiply-adds over k from +0
                 // (`crate::gemm`, the kernel native code calls too).
@@ -334,36 +219,194 @@ impl Op {
                 shape: out_shape.to_vec(),
                 data: args[0].data.clone(),
             },
-            Op::Transpose => {
-                let a = args[0];
-                let (m, n) = (a.shape[0], a.shape[1]);
-                let mut data = Vec::with_capacity(m * n);
-                for j in 0..n {
-                    for i in 0..m {
-                        data.push(a.data[i * n + j]);
-                    }
-                }
-                Value {
-                    dtype,
-                    shape: vec![n, m],
-                    data,
+            Op::Transpose => self.eval_transpose(args, dtype),
+            Op::Reverse => self.eval_reverse(args, dtype),
+        }
+    }
+}
+
+impl Op {
+    /// A native kernel on the arguments' elements.
+    fn eval_kernel(&self, args: &[&Value], dtype: DType, out_shape: &[usize], k: u32) -> Value {
+        let ins: Vec<&[f64]> = args.iter().map(|a| &a.data[..]).collect();
+        let mut out = vec![0.0; out_shape.iter().product()];
+        super::kernels::call_kernel(k, &ins, &mut out);
+        Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data: out,
+        }
+    }
+
+    /// Rows `c ..` of the leading axis (NaN past the end).
+    fn eval_slice(&self, args: &[&Value], dtype: DType, out_shape: &[usize], c: u64) -> Value {
+        let a = args[0];
+        let row: usize = a.shape[1..].iter().product();
+        let n: usize = out_shape.iter().product();
+        let start = c as usize * row;
+        let data = a.data.get(start..start + n).map(<[f64]>::to_vec);
+        Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data: data.unwrap_or_else(|| vec![f64::NAN; n]),
+        }
+    }
+
+    /// The operand at rows `c ..` of zeros.
+    fn eval_pad(&self, args: &[&Value], dtype: DType, out_shape: &[usize], c: u64) -> Value {
+        let a = args[0];
+        let mut out = filled(dtype, out_shape, 0.0);
+        let row: usize = out_shape[1..].iter().product();
+        let start = c as usize * row;
+        if let Some(dst) = out.data.get_mut(start..start + a.data.len()) {
+            dst.copy_from_slice(&a.data);
+        }
+        out
+    }
+
+    /// Row `k` (NaN past the end).
+    fn eval_index(&self, args: &[&Value], dtype: DType, k: u64) -> Value {
+        let a = args[0];
+        let row: usize = a.shape[1..].iter().product();
+        let start = k as usize * row;
+        Value {
+            dtype,
+            shape: a.shape[1..].to_vec(),
+            data: a
+                .data
+                .get(start..start + row)
+                .map(<[f64]>::to_vec)
+                .unwrap_or_else(|| vec![f64::NAN; row]),
+        }
+    }
+
+    /// Rows at indices; an index out of range reads NaN here (the interpreter reports it before evaluating, `ir::interp`).
+    fn eval_gather(&self, args: &[&Value], dtype: DType) -> Value {
+        // An index out of range reads NaN here; the interpreter
+        // reports it before evaluating (`ir::interp`).
+        let (x, idx) = (args[0], args[1]);
+        let row: usize = x.shape[1..].iter().product();
+        let mut data = Vec::with_capacity(idx.len() * row);
+        for &k in &idx.data {
+            match row_start(k, x.shape[0], row) {
+                Some(start) => data.extend_from_slice(&x.data[start..start + row]),
+                None => data.extend(std::iter::repeat_n(f64::NAN, row)),
+            }
+        }
+        let mut shape = idx.shape.clone();
+        shape.extend_from_slice(&x.shape[1..]);
+        Value { dtype, shape, data }
+    }
+
+    /// Rows added at indices, in index order (native code's); an index out of range is skipped here and reported by the interpreter.
+    fn eval_scatter(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
+        // Rows added in index order (native code's order); an index
+        // out of range is skipped here and reported by the
+        // interpreter.
+        let (idx, vals) = (args[0], args[1]);
+        let mut out = filled(dtype, out_shape, 0.0);
+        let row: usize = out_shape[1..].iter().product();
+        let add: ElemFn = elem!(|a, b| a.add(b));
+        for (j, &k) in idx.data.iter().enumerate() {
+            if let Some(start) = row_start(k, out_shape[0], row) {
+                for r in 0..row {
+                    let y = &mut out.data[start + r];
+                    *y = add(&[*y, vals.data[j * row + r]], dtype);
                 }
             }
-            Op::Reverse => {
-                // Row r of the result is row L-1-r of the operand.
-                let a = args[0];
-                let row: usize = a.shape.get(1..).unwrap_or(&[]).iter().product();
-                let data = if row == 0 {
-                    Vec::new()
-                } else {
-                    a.data.chunks(row).rev().flatten().copied().collect()
-                };
-                Value {
-                    dtype,
-                    shape: a.shape.clone(),
-                    data,
-                }
+        }
+        out
+    }
+
+    /// The operand as every row.
+    fn eval_repeat(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
+        let a = args[0];
+        let n: usize = out_shape.iter().product();
+        let data = (0..n).map(|i| a.data[i % a.data.len().max(1)]).collect();
+        Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data,
+        }
+    }
+
+    /// Row `i` filled with element `i`.
+    fn eval_spread(&self, args: &[&Value], dtype: DType, out_shape: &[usize]) -> Value {
+        let a = args[0];
+        let n: usize = out_shape.iter().product();
+        let row: usize = out_shape[1..].iter().product();
+        let data = (0..n).map(|i| a.data[i / row.max(1)]).collect();
+        Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data,
+        }
+    }
+
+    /// Column sums, row by row from the identity (the JIT's order).
+    fn eval_sumlead(&self, args: &[&Value], dtype: DType) -> Value {
+        // Row by row, top to bottom, from the identity (the JIT's order).
+        let a = args[0];
+        let row: usize = a.shape[1..].iter().product();
+        let (init, step) = self.fold();
+        let mut data = vec![init; row];
+        for (i, x) in a.data.iter().enumerate() {
+            let j = i % row.max(1);
+            data[j] = step(&[data[j], *x], dtype);
+        }
+        Value {
+            dtype,
+            shape: a.shape[1..].to_vec(),
+            data,
+        }
+    }
+
+    /// Each row folded in egrad's fixed order (the JIT's).
+    fn eval_sumtail(&self, args: &[&Value], dtype: DType) -> Value {
+        // Each row in egrad's fixed order (the JIT's).
+        let a = args[0];
+        let row: usize = a.shape[1..].iter().product();
+        let data = (0..a.shape[0])
+            .map(|r| self.fold_row(&a.data[r * row..(r + 1) * row], dtype))
+            .collect();
+        Value {
+            dtype,
+            shape: vec![a.shape[0]],
+            data,
+        }
+    }
+
+    /// A matrix transposed.
+    fn eval_transpose(&self, args: &[&Value], dtype: DType) -> Value {
+        let a = args[0];
+        let (m, n) = (a.shape[0], a.shape[1]);
+        let mut data = Vec::with_capacity(m * n);
+        for j in 0..n {
+            for i in 0..m {
+                data.push(a.data[i * n + j]);
             }
+        }
+        Value {
+            dtype,
+            shape: vec![n, m],
+            data,
+        }
+    }
+
+    /// Row `r` of the result is row `L-1-r` of the operand.
+    fn eval_reverse(&self, args: &[&Value], dtype: DType) -> Value {
+        // Row r of the result is row L-1-r of the operand.
+        let a = args[0];
+        let row: usize = a.shape.get(1..).unwrap_or(&[]).iter().product();
+        let data = if row == 0 {
+            Vec::new()
+        } else {
+            a.data.chunks(row).rev().flatten().copied().collect()
+        };
+        Value {
+            dtype,
+            shape: a.shape.clone(),
+            data,
         }
     }
 }
