@@ -68,6 +68,13 @@ const CASES: &[Case] = &[
         says: "unexpected character `$`",
     },
     Case {
+        file: "long-name",
+        action: Action::Check,
+        kind: ErrorKind::Limit,
+        at: "5:6",
+        says: "this name is 2000 characters long; a name has at most 1024",
+    },
+    Case {
         file: "deep-nesting",
         action: Action::Check,
         kind: ErrorKind::Limit,

@@ -50,11 +50,33 @@ pub fn parse(src: &str) -> (Module, Vec<Diagnostic>) {
     parse_at(src, 0)
 }
 
+/// The longest name (of a function, parameter, size or variable), in
+/// bytes. Every type that mentions a size carries its name, so a bound
+/// keeps compile time linear in the program's size.
+pub const MAX_NAME_LEN: usize = 1024;
+
 /// [`parse`] with every span moved `base` bytes on: for a source that
 /// shares the span space of another one, attached at `base`
 /// ([`crate::error::span::SourceFile::with_attached`]).
 pub fn parse_at(src: &str, base: u32) -> (Module, Vec<Diagnostic>) {
     let (mut toks, mut errs) = lex(src);
+    let mut long = std::collections::HashSet::new();
+    for t in &mut toks {
+        if let Tok::Ident(name) = &mut t.tok {
+            // Reported at its first use only.
+            if name.len() > MAX_NAME_LEN && long.insert(name.clone()) {
+                errs.push(Diagnostic::limit(
+                    t.span,
+                    format!(
+                        "this name is {} characters long; a name has at most {MAX_NAME_LEN}",
+                        name.len()
+                    ),
+                ));
+            }
+            // Later messages quote the name: its start is enough.
+            name.truncate(MAX_NAME_LEN);
+        }
+    }
     if base != 0 {
         let shift = |s: &mut Span| {
             s.start = s.start.saturating_add(base);
