@@ -544,6 +544,56 @@ struct Tally {
     known: Vec<(String, usize)>,
 }
 
+impl Tally {
+    /// Count case `i` (seed `seed`, from `from`, source `src`) and its
+    /// outcome `o`; `known` are the open bugs' signatures.
+    fn record(
+        &mut self,
+        i: u64,
+        seed: u64,
+        from: &'static str,
+        src: Vec<u8>,
+        o: Outcome,
+        known: &[String],
+    ) {
+        self.cases += 1;
+        let ok = usize::from(matches!(o, Outcome::Fine([1, ..])));
+        match self.by_source.iter_mut().find(|x| x.0 == from) {
+            Some(x) => {
+                x.1 += 1;
+                x.2 += ok;
+            }
+            None => self.by_source.push((from, 1, ok)),
+        }
+        match &o {
+            Outcome::Fine(c) => {
+                self.checked += c[0];
+                self.compiled += c[1];
+                self.runs += c[2];
+                self.gradients += c[3];
+                self.fd_checks += c[4];
+            }
+            Outcome::Slow(_) => self.slow += 1,
+            Outcome::Bug { .. } if known.iter().any(|k| o.signature().unwrap().starts_with(k)) => {
+                let sig = o.signature().unwrap();
+                println!("FUZZ KNOWN case {i} (seed {seed:#x}): {o:?}");
+                match self.known.iter_mut().find(|k| k.0 == sig) {
+                    Some(k) => k.1 += 1,
+                    None => self.known.push((sig, 1)),
+                }
+            }
+            Outcome::Bug { .. } => {
+                let sig = o.signature().unwrap();
+                println!("FUZZ FAIL case {i} (seed {seed:#x}): {o:?}");
+                match self.failures.iter_mut().find(|f| f.0 == sig) {
+                    Some(f) => f.4 += 1,
+                    None => self.failures.push((sig, seed, src, o, 1)),
+                }
+            }
+        }
+    }
+}
+
 /// The signatures of the open bugs (a failure is known when its signature
 /// starts with one of them): the `// signature:` lines of the
 /// files in `tests/regressions/open/` (reproducers of bugs not fixed yet,
@@ -564,6 +614,59 @@ fn known_open() -> Vec<String> {
         }
     }
     out
+}
+
+/// Minimize each distinct failure, save it under `tests/regressions/`
+/// (unless `EGRAD_FUZZ_NO_SAVE`), and say what was found and where.
+fn save_failures(t: &Tally, deadline: Duration, min_budget: Duration) -> Vec<String> {
+    let save = std::env::var("EGRAD_FUZZ_NO_SAVE").is_err();
+    let mut runner = Runner {
+        child: None,
+        deadline,
+    };
+    let mut report = Vec::new();
+    for (sig, seed, src, o, n) in &t.failures {
+        let small = minimize(&mut runner, *seed, src, sig, min_budget);
+        let mut line = format!(
+            "{sig} ({n} cases; first seed {seed:#x}, rerun with EGRAD_FUZZ_CASE_SEED={seed:#x}; {} bytes minimized to {})",
+            src.len(),
+            small.len()
+        );
+        if save {
+            let what = match o {
+                Outcome::Bug { kind, stage, what } => format!(
+                    "{kind} in {stage}: {}",
+                    what.lines()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ),
+                _ => sig.clone(),
+            };
+            let path = format!("tests/regressions/{}.eg", slug(sig));
+            let mut text = format!(
+                "// fuzz: {what}\n// seed: {seed:#x} (EGRAD_FUZZ_CASE_SEED={seed:#x}); found {}\n// args-seed: {seed:#x}\n",
+                today()
+            )
+            .into_bytes();
+            text.extend_from_slice(&small);
+            if !text.ends_with(b"\n") {
+                text.push(b'\n');
+            }
+            if !Path::new(&path).exists() {
+                let _ = std::fs::create_dir_all("tests/regressions");
+                std::fs::write(&path, &text).expect("write a regression");
+                line.push_str(&format!(", saved as {path}"));
+            } else {
+                line.push_str(&format!(", already saved as {path}"));
+            }
+        }
+        println!("{line}");
+        report.push(line);
+    }
+    report
 }
 
 #[test]
@@ -619,44 +722,7 @@ fn fuzz() {
                     let seed = mix(base.wrapping_add(i));
                     let (from, src) = input(seed, &corpus);
                     let o = runner.run(seed, &src);
-                    let mut t = tally.lock().unwrap();
-                    t.cases += 1;
-                    let ok = usize::from(matches!(o, Outcome::Fine([1, ..])));
-                    match t.by_source.iter_mut().find(|x| x.0 == from) {
-                        Some(x) => {
-                            x.1 += 1;
-                            x.2 += ok;
-                        }
-                        None => t.by_source.push((from, 1, ok)),
-                    }
-                    match &o {
-                        Outcome::Fine(c) => {
-                            t.checked += c[0];
-                            t.compiled += c[1];
-                            t.runs += c[2];
-                            t.gradients += c[3];
-                            t.fd_checks += c[4];
-                        }
-                        Outcome::Slow(_) => t.slow += 1,
-                        Outcome::Bug { .. }
-                            if known.iter().any(|k| o.signature().unwrap().starts_with(k)) =>
-                        {
-                            let sig = o.signature().unwrap();
-                            println!("FUZZ KNOWN case {i} (seed {seed:#x}): {o:?}");
-                            match t.known.iter_mut().find(|k| k.0 == sig) {
-                                Some(k) => k.1 += 1,
-                                None => t.known.push((sig, 1)),
-                            }
-                        }
-                        Outcome::Bug { .. } => {
-                            let sig = o.signature().unwrap();
-                            println!("FUZZ FAIL case {i} (seed {seed:#x}): {o:?}");
-                            match t.failures.iter_mut().find(|f| f.0 == sig) {
-                                Some(f) => f.4 += 1,
-                                None => t.failures.push((sig, seed, src, o, 1)),
-                            }
-                        }
-                    }
+                    tally.lock().unwrap().record(i, seed, from, src, o, &known);
                 }
             });
         }
@@ -688,53 +754,7 @@ fn fuzz() {
     if t.failures.is_empty() {
         return;
     }
-    let save = std::env::var("EGRAD_FUZZ_NO_SAVE").is_err();
-    let mut runner = Runner {
-        child: None,
-        deadline,
-    };
-    let mut report = Vec::new();
-    for (sig, seed, src, o, n) in &t.failures {
-        let small = minimize(&mut runner, *seed, src, sig, min_budget);
-        let mut line = format!(
-            "{sig} ({n} cases; first seed {seed:#x}, rerun with EGRAD_FUZZ_CASE_SEED={seed:#x}; {} bytes minimized to {})",
-            src.len(),
-            small.len()
-        );
-        if save {
-            let what = match o {
-                Outcome::Bug { kind, stage, what } => format!(
-                    "{kind} in {stage}: {}",
-                    what.lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(300)
-                        .collect::<String>()
-                ),
-                _ => sig.clone(),
-            };
-            let path = format!("tests/regressions/{}.eg", slug(sig));
-            let mut text = format!(
-                "// fuzz: {what}\n// seed: {seed:#x} (EGRAD_FUZZ_CASE_SEED={seed:#x}); found {}\n// args-seed: {seed:#x}\n",
-                today()
-            )
-            .into_bytes();
-            text.extend_from_slice(&small);
-            if !text.ends_with(b"\n") {
-                text.push(b'\n');
-            }
-            if !Path::new(&path).exists() {
-                let _ = std::fs::create_dir_all("tests/regressions");
-                std::fs::write(&path, &text).expect("write a regression");
-                line.push_str(&format!(", saved as {path}"));
-            } else {
-                line.push_str(&format!(", already saved as {path}"));
-            }
-        }
-        println!("{line}");
-        report.push(line);
-    }
+    let report = save_failures(&t, deadline, min_budget);
     panic!(
         "the fuzzer found {} failures:\n{}",
         report.len(),

@@ -759,7 +759,7 @@ impl Gen<'_> {
             .filter_map(|(n, s)| s.map(|s| (n.clone(), s)))
             .collect();
         let sig = ptext.join(", ");
-        let call_self = || {
+        let call = {
             let args: Vec<String> = params.iter().map(|(n, _)| n.clone()).collect();
             let c = if statik { "1, " } else { "" };
             let call = format!("{name}({c}{})", args.join(", "));
@@ -769,73 +769,20 @@ impl Gen<'_> {
                 format!("+/{call}")
             }
         };
+        let p = PrimSig {
+            name: &name,
+            sig: &sig,
+            ptext: &ptext,
+            ret,
+            rty: &rty,
+            call: &call,
+            floats: &floats,
+            base: &base,
+        };
         // The VJP: `g` then a cotangent per float parameter.
-        let vjp = {
-            self.vars = base.clone();
-            let mut outs: Vec<String> = floats
-                .iter()
-                .map(|(_, s)| self.linear("g", ret, *s))
-                .collect();
-            let mut tys: Vec<String> = floats.iter().map(|(_, s)| self.float_ty(*s)).collect();
-            if odd(self) && !outs.is_empty() {
-                // On purpose: a cotangent missing.
-                outs.pop();
-                tys.pop();
-            }
-            if odd(self) && !outs.is_empty() {
-                // On purpose: calling the primitive.
-                let c = call_self();
-                outs[0] = format!("{} + 0 * {c}", outs[0]);
-            }
-            let (ret_ty, value) = if outs.len() == 1 {
-                (tys[0].clone(), outs[0].clone())
-            } else {
-                (
-                    format!("({})", tys.join(", ")),
-                    format!("({})", outs.join(", ")),
-                )
-            };
-            let gty = if odd(self) {
-                let s = self.rng.pick(&SHAPES);
-                self.float_ty(s)
-            } else {
-                rty.clone()
-            };
-            format!("fn {name}_vjp[N, M]({sig}, g: {gty}) -> {ret_ty} = {value}")
-        };
+        let vjp = self.primitive_vjp(&p);
         // The JVP: a tangent per float parameter.
-        let jvp = {
-            self.vars = base.clone();
-            let mut tans = Vec::new();
-            let mut terms = Vec::new();
-            for (n, s) in &floats {
-                let t = format!("d{n}");
-                tans.push(format!("{t}: {}", self.float_ty(*s)));
-                terms.push(self.linear(&t, *s, ret));
-            }
-            if odd(self) && !floats.is_empty() {
-                // On purpose: not linear in the tangents.
-                let (n, s) = &floats[0];
-                terms.push(self.linear(&format!("(d{n} * d{n})"), *s, ret));
-            }
-            if odd(self) {
-                // On purpose: calling the primitive.
-                terms.push(format!("0 * {}", call_self()));
-            }
-            if odd(self) {
-                tans.pop();
-            }
-            if terms.is_empty() {
-                terms.push(self.coef(ret));
-            }
-            let mut all = ptext.clone();
-            all.extend(tans);
-            format!(
-                "fn {name}_jvp[N, M]({}) -> {rty} = {}",
-                all.join(", "),
-                terms.join(" + ")
-            )
-        };
+        let jvp = self.primitive_jvp(&p);
         let rules = self.rng.below(3);
         let mut text = String::new();
         if rules != 1 {
@@ -868,6 +815,102 @@ impl Gen<'_> {
             },
         )
     }
+    /// A primitive's VJP rule: `g` then a cotangent per float parameter
+    /// (now and then, on purpose, one missing, a call of the primitive, or
+    /// a cotangent of the wrong type).
+    fn primitive_vjp(&mut self, p: &PrimSig) -> String {
+        let odd = |g: &mut Self| g.rng.chance(0.04);
+        self.vars = p.base.to_vec();
+        let mut outs: Vec<String> = p
+            .floats
+            .iter()
+            .map(|(_, s)| self.linear("g", p.ret, *s))
+            .collect();
+        let mut tys: Vec<String> = p.floats.iter().map(|(_, s)| self.float_ty(*s)).collect();
+        if odd(self) && !outs.is_empty() {
+            // On purpose: a cotangent missing.
+            outs.pop();
+            tys.pop();
+        }
+        if odd(self) && !outs.is_empty() {
+            // On purpose: calling the primitive.
+            let c = p.call.to_string();
+            outs[0] = format!("{} + 0 * {c}", outs[0]);
+        }
+        let (ret_ty, value) = if outs.len() == 1 {
+            (tys[0].clone(), outs[0].clone())
+        } else {
+            (
+                format!("({})", tys.join(", ")),
+                format!("({})", outs.join(", ")),
+            )
+        };
+        let gty = if odd(self) {
+            let s = self.rng.pick(&SHAPES);
+            self.float_ty(s)
+        } else {
+            p.rty.to_string()
+        };
+        format!(
+            "fn {}_vjp[N, M]({}, g: {gty}) -> {ret_ty} = {value}",
+            p.name, p.sig
+        )
+    }
+
+    /// A primitive's JVP rule: a tangent per float parameter (now and
+    /// then, on purpose, not linear, calling the primitive, or a tangent
+    /// missing).
+    fn primitive_jvp(&mut self, p: &PrimSig) -> String {
+        let odd = |g: &mut Self| g.rng.chance(0.04);
+        self.vars = p.base.to_vec();
+        let mut tans = Vec::new();
+        let mut terms = Vec::new();
+        for (n, s) in p.floats {
+            let t = format!("d{n}");
+            tans.push(format!("{t}: {}", self.float_ty(*s)));
+            terms.push(self.linear(&t, *s, p.ret));
+        }
+        if odd(self) && !p.floats.is_empty() {
+            // On purpose: not linear in the tangents.
+            let (n, s) = &p.floats[0];
+            terms.push(self.linear(&format!("(d{n} * d{n})"), *s, p.ret));
+        }
+        if odd(self) {
+            // On purpose: calling the primitive.
+            terms.push(format!("0 * {}", p.call));
+        }
+        if odd(self) {
+            tans.pop();
+        }
+        if terms.is_empty() {
+            terms.push(self.coef(p.ret));
+        }
+        let mut all = p.ptext.to_vec();
+        all.extend(tans);
+        format!(
+            "fn {}_jvp[N, M]({}) -> {} = {}",
+            p.name,
+            all.join(", "),
+            p.rty,
+            terms.join(" + ")
+        )
+    }
+}
+
+/// What a primitive's rules are written against.
+struct PrimSig<'a> {
+    name: &'a str,
+    /// The parameters as written.
+    sig: &'a str,
+    /// Each parameter as written.
+    ptext: &'a [String],
+    ret: Shape,
+    rty: &'a str,
+    /// A call of the primitive, reduced to a scalar.
+    call: &'a str,
+    floats: &'a [(String, Shape)],
+    /// The variables in scope in its body.
+    base: &'a [(String, Shape)],
 }
 
 /// A program of one to four functions, and derivative functions of some.
