@@ -18,7 +18,7 @@
 //! [`DEFAULT_DIM`] when none is given.
 
 use crate::ir::Function;
-use crate::ops::Op;
+use crate::ops::{CostBasis, Op};
 use crate::rewrites::lang::{Node, EG};
 use crate::types::{Dim, Type};
 use indexmap::IndexMap;
@@ -275,15 +275,10 @@ impl CostModel {
         }
         // Reductions work per operand element; `matmul` per multiply-add
         // (result elements times the inner size).
-        let counted = match op {
-            Op::Sum
-            | Op::MaxAll
-            | Op::MinAll
-            | Op::SumLead
-            | Op::SumTail
-            | Op::MaxTail
-            | Op::MinTail => operand(0).map(|t| self.elements(t)),
-            Op::MatMul => match (operand(0), operand(1)) {
+        let counted = match op.cost_basis() {
+            CostBasis::ResultElement => None,
+            CostBasis::OperandElement => operand(0).map(|t| self.elements(t)),
+            CostBasis::MultiplyAdd => match (operand(0), operand(1)) {
                 (Some(a), Some(b)) => {
                     let inner = Type::array(a.dtype, a.shape.get(1).cloned().into_iter().collect());
                     let outer = Type::array(
@@ -299,7 +294,6 @@ impl CostModel {
                 }
                 _ => None,
             },
-            _ => None,
         };
         let elems = counted.unwrap_or_else(|| result().map_or(1.0, |t| self.elements(t)));
         Cost::new(op.flops() * elems + STMT_OVERHEAD)

@@ -2,6 +2,18 @@
 
 use super::Op;
 
+/// What an op's flops ([`Op::flops`]) are counted per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostBasis {
+    /// Each element of the result.
+    ResultElement,
+    /// Each element of the first operand (the reductions).
+    OperandElement,
+    /// Each multiply-add (`matmul`: the result's elements times the inner
+    /// size).
+    MultiplyAdd,
+}
+
 impl Op {
     /// Cost in flops per result element (per operand element for reductions,
     /// per multiply-add for `matmul`).
@@ -41,6 +53,60 @@ impl Op {
             Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail => 1.0,
             // Per multiply-add (see `extract::cost`).
             Op::MatMul => 2.0,
+        }
+    }
+
+    /// What [`Op::flops`] is counted per.
+    pub fn cost_basis(&self) -> CostBasis {
+        match self {
+            Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::SumLead
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail => CostBasis::OperandElement,
+            Op::MatMul => CostBasis::MultiplyAdd,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Iota
+            | Op::Bcast
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Neg
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Div
+            | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
+            | Op::Convert(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
+            | Op::Math(_)
+            | Op::Pow
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::Spread
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Reshape
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..)
+            | Op::Custom(..)
+            | Op::Kernel(..) => CostBasis::ResultElement,
         }
     }
 }

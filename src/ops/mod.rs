@@ -40,6 +40,7 @@ pub mod threefry;
 mod type_rule;
 
 pub use classify::Family;
+pub use cost::CostBasis;
 pub use eval::{fold_row, FOLD_LANES};
 pub use lit::{parse_number, Lit};
 pub use math::{Math, Native};
