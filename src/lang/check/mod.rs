@@ -37,6 +37,7 @@ mod custom;
 mod derive;
 mod emit;
 mod expr;
+mod fn_calls;
 mod graph;
 mod loops;
 mod matching;
