@@ -53,35 +53,9 @@ impl<'a> FnCx<'a> {
         seq: Option<Seq>,
         done: Option<Cond>,
     ) -> Option<Val> {
-        let all = seq.as_ref().and_then(|s| s.all);
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
-        // The row type: the dynamic leaves' array type (or scalar type).
-        // A scalar rides along a vector state as a broadcast row.
-        let mut leaf_ty: Option<Type> = None;
-        for l in &leaves {
-            match l {
-                Val::Var(v) => {
-                    let t = self.ty(*v);
-                    match &leaf_ty {
-                        Some(u) if *u == t || (t.is_scalar() && t.dtype == u.dtype) => {}
-                        Some(u) if u.is_scalar() && t.dtype == u.dtype => leaf_ty = Some(t),
-                        Some(_) => return None,
-                        None => leaf_ty = Some(t),
-                    }
-                }
-                Val::Const(_) => {}
-                _ => return None,
-            }
-        }
-        let leaf_ty = leaf_ty?;
-        if leaf_ty.rank() > 1
-            && leaves
-                .iter()
-                .any(|l| matches!(l, Val::Var(v) if self.ty(*v) != leaf_ty))
-        {
-            return None;
-        }
+        let leaf_ty = self.row_type(&leaves)?;
         let scalar_ty = Type::scalar(leaf_ty.dtype);
         // Each leaf's own type (a number left in the state is a scalar).
         let leaf_tys: Vec<Type> = leaves
@@ -95,64 +69,21 @@ impl<'a> FnCx<'a> {
         // Inside `tabulate`: every row the loop carries is a stack.
         let batch_len = self.batch.as_ref().map(|(l, _)| l.clone());
         let batched = batch_len.is_some();
-        let stack = |t: &Type| match &batch_len {
-            Some(l) => with_rows(l.clone(), t),
-            None => t.clone(),
-        };
-        let row_ty = stack(&leaf_ty);
+        let row_ty = stacked(&batch_len, &leaf_ty);
         let (stmt_mark, var_mark) = (self.b.function().stmts.len(), self.b.function().vars.len());
         let loop_mark = self.b.function().loops.len();
         // Rules of functions the step calls (`custom`): the body gets a
         // copy, statements hoisted out of it keep these.
         let rule_mark = self.b.function().rules.len();
         let err_mark = self.errs.len();
-        // Lower one step on placeholder variables standing for the state.
-        let holders: Vec<VarId> = leaf_tys
-            .iter()
-            .map(|t| self.b.fresh("", stack(t)))
-            .collect();
-        if batched {
-            self.batched.extend(holders.iter().copied());
-        }
-        let mut it = holders.iter().map(|h| Val::Var(*h));
-        let symbolic = rebuild_leaves(state, &mut it);
-        // A scan's row: a placeholder too, the body's second parameter.
-        let row = seq.as_ref().map(|sq| {
-            let t = self.b.ty(sq.rows).clone();
-            let row_ty = Type::array(t.dtype, t.shape[1..].to_vec());
-            let h = self.b.fresh("", row_ty.clone());
-            if sq.stacked {
-                self.batched.insert(h);
-            }
-            (h, row_ty, sq.name)
-        });
-        let env_mark = self.env.len();
-        let bound = self.bind_pattern(param, symbolic.clone(), init_span);
-        if let Some((h, _, name)) = &row {
-            self.env.push((name.name.clone(), Val::Var(*h)));
-        }
-        let mut next = if bound {
-            self.lower(body, hints)
-        } else {
-            Val::Err
-        };
-        self.env.truncate(env_mark);
-        if let (Some(cond), false) = (done, matches!(next, Val::Err)) {
-            next = match self.stop_condition(cond, &symbolic, init_span) {
-                Some(Val::Bool(true)) => symbolic.clone(),
-                Some(Val::Mask(m)) => self
-                    .freeze(
-                        m,
-                        (&symbolic, init_span),
-                        (next, result_expr(body).span),
-                        done,
-                        hints,
-                    )
-                    .unwrap_or(Val::Err),
-                Some(_) => next,
-                None => Val::Err,
-            };
-        }
+        let (holders, symbolic, row, next) = self.lower_step(
+            (&leaf_tys, &batch_len),
+            state,
+            seq.as_ref(),
+            (param, body, done),
+            init_span,
+            hints,
+        );
         if self.errs.len() > err_mark || self.internal.is_some() || matches!(next, Val::Err) {
             // Reported once here; unrolling would report it again.
             self.forget(stmt_mark, var_mark);
@@ -194,19 +125,176 @@ impl<'a> FnCx<'a> {
                 }
                 _ => true,
             };
-        // A value of this type (of one element) can be carried.
-        let carried = |t: &Type| {
-            *t == leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
+        let (hoisted, captures) =
+            self.hoist_and_capture(&step_stmts, &next_leaves, var_mark, batched, &leaf_ty);
+        // Each one's own type (of one element of a stack).
+        let capture_tys: Vec<Type> = captures.iter().map(|c| self.ty(*c)).collect();
+        let captures_fit = capture_tys.iter().all(|t| carried(t, &leaf_ty));
+        // Inside `tabulate`, the captured values that are not stacks:
+        // carried lifted to one, each with its own type.
+        let lifted: HashMap<VarId, Type> = captures
+            .iter()
+            .zip(&capture_tys)
+            .filter(|(c, _)| batched && !self.batched.contains(c))
+            .map(|(c, t)| (*c, t.clone()))
+            .collect();
+        let stacked_steps: HashSet<VarId> = hoisted
+            .iter()
+            .copied()
+            .filter(|v| self.batched.contains(v))
+            .collect();
+        self.forget(stmt_mark, var_mark);
+        if !fits || !captures_fit {
+            // Unrolling lowers the step again, loops and all.
+            drop(nested);
+            self.b.truncate_rules(rule_mark);
+            return None;
+        }
+        let parts = Parts {
+            leaves,
+            leaf_tys,
+            leaf_ty,
+            row_ty,
+            batch_len,
+            holders,
+            row,
+            step_stmts,
+            hoisted,
+            stacked_steps,
+            captures,
+            capture_tys,
+            lifted,
+            next_leaves,
+            next_stacked,
+            nested,
+            loop_mark,
+            rule_mark,
+            init_span,
+            settles: done.is_some(),
         };
-        // Inside `tabulate`, what the step computes from outside values
-        // only (`X[i]`, `x[i] * w`, `w` broadcast, the index of a nested
-        // `tabulate`: not from the state): computed once before the loop,
-        // and read like values from outside (what the rest of the step
-        // reads of it must then be a stack or a value that can be
-        // carried).
+        self.build_counted_loop(parts, count, state, seq.as_ref(), hints)
+    }
+
+    /// The row type of a counted loop over the state's `leaves`: the
+    /// dynamic leaves' array type (or scalar type); a scalar rides along a
+    /// vector state as a broadcast row. None if the leaves have no such
+    /// common type (or are not all numbers and arrays).
+    fn row_type(&self, leaves: &[Val]) -> Option<Type> {
+        let mut leaf_ty: Option<Type> = None;
+        for l in leaves {
+            match l {
+                Val::Var(v) => {
+                    let t = self.ty(*v);
+                    match &leaf_ty {
+                        Some(u) if *u == t || (t.is_scalar() && t.dtype == u.dtype) => {}
+                        Some(u) if u.is_scalar() && t.dtype == u.dtype => leaf_ty = Some(t),
+                        Some(_) => return None,
+                        None => leaf_ty = Some(t),
+                    }
+                }
+                Val::Const(_) => {}
+                _ => return None,
+            }
+        }
+        let leaf_ty = leaf_ty?;
+        if leaf_ty.rank() > 1
+            && leaves
+                .iter()
+                .any(|l| matches!(l, Val::Var(v) if self.ty(*v) != leaf_ty))
+        {
+            return None;
+        }
+        Some(leaf_ty)
+    }
+
+    /// One step of a counted loop lowered on placeholder variables
+    /// standing for the state (each leaf of type `leaf_tys`, a stack
+    /// inside `tabulate` of length `batch_len`) and, for a `scan`, for the
+    /// current row; with a stop condition, the step frozen once it holds.
+    /// Returns the placeholders, the state made of them, the row's
+    /// placeholder (its type and name), and the step's result (`Val::Err`
+    /// if it failed).
+    fn lower_step<'e>(
+        &mut self,
+        (leaf_tys, batch_len): (&[Type], &Option<Dim>),
+        state: &Val,
+        seq: Option<&Seq<'e>>,
+        (param, body, done): (&Pattern, &Expr, Option<Cond>),
+        init_span: Span,
+        hints: &[&str],
+    ) -> (Vec<VarId>, Val, Option<Row<'e>>, Val) {
+        // Lower one step on placeholder variables standing for the state.
+        let holders: Vec<VarId> = leaf_tys
+            .iter()
+            .map(|t| self.b.fresh("", stacked(batch_len, t)))
+            .collect();
+        if batch_len.is_some() {
+            self.batched.extend(holders.iter().copied());
+        }
+        let mut it = holders.iter().map(|h| Val::Var(*h));
+        let symbolic = rebuild_leaves(state, &mut it);
+        // A scan's row: a placeholder too, the body's second parameter.
+        let row = seq.map(|sq| {
+            let t = self.b.ty(sq.rows).clone();
+            let row_ty = Type::array(t.dtype, t.shape[1..].to_vec());
+            let h = self.b.fresh("", row_ty.clone());
+            if sq.stacked {
+                self.batched.insert(h);
+            }
+            (h, row_ty, sq.name)
+        });
+        let env_mark = self.env.len();
+        let bound = self.bind_pattern(param, symbolic.clone(), init_span);
+        if let Some((h, _, name)) = &row {
+            self.env.push((name.name.clone(), Val::Var(*h)));
+        }
+        let mut next = if bound {
+            self.lower(body, hints)
+        } else {
+            Val::Err
+        };
+        self.env.truncate(env_mark);
+        if let (Some(cond), false) = (done, matches!(next, Val::Err)) {
+            next = match self.stop_condition(cond, &symbolic, init_span) {
+                Some(Val::Bool(true)) => symbolic.clone(),
+                Some(Val::Mask(m)) => self
+                    .freeze(
+                        m,
+                        (&symbolic, init_span),
+                        (next, result_expr(body).span),
+                        done,
+                        hints,
+                    )
+                    .unwrap_or(Val::Err),
+                Some(_) => next,
+                None => Val::Err,
+            };
+        }
+        (holders, symbolic, row, next)
+    }
+
+    /// Which statements of a counted loop's step (`step_stmts`, its
+    /// results `next_leaves`; variables before `var_mark` are from
+    /// outside) are hoisted before the loop, and which values from outside
+    /// the step it reads (carried in the state), in order.
+    ///
+    /// Inside `tabulate` (`batched`), what the step computes from outside
+    /// values only (`X[i]`, `x[i] * w`, `w` broadcast, the index of a
+    /// nested `tabulate`: not from the state) is computed once before the
+    /// loop, and read like values from outside (what the rest of the step
+    /// reads of it must then be a stack or a value that can be carried
+    /// with rows of type `leaf_ty`).
+    fn hoist_and_capture(
+        &self,
+        step_stmts: &[(Stmt, String, Type)],
+        next_leaves: &[Val],
+        var_mark: usize,
+        batched: bool,
+        leaf_ty: &Type,
+    ) -> (HashSet<VarId>, Vec<VarId>) {
         let is_outer = |v: VarId| v.index() < var_mark;
         let mut hoisted: HashSet<VarId> = HashSet::new();
-        for (st, _, _) in &step_stmts {
+        for (st, _, _) in step_stmts {
             if batched
                 && (!st.args.is_empty() || st.op == Op::Iota)
                 && st.op.loop_id().is_none()
@@ -229,7 +317,9 @@ impl<'a> FnCx<'a> {
                 }));
             let bad: Vec<VarId> = readers
                 .filter(|v| {
-                    hoisted.contains(v) && !self.batched.contains(v) && !carried(&self.ty(*v))
+                    hoisted.contains(v)
+                        && !self.batched.contains(v)
+                        && !carried(&self.ty(*v), leaf_ty)
                 })
                 .collect();
             if bad.is_empty() {
@@ -242,7 +332,7 @@ impl<'a> FnCx<'a> {
         // Values from outside the step that it reads: carried in the state.
         let mut captures: Vec<VarId> = Vec::new();
         let read = |v: VarId| is_outer(v) || hoisted.contains(&v);
-        for (s, _, _) in &step_stmts {
+        for (s, _, _) in step_stmts {
             if hoisted.contains(&s.var) {
                 continue;
             }
@@ -252,40 +342,36 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
-        for l in &next_leaves {
+        for l in next_leaves {
             if let Val::Var(v) = l {
                 if read(*v) && !captures.contains(v) {
                     captures.push(*v);
                 }
             }
         }
-        // Each one's own type (of one element of a stack).
-        let capture_tys: Vec<Type> = captures.iter().map(|c| self.ty(*c)).collect();
-        let captures_fit = capture_tys.iter().all(carried);
-        // Inside `tabulate`, the captured values that are not stacks:
-        // carried lifted to one, each with its own type.
-        let lifted: HashMap<VarId, Type> = captures
-            .iter()
-            .zip(&capture_tys)
-            .filter(|(c, _)| batched && !self.batched.contains(c))
-            .map(|(c, t)| (*c, t.clone()))
-            .collect();
-        let stacked_steps: HashSet<VarId> = hoisted
-            .iter()
-            .copied()
-            .filter(|v| self.batched.contains(v))
-            .collect();
-        self.forget(stmt_mark, var_mark);
-        if !fits || !captures_fit {
-            // Unrolling lowers the step again, loops and all.
-            drop(nested);
-            self.b.truncate_rules(rule_mark);
-            return None;
-        }
+        (hoisted, captures)
+    }
+
+    /// A counted loop built from its `parts`, once they fit one IR loop:
+    /// the hoisted statements before the loop, the loop's body (unpack,
+    /// the step's statements, pack), the state packed, the loop run
+    /// `count` times (over the rows of a `scan`'s `seq`), and the final
+    /// state unpacked into the shape of `state`.
+    fn build_counted_loop(
+        &mut self,
+        mut p: Parts<'_>,
+        count: Dim,
+        state: &Val,
+        seq: Option<&Seq>,
+        hints: &[&str],
+    ) -> Option<Val> {
+        let all = seq.and_then(|s| s.all);
+        let batched = p.batch_len.is_some();
+        let (loop_mark, rule_mark, init_span) = (p.loop_mark, p.rule_mark, p.init_span);
         // The hoisted stacks, before the loop (the step's variables are
         // gone: `outside` maps them to their copies here).
         let mut outside: HashMap<VarId, VarId> = HashMap::new();
-        for (st, _, ty) in step_stmts.iter().filter(|s| hoisted.contains(&s.0.var)) {
+        for (st, _, ty) in p.step_stmts.iter().filter(|s| p.hoisted.contains(&s.0.var)) {
             let args: Vec<VarId> = st
                 .args
                 .iter()
@@ -293,7 +379,7 @@ impl<'a> FnCx<'a> {
                 .collect();
             match self.b.push("", st.op, &args, Some(ty)) {
                 Ok(v) => {
-                    if stacked_steps.contains(&st.var) {
+                    if p.stacked_steps.contains(&st.var) {
                         self.batched.insert(v);
                     }
                     outside.insert(st.var, v);
@@ -303,11 +389,12 @@ impl<'a> FnCx<'a> {
         }
 
         // The body: unpack, the step's statements, pack.
-        let k = leaves.len() + captures.len();
+        let k = p.leaves.len() + p.captures.len();
+        let row_ty = &p.row_ty;
         let packed_ty = if k == 1 {
             row_ty.clone()
         } else {
-            with_rows(Dim::Lit(k as u64), &row_ty)
+            with_rows(Dim::Lit(k as u64), row_ty)
         };
         let fname = self.b.function().name.clone();
         let lid = loop_mark;
@@ -315,7 +402,7 @@ impl<'a> FnCx<'a> {
             format!("{fname}.loop{lid}"),
             self.b.function().size_params.clone(),
         );
-        for l in nested {
+        for l in std::mem::take(&mut p.nested) {
             bb.add_loop(l);
         }
         for r in self.b.function().rules[rule_mark..].iter().cloned() {
@@ -323,102 +410,20 @@ impl<'a> FnCx<'a> {
         }
         let s = bb.param("s", packed_ty.clone(), init_span);
         let mut map: HashMap<VarId, VarId> = HashMap::new();
-        if let Some((h, row_ty, name)) = &row {
+        if let Some((h, row_ty, name)) = &p.row {
             map.insert(*h, bb.param(&name.name, row_ty.clone(), name.span));
         }
-        // Row `i` of the state.
-        let part = |bb: &mut Builder, i: usize| -> Result<VarId, OpTypeError> {
-            if k == 1 {
-                return Ok(s);
-            }
-            bb.push("", Op::Index(i as u64), &[s], None)
-        };
-        let mut capture_rows = Vec::new();
-        let built = (|| -> Result<Function, OpTypeError> {
-            for (i, (h, t)) in holders.iter().zip(&leaf_tys).enumerate() {
-                let r = part(&mut bb, i)?;
-                map.insert(*h, bb.uncarry_row(r, t, &leaf_ty, batched)?);
-            }
-            // A lifted capture's row, until the step reads it as itself.
-            let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
-            for (j, (c, t)) in captures.iter().zip(&capture_tys).enumerate() {
-                let r = part(&mut bb, leaves.len() + j)?;
-                capture_rows.push(r);
-                if lifted.contains_key(c) {
-                    lifted_rows.insert(*c, r);
-                } else {
-                    map.insert(*c, bb.uncarry_row(r, t, &leaf_ty, batched)?);
-                }
-            }
-            // A lifted capture read as itself: the first row of its stack.
-            let plain = |bb: &mut Builder, map: &mut HashMap<VarId, VarId>, a: VarId| {
-                if let Some(v) = map.get(&a) {
-                    return Ok(*v);
-                }
-                let r = lifted_rows[&a];
-                let first = bb.push("", Op::Index(0), &[r], None)?;
-                let v = bb.uncarry_row(first, &lifted[&a], &leaf_ty, false)?;
-                map.insert(a, v);
-                Ok(v)
-            };
-            for (st, name, ty) in &step_stmts {
-                if hoisted.contains(&st.var) {
-                    continue;
-                }
-                // The step lifting a captured value to a stack: its row.
-                if let ([a], Op::Repeat | Op::Bcast) = (&st.args[..], st.op) {
-                    if let (Some(&r), Some(t)) = (lifted_rows.get(a), lifted.get(a)) {
-                        if *ty == stack(t) {
-                            map.insert(st.var, bb.uncarry_row(r, t, &leaf_ty, true)?);
-                            continue;
-                        }
-                    }
-                }
-                let mut args = Vec::new();
-                for a in &st.args {
-                    args.push(plain(&mut bb, &mut map, *a)?);
-                }
-                let op = st
-                    .op
-                    .map_loop(|l| l - lid as u32)
-                    .map_rule(|r| r - rule_mark as u32);
-                let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
-                    ""
-                } else {
-                    name
-                };
-                let v = bb.push(hint, op, &args, Some(ty))?;
-                map.insert(st.var, v);
-            }
-            let mut outs = Vec::new();
-            for (l, stacked) in next_leaves.iter().zip(&next_stacked) {
-                let v = match l {
-                    // Already carried as a stack.
-                    Val::Var(v) if lifted_rows.contains_key(v) => lifted_rows[v],
-                    Val::Var(v) => {
-                        let x = plain(&mut bb, &mut map, *v)?;
-                        bb.carry_row(x, *stacked, &row_ty)?
-                    }
-                    Val::Const(x) => {
-                        let c = bb.constant(leaf_ty.dtype, *x);
-                        bb.carry_row(c, false, &row_ty)?
-                    }
-                    _ => unreachable!("checked above"),
-                };
-                outs.push(v);
-            }
-            outs.extend(capture_rows.iter().copied());
-            let next = bb.pack_rows(&outs, &packed_ty)?;
-            Ok(bb.finish(vec![next]))
-        })();
+        let built = loop_body(bb, &p, s, map, &packed_ty);
         let body_fn = match built {
             Ok(f) => f,
             Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
         };
+        let (leaves, leaf_tys, leaf_ty) = (&p.leaves, &p.leaf_tys, &p.leaf_ty);
+        let (captures, row_ty) = (&p.captures, &p.row_ty);
         // The statements this step emitted were removed; so were their
         // variables. Start again from here: pack, loop, unpack.
         let mut dynamic = Vec::new();
-        for l in &leaves {
+        for l in leaves {
             dynamic.push(match l {
                 Val::Var(v) => *v,
                 Val::Const(x) => self.b.constant(leaf_ty.dtype, *x),
@@ -433,7 +438,7 @@ impl<'a> FnCx<'a> {
         let mut init_vars = Vec::new();
         for v in dynamic {
             let stacked = self.batched.contains(&v);
-            match self.b.carry_row(v, stacked, &row_ty) {
+            match self.b.carry_row(v, stacked, row_ty) {
                 Ok(x) => init_vars.push(x),
                 Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
             }
@@ -442,7 +447,7 @@ impl<'a> FnCx<'a> {
             count,
             body: body_fn,
             vjp: None,
-            settles: done.is_some(),
+            settles: p.settles,
         });
         let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
             Ok(p) => p,
@@ -450,10 +455,10 @@ impl<'a> FnCx<'a> {
         };
         let hint = hints.first().copied().unwrap_or("");
         let ins: Vec<VarId> = std::iter::once(packed)
-            .chain(seq.as_ref().map(|sq| sq.rows))
+            .chain(seq.map(|sq| sq.rows))
             .collect();
         if let Some(span) = all {
-            let tys = (&leaf_tys[..], &leaf_ty, &row_ty);
+            let tys = (&leaf_tys[..], leaf_ty, row_ty);
             return Some(self.every_state(id, &ins, tys, state, span, hint));
         }
         let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
@@ -466,7 +471,7 @@ impl<'a> FnCx<'a> {
             } else {
                 self.b.push("", Op::Index(i as u64), &[last], None)
             };
-            match unpacked.and_then(|r| self.b.uncarry_row(r, t, &leaf_ty, batched)) {
+            match unpacked.and_then(|r| self.b.uncarry_row(r, t, leaf_ty, batched)) {
                 Ok(v) => {
                     if batched {
                         self.batched.insert(v);
@@ -479,4 +484,179 @@ impl<'a> FnCx<'a> {
         let mut it = finals.into_iter();
         Some(rebuild_leaves(state, &mut it))
     }
+}
+
+/// A scan's row placeholder in a counted loop's step: the variable, its
+/// type, and the name the body gives it.
+type Row<'e> = (VarId, Type, &'e Ident);
+
+/// A counted loop's state and step, once they fit one IR loop: what
+/// [`FnCx::build_counted_loop`] needs to build it.
+struct Parts<'e> {
+    /// The state's leaves, and each one's own type.
+    leaves: Vec<Val>,
+    leaf_tys: Vec<Type>,
+    /// The row type ([`FnCx::row_type`]), and as the loop carries it (a
+    /// stack inside `tabulate`).
+    leaf_ty: Type,
+    row_ty: Type,
+    /// Inside `tabulate`: its length, the stacks' leading axis.
+    batch_len: Option<Dim>,
+    /// The step's placeholders for the state's leaves, and for a scan's
+    /// row.
+    holders: Vec<VarId>,
+    row: Option<Row<'e>>,
+    /// The step's statements (with each one's name and type), which of
+    /// them are hoisted before the loop, and which of those are stacks.
+    step_stmts: Vec<(Stmt, String, Type)>,
+    hoisted: HashSet<VarId>,
+    stacked_steps: HashSet<VarId>,
+    /// The values from outside the step that it reads, each one's own
+    /// type, and those lifted to a stack (inside `tabulate`).
+    captures: Vec<VarId>,
+    capture_tys: Vec<Type>,
+    lifted: HashMap<VarId, Type>,
+    /// The step's results, and which of them are stacks.
+    next_leaves: Vec<Val>,
+    next_stacked: Vec<bool>,
+    /// The loops the step made (the body's own).
+    nested: Vec<Loop>,
+    /// The loop's id (the loops before the step), and the rules before
+    /// the step (the body gets a copy of the step's).
+    loop_mark: usize,
+    rule_mark: usize,
+    init_span: Span,
+    /// Whether the loop stops early (`iterate_until`).
+    settles: bool,
+}
+
+/// `t` as a counted loop carries it: a stack of length `batch_len`
+/// inside `tabulate`.
+fn stacked(batch_len: &Option<Dim>, t: &Type) -> Type {
+    match batch_len {
+        Some(l) => with_rows(l.clone(), t),
+        None => t.clone(),
+    }
+}
+
+/// Whether a value of type `t` (of one element) can be carried in rows of
+/// type `leaf_ty`.
+fn carried(t: &Type, leaf_ty: &Type) -> bool {
+    *t == *leaf_ty || (t.is_scalar() && t.dtype == leaf_ty.dtype && leaf_ty.rank() == 1)
+}
+
+/// The body of a counted loop from its parts `p`: the packed state `s`
+/// (of type `packed_ty`) unpacked, the step's statements that are not
+/// hoisted copied (`map`: the step's variables to the body's), and the
+/// next state packed.
+fn loop_body(
+    mut bb: Builder,
+    p: &Parts,
+    s: VarId,
+    mut map: HashMap<VarId, VarId>,
+    packed_ty: &Type,
+) -> Result<Function, OpTypeError> {
+    let Parts {
+        leaves,
+        leaf_tys,
+        leaf_ty,
+        row_ty,
+        batch_len,
+        holders,
+        step_stmts,
+        hoisted,
+        captures,
+        capture_tys,
+        lifted,
+        next_leaves,
+        next_stacked,
+        loop_mark: lid,
+        rule_mark,
+        ..
+    } = p;
+    let batched = batch_len.is_some();
+    let k = leaves.len() + captures.len();
+    // Row `i` of the state.
+    let part = |bb: &mut Builder, i: usize| -> Result<VarId, OpTypeError> {
+        if k == 1 {
+            return Ok(s);
+        }
+        bb.push("", Op::Index(i as u64), &[s], None)
+    };
+    let mut capture_rows = Vec::new();
+    for (i, (h, t)) in holders.iter().zip(leaf_tys).enumerate() {
+        let r = part(&mut bb, i)?;
+        map.insert(*h, bb.uncarry_row(r, t, leaf_ty, batched)?);
+    }
+    // A lifted capture's row, until the step reads it as itself.
+    let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
+    for (j, (c, t)) in captures.iter().zip(capture_tys).enumerate() {
+        let r = part(&mut bb, leaves.len() + j)?;
+        capture_rows.push(r);
+        if lifted.contains_key(c) {
+            lifted_rows.insert(*c, r);
+        } else {
+            map.insert(*c, bb.uncarry_row(r, t, leaf_ty, batched)?);
+        }
+    }
+    // A lifted capture read as itself: the first row of its stack.
+    let plain = |bb: &mut Builder, map: &mut HashMap<VarId, VarId>, a: VarId| {
+        if let Some(v) = map.get(&a) {
+            return Ok(*v);
+        }
+        let r = lifted_rows[&a];
+        let first = bb.push("", Op::Index(0), &[r], None)?;
+        let v = bb.uncarry_row(first, &lifted[&a], leaf_ty, false)?;
+        map.insert(a, v);
+        Ok(v)
+    };
+    for (st, name, ty) in step_stmts {
+        if hoisted.contains(&st.var) {
+            continue;
+        }
+        // The step lifting a captured value to a stack: its row.
+        if let ([a], Op::Repeat | Op::Bcast) = (&st.args[..], st.op) {
+            if let (Some(&r), Some(t)) = (lifted_rows.get(a), lifted.get(a)) {
+                if *ty == stacked(batch_len, t) {
+                    map.insert(st.var, bb.uncarry_row(r, t, leaf_ty, true)?);
+                    continue;
+                }
+            }
+        }
+        let mut args = Vec::new();
+        for a in &st.args {
+            args.push(plain(&mut bb, &mut map, *a)?);
+        }
+        let op = st
+            .op
+            .map_loop(|l| l - *lid as u32)
+            .map_rule(|r| r - *rule_mark as u32);
+        let hint = if name.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            ""
+        } else {
+            name
+        };
+        let v = bb.push(hint, op, &args, Some(ty))?;
+        map.insert(st.var, v);
+    }
+    let mut outs = Vec::new();
+    for (l, stacked) in next_leaves.iter().zip(next_stacked) {
+        let v = match l {
+            // Already carried as a stack.
+            Val::Var(v) if lifted_rows.contains_key(v) => lifted_rows[v],
+            Val::Var(v) => {
+                let x = plain(&mut bb, &mut map, *v)?;
+                bb.carry_row(x, *stacked, row_ty)?
+            }
+            Val::Const(x) => {
+                let c = bb.constant(leaf_ty.dtype, *x);
+                bb.carry_row(c, false, row_ty)?
+            }
+            _ => unreachable!("checked above"),
+        };
+        outs.push(v);
+    }
+    outs.extend(capture_rows.iter().copied());
+    let next = bb.pack_rows(&outs, packed_ty)?;
+    Ok(bb.finish(vec![next]))
 }
