@@ -191,7 +191,6 @@ pub(super) fn signature_with(
     errs: &mut Vec<Diagnostic>,
 ) -> Option<Sig> {
     let before = errs.len();
-    let fname = &f.name.name;
     let all_sizes = &f.size_params;
     // The size parameters proper (without the element-type ones).
     let size_params: Vec<Ident> = all_sizes
@@ -209,7 +208,60 @@ pub(super) fn signature_with(
             );
         }
     }
-    // Parameters.
+    let (params, statics, unresolved) = resolve_params(f, &size_params, dtypes, errs);
+    check_sizes_read(f, dtypes, &size_params, (&params, &unresolved), errs);
+    let (ret, ret_tuple) = resolve_ret(f, &size_params, dtypes, errs);
+    // Attributes.
+    // Its own derivative rules: `@custom_vjp(rule)`, `@custom_jvp(rule)`.
+    let (rule_attrs, attrs): (Vec<&Attr>, Vec<&Attr>) = f
+        .attrs
+        .iter()
+        .partition(|a| CUSTOM_ATTRS.contains(&a.name.name.as_str()));
+    let custom = custom_rules(f, (&rule_attrs, &attrs), (&ret, ret_tuple), errs);
+    let (grad, value_too, jvp) =
+        transform_attrs(f, attrs, &params, (&ret, ret_tuple), before, errs);
+    if errs.len() > before {
+        return None;
+    }
+    Some(Sig {
+        size_params: size_params
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(
+                params
+                    .iter()
+                    .filter(|p| p.1.dtype == DType::I64 && p.1.is_scalar())
+                    .map(|p| p.0.clone()),
+            )
+            .collect(),
+        params,
+        statics,
+        ret,
+        ret_tuple,
+        grad,
+        custom,
+        value_too,
+        jvp,
+        generic: Vec::new(),
+        bounds: Vec::new(),
+    })
+}
+
+/// A parameter as a signature has it: its name, type and span.
+type Param = (String, Type, Span);
+
+/// The parameters of `f` resolved (its size parameters proper
+/// `size_params`, its element types fixed by `dtypes`): each one's name,
+/// type and span, whether it is static (and its kind), and the sizes named
+/// in the parameter types that did not resolve (they count as read).
+fn resolve_params(
+    f: &FnDef,
+    size_params: &[Ident],
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> (Vec<Param>, Vec<Option<StaticKind>>, Vec<String>) {
+    let fname = &f.name.name;
+    let all_sizes = &f.size_params;
     let mut seen: HashMap<&str, Span> = HashMap::new();
     let mut params = Vec::new();
     let mut statics = Vec::new();
@@ -244,7 +296,7 @@ pub(super) fn signature_with(
             }
             params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
             statics.push(None);
-        } else if let Some(t) = resolve_type_with(&p.ty, &size_params, dtypes, errs) {
+        } else if let Some(t) = resolve_type_with(&p.ty, size_params, dtypes, errs) {
             params.push((p.name.name.clone(), t, p.span));
             statics.push(None);
         } else if let TypeExpr::Named { dims, .. } = &p.ty {
@@ -252,6 +304,22 @@ pub(super) fn signature_with(
             unresolved.extend(dims.iter().flat_map(|d| d.names()).map(|i| i.name.clone()));
         }
     }
+    (params, statics, unresolved)
+}
+
+/// Reports an element-type parameter of `f` (one of `dtypes`) that is no
+/// parameter's element type, and a size parameter (of `size_params`) that
+/// cannot be read from the types of `params` (the sizes in `unresolved`
+/// count as read).
+fn check_sizes_read(
+    f: &FnDef,
+    dtypes: &HashMap<String, DType>,
+    size_params: &[Ident],
+    (params, unresolved): (&[Param], &[String]),
+    errs: &mut Vec<Diagnostic>,
+) {
+    let fname = &f.name.name;
+    let all_sizes = &f.size_params;
     // Every element-type parameter must be the element type of a parameter.
     for s in all_sizes.iter().filter(|s| dtypes.contains_key(&s.name)) {
         let used = f.params.iter().any(|p| {
@@ -271,7 +339,7 @@ pub(super) fn signature_with(
     // `interp::bind_args` and calls do (`size::Unifier`).
     let shapes: Vec<&[Dim]> = params.iter().map(|p| p.1.shape.as_slice()).collect();
     let names: Vec<String> = size_params.iter().map(|s| s.name.clone()).collect();
-    for (name, occurs) in Unifier::determinable(&shapes, &names, &unresolved) {
+    for (name, occurs) in Unifier::determinable(&shapes, &names, unresolved) {
         let Some(s) = size_params.iter().find(|s| s.name == name) else {
             continue;
         };
@@ -291,8 +359,16 @@ pub(super) fn signature_with(
         };
         errs.push(d);
     }
-    // Return type.
-    let (ret, ret_tuple) = match &f.ret {
+}
+
+/// The return types of `f` resolved, and whether it returns a tuple.
+fn resolve_ret(
+    f: &FnDef,
+    size_params: &[Ident],
+    dtypes: &HashMap<String, DType>,
+    errs: &mut Vec<Diagnostic>,
+) -> (Vec<Type>, bool) {
+    match &f.ret {
         TypeExpr::Tuple { elems, .. } => {
             let mut ret = Vec::new();
             for e in elems {
@@ -301,28 +377,32 @@ pub(super) fn signature_with(
                         *span,
                         "nested tuple types are not supported",
                     ));
-                } else if let Some(t) = resolve_type_with(e, &size_params, dtypes, errs) {
+                } else if let Some(t) = resolve_type_with(e, size_params, dtypes, errs) {
                     ret.push(t);
                 }
             }
             (ret, true)
         }
         t => (
-            resolve_type_with(t, &size_params, dtypes, errs)
+            resolve_type_with(t, size_params, dtypes, errs)
                 .into_iter()
                 .collect(),
             false,
         ),
-    };
-    // Attributes.
-    let mut grad = None;
-    let mut value_too = false;
-    let mut jvp = None;
-    // Its own derivative rules: `@custom_vjp(rule)`, `@custom_jvp(rule)`.
-    let (rule_attrs, attrs): (Vec<&Attr>, Vec<&Attr>) = f
-        .attrs
-        .iter()
-        .partition(|a| CUSTOM_ATTRS.contains(&a.name.name.as_str()));
+    }
+}
+
+/// The derivative rules `f` brings (`@custom_vjp(rule)`: `true`,
+/// `@custom_jvp(rule)`), from its `rule_attrs`; none (reported) if it is
+/// also a derived function (`attrs`), a template, or returns something
+/// other than one float value (`ret`, and whether it is a tuple).
+fn custom_rules(
+    f: &FnDef,
+    (rule_attrs, attrs): (&[&Attr], &[&Attr]),
+    (ret, ret_tuple): (&[Type], bool),
+    errs: &mut Vec<Diagnostic>,
+) -> Vec<(bool, Ident)> {
+    let fname = &f.name.name;
     let mut custom = Vec::new();
     for (k, a) in rule_attrs.iter().enumerate() {
         let attr = a.name.name.as_str();
@@ -373,12 +453,36 @@ pub(super) fn signature_with(
             errs.push(
                 Diagnostic::unsupported(
                     r.span,
-                    format!("`{fname}` returns {}: a function with its own derivative rules returns one f32 or f64 value (a scalar or an array) for now", type_list(&ret)),
+                    format!("`{fname}` returns {}: a function with its own derivative rules returns one f32 or f64 value (a scalar or an array) for now", type_list(ret)),
                 ),
             );
             custom.clear();
         }
     }
+    custom
+}
+
+/// What a function's transform attributes ask for: the parameters
+/// `@grad` differentiates, whether `@value_and_grad` returns the value
+/// too, and the (parameter, tangent) pairs of `@jvp`.
+type TransformAttrs = (Option<Vec<usize>>, bool, Option<Vec<(usize, usize)>>);
+
+/// The transform attributes of `f` (`@grad`, `@value_and_grad`, `@jvp`)
+/// checked against its `params` and return types `ret` (and whether it is
+/// a tuple): the parameters differentiated by `@grad`, whether the value
+/// is returned too, and the (parameter, tangent) pairs of `@jvp`. The
+/// return type is checked only if no error was reported since `before`.
+fn transform_attrs(
+    f: &FnDef,
+    attrs: Vec<&Attr>,
+    params: &[Param],
+    (ret, ret_tuple): (&[Type], bool),
+    before: usize,
+    errs: &mut Vec<Diagnostic>,
+) -> TransformAttrs {
+    let mut grad = None;
+    let mut value_too = false;
+    let mut jvp = None;
     // Several known attributes were expanded into functions of their own
     // (`derive::expand`), so several here means one of them is unknown.
     let several = attrs.len() > 1;
@@ -403,177 +507,195 @@ pub(super) fn signature_with(
             ));
             continue;
         }
-        let mut wrt = Vec::new();
-        let mut ok = true;
-        for arg in &a.args {
-            match f.params.iter().position(|p| p.name.name == arg.name) {
-                Some(i) if wrt.contains(&i) => {
-                    ok = false;
-                    errs.push(Diagnostic::new(
-                        arg.span,
-                        format!("`@grad` names `{}` twice", arg.name),
-                    ));
-                }
-                Some(i) if params.get(i).is_some_and(|p| p.1.dtype.is_int()) => {
-                    ok = false;
-                    let d = params[i].1.dtype;
-                    let what = if d == DType::Bool {
-                        "a bool"
-                    } else {
-                        "an integer"
-                    };
-                    errs.push(Diagnostic::new(
-                        arg.span,
-                        format!(
-                            "`@{attr}` cannot differentiate the {d} `{}`: {what} has no derivative",
-                            arg.name
-                        ),
-                    ));
-                }
-                Some(i) if f.params[i].is_static => {
-                    ok = false;
-                    errs.push(
-                        Diagnostic::new(
-                            arg.span,
-                            format!("`@grad` cannot differentiate the static parameter `{}`", arg.name),
-                        )
-                        .with_note("a static value is fixed when the function is specialized; only dynamic parameters have derivatives"),
-                    );
-                }
-                Some(i) => wrt.push(i),
-                None => {
-                    ok = false;
-                    let note = params_note(f);
-                    errs.push(
-                        Diagnostic::new(
-                            arg.span,
-                            format!(
-                                "`@grad` names `{}`, which is not a parameter of `{fname}`",
-                                arg.name
-                            ),
-                        )
-                        .with_note(note),
-                    );
-                }
-            }
-        }
-        if !ok {
+        let Some(wrt) = wrt_params(f, a, params, errs) else {
             continue;
-        }
+        };
         if attr == "jvp" {
-            // The last parameters carry the tangents, one per name, in order.
-            let k = wrt.len();
-            let n = f.params.len();
-            let first = n.saturating_sub(k);
-            let mut pairs = Vec::new();
-            for (j, &p) in wrt.iter().enumerate() {
-                let t = first + j;
-                let bad = n < 2 * k
-                    || p >= first
-                    || f.params.get(t).is_none_or(|tp| tp.is_static)
-                    || params.get(p).map(|x| &x.1) != params.get(t).map(|x| &x.1);
-                if bad {
-                    let pname = &f.params[p].name.name;
-                    let pty = params.get(p).map(|x| x.1.to_string()).unwrap_or_default();
-                    let names: Vec<String> =
-                        a.args.iter().map(|i| format!("`{}`", i.name)).collect();
-                    errs.push(
-                        Diagnostic::new(
-                            a.args[j].span,
-                            format!(
-                                "`@jvp` needs a tangent parameter for `{pname}`: the last {} of `{fname}` must be the tangents of {}, in order",
-                                plural(k, "parameter"),
-                                names.join(", ")
-                            ),
-                        )
-                        .with_note(format!("for example `@jvp({pname}) fn {fname}(..., {pname}: {pty}, d{pname}: {pty}) -> ...`")),
-                    );
-                    ok = false;
-                    break;
-                }
-                pairs.push((p, t));
-            }
-            if ok {
+            if let Some(pairs) = jvp_pairs(f, a, &wrt, params, errs) {
                 jvp = Some(pairs);
             }
             continue;
         }
         // The declared return type must be the wrt parameters' types.
-        if errs.len() == before {
-            let want: Vec<Type> = wrt.iter().map(|&i| params[i].1.clone()).collect();
-            let fits = if value_too {
-                ret_tuple
-                    && ret.len() == want.len() + 1
-                    && ret[0].is_scalar()
-                    && ret[1..] == want[..]
-            } else if want.len() == 1 {
-                !ret_tuple && ret == want
-            } else {
-                ret_tuple && ret == want
-            };
-            if !fits && value_too {
-                let mut all = vec![ret
-                    .first()
-                    .filter(|t| t.is_scalar())
-                    .cloned()
-                    .unwrap_or(Type::scalar(want[0].dtype))];
-                all.extend(want.iter().cloned());
-                errs.push(
-                    Diagnostic::new(
-                        f.ret.span(),
-                        format!(
-                            "`{fname}` must return {}, the value and then the gradients, because of `@value_and_grad`",
-                            type_list(&all)
-                        ),
-                    )
-                    .with_label(a.span, "the value and gradient are requested here"),
-                );
-                continue;
-            }
-            if !fits {
-                let want_text = type_list(&want);
-                let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
-                errs.push(
-                    Diagnostic::new(
-                        f.ret.span(),
-                        format!(
-                            "`{fname}` must return {want_text}, the {} of {}, because of `@grad`",
-                            if names.len() == 1 { "type" } else { "types" },
-                            names.join(", ")
-                        ),
-                    )
-                    .with_label(a.span, "the gradient is requested here"),
-                );
-                continue;
-            }
+        if errs.len() == before
+            && !grad_returns(f, a, &wrt, params, (ret, ret_tuple, value_too), errs)
+        {
+            continue;
         }
         grad = Some(wrt);
     }
-    if errs.len() > before {
-        return None;
+    (grad, value_too, jvp)
+}
+
+/// The indices of the parameters the transform attribute `a` of `f`
+/// names; `None` (reported) if one is named twice, is not a parameter of
+/// `f`, or has no derivative (an integer, a bool, a static parameter).
+fn wrt_params(
+    f: &FnDef,
+    a: &Attr,
+    params: &[Param],
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Vec<usize>> {
+    let fname = &f.name.name;
+    let attr = a.name.name.as_str();
+    let mut wrt = Vec::new();
+    let mut ok = true;
+    for arg in &a.args {
+        match f.params.iter().position(|p| p.name.name == arg.name) {
+            Some(i) if wrt.contains(&i) => {
+                ok = false;
+                errs.push(Diagnostic::new(
+                    arg.span,
+                    format!("`@grad` names `{}` twice", arg.name),
+                ));
+            }
+            Some(i) if params.get(i).is_some_and(|p| p.1.dtype.is_int()) => {
+                ok = false;
+                let d = params[i].1.dtype;
+                let what = if d == DType::Bool {
+                    "a bool"
+                } else {
+                    "an integer"
+                };
+                errs.push(Diagnostic::new(
+                    arg.span,
+                    format!(
+                        "`@{attr}` cannot differentiate the {d} `{}`: {what} has no derivative",
+                        arg.name
+                    ),
+                ));
+            }
+            Some(i) if f.params[i].is_static => {
+                ok = false;
+                errs.push(
+                    Diagnostic::new(
+                        arg.span,
+                        format!("`@grad` cannot differentiate the static parameter `{}`", arg.name),
+                    )
+                    .with_note("a static value is fixed when the function is specialized; only dynamic parameters have derivatives"),
+                );
+            }
+            Some(i) => wrt.push(i),
+            None => {
+                ok = false;
+                let note = params_note(f);
+                errs.push(
+                    Diagnostic::new(
+                        arg.span,
+                        format!(
+                            "`@grad` names `{}`, which is not a parameter of `{fname}`",
+                            arg.name
+                        ),
+                    )
+                    .with_note(note),
+                );
+            }
+        }
     }
-    Some(Sig {
-        size_params: size_params
-            .iter()
-            .map(|s| s.name.clone())
-            .chain(
-                params
-                    .iter()
-                    .filter(|p| p.1.dtype == DType::I64 && p.1.is_scalar())
-                    .map(|p| p.0.clone()),
+    ok.then_some(wrt)
+}
+
+/// `@jvp(p, ...)` (`a`) of `f`: the last parameters carry the tangents,
+/// one per name, in order. The pairs (parameter `wrt`, its tangent
+/// parameter); `None` (reported) if the tangents are missing or do not
+/// have their parameter's type.
+fn jvp_pairs(
+    f: &FnDef,
+    a: &Attr,
+    wrt: &[usize],
+    params: &[Param],
+    errs: &mut Vec<Diagnostic>,
+) -> Option<Vec<(usize, usize)>> {
+    let fname = &f.name.name;
+    // The last parameters carry the tangents, one per name, in order.
+    let k = wrt.len();
+    let n = f.params.len();
+    let first = n.saturating_sub(k);
+    let mut pairs = Vec::new();
+    for (j, &p) in wrt.iter().enumerate() {
+        let t = first + j;
+        let bad = n < 2 * k
+            || p >= first
+            || f.params.get(t).is_none_or(|tp| tp.is_static)
+            || params.get(p).map(|x| &x.1) != params.get(t).map(|x| &x.1);
+        if bad {
+            let pname = &f.params[p].name.name;
+            let pty = params.get(p).map(|x| x.1.to_string()).unwrap_or_default();
+            let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+            errs.push(
+                Diagnostic::new(
+                    a.args[j].span,
+                    format!(
+                        "`@jvp` needs a tangent parameter for `{pname}`: the last {} of `{fname}` must be the tangents of {}, in order",
+                        plural(k, "parameter"),
+                        names.join(", ")
+                    ),
+                )
+                .with_note(format!("for example `@jvp({pname}) fn {fname}(..., {pname}: {pty}, d{pname}: {pty}) -> ...`")),
+            );
+            return None;
+        }
+        pairs.push((p, t));
+    }
+    Some(pairs)
+}
+
+/// Whether `f` returns the types of the parameters `wrt` that `@grad`
+/// (`a`) differentiates (after the value, with `value_too`), given its
+/// return types `ret` (and whether they are a tuple); if not, reported.
+fn grad_returns(
+    f: &FnDef,
+    a: &Attr,
+    wrt: &[usize],
+    params: &[Param],
+    (ret, ret_tuple, value_too): (&[Type], bool, bool),
+    errs: &mut Vec<Diagnostic>,
+) -> bool {
+    let fname = &f.name.name;
+    let want: Vec<Type> = wrt.iter().map(|&i| params[i].1.clone()).collect();
+    let fits = if value_too {
+        ret_tuple && ret.len() == want.len() + 1 && ret[0].is_scalar() && ret[1..] == want[..]
+    } else if want.len() == 1 {
+        !ret_tuple && ret == want
+    } else {
+        ret_tuple && ret == want
+    };
+    if !fits && value_too {
+        let mut all = vec![ret
+            .first()
+            .filter(|t| t.is_scalar())
+            .cloned()
+            .unwrap_or(Type::scalar(want[0].dtype))];
+        all.extend(want.iter().cloned());
+        errs.push(
+            Diagnostic::new(
+                f.ret.span(),
+                format!(
+                    "`{fname}` must return {}, the value and then the gradients, because of `@value_and_grad`",
+                    type_list(&all)
+                ),
             )
-            .collect(),
-        params,
-        statics,
-        ret,
-        ret_tuple,
-        grad,
-        custom,
-        value_too,
-        jvp,
-        generic: Vec::new(),
-        bounds: Vec::new(),
-    })
+            .with_label(a.span, "the value and gradient are requested here"),
+        );
+        return false;
+    }
+    if !fits {
+        let want_text = type_list(&want);
+        let names: Vec<String> = a.args.iter().map(|i| format!("`{}`", i.name)).collect();
+        errs.push(
+            Diagnostic::new(
+                f.ret.span(),
+                format!(
+                    "`{fname}` must return {want_text}, the {} of {}, because of `@grad`",
+                    if names.len() == 1 { "type" } else { "types" },
+                    names.join(", ")
+                ),
+            )
+            .with_label(a.span, "the gradient is requested here"),
+        );
+        return false;
+    }
+    true
 }
 
 pub(super) fn type_list(ts: &[Type]) -> String {
