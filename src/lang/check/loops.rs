@@ -137,41 +137,10 @@ impl<'a> FnCx<'a> {
             );
             return Val::Err;
         };
-        let xs_val = self.lower(seq, &[]);
-        let xs = match xs_val {
-            Val::Err => return Val::Err,
-            Val::Var(v) if self.ty(v).rank() >= 1 => v,
-            other => {
-                self.error(Diagnostic::new(
-                    seq.span,
-                    format!(
-                        "`scan` reads the rows of an array, but this is {}",
-                        self.describe(&other)
-                    ),
-                ));
-                return Val::Err;
-            }
-        };
-        let xs_ty = self.ty(xs);
-        let count = xs_ty.shape[0].clone();
-        if !matches!(count, Dim::Lit(_) | Dim::Param(_)) {
-            self.error(Diagnostic::unsupported(
-                seq.span,
-                format!("`scan` over a sequence of length {count} is not supported yet; its length must be a size parameter or an integer"),
-            ));
+        let Some((rows, xs_ty, stacked)) = self.scan_rows(seq) else {
             return Val::Err;
-        }
-        // A stack of sequences (one per index of `tabulate`) is read as a
-        // sequence of stacks: row `t` holds every element's row `t`.
-        let stacked = self.batched.contains(&xs);
-        let rows = if stacked {
-            match self.b.swap_leading_axes(xs) {
-                Ok(r) => r,
-                Err(e) => return self.bug(format!("the rows of a stacked sequence: {}", e.0)),
-            }
-        } else {
-            xs
         };
+        let count = xs_ty.shape[0].clone();
         let state = self.lower(init, hints);
         if matches!(state, Val::Err) {
             return Val::Err;
@@ -253,6 +222,53 @@ impl<'a> FnCx<'a> {
             return self.stack_states(&state, &states, &count, e.span);
         }
         state
+    }
+
+    /// The sequence `seq` of a `scan` lowered: the variable holding its
+    /// rows (a stack of sequences, inside `tabulate`, is read as a
+    /// sequence of stacks), its type, and whether it is such a stack.
+    /// `None` if it is not an array with a length of a size parameter or
+    /// an integer (reported).
+    fn scan_rows(&mut self, seq: &Expr) -> Option<(VarId, Type, bool)> {
+        let xs_val = self.lower(seq, &[]);
+        let xs = match xs_val {
+            Val::Err => return None,
+            Val::Var(v) if self.ty(v).rank() >= 1 => v,
+            other => {
+                self.error(Diagnostic::new(
+                    seq.span,
+                    format!(
+                        "`scan` reads the rows of an array, but this is {}",
+                        self.describe(&other)
+                    ),
+                ));
+                return None;
+            }
+        };
+        let xs_ty = self.ty(xs);
+        let count = xs_ty.shape[0].clone();
+        if !matches!(count, Dim::Lit(_) | Dim::Param(_)) {
+            self.error(Diagnostic::unsupported(
+                seq.span,
+                format!("`scan` over a sequence of length {count} is not supported yet; its length must be a size parameter or an integer"),
+            ));
+            return None;
+        }
+        // A stack of sequences (one per index of `tabulate`) is read as a
+        // sequence of stacks: row `t` holds every element's row `t`.
+        let stacked = self.batched.contains(&xs);
+        let rows = if stacked {
+            match self.b.swap_leading_axes(xs) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.bug(format!("the rows of a stacked sequence: {}", e.0));
+                    return None;
+                }
+            }
+        } else {
+            xs
+        };
+        Some((rows, xs_ty, stacked))
     }
 
     /// The states after each step of an unrolled `scan_all`, stacked leaf
@@ -433,56 +449,11 @@ impl<'a> FnCx<'a> {
             Val::Err => return Val::Err,
             // A run-time count (bound): the whole `iterate` is one loop.
             Val::Count(size, _) => {
-                let state = self.lower(init, hints);
-                if matches!(state, Val::Err) {
-                    return Val::Err;
-                }
-                return match self.counted_loop(
-                    Dim::Param(size),
-                    &state,
-                    (param, body, done),
-                    init.span,
-                    hints,
-                ) {
-                    Some(v) => v,
-                    None => {
-                        self.error(
-                            Diagnostic::new(init.span, format!("a loop with a run-time count cannot carry this state ({})", self.describe(&state)))
-                                .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars; with a `static` count the `iterate` could be unrolled instead"),
-                        );
-                        Val::Err
-                    }
-                };
+                return self.iterate_loop(Dim::Param(size), init, (param, body, done), hints);
             }
             other if other.as_static_int().is_some() => other.as_static_int().unwrap_or(0),
             other => {
-                let name = what;
-                let dynamic = matches!(other, Val::Var(_) | Val::Mask(_) | Val::Count(..));
-                let what = match &count.kind {
-                    ExprKind::Name(n) => format!("`{n}`"),
-                    _ => "the count".to_string(),
-                };
-                let mut d = Diagnostic::new(
-                    count.span,
-                    if dynamic {
-                        format!(
-                            "the count of `{name}` must be known at compile time{}, but {what} is a run-time value ({})",
-                            if until { "" } else { " or be a run-time `i64` parameter" },
-                            self.describe(&other)
-                        )
-                    } else {
-                        format!(
-                            "the count of `{name}` must be an integer, but {what} is {}",
-                            self.describe(&other)
-                        )
-                    },
-                );
-                if dynamic {
-                    d = d.with_note(format!(
-                        "a count is a static integer (`static n: i64`, unrolled when short) or a run-time `i64` parameter (`n: i64`, a loop); {what} is neither"
-                    ));
-                }
-                self.error(d);
+                self.bad_count(count, what, until, &other);
                 return Val::Err;
             }
         };
@@ -493,6 +464,81 @@ impl<'a> FnCx<'a> {
             ));
             return Val::Err;
         }
+        self.iterate_unrolled(n, what, (count, init), (param, body, done), hints)
+    }
+
+    /// An `iterate` with a run-time count: the whole `iterate` is one loop
+    /// of `count` steps (`step` from `init`; `done` stops it early), or
+    /// reported if the loop cannot carry the state.
+    fn iterate_loop(
+        &mut self,
+        count: Dim,
+        init: &Expr,
+        step: (&Pattern, &Expr, Option<Cond>),
+        hints: &[&str],
+    ) -> Val {
+        let state = self.lower(init, hints);
+        if matches!(state, Val::Err) {
+            return Val::Err;
+        }
+        match self.counted_loop(count, &state, step, init.span, hints) {
+            Some(v) => v,
+            None => {
+                self.error(
+                    Diagnostic::new(init.span, format!("a loop with a run-time count cannot carry this state ({})", self.describe(&state)))
+                        .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars; with a `static` count the `iterate` could be unrolled instead"),
+                );
+                Val::Err
+            }
+        }
+    }
+
+    /// Reports the `count` of `iterate` (or `iterate_until`, with
+    /// `until`), `what`, whose value `other` is neither a static integer
+    /// nor a run-time `i64` parameter.
+    fn bad_count(&mut self, count: &Expr, what: &str, until: bool, other: &Val) {
+        let name = what;
+        let dynamic = matches!(other, Val::Var(_) | Val::Mask(_) | Val::Count(..));
+        let what = match &count.kind {
+            ExprKind::Name(n) => format!("`{n}`"),
+            _ => "the count".to_string(),
+        };
+        let mut d = Diagnostic::new(
+            count.span,
+            if dynamic {
+                format!(
+                    "the count of `{name}` must be known at compile time{}, but {what} is a run-time value ({})",
+                    if until { "" } else { " or be a run-time `i64` parameter" },
+                    self.describe(other)
+                )
+            } else {
+                format!(
+                    "the count of `{name}` must be an integer, but {what} is {}",
+                    self.describe(other)
+                )
+            },
+        );
+        if dynamic {
+            d = d.with_note(format!(
+                "a count is a static integer (`static n: i64`, unrolled when short) or a run-time `i64` parameter (`n: i64`, a loop); {what} is neither"
+            ));
+        }
+        self.error(d);
+    }
+
+    /// The `n` steps (`n` static) of `what` (`iterate` or
+    /// `iterate_until`, from `init`, its count `count`): unrolled, a step
+    /// at a time, until the state can be carried by a loop (then the
+    /// remaining steps are one loop); a run-time `done` selects between
+    /// the state and its step.
+    fn iterate_unrolled(
+        &mut self,
+        n: i64,
+        what: &str,
+        (count, init): (&Expr, &Expr),
+        (param, body, done): (&Pattern, &Expr, Option<Cond>),
+        hints: &[&str],
+    ) -> Val {
         let mut state = self.lower(init, hints);
         let mut loop_tried = false;
         for step in 0..n {
