@@ -292,83 +292,11 @@ pub fn check(
     let first_prelude = module.items.len();
 
     // Names → first definition.
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    let mut defined = vec![true; n];
-    for (i, f) in module.items.iter().enumerate() {
-        if is_reserved(&f.name.name) {
-            errs.push(Diagnostic::new(
-                f.name.span,
-                format!(
-                    "`{}` is a builtin function and cannot be redefined",
-                    f.name.name
-                ),
-            ));
-            defined[i] = false;
-        } else if let Some(&j) = by_name.get(&f.name.name) {
-            errs.push(
-                Diagnostic::new(
-                    f.name.span,
-                    format!("the function `{}` is defined twice", f.name.name),
-                )
-                .with_label(module.items[j].name.span, "first defined here"),
-            );
-            defined[i] = false;
-        } else {
-            by_name.insert(f.name.name.clone(), i);
-        }
-    }
-    let mut in_prelude: HashMap<String, usize> = HashMap::new();
-    for (i, f) in prelude.iter().enumerate() {
-        let name = &f.name.name;
-        in_prelude.entry(name.clone()).or_insert(first_prelude + i);
-        if !name.starts_with(prelude::PRIVATE) {
-            by_name.entry(name.clone()).or_insert(first_prelude + i);
-        }
-    }
-    let scopes = Scopes {
-        program: by_name,
-        prelude: in_prelude,
-        first_prelude,
-        max_stmts,
-    };
+    let (scopes, mut defined) = name_scopes(module, prelude, max_stmts, &mut errs);
 
     // Pass 1: the call graph, from the program's functions to the
     // prelude's they reach (the others are not looked at again).
-    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
-    let mut reached: Vec<bool> = (0..n).map(|i| i < first_prelude).collect();
-    let mut todo: Vec<usize> = (0..first_prelude).collect();
-    while let Some(i) = todo.pop() {
-        if !defined[i] {
-            continue;
-        }
-        collect_calls(&items[i].body, scopes.of(i), &mut calls[i]);
-        // A function's derivative rules are lowered before it.
-        for a in &items[i].attrs {
-            let [rule] = &a.args[..] else { continue };
-            if !signature::CUSTOM_ATTRS.contains(&a.name.name.as_str()) {
-                continue;
-            }
-            match scopes.of(i).get(&rule.name) {
-                Some(&j) => calls[i].push((j, rule.span)),
-                None => errs.push(Diagnostic::new(
-                    rule.span,
-                    format!(
-                        "`@{}` names `{}`, but there is no function of that name",
-                        a.name.name, rule.name
-                    ),
-                )),
-            }
-        }
-        for &(c, _) in &calls[i] {
-            if !reached[c] {
-                reached[c] = true;
-                todo.push(c);
-            }
-        }
-    }
-    for (d, r) in defined.iter_mut().zip(&reached) {
-        *d &= *r;
-    }
+    let calls = call_graph(items, &scopes, &mut defined, &mut errs);
 
     // Pass 2: signatures.
     let sigs: Vec<Option<Sig>> = items
@@ -459,6 +387,110 @@ pub fn check(
         }
     }
     Ok(out)
+}
+
+/// Which function each called name means ([`Scopes`]): the program's
+/// functions of `module` (a builtin's name, or a second definition, is
+/// reported), then the `prelude`'s. Also whether each item (the program's,
+/// then the prelude's) is defined (the reported ones are not).
+fn name_scopes(
+    module: &Module,
+    prelude: &[FnDef],
+    max_stmts: usize,
+    errs: &mut Vec<Diagnostic>,
+) -> (Scopes, Vec<bool>) {
+    let n = module.items.len() + prelude.len();
+    let first_prelude = module.items.len();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut defined = vec![true; n];
+    for (i, f) in module.items.iter().enumerate() {
+        if is_reserved(&f.name.name) {
+            errs.push(Diagnostic::new(
+                f.name.span,
+                format!(
+                    "`{}` is a builtin function and cannot be redefined",
+                    f.name.name
+                ),
+            ));
+            defined[i] = false;
+        } else if let Some(&j) = by_name.get(&f.name.name) {
+            errs.push(
+                Diagnostic::new(
+                    f.name.span,
+                    format!("the function `{}` is defined twice", f.name.name),
+                )
+                .with_label(module.items[j].name.span, "first defined here"),
+            );
+            defined[i] = false;
+        } else {
+            by_name.insert(f.name.name.clone(), i);
+        }
+    }
+    let mut in_prelude: HashMap<String, usize> = HashMap::new();
+    for (i, f) in prelude.iter().enumerate() {
+        let name = &f.name.name;
+        in_prelude.entry(name.clone()).or_insert(first_prelude + i);
+        if !name.starts_with(prelude::PRIVATE) {
+            by_name.entry(name.clone()).or_insert(first_prelude + i);
+        }
+    }
+    let scopes = Scopes {
+        program: by_name,
+        prelude: in_prelude,
+        first_prelude,
+        max_stmts,
+    };
+    (scopes, defined)
+}
+
+/// The calls in each body of `items` (with their spans), from the
+/// program's functions to the prelude's they reach; a derivative rule
+/// (`@custom_vjp(rule)`) counts as a call, so that it is lowered first.
+/// The items not reached are no longer `defined`.
+fn call_graph(
+    items: &[&FnDef],
+    scopes: &Scopes,
+    defined: &mut [bool],
+    errs: &mut Vec<Diagnostic>,
+) -> Vec<Vec<(usize, Span)>> {
+    let n = items.len();
+    let first_prelude = scopes.first_prelude;
+    let mut calls: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
+    let mut reached: Vec<bool> = (0..n).map(|i| i < first_prelude).collect();
+    let mut todo: Vec<usize> = (0..first_prelude).collect();
+    while let Some(i) = todo.pop() {
+        if !defined[i] {
+            continue;
+        }
+        collect_calls(&items[i].body, scopes.of(i), &mut calls[i]);
+        // A function's derivative rules are lowered before it.
+        for a in &items[i].attrs {
+            let [rule] = &a.args[..] else { continue };
+            if !signature::CUSTOM_ATTRS.contains(&a.name.name.as_str()) {
+                continue;
+            }
+            match scopes.of(i).get(&rule.name) {
+                Some(&j) => calls[i].push((j, rule.span)),
+                None => errs.push(Diagnostic::new(
+                    rule.span,
+                    format!(
+                        "`@{}` names `{}`, but there is no function of that name",
+                        a.name.name, rule.name
+                    ),
+                )),
+            }
+        }
+        for &(c, _) in &calls[i] {
+            if !reached[c] {
+                reached[c] = true;
+                todo.push(c);
+            }
+        }
+    }
+    for (d, r) in defined.iter_mut().zip(&reached) {
+        *d &= *r;
+    }
+    calls
 }
 
 /// "`f` takes 2 arguments, but 1 was given".
