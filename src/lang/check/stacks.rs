@@ -91,30 +91,7 @@ impl<'a> FnCx<'a> {
                 if t.rank() == 2 {
                     self.named(hint, Op::SumTail, &[x], None)?
                 } else {
-                    // Each element `[L, r..]` as `[R, L]` (a transpose of
-                    // its rows), then the sum of each row.
-                    let l = t.shape.get(1)?.clone();
-                    let r = Dim::product(&t.shape[2..])?;
-                    let lr = l.times(&r)?;
-                    let f = self.plain(
-                        Op::Reshape,
-                        &[x],
-                        Some(&Type::array(t.dtype, vec![total.clone(), lr.clone()])),
-                    )?;
-                    let n = self.plain(Op::Iota, &[], Some(&ints(&[lr])))?;
-                    let g = self.plain(Op::Reshape, &[n], Some(&ints(&[l.clone(), r.clone()])))?;
-                    let w = self.plain(Op::Transpose, &[g], None)?;
-                    let p = self.gather_each(f, w, site, "")?;
-                    let rows = total.times(&r)?;
-                    let p = self.plain(
-                        Op::Reshape,
-                        &[p],
-                        Some(&Type::array(t.dtype, vec![rows, l])),
-                    )?;
-                    let s = self.plain(Op::SumTail, &[p], None)?;
-                    let mut back = vec![total.clone()];
-                    back.extend(t.shape[2..].iter().cloned());
-                    self.named(hint, Op::Reshape, &[s], Some(&Type::array(t.dtype, back)))?
+                    self.sum_lead_each(x, &total, site, hint)?
                 }
             }
             (Op::Gather(s), [true, false]) => self.gather_each(x, args[1], s, hint)?,
@@ -144,33 +121,68 @@ impl<'a> FnCx<'a> {
                 let back = Type::array(t.dtype, vec![total.clone(), m, n]);
                 self.named(hint, Op::Reshape, &[p], Some(&back))?
             }
-            (Op::MatMul, [false, true]) => {
-                // A B_t for each element t: B's stack with its two leading
-                // axes swapped (`[K, T, N]`, row gathers) is one matrix
-                // `[K, T*N]`, so one product `[M, T*N]`, swapped back.
-                let bt = raw(self, args[1]);
-                let (k, n) = (bt.shape.get(1)?.clone(), bt.shape.get(2)?.clone());
-                let m = raw(self, x).shape[0].clone();
-                let sw = self.b.swap_leading_axes(args[1]).ok()?;
-                let tn = total.times(&n)?;
-                let wide = self.plain(
-                    Op::Reshape,
-                    &[sw],
-                    Some(&Type::array(bt.dtype, vec![k, tn])),
-                )?;
-                let p = self.plain(Op::MatMul, &[x, wide], None)?;
-                let p = self.plain(
-                    Op::Reshape,
-                    &[p],
-                    Some(&Type::array(bt.dtype, vec![m, total.clone(), n])),
-                )?;
-                let r = self.b.swap_leading_axes(p).ok()?;
-                let out = self.b.ty(r).clone();
-                self.named(hint, Op::Reshape, &[r], Some(&out))?
-            }
+            (Op::MatMul, [false, true]) => self.matmul_each_right(x, args[1], &total, hint)?,
             _ => return None,
         };
         Some(Val::Var(r))
+    }
+
+    /// `SumLead` of each element of the stack `x` (`T[T, L, r..]`, of rank
+    /// above 2): each element `[L, r..]` as `[R, L]` (a transpose of its
+    /// rows, one gather at `site`), then the sum of each row.
+    fn sum_lead_each(&mut self, x: VarId, total: &Dim, site: u64, hint: &str) -> Option<VarId> {
+        let t = self.b.ty(x).clone();
+        // Each element `[L, r..]` as `[R, L]` (a transpose of
+        // its rows), then the sum of each row.
+        let l = t.shape.get(1)?.clone();
+        let r = Dim::product(&t.shape[2..])?;
+        let lr = l.times(&r)?;
+        let f = self.plain(
+            Op::Reshape,
+            &[x],
+            Some(&Type::array(t.dtype, vec![total.clone(), lr.clone()])),
+        )?;
+        let n = self.plain(Op::Iota, &[], Some(&ints(&[lr])))?;
+        let g = self.plain(Op::Reshape, &[n], Some(&ints(&[l.clone(), r.clone()])))?;
+        let w = self.plain(Op::Transpose, &[g], None)?;
+        let p = self.gather_each(f, w, site, "")?;
+        let rows = total.times(&r)?;
+        let p = self.plain(
+            Op::Reshape,
+            &[p],
+            Some(&Type::array(t.dtype, vec![rows, l])),
+        )?;
+        let s = self.plain(Op::SumTail, &[p], None)?;
+        let mut back = vec![total.clone()];
+        back.extend(t.shape[2..].iter().cloned());
+        self.named(hint, Op::Reshape, &[s], Some(&Type::array(t.dtype, back)))
+    }
+
+    /// `matmul(x, b)` for the plain matrix `x` and each element of the
+    /// stack `b`.
+    fn matmul_each_right(&mut self, x: VarId, b: VarId, total: &Dim, hint: &str) -> Option<VarId> {
+        // A B_t for each element t: B's stack with its two leading
+        // axes swapped (`[K, T, N]`, row gathers) is one matrix
+        // `[K, T*N]`, so one product `[M, T*N]`, swapped back.
+        let bt = self.b.ty(b).clone();
+        let (k, n) = (bt.shape.get(1)?.clone(), bt.shape.get(2)?.clone());
+        let m = self.b.ty(x).shape[0].clone();
+        let sw = self.b.swap_leading_axes(b).ok()?;
+        let tn = total.times(&n)?;
+        let wide = self.plain(
+            Op::Reshape,
+            &[sw],
+            Some(&Type::array(bt.dtype, vec![k, tn])),
+        )?;
+        let p = self.plain(Op::MatMul, &[x, wide], None)?;
+        let p = self.plain(
+            Op::Reshape,
+            &[p],
+            Some(&Type::array(bt.dtype, vec![m, total.clone(), n])),
+        )?;
+        let r = self.b.swap_leading_axes(p).ok()?;
+        let out = self.b.ty(r).clone();
+        self.named(hint, Op::Reshape, &[r], Some(&out))
     }
 
     /// Rows `w` of each element of the stack `x` (`T[T, K, r..]`), `w` an
