@@ -219,97 +219,13 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b'.' if at(i + 1) == b'*' => i += push(Tok::DotStar, 2, &mut toks),
             b'.' if at(i + 1) == b'/' => i += push(Tok::DotSlash, 2, &mut toks),
             b'0'..=b'9' => {
-                let mut j = i;
-                while at(j).is_ascii_digit() {
-                    j += 1;
-                }
-                let mut is_int = true;
-                if at(j) == b'.' && at(j + 1).is_ascii_digit() {
-                    is_int = false;
-                    j += 1;
-                    while at(j).is_ascii_digit() {
-                        j += 1;
-                    }
-                }
-                if matches!(at(j), b'e' | b'E') {
-                    let k = if matches!(at(j + 1), b'+' | b'-') {
-                        j + 2
-                    } else {
-                        j + 1
-                    };
-                    if at(k).is_ascii_digit() {
-                        is_int = false;
-                        j = k;
-                        while at(j).is_ascii_digit() {
-                            j += 1;
-                        }
-                    }
-                }
-                let mut bad = false;
-                while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
-                    bad = true;
-                    j += 1;
-                }
-                // Only ASCII was consumed, so this slice is on char boundaries.
-                let text = src.get(i..j).unwrap_or("").to_string();
-                let span = Span::new(i, j);
-                if bad {
-                    errs.push(Diagnostic::syntax(span, format!("invalid number `{text}`")));
-                }
-                let value = if bad {
-                    0.0
-                } else {
-                    text.parse::<f64>().unwrap_or(0.0)
-                };
-                // Rust's parse rounds a literal past f64's range to
-                // infinity: say so instead of computing with it.
-                if !bad && value.is_infinite() {
-                    errs.push(Diagnostic::syntax(
-                        span,
-                        format!(
-                            "number `{text}` is too large for a float (the largest is about 1.8e308); write `1.0 / 0.0` for infinity"
-                        ),
-                    ));
-                }
-                let int = if is_int && !bad {
-                    text.parse::<u64>().ok()
-                } else {
-                    None
-                };
-                toks.push(Token {
-                    tok: Tok::Num { text, value, int },
-                    span,
-                });
+                let (tok, j) = lex_number(src, i, &mut errs);
+                toks.push(tok);
                 i = j;
             }
             c if c.is_ascii_alphabetic() || c == b'_' => {
-                let mut j = i;
-                while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
-                    j += 1;
-                }
-                let word = src.get(i..j).unwrap_or("");
-                let tok = match word {
-                    "fn" => Tok::Fn,
-                    "let" => Tok::Let,
-                    "if" => Tok::If,
-                    "else" => Tok::Else,
-                    "static" => Tok::Static,
-                    "match" => Tok::Match,
-                    // `max/x`, `min/x`: a reduction (a `/` right after the name).
-                    "max" if at(j) == b'/' && at(j + 1) != b'/' => {
-                        j += 1;
-                        Tok::MaxSlash
-                    }
-                    "min" if at(j) == b'/' && at(j + 1) != b'/' => {
-                        j += 1;
-                        Tok::MinSlash
-                    }
-                    w => Tok::Ident(w.to_string()),
-                };
-                toks.push(Token {
-                    tok,
-                    span: Span::new(i, j),
-                });
+                let (tok, j) = lex_word(src, i);
+                toks.push(tok);
                 i = j;
             }
             _ => {
@@ -329,6 +245,112 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         span: Span::new(src.len(), src.len()),
     });
     (toks, errs)
+}
+
+/// The number starting at byte `i` of `src`, and the byte after it. A
+/// malformed one (`12ab`) or one past f64's range is reported in `errs`.
+fn lex_number(src: &str, i: usize, errs: &mut Vec<Diagnostic>) -> (Token, usize) {
+    let at = |k: usize| src.as_bytes().get(k).copied().unwrap_or(0);
+    let mut j = i;
+    while at(j).is_ascii_digit() {
+        j += 1;
+    }
+    let mut is_int = true;
+    if at(j) == b'.' && at(j + 1).is_ascii_digit() {
+        is_int = false;
+        j += 1;
+        while at(j).is_ascii_digit() {
+            j += 1;
+        }
+    }
+    if matches!(at(j), b'e' | b'E') {
+        let k = if matches!(at(j + 1), b'+' | b'-') {
+            j + 2
+        } else {
+            j + 1
+        };
+        if at(k).is_ascii_digit() {
+            is_int = false;
+            j = k;
+            while at(j).is_ascii_digit() {
+                j += 1;
+            }
+        }
+    }
+    let mut bad = false;
+    while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
+        bad = true;
+        j += 1;
+    }
+    // Only ASCII was consumed, so this slice is on char boundaries.
+    let text = src.get(i..j).unwrap_or("").to_string();
+    let span = Span::new(i, j);
+    if bad {
+        errs.push(Diagnostic::syntax(span, format!("invalid number `{text}`")));
+    }
+    let value = if bad {
+        0.0
+    } else {
+        text.parse::<f64>().unwrap_or(0.0)
+    };
+    // Rust's parse rounds a literal past f64's range to
+    // infinity: say so instead of computing with it.
+    if !bad && value.is_infinite() {
+        errs.push(Diagnostic::syntax(
+            span,
+            format!(
+                "number `{text}` is too large for a float (the largest is about 1.8e308); write `1.0 / 0.0` for infinity"
+            ),
+        ));
+    }
+    let int = if is_int && !bad {
+        text.parse::<u64>().ok()
+    } else {
+        None
+    };
+    (
+        Token {
+            tok: Tok::Num { text, value, int },
+            span,
+        },
+        j,
+    )
+}
+
+/// The word (a keyword or a name, or `max/` and `min/`) starting at byte
+/// `i` of `src`, and the byte after it.
+fn lex_word(src: &str, i: usize) -> (Token, usize) {
+    let at = |k: usize| src.as_bytes().get(k).copied().unwrap_or(0);
+    let mut j = i;
+    while at(j).is_ascii_alphanumeric() || at(j) == b'_' {
+        j += 1;
+    }
+    let word = src.get(i..j).unwrap_or("");
+    let tok = match word {
+        "fn" => Tok::Fn,
+        "let" => Tok::Let,
+        "if" => Tok::If,
+        "else" => Tok::Else,
+        "static" => Tok::Static,
+        "match" => Tok::Match,
+        // `max/x`, `min/x`: a reduction (a `/` right after the name).
+        "max" if at(j) == b'/' && at(j + 1) != b'/' => {
+            j += 1;
+            Tok::MaxSlash
+        }
+        "min" if at(j) == b'/' && at(j + 1) != b'/' => {
+            j += 1;
+            Tok::MinSlash
+        }
+        w => Tok::Ident(w.to_string()),
+    };
+    (
+        Token {
+            tok,
+            span: Span::new(i, j),
+        },
+        j,
+    )
 }
 
 #[cfg(test)]
