@@ -45,6 +45,8 @@ use cranelift_frontend::FunctionBuilder;
 mod builder;
 mod elem;
 mod index;
+mod loop_stmt;
+mod loop_vjp;
 mod loops;
 mod nest;
 mod op;

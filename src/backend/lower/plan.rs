@@ -6,7 +6,7 @@ use super::{
     access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS, SPLIT_STMTS,
 };
 use crate::error::Error;
-use crate::ir::{Function, VarId};
+use crate::ir::{Function, Loop, Stmt, VarId};
 use crate::ops::Op;
 use crate::types::{Dim, Type};
 
@@ -62,11 +62,120 @@ impl Callee {
     }
 }
 
+/// What the consumers of each value need of it, and how often it is read:
+/// the facts `Plan::new` decides each value's [`Read`] from.
+struct Needs {
+    /// Uses by live statements.
+    uses: Vec<usize>,
+    /// A residual the optimizer chose to store.
+    kept: Vec<bool>,
+    /// Some consumer needs the whole array (not element by element).
+    needs_buffer: Vec<bool>,
+    /// An operand of `matmul`.
+    matmul_operand: Vec<bool>,
+    /// An operand of a native kernel.
+    kernel_operand: Vec<bool>,
+    /// Output positions of each returned value, in order.
+    ret_pos: Vec<Vec<usize>>,
+}
+
+/// The reads, homes and stores of a plan being built.
+struct Reads {
+    read: Vec<Read>,
+    home: Vec<Option<usize>>,
+    stores: Vec<(VarId, usize)>,
+}
+
 impl Plan {
     /// The plan for `f`; the values in `keep` (the residuals the optimizer
     /// chose to store) are materialised even where recomputing them in
     /// each consumer would be cheap.
     pub fn new(f: &Function, keep: &[VarId]) -> Result<Plan, Error> {
+        let nv = f.vars.len();
+        let needs = Self::needs(f, keep)?;
+        let n_inputs = f.params.len();
+        let n_outputs = f.rets.len();
+        let mut r = Reads {
+            read: vec![Read::Dead; nv],
+            home: vec![None; nv],
+            stores: Vec::new(),
+        };
+        let mut scratch = Vec::new();
+
+        for (k, p) in f.params.iter().enumerate() {
+            let v = p.var.index();
+            r.read[v] = if f.ty(p.var).is_scalar() {
+                Read::Scalar
+            } else {
+                Read::Buf(k)
+            };
+            for &o in &needs.ret_pos[v] {
+                r.stores.push((p.var, o));
+            }
+        }
+        let shared_only = Self::classify(f, &needs, &mut r);
+        let Reads {
+            mut read,
+            mut home,
+            stores,
+        } = r;
+        Self::fuse_shared(f, &mut read, &shared_only);
+        for s in &f.stmts {
+            let v = s.var.index();
+            if read[v] == Read::Buf(usize::MAX) {
+                let k = n_inputs + n_outputs + scratch.len();
+                scratch.push(f.ty(s.var).clone());
+                read[v] = Read::Buf(k);
+                home[v] = Some(k);
+            }
+        }
+        let first = n_inputs + n_outputs;
+        let mut loops = vec![LoopPlan::default(); f.loops.len()];
+        let mut loop_bufs = vec![None; nv];
+        for s in &f.stmts {
+            let Some(l) = s.op.loop_id() else {
+                continue;
+            };
+            let v = s.var.index();
+            if read[v] == Read::Dead {
+                continue;
+            }
+            let lp = f
+                .loops
+                .get(l)
+                .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
+            let (lb, body, vjp) =
+                Self::loop_stmt_bufs(f, s, lp, &read, &needs.ret_pos[v], &mut scratch, first)?;
+            loop_bufs[v] = Some(lb);
+            if body && loops[l].body.is_none() {
+                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, first)?);
+            }
+            if vjp && loops[l].vjp.is_none() {
+                let vf = lp.vjp.as_ref().ok_or_else(|| {
+                    Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
+                })?;
+                loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
+            }
+        }
+        let mut plan = Plan {
+            n_inputs,
+            n_outputs,
+            scratch,
+            read,
+            home,
+            stores,
+            loops,
+            loop_bufs,
+            parts: std::iter::once(0..f.stmts.len()).collect(),
+            spill: vec![None; nv],
+            spill_buf: None,
+        };
+        plan.split(f);
+        Ok(plan)
+    }
+
+    /// The [`Needs`] of `f`'s values, `keep` being the residuals to store.
+    fn needs(f: &Function, keep: &[VarId]) -> Result<Needs, Error> {
         let nv = f.vars.len();
         let mut kept = vec![false; nv];
         for v in keep {
@@ -84,11 +193,6 @@ impl Plan {
             }
         }
         let n_inputs = f.params.len();
-        let n_outputs = f.rets.len();
-        let mut read = vec![Read::Dead; nv];
-        let mut home = vec![None; nv];
-        let mut stores = Vec::new();
-        let mut scratch = Vec::new();
 
         // Does some consumer need the whole array (not element by element)?
         let mut needs_buffer = vec![false; nv];
@@ -136,18 +240,25 @@ impl Plan {
                 .ok_or_else(|| Error::internal("backend: return of an unknown variable"))?
                 .push(n_inputs + k);
         }
+        Ok(Needs {
+            uses,
+            kept,
+            needs_buffer,
+            matmul_operand,
+            kernel_operand,
+            ret_pos,
+        })
+    }
 
-        for (k, p) in f.params.iter().enumerate() {
-            let v = p.var.index();
-            read[v] = if f.ty(p.var).is_scalar() {
-                Read::Scalar
-            } else {
-                Read::Buf(k)
-            };
-            for &o in &ret_pos[v] {
-                stores.push((p.var, o));
-            }
-        }
+    /// How each statement of `f` is read (a scalar, a splat, a buffer,
+    /// inlined, or dead), its home and its stores, into `r`. A statement
+    /// to get a scratch buffer is left at `Read::Buf(usize::MAX)`. Returns
+    /// which were materialised only because several consumers would
+    /// recompute a dear element tree (see `fuse_shared`).
+    fn classify(f: &Function, needs: &Needs, r: &mut Reads) -> Vec<bool> {
+        let nv = f.vars.len();
+        let (uses, kept) = (&needs.uses, &needs.kept);
+        let Reads { read, home, stores } = r;
         // Flops per element of each inlined value's element tree, and its
         // statements.
         let mut tree_flops = vec![0.0f64; nv];
@@ -159,7 +270,7 @@ impl Plan {
         for s in &f.stmts {
             let v = s.var.index();
             let ty = f.ty(s.var);
-            let rets = &ret_pos[v];
+            let rets = &needs.ret_pos[v];
             if ty.is_scalar() {
                 read[v] = if uses[v] > 0 {
                     Read::Scalar
@@ -173,7 +284,7 @@ impl Plan {
             }
             // Cheap enough to recompute in each consumer rather than write
             // to memory and read back (see [`RECOMPUTE_FLOPS`])?
-            let flops = Self::tree_flops(s, &read, &tree_flops);
+            let flops = Self::tree_flops(s, read, &tree_flops);
             let (mut nodes, mut operands) = (1, 0);
             for a in &s.args {
                 match read[a.index()] {
@@ -189,14 +300,14 @@ impl Plan {
                 && flops <= RECOMPUTE_FLOPS;
             // Materialised whatever its consumers: read whole, a loop nest,
             // a computed matmul operand, or a residual kept in memory.
-            let must_buffer = needs_buffer[v]
+            let must_buffer = needs.needs_buffer[v]
                 || nodes > MAX_TREE_NODES
                 || operands > MAX_TREE_OPERANDS
                 || access(s.op) == Access::Nest
-                || (matmul_operand[v] && flops > 0.0)
+                || (needs.matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && kept[v]);
             let splat = match s.op {
-                _ if kernel_operand[v] => None,
+                _ if needs.kernel_operand[v] => None,
                 Op::Bcast => Some(Read::Splat(s.args.first().copied())),
                 Op::Zero => Some(Read::Splat(None)),
                 _ => None,
@@ -225,142 +336,107 @@ impl Plan {
                 stores.push((s.var, o));
             }
         }
-        Self::fuse_shared(f, &mut read, &shared_only);
-        for s in &f.stmts {
-            let v = s.var.index();
-            if read[v] == Read::Buf(usize::MAX) {
-                let k = n_inputs + n_outputs + scratch.len();
-                scratch.push(f.ty(s.var).clone());
-                read[v] = Read::Buf(k);
-                home[v] = Some(k);
-            }
-        }
-        let first = n_inputs + n_outputs;
-        let mut loops = vec![LoopPlan::default(); f.loops.len()];
-        let mut loop_bufs = vec![None; nv];
-        for s in &f.stmts {
-            let Some(l) = s.op.loop_id() else {
-                continue;
-            };
-            let v = s.var.index();
-            if read[v] == Read::Dead {
-                continue;
-            }
-            let lp = f
-                .loops
-                .get(l)
-                .ok_or_else(|| Error::internal(format!("backend: there is no loop {l}")))?;
-            let state = lp.state().clone();
-            // A run-time count is planned for as if it were large: every
-            // buffer a long loop needs.
-            let count = lp.static_count().unwrap_or(u64::MAX);
-            let buffered = |a: VarId| matches!(read[a.index()], Read::Buf(_));
-            let arg = |i: usize| {
-                s.args.get(i).copied().ok_or_else(|| {
-                    Error::internal(format!("backend: `{}` is missing an operand", s.op.name()))
-                })
-            };
-            let mut lb = LoopBufs::default();
-            if lp.is_scan() {
-                let xs = *s
-                    .args
-                    .last()
-                    .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
-                if !buffered(xs) {
-                    lb.seq = Some(push_scratch(&mut scratch, first, f.ty(xs).clone()));
-                }
-            }
-            if f.ty(s.var).is_scalar() {
-                lb.out = Some(match ret_pos[v].first() {
-                    Some(&o) => o,
-                    None => push_scratch(&mut scratch, first, state.clone()),
-                });
-            }
-            // The state (or cotangent) alternates between the home and
-            // `other`; an operand in a buffer is read in place by the
-            // first step, any other is written to the buffer the first
-            // step does not write.
-            let ping_pong = |x: VarId| count >= 2 || (count == 1 && !buffered(x));
-            let (body, vjp) = match s.op {
-                Op::Loop(..) => {
-                    if ping_pong(arg(0)?) {
-                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    (count >= 1, false)
-                }
-                Op::LoopTape(_, k, _) => {
-                    let seg = count.min(u64::from(k.max(1)));
-                    if seg >= 2 {
-                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    if seg >= 3 {
-                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    (count >= 1, false)
-                }
-                Op::LoopVjp(_, k, m, _) => {
-                    let (t, g) = (arg(0)?, arg(1)?);
-                    if !buffered(t) {
-                        lb.tape = Some(push_scratch(&mut scratch, first, f.ty(t).clone()));
-                    }
-                    // The whole tape's cotangent is read row by row.
-                    if m & crate::ops::VJP_TAPE != 0 && !buffered(g) {
-                        lb.seed = Some(push_scratch(&mut scratch, first, f.ty(g).clone()));
-                    }
-                    // With the sequence's cotangent, each step writes its
-                    // own row of the home: nothing alternates.
-                    if m & crate::ops::VJP_SEQ == 0 && ping_pong(g) {
-                        lb.other = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    let m = m & crate::ops::VJP_RECOMPUTE;
-                    let seg = count.min(u64::from(k.max(1)));
-                    if m == 0 && seg >= 2 {
-                        let mut shape = vec![Dim::Lit(seg - 1)];
-                        shape.extend(state.shape.iter().cloned());
-                        let ty = Type::array(state.dtype, shape);
-                        lb.seg = Some(push_scratch(&mut scratch, first, ty));
-                    }
-                    if m != 0 && seg >= 2 {
-                        lb.a = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    if m != 0 && seg >= 3 {
-                        lb.b = Some(push_scratch(&mut scratch, first, state.clone()));
-                    }
-                    (seg >= 2, count >= 1)
-                }
-                other => {
-                    return Err(Error::internal(format!(
-                        "backend: `{}` is not a loop op",
-                        other.name()
-                    )))
-                }
-            };
-            loop_bufs[v] = Some(lb);
-            if body && loops[l].body.is_none() {
-                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, first)?);
-            }
-            if vjp && loops[l].vjp.is_none() {
-                let vf = lp.vjp.as_ref().ok_or_else(|| {
-                    Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
-                })?;
-                loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
-            }
-        }
-        let mut plan = Plan {
-            n_inputs,
-            n_outputs,
-            scratch,
-            read,
-            home,
-            stores,
-            loops,
-            loop_bufs,
-            parts: std::iter::once(0..f.stmts.len()).collect(),
-            spill: vec![None; nv],
-            spill_buf: None,
+        shared_only
+    }
+
+    /// The buffers of live loop statement `s` (of loop `lp`) besides its
+    /// home, pushed onto `scratch` (numbered from `first`); `rets` are its
+    /// output positions. Also whether it calls the loop's body and VJP.
+    fn loop_stmt_bufs(
+        f: &Function,
+        s: &Stmt,
+        lp: &Loop,
+        read: &[Read],
+        rets: &[usize],
+        scratch: &mut Vec<Type>,
+        first: usize,
+    ) -> Result<(LoopBufs, bool, bool), Error> {
+        let state = lp.state().clone();
+        // A run-time count is planned for as if it were large: every
+        // buffer a long loop needs.
+        let count = lp.static_count().unwrap_or(u64::MAX);
+        let buffered = |a: VarId| matches!(read[a.index()], Read::Buf(_));
+        let arg = |i: usize| {
+            s.args.get(i).copied().ok_or_else(|| {
+                Error::internal(format!("backend: `{}` is missing an operand", s.op.name()))
+            })
         };
-        plan.split(f);
-        Ok(plan)
+        let mut lb = LoopBufs::default();
+        if lp.is_scan() {
+            let xs = *s
+                .args
+                .last()
+                .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
+            if !buffered(xs) {
+                lb.seq = Some(push_scratch(scratch, first, f.ty(xs).clone()));
+            }
+        }
+        if f.ty(s.var).is_scalar() {
+            lb.out = Some(match rets.first() {
+                Some(&o) => o,
+                None => push_scratch(scratch, first, state.clone()),
+            });
+        }
+        // The state (or cotangent) alternates between the home and
+        // `other`; an operand in a buffer is read in place by the
+        // first step, any other is written to the buffer the first
+        // step does not write.
+        let ping_pong = |x: VarId| count >= 2 || (count == 1 && !buffered(x));
+        let (body, vjp) = match s.op {
+            Op::Loop(..) => {
+                if ping_pong(arg(0)?) {
+                    lb.other = Some(push_scratch(scratch, first, state.clone()));
+                }
+                (count >= 1, false)
+            }
+            Op::LoopTape(_, k, _) => {
+                let seg = count.min(u64::from(k.max(1)));
+                if seg >= 2 {
+                    lb.a = Some(push_scratch(scratch, first, state.clone()));
+                }
+                if seg >= 3 {
+                    lb.b = Some(push_scratch(scratch, first, state.clone()));
+                }
+                (count >= 1, false)
+            }
+            Op::LoopVjp(_, k, m, _) => {
+                let (t, g) = (arg(0)?, arg(1)?);
+                if !buffered(t) {
+                    lb.tape = Some(push_scratch(scratch, first, f.ty(t).clone()));
+                }
+                // The whole tape's cotangent is read row by row.
+                if m & crate::ops::VJP_TAPE != 0 && !buffered(g) {
+                    lb.seed = Some(push_scratch(scratch, first, f.ty(g).clone()));
+                }
+                // With the sequence's cotangent, each step writes its
+                // own row of the home: nothing alternates.
+                if m & crate::ops::VJP_SEQ == 0 && ping_pong(g) {
+                    lb.other = Some(push_scratch(scratch, first, state.clone()));
+                }
+                let m = m & crate::ops::VJP_RECOMPUTE;
+                let seg = count.min(u64::from(k.max(1)));
+                if m == 0 && seg >= 2 {
+                    let mut shape = vec![Dim::Lit(seg - 1)];
+                    shape.extend(state.shape.iter().cloned());
+                    let ty = Type::array(state.dtype, shape);
+                    lb.seg = Some(push_scratch(scratch, first, ty));
+                }
+                if m != 0 && seg >= 2 {
+                    lb.a = Some(push_scratch(scratch, first, state.clone()));
+                }
+                if m != 0 && seg >= 3 {
+                    lb.b = Some(push_scratch(scratch, first, state.clone()));
+                }
+                (seg >= 2, count >= 1)
+            }
+            other => {
+                return Err(Error::internal(format!(
+                    "backend: `{}` is not a loop op",
+                    other.name()
+                )))
+            }
+        };
+        Ok((lb, body, vjp))
     }
 
     /// Cut a function of more than [`SPLIT_STMTS`] statements into parts of
