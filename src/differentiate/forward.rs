@@ -3,10 +3,33 @@
 use super::custom;
 use super::template::{self, Rule};
 use super::{invalid, AdError, AdLimit};
-use crate::ir::{Builder, Function, IrError, Loop, Param, VarId, VarInfo};
+use crate::ir::{Builder, Function, IrError, Loop, Param, Stmt, VarId, VarInfo};
 use crate::ops::{Op, VJP_RECOMPUTE};
 use crate::types::{Dim, Type};
 use std::collections::HashMap;
+
+/// What `forward` builds and looks up in its one pass over `f`.
+struct Fwd<'f> {
+    f: &'f Function,
+    b: Builder,
+    /// The copy of each primal variable.
+    map: Vec<Option<VarId>>,
+    /// Tangents keyed by the primal variable.
+    tan: Vec<Option<VarId>>,
+    /// The tangent loop of each loop (numbered in `b`), made when needed:
+    /// without a VJP (reverse mode gives it its body's VJP if it is
+    /// differentiated), and, as the loop of a `loopvjp`'s tangent
+    /// (`walk`), a copy whose VJP is the tangent of the loop's VJP (see
+    /// `tangent_loop_def`).
+    tangent_loops: HashMap<(usize, bool), u32>,
+    /// The loop carrying a scan's tangent with its sequence's, by loop.
+    seq_tangent_loops: HashMap<u32, u32>,
+    /// A tape's tangent: the tape of `[state, tangent]` rows (not the
+    /// tape's own type, so it is kept apart from `tan`).
+    tape_tan: HashMap<VarId, VarId>,
+    /// The statement defining each variable of `f`.
+    defs: Vec<Option<usize>>,
+}
 
 /// Push the tangents of `f`'s results forward from the tangents of some of
 /// its parameters. `tangents` pairs a differentiated parameter with the
@@ -36,229 +59,304 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
     for p in &f.params {
         map[p.var.index()] = Some(b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span));
     }
-    let m = |map: &[Option<VarId>], v: VarId| {
-        map[v.index()]
-            .ok_or_else(|| IrError("forward mode: a value is used before it is defined".into()))
+    let mut fw = Fwd {
+        f,
+        b,
+        map,
+        tan: vec![None; f.vars.len()],
+        tangent_loops: HashMap::new(),
+        seq_tangent_loops: HashMap::new(),
+        tape_tan: HashMap::new(),
+        defs: Vec::new(),
     };
-    // Tangents keyed by the primal variable.
-    let mut tan: Vec<Option<VarId>> = vec![None; f.vars.len()];
     for &(p, t) in tangents {
-        let tv = m(&map, f.params[t].var)?;
-        tan[f.params[p].var.index()] = Some(tv);
+        let tv = fw.m(f.params[t].var)?;
+        fw.tan[f.params[p].var.index()] = Some(tv);
     }
-    // The tangent loop of each loop (numbered in `b`), made when needed:
-    // without a VJP (reverse mode gives it its body's VJP if it is
-    // differentiated), and, as the loop of a `loopvjp`'s tangent (`walk`),
-    // a copy whose VJP is the tangent of the loop's VJP (see
-    // `tangent_loop_def`).
-    let mut tangent_loops: HashMap<(usize, bool), u32> = HashMap::new();
-    let mut tangent_id = |b: &mut Builder, l: usize, walk: bool| -> Result<u32, AdError> {
-        if let Some(&id) = tangent_loops.get(&(l, walk)) {
+    fw.defs = f.definitions();
+    for s in &f.stmts {
+        fw.stmt(s)?;
+    }
+    let Fwd { mut b, tan, .. } = fw;
+    let mut rets = Vec::new();
+    for r in &f.rets {
+        let t = match tan[r.index()] {
+            Some(t) => t,
+            None => b
+                .push("", Op::Zero, &[], Some(f.ty(*r)))
+                .map_err(AdError::from)?,
+        };
+        rets.push(t);
+    }
+    let out = super::reverse::prune_dead(&b.finish(rets));
+    out.validate()?;
+    Ok(out)
+}
+
+impl Fwd<'_> {
+    /// The copy of primal variable `v`.
+    fn m(&self, v: VarId) -> Result<VarId, IrError> {
+        mapped_or_err(&self.map, v)
+    }
+
+    /// The tangent loop of loop `l` (see `tangent_loops`), made when first
+    /// needed.
+    fn tangent_id(&mut self, l: usize, walk: bool) -> Result<u32, AdError> {
+        if let Some(&id) = self.tangent_loops.get(&(l, walk)) {
             return Ok(id);
         }
-        let id = b.add_loop(tangent_loop_def(f, l, walk)?);
-        tangent_loops.insert((l, walk), id);
+        let id = self.b.add_loop(tangent_loop_def(self.f, l, walk)?);
+        self.tangent_loops.insert((l, walk), id);
         Ok(id)
-    };
-    // The loop carrying a scan's tangent with its sequence's, by loop.
-    let mut seq_tangent_loops: HashMap<u32, u32> = HashMap::new();
-    // A tape's tangent: the tape of `[state, tangent]` rows (not the
-    // tape's own type, so it is kept apart from `tan`).
-    let mut tape_tan: HashMap<VarId, VarId> = HashMap::new();
-    let defs = f.definitions();
-    for s in &f.stmts {
+    }
+
+    /// Copy statement `s` and push its tangent forward.
+    fn stmt(&mut self, s: &Stmt) -> Result<(), AdError> {
+        let f = self.f;
         let args: Vec<VarId> = s
             .args
             .iter()
-            .map(|a| m(&map, *a))
+            .map(|a| self.m(*a))
             .collect::<Result<_, _>>()?;
         let seq_tangent = s.op.is_loop()
             && f.loops[s.op.loop_id().unwrap_or(0)].is_scan()
-            && s.args.last().is_some_and(|a| tan[a.index()].is_some());
+            && s.args.last().is_some_and(|a| self.tan[a.index()].is_some());
         if seq_tangent {
-            // A scan whose sequence has a tangent: one loop over `[state,
-            // tangent]` reading rows `[x ; dx]`.
-            // (`scan`, or the tape of every state `scan_all` reads.)
-            let l = match s.op {
-                Op::Loop(l, _) | Op::LoopTape(l, 1, _) => l,
-                _ => return Err(AdError::Unsupported(AdLimit::ForwardScanSequence)),
-            };
-            let id = match seq_tangent_loops.get(&l) {
-                Some(&id) => id,
-                None => {
-                    let id = b.add_loop(seq_tangent_loop_def(f, l as usize)?);
-                    seq_tangent_loops.insert(l, id);
-                    id
-                }
-            };
-            let lp = &f.loops[l as usize];
-            let dx0 = match tan[s.args[0].index()] {
-                Some(t) => t,
-                None => b
-                    .push("", Op::Zero, &[], Some(lp.state()))
-                    .map_err(AdError::from)?,
-            };
-            let dxs = tan[s.args[1].index()].expect("checked: the sequence has a tangent");
-            let tape = matches!(s.op, Op::LoopTape(..)).then(|| f.ty(s.var).clone());
-            let (y, dy) = seq_tangent_loop(&mut b, lp, id, (args[0], dx0), (args[1], dxs), tape)?;
-            map[s.var.index()] = Some(y);
-            tan[s.var.index()] = Some(dy);
-            continue;
+            return self.seq_tangent_stmt(s, &args);
         }
-        if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| tan[a.index()])) {
-            let id = tangent_id(&mut b, l as usize, false)?;
-            let (y, dy) = tangent_loop(&mut b, f, l as usize, id, &args, t, f.var_name(s.var))?;
-            map[s.var.index()] = Some(y);
-            tan[s.var.index()] = Some(dy);
-            continue;
+        if let (Op::Loop(l, _), Some(t)) = (s.op, s.args.first().and_then(|a| self.tan[a.index()]))
+        {
+            let id = self.tangent_id(l as usize, false)?;
+            let (y, dy) =
+                tangent_loop(&mut self.b, f, l as usize, id, &args, t, f.var_name(s.var))?;
+            self.map[s.var.index()] = Some(y);
+            self.tan[s.var.index()] = Some(dy);
+            return Ok(());
         }
-        // Forward mode through a loop's gradient: the tape of states and
-        // tangents, the cotangent and its tangent walked back together.
-        let packed_tape =
-            |b: &mut Builder,
-             map: &[Option<VarId>],
-             tangent_id: &mut dyn FnMut(&mut Builder, usize, bool) -> Result<u32, AdError>,
-             tape: VarId,
-             dx: Option<VarId>|
-             -> Result<VarId, AdError> {
-                let d = defs[tape.index()]
-                    .ok_or_else(|| IrError("forward mode: a tape without its `looptape`".into()))?;
-                let def = &f.stmts[d];
-                let Op::LoopTape(l, k, scan) = def.op else {
-                    return Err(invalid(
-                        "forward mode: a `loopvjp` of something other than a tape".into(),
-                    ));
-                };
-                let lp = &f.loops[l as usize];
-                let packed = packed_state(lp);
-                let x = m(map, def.args[0])?;
-                let dx = match dx {
-                    Some(t) => t,
-                    None => b
-                        .push("", Op::Zero, &[], Some(lp.state()))
-                        .map_err(AdError::from)?,
-                };
-                let id = tangent_id(b, l as usize, false)?;
-                let p0 = b.pack_rows(&[x, dx], &packed).map_err(AdError::from)?;
-                let mut shape = vec![lp.tape_rows(u64::from(k))];
-                shape.extend(packed.shape.iter().cloned());
-                let ty = Type::array(packed.dtype, shape);
-                let mut ins = vec![p0];
-                if scan {
-                    ins.push(m(map, def.args[1])?);
-                }
-                b.push("", Op::LoopTape(id, k, scan), &ins, Some(&ty))
-                    .map_err(AdError::from)
-            };
-        match s.op {
-            Op::LoopTape(_, k, _) if tan[s.args[0].index()].is_some() => {
-                let nv = b
-                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(AdError::from)?;
-                map[s.var.index()] = Some(nv);
-                let t = packed_tape(&mut b, &map, &mut tangent_id, s.var, tan[s.args[0].index()])?;
-                tape_tan.insert(s.var, t);
-                // Every state, as the program reads it (a `scan` returning
-                // each step's state): the tangents are part 1 of each row.
-                if k == 1 {
-                    tan[s.var.index()] = Some(b.row_part(t, 1).map_err(AdError::from)?);
-                }
-                continue;
-            }
-            Op::Index(k) if tape_tan.contains_key(&s.args[0]) => {
-                let nv = b
-                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(AdError::from)?;
-                map[s.var.index()] = Some(nv);
-                let row = b
-                    .push("", Op::Index(k), &[tape_tan[&s.args[0]]], None)
-                    .map_err(AdError::from)?;
-                let dt = b
-                    .push("", Op::Index(1), &[row], None)
-                    .map_err(AdError::from)?;
-                tan[s.var.index()] = Some(dt);
-                continue;
-            }
-            Op::LoopVjp(_, _, mode, _)
-                if mode & !VJP_RECOMPUTE != 0
-                    && s.args.iter().any(|a| tan[a.index()].is_some()) =>
-            {
-                return Err(AdError::Unsupported(AdLimit::ForwardLoopGradient));
-            }
-            Op::LoopVjp(l, k, mode, scan)
-                if tape_tan.contains_key(&s.args[0]) || tan[s.args[1].index()].is_some() =>
-            {
-                let nv = b
-                    .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-                    .map_err(AdError::from)?;
-                map[s.var.index()] = Some(nv);
-                let lp = &f.loops[l as usize];
-                if lp.vjp.is_none() {
-                    return Err(invalid(format!("`{}`: loop {l} has no VJP", f.name)));
-                }
-                let tape = match tape_tan.get(&s.args[0]) {
-                    Some(&t) => t,
-                    None => packed_tape(&mut b, &map, &mut tangent_id, s.args[0], None)?,
-                };
-                let dg = match tan[s.args[1].index()] {
-                    Some(t) => t,
-                    None => b
-                        .push("", Op::Zero, &[], Some(lp.state()))
-                        .map_err(AdError::from)?,
-                };
-                let packed = packed_state(lp);
-                let q0 = b
-                    .pack_rows(&[args[1], dg], &packed)
-                    .map_err(AdError::from)?;
-                let id = tangent_id(&mut b, l as usize, true)?;
-                let mut ins = vec![tape, q0];
-                if scan {
-                    ins.push(args[2]);
-                }
-                let r = b
-                    .push("", Op::LoopVjp(id, k, mode, scan), &ins, None)
-                    .map_err(AdError::from)?;
-                let dt = b
-                    .push("", Op::Index(1), &[r], None)
-                    .map_err(AdError::from)?;
-                tan[s.var.index()] = Some(dt);
-                continue;
-            }
-            Op::LoopTape(..) | Op::LoopVjp(..)
-                if s.args.iter().any(|a| tan[a.index()].is_some()) =>
-            {
-                return Err(AdError::Unsupported(AdLimit::ForwardLoopGradient));
-            }
-            _ => {}
+        if self.loop_gradient_stmt(s, &args)? {
+            return Ok(());
         }
-        let nv = b
+        let nv = self
+            .b
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(AdError::from)?;
-        map[s.var.index()] = Some(nv);
+        self.map[s.var.index()] = Some(nv);
         if let Op::Kernel(..) = s.op {
-            if s.args.iter().any(|a| tan[a.index()].is_some()) {
+            if s.args.iter().any(|a| self.tan[a.index()].is_some()) {
                 return Err(AdError::Unsupported(AdLimit::ForwardKernel));
             }
-            continue;
+            return Ok(());
         }
         // A function with its own rule: the rule's JVP, never through the
         // statements that computed its value (operand 0).
         if let Op::Custom(..) = s.op {
-            let ts: Vec<Option<VarId>> = s.args.iter().map(|a| tan[a.index()]).collect();
+            let ts: Vec<Option<VarId>> = s.args.iter().map(|a| self.tan[a.index()]).collect();
             if ts[1..].iter().any(Option::is_some) {
-                tan[s.var.index()] = Some(custom::jvp(&mut b, f, s, &args, &ts)?);
+                self.tan[s.var.index()] = Some(custom::jvp(&mut self.b, f, s, &args, &ts)?);
             }
-            continue;
+            return Ok(());
         }
         // Masks and integers carry no derivative.
         if s.op.is_piecewise_constant() || f.ty(s.var).dtype.is_int() {
-            continue;
+            return Ok(());
         }
+        self.rule_tangent(s, &args, nv)
+    }
+
+    /// A scan `s` (on the copied operands `args`) whose sequence has a
+    /// tangent: one loop over `[state, tangent]` reading rows `[x ; dx]`
+    /// (`scan`, or the tape of every state `scan_all` reads).
+    fn seq_tangent_stmt(&mut self, s: &Stmt, args: &[VarId]) -> Result<(), AdError> {
+        let f = self.f;
+        let b = &mut self.b;
+        let l = match s.op {
+            Op::Loop(l, _) | Op::LoopTape(l, 1, _) => l,
+            _ => return Err(AdError::Unsupported(AdLimit::ForwardScanSequence)),
+        };
+        let id = match self.seq_tangent_loops.get(&l) {
+            Some(&id) => id,
+            None => {
+                let id = b.add_loop(seq_tangent_loop_def(f, l as usize)?);
+                self.seq_tangent_loops.insert(l, id);
+                id
+            }
+        };
+        let lp = &f.loops[l as usize];
+        let dx0 = match self.tan[s.args[0].index()] {
+            Some(t) => t,
+            None => b
+                .push("", Op::Zero, &[], Some(lp.state()))
+                .map_err(AdError::from)?,
+        };
+        let dxs = self.tan[s.args[1].index()].expect("checked: the sequence has a tangent");
+        let tape = matches!(s.op, Op::LoopTape(..)).then(|| f.ty(s.var).clone());
+        let (y, dy) = seq_tangent_loop(b, lp, id, (args[0], dx0), (args[1], dxs), tape)?;
+        self.map[s.var.index()] = Some(y);
+        self.tan[s.var.index()] = Some(dy);
+        Ok(())
+    }
+
+    /// Forward mode through a loop's gradient: the tape of states and
+    /// tangents of `tape` (a `looptape`'s value), `dx` the tangent of its
+    /// initial state (`None`: zero).
+    fn packed_tape(&mut self, tape: VarId, dx: Option<VarId>) -> Result<VarId, AdError> {
+        let f = self.f;
+        let d = self.defs[tape.index()]
+            .ok_or_else(|| IrError("forward mode: a tape without its `looptape`".into()))?;
+        let def = &f.stmts[d];
+        let Op::LoopTape(l, k, scan) = def.op else {
+            return Err(invalid(
+                "forward mode: a `loopvjp` of something other than a tape".into(),
+            ));
+        };
+        let lp = &f.loops[l as usize];
+        let packed = packed_state(lp);
+        let x = self.m(def.args[0])?;
+        let dx = match dx {
+            Some(t) => t,
+            None => self
+                .b
+                .push("", Op::Zero, &[], Some(lp.state()))
+                .map_err(AdError::from)?,
+        };
+        let id = self.tangent_id(l as usize, false)?;
+        let b = &mut self.b;
+        let p0 = b.pack_rows(&[x, dx], &packed).map_err(AdError::from)?;
+        let mut shape = vec![lp.tape_rows(u64::from(k))];
+        shape.extend(packed.shape.iter().cloned());
+        let ty = Type::array(packed.dtype, shape);
+        let mut ins = vec![p0];
+        if scan {
+            ins.push(mapped_or_err(&self.map, def.args[1])?);
+        }
+        b.push("", Op::LoopTape(id, k, scan), &ins, Some(&ty))
+            .map_err(AdError::from)
+    }
+
+    /// Forward mode through a tape, a row of a tape's tangent, or a loop's
+    /// gradient (`s` on the copied operands `args`): the tape of states
+    /// and tangents, the cotangent and its tangent walked back together.
+    /// Whether `s` was one of these (copied, its tangent pushed forward).
+    fn loop_gradient_stmt(&mut self, s: &Stmt, args: &[VarId]) -> Result<bool, AdError> {
+        let f = self.f;
+        match s.op {
+            Op::LoopTape(_, k, _) if self.tan[s.args[0].index()].is_some() => {
+                let nv = self
+                    .b
+                    .push(f.var_name(s.var), s.op, args, Some(f.ty(s.var)))
+                    .map_err(AdError::from)?;
+                self.map[s.var.index()] = Some(nv);
+                let dx = self.tan[s.args[0].index()];
+                let t = self.packed_tape(s.var, dx)?;
+                self.tape_tan.insert(s.var, t);
+                // Every state, as the program reads it (a `scan` returning
+                // each step's state): the tangents are part 1 of each row.
+                if k == 1 {
+                    self.tan[s.var.index()] = Some(self.b.row_part(t, 1).map_err(AdError::from)?);
+                }
+                Ok(true)
+            }
+            Op::Index(k) if self.tape_tan.contains_key(&s.args[0]) => {
+                let b = &mut self.b;
+                let nv = b
+                    .push(f.var_name(s.var), s.op, args, Some(f.ty(s.var)))
+                    .map_err(AdError::from)?;
+                self.map[s.var.index()] = Some(nv);
+                let row = b
+                    .push("", Op::Index(k), &[self.tape_tan[&s.args[0]]], None)
+                    .map_err(AdError::from)?;
+                let dt = b
+                    .push("", Op::Index(1), &[row], None)
+                    .map_err(AdError::from)?;
+                self.tan[s.var.index()] = Some(dt);
+                Ok(true)
+            }
+            Op::LoopVjp(_, _, mode, _)
+                if mode & !VJP_RECOMPUTE != 0
+                    && s.args.iter().any(|a| self.tan[a.index()].is_some()) =>
+            {
+                Err(AdError::Unsupported(AdLimit::ForwardLoopGradient))
+            }
+            Op::LoopVjp(l, k, mode, scan)
+                if self.tape_tan.contains_key(&s.args[0])
+                    || self.tan[s.args[1].index()].is_some() =>
+            {
+                self.loop_vjp_tangent(s, args, (l, k, mode, scan))?;
+                Ok(true)
+            }
+            Op::LoopTape(..) | Op::LoopVjp(..)
+                if s.args.iter().any(|a| self.tan[a.index()].is_some()) =>
+            {
+                Err(AdError::Unsupported(AdLimit::ForwardLoopGradient))
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// A loop's gradient `s` (`loopvjp` with fields `op`, on the copied
+    /// operands `args`) whose tape or cotangent has a tangent: copied, and
+    /// the cotangent and its tangent walked back together over the tape of
+    /// states and tangents.
+    fn loop_vjp_tangent(
+        &mut self,
+        s: &Stmt,
+        args: &[VarId],
+        (l, k, mode, scan): (u32, u32, u32, bool),
+    ) -> Result<(), AdError> {
+        let f = self.f;
+        let nv = self
+            .b
+            .push(f.var_name(s.var), s.op, args, Some(f.ty(s.var)))
+            .map_err(AdError::from)?;
+        self.map[s.var.index()] = Some(nv);
+        let lp = &f.loops[l as usize];
+        if lp.vjp.is_none() {
+            return Err(invalid(format!("`{}`: loop {l} has no VJP", f.name)));
+        }
+        let tape = match self.tape_tan.get(&s.args[0]) {
+            Some(&t) => t,
+            None => self.packed_tape(s.args[0], None)?,
+        };
+        let dg = match self.tan[s.args[1].index()] {
+            Some(t) => t,
+            None => self
+                .b
+                .push("", Op::Zero, &[], Some(lp.state()))
+                .map_err(AdError::from)?,
+        };
+        let packed = packed_state(lp);
+        let q0 = self
+            .b
+            .pack_rows(&[args[1], dg], &packed)
+            .map_err(AdError::from)?;
+        let id = self.tangent_id(l as usize, true)?;
+        let b = &mut self.b;
+        let mut ins = vec![tape, q0];
+        if scan {
+            ins.push(args[2]);
+        }
+        let r = b
+            .push("", Op::LoopVjp(id, k, mode, scan), &ins, None)
+            .map_err(AdError::from)?;
+        let dt = b
+            .push("", Op::Index(1), &[r], None)
+            .map_err(AdError::from)?;
+        self.tan[s.var.index()] = Some(dt);
+        Ok(())
+    }
+
+    /// The tangent of `s` (copied as `nv`, on the copied operands `args`)
+    /// by its op's JVP rules: the sum of its operands' contributions.
+    fn rule_tangent(&mut self, s: &Stmt, args: &[VarId], nv: VarId) -> Result<(), AdError> {
+        let f = self.f;
+        let b = &mut self.b;
         let rules = template::parsed(s.op, Rule::Jvp);
         let out_ty = f.ty(s.var).clone();
         let mut total: Option<VarId> = None;
         for (i, a) in s.args.iter().enumerate() {
-            let Some(t) = tan[a.index()] else { continue };
+            let Some(t) = self.tan[a.index()] else {
+                continue;
+            };
             let tmpl = rules[i]
                 .as_ref()
                 .map_err(|e| IrError(format!("JVP of `{}`: {e}", s.op.name())))?;
@@ -273,7 +371,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                 }
             };
             let contrib = tmpl
-                .instantiate(&mut b, &bind, Some(&out_ty))
+                .instantiate(b, &bind, Some(&out_ty))
                 .map_err(|e| IrError(format!("JVP of `{}`: {e}", s.op.name())))?;
             total = Some(match total {
                 Some(prev) => b
@@ -282,21 +380,15 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
                 None => contrib,
             });
         }
-        tan[s.var.index()] = total;
+        self.tan[s.var.index()] = total;
+        Ok(())
     }
-    let mut rets = Vec::new();
-    for r in &f.rets {
-        let t = match tan[r.index()] {
-            Some(t) => t,
-            None => b
-                .push("", Op::Zero, &[], Some(f.ty(*r)))
-                .map_err(AdError::from)?,
-        };
-        rets.push(t);
-    }
-    let out = super::reverse::prune_dead(&b.finish(rets));
-    out.validate()?;
-    Ok(out)
+}
+
+/// The copy of primal variable `v` in `map`, or an error if it has none.
+fn mapped_or_err(map: &[Option<VarId>], v: VarId) -> Result<VarId, IrError> {
+    map[v.index()]
+        .ok_or_else(|| IrError("forward mode: a value is used before it is defined".into()))
 }
 
 /// `[2, state...]`: a loop's state and its tangent as the rows of one array.

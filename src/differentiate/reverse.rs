@@ -5,7 +5,7 @@ use super::split::split_at;
 use super::template::{self, Rule, Template};
 use super::{invalid, AdError, AdLimit};
 pub use crate::ir::needed::prune_dead;
-use crate::ir::{Builder, Function, IrError, Loop, VarId};
+use crate::ir::{Builder, Function, IrError, Loop, Stmt, VarId};
 use crate::ops::{kernels, Op, OpTypeError, VJP_SEQ, VJP_TAPE};
 use crate::types::{Dim, Type};
 use indexmap::IndexMap;
@@ -64,6 +64,39 @@ fn reads_primal(t: &Template) -> bool {
     vs.iter().any(|v| v != "g")
 }
 
+/// What `reverse` builds and looks up while it copies the primal and
+/// sweeps back over it.
+struct Rev<'f> {
+    f: &'f Function,
+    /// Which of `f`'s variables are active (see [`activity`]).
+    active: Vec<bool>,
+    b: Builder,
+    /// The copy of each primal variable.
+    map: Vec<Option<VarId>>,
+    /// An active `loop`'s tape of its states, by the loop's variable.
+    tapes: IndexMap<VarId, VarId>,
+    /// A loop gradient's every-state cotangents (`loopvjp` with `VJP_SEQ`).
+    cotangent_rows: IndexMap<VarId, VarId>,
+    /// The loop walking a scan back with its sequence's cotangent, by loop.
+    seq_loops: IndexMap<u32, u32>,
+    /// Copies of scan loops whose VJP gives `[0 ; g']` rows from the loop's
+    /// own VJP (`walk_rows_loop`), by loop.
+    walk_rows_loops: IndexMap<u32, u32>,
+    /// Cotangents, keyed by the primal variable.
+    ct: IndexMap<VarId, VarId>,
+    /// Values whose cotangent may be an exact zero because it went through
+    /// the untaken side of a `select` (a dynamic `if`). Their contributions
+    /// that read primal values are guarded (`0` where the cotangent is 0),
+    /// so a NaN or infinite partial derivative in the branch not taken
+    /// never reaches the gradient.
+    masked: Vec<bool>,
+}
+
+/// The copy of primal variable `v` in `map`.
+fn mapped(map: &[Option<VarId>], v: VarId) -> VarId {
+    map[v.index()].expect("defined before use")
+}
+
 /// Differentiate `f` (one scalar float result) with respect to the
 /// parameters at positions `wrt`.
 pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
@@ -85,241 +118,32 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     // pullback (every state: `k = 1`; the optimizer offers sparser tapes).
     let mut b = Builder::new(f.name.clone(), f.size_params.clone());
     b.copy_loops(f);
-    let mut tapes: IndexMap<VarId, VarId> = IndexMap::new();
-    // A loop gradient's every-state cotangents (`loopvjp` with `VJP_SEQ`).
-    let mut cotangent_rows: IndexMap<VarId, VarId> = IndexMap::new();
-    // The loop walking a scan back with its sequence's cotangent, by loop.
-    let mut seq_loops: IndexMap<u32, u32> = IndexMap::new();
-    // Copies of scan loops whose VJP gives `[0 ; g']` rows from the loop's
-    // own VJP (`walk_rows_loop`), by loop.
-    let mut walk_rows_loops: IndexMap<u32, u32> = IndexMap::new();
-    let mut map: Vec<Option<VarId>> = vec![None; f.vars.len()];
-    for p in &f.params {
-        let v = b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
-        map[p.var.index()] = Some(v);
-    }
-    let m = |map: &[Option<VarId>], v: VarId| map[v.index()].expect("defined before use");
-    for s in &f.stmts {
-        let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
-        if let Op::Loop(l, _) = s.op {
-            if active[s.var.index()] {
-                let (t, y) = taped_loop(&mut b, f, l as usize, &args, f.var_name(s.var))?;
-                tapes.insert(s.var, t);
-                map[s.var.index()] = Some(y);
-                continue;
-            }
-        }
-        // A tape the program reads itself (every state of a `scan`): the
-        // pullback walks it back seeded by its whole cotangent.
-        if let (Op::LoopTape(l, ..), true) = (s.op, active[s.var.index()]) {
-            give_vjp(&mut b, f, l as usize)?;
-        }
-        // A loop's gradient (reverse over reverse): every state's
-        // cotangent is kept, for the second-order walk of the pullback.
-        if let (Op::LoopVjp(l, k, m, scan), true) = (s.op, active[s.var.index()]) {
-            // Not yet: a walk seeded by a tape, one giving a sequence's
-            // cotangent, a checkpointed one, or a sequence that is itself
-            // differentiated.
-            let seq_active = scan && active[s.args[2].index()];
-            if k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 || seq_active {
-                return Err(AdError::Unsupported(AdLimit::LoopGradient));
-            }
-            // A scan's walk with every state's cotangent is its copy's,
-            // whose rows hold the walk's cotangents, `V(s, x, g)`.
-            let lw = if scan {
-                match walk_rows_loops.get(&l) {
-                    Some(&lw) => lw,
-                    None => {
-                        let lw = walk_rows_loop(&mut b, l as usize)?;
-                        walk_rows_loops.insert(l, lw);
-                        lw
-                    }
-                }
-            } else {
-                l
-            };
-            let lp = &b.function().loops[lw as usize];
-            let (st, ty) = (lp.state().clone(), lp.seq_cotangent_type());
-            let ty = ty.ok_or_else(|| invalid("a loop whose state has no size".into()))?;
-            let rows = b
-                .push("", Op::LoopVjp(lw, 1, m | VJP_SEQ, scan), &args, Some(&ty))
-                .map_err(AdError::from)?;
-            let ws = Dim::product(&st.shape)
-                .ok_or_else(|| invalid("a loop whose state has no size".into()))?;
-            let e = AdError::from;
-            let first = b.push("", Op::Index(0), &[rows], None).map_err(e)?;
-            let first = b.trailing(first, ws.clone()).map_err(e)?;
-            let r = unflatten(&mut b, first, &st).map_err(e)?;
-            // Each state's cotangent: the last `ws` elements of each row.
-            let gs = b.trailing_columns(rows, ws).map_err(e)?;
-            map[s.var.index()] = Some(r);
-            cotangent_rows.insert(s.var, gs);
-            continue;
-        }
-        let nv = b
-            .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
-            .map_err(AdError::from)?;
-        map[s.var.index()] = Some(nv);
-    }
-    let primal_len = b.function().stmts.len();
-    let out = m(&map, f.rets[0]);
+    let mut r = Rev {
+        f,
+        active,
+        b,
+        map: vec![None; f.vars.len()],
+        tapes: IndexMap::new(),
+        cotangent_rows: IndexMap::new(),
+        seq_loops: IndexMap::new(),
+        walk_rows_loops: IndexMap::new(),
+        ct: IndexMap::new(),
+        masked: vec![false; f.vars.len()],
+    };
+    r.copy_primal()?;
+    let primal_len = r.b.function().stmts.len();
+    let out = mapped(&r.map, f.rets[0]);
 
     // Seed and sweep. Cotangents are keyed by the primal variable.
-    let seed = b.constant(f.ty(f.rets[0]).dtype, 1.0);
-    let mut ct: IndexMap<VarId, VarId> = IndexMap::new();
-    if active[f.rets[0].index()] {
-        ct.insert(f.rets[0], seed);
+    let seed = r.b.constant(f.ty(f.rets[0]).dtype, 1.0);
+    if r.active[f.rets[0].index()] {
+        r.ct.insert(f.rets[0], seed);
     }
-    // Values whose cotangent may be an exact zero because it went through
-    // the untaken side of a `select` (a dynamic `if`). Their contributions
-    // that read primal values are guarded (`0` where the cotangent is 0), so
-    // a NaN or infinite partial derivative in the branch not taken never
-    // reaches the gradient.
-    let mut masked = vec![false; f.vars.len()];
     for s in f.stmts.iter().rev() {
-        let Some(&g) = ct.get(&s.var) else { continue };
-        if let (Op::LoopVjp(l, ..), Some(&rows)) = (s.op, cotangent_rows.get(&s.var)) {
-            let tape = m(&map, s.args[0]);
-            let xs = s.args.get(2).map(|a| m(&map, *a));
-            let (ct_g, ct_tape) = second_order(&mut b, f, l as usize, (tape, rows, xs), g)?;
-            for (a, contrib) in [(s.args[1], ct_g), (s.args[0], ct_tape)] {
-                if active[a.index()] {
-                    add_cotangent(&mut b, &mut ct, a, contrib)?;
-                }
-            }
-            continue;
-        }
-        // A loop: its tape walked back from the result's cotangent; a tape
-        // the program reads: walked back from the tape's cotangent.
-        let walk = match (s.op, tapes.get(&s.var)) {
-            (Op::Loop(l, scan), Some(&tape)) => Some((l, 1, scan, tape, 0)),
-            (Op::LoopTape(l, k, scan), _) => Some((l, k, scan, m(&map, s.var), VJP_TAPE)),
-            _ => None,
-        };
-        if let Some((l, k, scan, tape, flags)) = walk {
-            let mut ins = vec![tape, g];
-            let seq = scan && active[s.args[1].index()];
-            if scan {
-                ins.push(m(&map, s.args[1]));
-            }
-            let (init_ct, seq_ct) = if seq {
-                let ls = seq_loop_of(&mut b, &mut seq_loops, l)?;
-                let lp = &b.function().loops[ls as usize];
-                let ty = lp
-                    .seq_cotangent_type()
-                    .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
-                let r = b
-                    .push(
-                        "",
-                        Op::LoopVjp(ls, k, flags | VJP_SEQ, scan),
-                        &ins,
-                        Some(&ty),
-                    )
-                    .map_err(AdError::from)?;
-                let (i, x) = split_seq_cotangent(&mut b, l as usize, r).map_err(AdError::from)?;
-                (i, Some(x))
-            } else {
-                let r = b
-                    .push("", Op::LoopVjp(l, k, flags, scan), &ins, None)
-                    .map_err(AdError::from)?;
-                (r, None)
-            };
-            let contribs = std::iter::once((s.args[0], init_ct))
-                .chain(seq_ct.map(|x| (s.args[1], x)))
-                .filter(|(a, _)| active[a.index()]);
-            for (a, contrib) in contribs {
-                add_cotangent(&mut b, &mut ct, a, contrib)?;
-            }
-            continue;
-        }
-        // A native kernel: its VJP kernels, one per argument.
-        if let Op::Kernel(k, n) = s.op {
-            let mut ins: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
-            ins.push(g);
-            for (i, a) in s.args.iter().enumerate() {
-                if !active[a.index()] {
-                    continue;
-                }
-                let vjp = kernels::kernel_vjp(k, i)
-                    .ok_or(AdError::Unsupported(AdLimit::KernelWithoutVjp))?;
-                let contrib = b
-                    .push("", Op::Kernel(vjp, n + 1), &ins, Some(f.ty(*a)))
-                    .map_err(AdError::from)?;
-                let contrib = if masked[s.var.index()] {
-                    masked[a.index()] = true;
-                    custom::guarded(&mut b, g, contrib)?
-                } else {
-                    contrib
-                };
-                add_cotangent(&mut b, &mut ct, *a, contrib)?;
-            }
-            continue;
-        }
-        // A function with its own rule: the rule's VJP, never through the
-        // statements that computed its value (operand 0).
-        if let Op::Custom(..) = s.op {
-            let args: Vec<VarId> = s.args.iter().map(|a| m(&map, *a)).collect();
-            for (i, contrib) in custom::vjp(&mut b, f, s, &args, g)? {
-                let a = s.args[i];
-                if !active[a.index()] {
-                    continue;
-                }
-                let contrib = if masked[s.var.index()] {
-                    masked[a.index()] = true;
-                    custom::guarded(&mut b, g, contrib)?
-                } else {
-                    contrib
-                };
-                add_cotangent(&mut b, &mut ct, a, contrib)?;
-            }
-            continue;
-        }
-        let rules = template::parsed(s.op, Rule::Vjp);
-        for (i, a) in s.args.iter().enumerate() {
-            if !active[a.index()] {
-                continue;
-            }
-            let mut tmpl = Cow::Borrowed(
-                rules[i]
-                    .as_ref()
-                    .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?,
-            );
-            // The guard compares the cotangent element by element with the
-            // contribution, which is right for element-wise ops and for a
-            // scalar cotangent. A `matmul` mixes elements: its contribution
-            // is not guarded (a NaN or infinity in the other factor of an
-            // untaken branch would reach the gradient).
-            let guardable = s.op.is_elementwise() || f.ty(s.var).is_scalar();
-            if masked[s.var.index()] && reads_primal(&tmpl) && guardable {
-                tmpl = Cow::Owned(Template::App(
-                    Op::Select,
-                    vec![
-                        Template::App(Op::Ne, vec![Template::Var("g".into()), Template::Num(0.0)]),
-                        tmpl.into_owned(),
-                        Template::Num(0.0),
-                    ],
-                ));
-            }
-            if s.op == Op::Select || masked[s.var.index()] {
-                masked[a.index()] = true;
-            }
-            let arg_ty: Type = f.ty(*a).clone();
-            let bind = |name: &str| -> Option<VarId> {
-                match name {
-                    "g" => Some(g),
-                    "out" => Some(m(&map, s.var)),
-                    "a" => s.args.first().map(|x| m(&map, *x)),
-                    "b" => s.args.get(1).map(|x| m(&map, *x)),
-                    "c" => s.args.get(2).map(|x| m(&map, *x)),
-                    _ => None,
-                }
-            };
-            let contrib = tmpl
-                .instantiate(&mut b, &bind, Some(&arg_ty))
-                .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
-            add_cotangent(&mut b, &mut ct, *a, contrib)?;
-        }
+        let Some(&g) = r.ct.get(&s.var) else { continue };
+        r.sweep_stmt(s, g)?;
     }
+    let Rev { mut b, ct, .. } = r;
     let mut rets = vec![out];
     for &i in wrt {
         let p = &f.params[i];
@@ -349,6 +173,280 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         pullback,
         residuals,
     })
+}
+
+impl Rev<'_> {
+    /// The copy of primal variable `v`.
+    fn m(&self, v: VarId) -> VarId {
+        mapped(&self.map, v)
+    }
+
+    /// Copy the primal's parameters and statements: an active `loop` with
+    /// a tape of its states, an active `looptape` with a VJP for its loop,
+    /// and an active loop gradient keeping every state's cotangent.
+    fn copy_primal(&mut self) -> Result<(), AdError> {
+        let f = self.f;
+        for p in &f.params {
+            let v = self.b.param(f.var_name(p.var), f.ty(p.var).clone(), p.span);
+            self.map[p.var.index()] = Some(v);
+        }
+        for s in &f.stmts {
+            let args: Vec<VarId> = s.args.iter().map(|a| self.m(*a)).collect();
+            if let Op::Loop(l, _) = s.op {
+                if self.active[s.var.index()] {
+                    let (t, y) = taped_loop(&mut self.b, f, l as usize, &args, f.var_name(s.var))?;
+                    self.tapes.insert(s.var, t);
+                    self.map[s.var.index()] = Some(y);
+                    continue;
+                }
+            }
+            // A tape the program reads itself (every state of a `scan`): the
+            // pullback walks it back seeded by its whole cotangent.
+            if let (Op::LoopTape(l, ..), true) = (s.op, self.active[s.var.index()]) {
+                give_vjp(&mut self.b, f, l as usize)?;
+            }
+            // A loop's gradient (reverse over reverse): every state's
+            // cotangent is kept, for the second-order walk of the pullback.
+            if let (Op::LoopVjp(l, k, m, scan), true) = (s.op, self.active[s.var.index()]) {
+                self.copy_loop_gradient(s, &args, (l, k, m, scan))?;
+                continue;
+            }
+            let nv = self
+                .b
+                .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
+                .map_err(AdError::from)?;
+            self.map[s.var.index()] = Some(nv);
+        }
+        Ok(())
+    }
+
+    /// Copy an active loop gradient `s` (`loopvjp` with fields `op`, on the
+    /// copied operands `args`): the walk giving every state's cotangent
+    /// too, whose rows the second-order walk of the pullback reads.
+    fn copy_loop_gradient(
+        &mut self,
+        s: &Stmt,
+        args: &[VarId],
+        (l, k, m, scan): (u32, u32, u32, bool),
+    ) -> Result<(), AdError> {
+        let b = &mut self.b;
+        // Not yet: a walk seeded by a tape, one giving a sequence's
+        // cotangent, a checkpointed one, or a sequence that is itself
+        // differentiated.
+        let seq_active = scan && self.active[s.args[2].index()];
+        if k != 1 || m & (VJP_SEQ | VJP_TAPE) != 0 || seq_active {
+            return Err(AdError::Unsupported(AdLimit::LoopGradient));
+        }
+        // A scan's walk with every state's cotangent is its copy's,
+        // whose rows hold the walk's cotangents, `V(s, x, g)`.
+        let lw = if scan {
+            match self.walk_rows_loops.get(&l) {
+                Some(&lw) => lw,
+                None => {
+                    let lw = walk_rows_loop(b, l as usize)?;
+                    self.walk_rows_loops.insert(l, lw);
+                    lw
+                }
+            }
+        } else {
+            l
+        };
+        let lp = &b.function().loops[lw as usize];
+        let (st, ty) = (lp.state().clone(), lp.seq_cotangent_type());
+        let ty = ty.ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+        let rows = b
+            .push("", Op::LoopVjp(lw, 1, m | VJP_SEQ, scan), args, Some(&ty))
+            .map_err(AdError::from)?;
+        let ws = Dim::product(&st.shape)
+            .ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+        let e = AdError::from;
+        let first = b.push("", Op::Index(0), &[rows], None).map_err(e)?;
+        let first = b.trailing(first, ws.clone()).map_err(e)?;
+        let r = unflatten(b, first, &st).map_err(e)?;
+        // Each state's cotangent: the last `ws` elements of each row.
+        let gs = b.trailing_columns(rows, ws).map_err(e)?;
+        self.map[s.var.index()] = Some(r);
+        self.cotangent_rows.insert(s.var, gs);
+        Ok(())
+    }
+
+    /// The contributions of statement `s`, whose cotangent is `g`, to its
+    /// active operands' cotangents.
+    fn sweep_stmt(&mut self, s: &Stmt, g: VarId) -> Result<(), AdError> {
+        let f = self.f;
+        if let (Op::LoopVjp(l, ..), Some(&rows)) = (s.op, self.cotangent_rows.get(&s.var)) {
+            let tape = self.m(s.args[0]);
+            let xs = s.args.get(2).map(|a| self.m(*a));
+            let (ct_g, ct_tape) = second_order(&mut self.b, f, l as usize, (tape, rows, xs), g)?;
+            for (a, contrib) in [(s.args[1], ct_g), (s.args[0], ct_tape)] {
+                if self.active[a.index()] {
+                    add_cotangent(&mut self.b, &mut self.ct, a, contrib)?;
+                }
+            }
+            return Ok(());
+        }
+        // A loop: its tape walked back from the result's cotangent; a tape
+        // the program reads: walked back from the tape's cotangent.
+        let walk = match (s.op, self.tapes.get(&s.var)) {
+            (Op::Loop(l, scan), Some(&tape)) => Some((l, 1, scan, tape, 0)),
+            (Op::LoopTape(l, k, scan), _) => Some((l, k, scan, self.m(s.var), VJP_TAPE)),
+            _ => None,
+        };
+        if let Some(walk) = walk {
+            return self.sweep_loop_walk(s, g, walk);
+        }
+        match s.op {
+            // A native kernel: its VJP kernels, one per argument.
+            Op::Kernel(k, n) => self.sweep_kernel(s, g, k, n),
+            // A function with its own rule: the rule's VJP, never through
+            // the statements that computed its value (operand 0).
+            Op::Custom(..) => {
+                let args: Vec<VarId> = s.args.iter().map(|a| self.m(*a)).collect();
+                for (i, contrib) in custom::vjp(&mut self.b, f, s, &args, g)? {
+                    self.add_masked(s, g, s.args[i], contrib)?;
+                }
+                Ok(())
+            }
+            _ => self.sweep_rule(s, g),
+        }
+    }
+
+    /// Add `contrib` to the cotangent of `a`, an operand of `s` (whose
+    /// cotangent is `g`), if `a` is active; guarded where `s`'s cotangent
+    /// is masked, which masks `a`'s.
+    fn add_masked(&mut self, s: &Stmt, g: VarId, a: VarId, contrib: VarId) -> Result<(), AdError> {
+        if !self.active[a.index()] {
+            return Ok(());
+        }
+        let contrib = if self.masked[s.var.index()] {
+            self.masked[a.index()] = true;
+            custom::guarded(&mut self.b, g, contrib)?
+        } else {
+            contrib
+        };
+        add_cotangent(&mut self.b, &mut self.ct, a, contrib)
+    }
+
+    /// A loop statement `s` walked back (`walk`: its loop, checkpoint
+    /// interval, whether it is a scan, its tape and `loopvjp` flags) from
+    /// its cotangent `g`: contributions to its initial state and, in a scan
+    /// of an active sequence, to the sequence.
+    fn sweep_loop_walk(
+        &mut self,
+        s: &Stmt,
+        g: VarId,
+        (l, k, scan, tape, flags): (u32, u32, bool, VarId, u32),
+    ) -> Result<(), AdError> {
+        let b = &mut self.b;
+        let mut ins = vec![tape, g];
+        let seq = scan && self.active[s.args[1].index()];
+        if scan {
+            ins.push(mapped(&self.map, s.args[1]));
+        }
+        let (init_ct, seq_ct) = if seq {
+            let ls = seq_loop_of(b, &mut self.seq_loops, l)?;
+            let lp = &b.function().loops[ls as usize];
+            let ty = lp
+                .seq_cotangent_type()
+                .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+            let r = b
+                .push(
+                    "",
+                    Op::LoopVjp(ls, k, flags | VJP_SEQ, scan),
+                    &ins,
+                    Some(&ty),
+                )
+                .map_err(AdError::from)?;
+            let (i, x) = split_seq_cotangent(b, l as usize, r).map_err(AdError::from)?;
+            (i, Some(x))
+        } else {
+            let r = b
+                .push("", Op::LoopVjp(l, k, flags, scan), &ins, None)
+                .map_err(AdError::from)?;
+            (r, None)
+        };
+        let contribs = std::iter::once((s.args[0], init_ct))
+            .chain(seq_ct.map(|x| (s.args[1], x)))
+            .filter(|(a, _)| self.active[a.index()]);
+        for (a, contrib) in contribs {
+            add_cotangent(b, &mut self.ct, a, contrib)?;
+        }
+        Ok(())
+    }
+
+    /// A native kernel `s` (kernel `k` of `n` operands) from its cotangent
+    /// `g`: its VJP kernels, one per active argument.
+    fn sweep_kernel(&mut self, s: &Stmt, g: VarId, k: u32, n: u32) -> Result<(), AdError> {
+        let f = self.f;
+        let mut ins: Vec<VarId> = s.args.iter().map(|a| self.m(*a)).collect();
+        ins.push(g);
+        for (i, a) in s.args.iter().enumerate() {
+            if !self.active[a.index()] {
+                continue;
+            }
+            let vjp =
+                kernels::kernel_vjp(k, i).ok_or(AdError::Unsupported(AdLimit::KernelWithoutVjp))?;
+            let contrib = self
+                .b
+                .push("", Op::Kernel(vjp, n + 1), &ins, Some(f.ty(*a)))
+                .map_err(AdError::from)?;
+            self.add_masked(s, g, *a, contrib)?;
+        }
+        Ok(())
+    }
+
+    /// Statement `s` from its cotangent `g` by its op's VJP rules (one
+    /// template per operand), guarded where the cotangent is masked.
+    fn sweep_rule(&mut self, s: &Stmt, g: VarId) -> Result<(), AdError> {
+        let f = self.f;
+        let rules = template::parsed(s.op, Rule::Vjp);
+        for (i, a) in s.args.iter().enumerate() {
+            if !self.active[a.index()] {
+                continue;
+            }
+            let mut tmpl = Cow::Borrowed(
+                rules[i]
+                    .as_ref()
+                    .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?,
+            );
+            // The guard compares the cotangent element by element with the
+            // contribution, which is right for element-wise ops and for a
+            // scalar cotangent. A `matmul` mixes elements: its contribution
+            // is not guarded (a NaN or infinity in the other factor of an
+            // untaken branch would reach the gradient).
+            let guardable = s.op.is_elementwise() || f.ty(s.var).is_scalar();
+            if self.masked[s.var.index()] && reads_primal(&tmpl) && guardable {
+                tmpl = Cow::Owned(Template::App(
+                    Op::Select,
+                    vec![
+                        Template::App(Op::Ne, vec![Template::Var("g".into()), Template::Num(0.0)]),
+                        tmpl.into_owned(),
+                        Template::Num(0.0),
+                    ],
+                ));
+            }
+            if s.op == Op::Select || self.masked[s.var.index()] {
+                self.masked[a.index()] = true;
+            }
+            let arg_ty: Type = f.ty(*a).clone();
+            let map = &self.map;
+            let bind = |name: &str| -> Option<VarId> {
+                match name {
+                    "g" => Some(g),
+                    "out" => Some(mapped(map, s.var)),
+                    "a" => s.args.first().map(|x| mapped(map, *x)),
+                    "b" => s.args.get(1).map(|x| mapped(map, *x)),
+                    "c" => s.args.get(2).map(|x| mapped(map, *x)),
+                    _ => None,
+                }
+            };
+            let contrib = tmpl
+                .instantiate(&mut self.b, &bind, Some(&arg_ty))
+                .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
+            add_cotangent(&mut self.b, &mut self.ct, *a, contrib)?;
+        }
+        Ok(())
+    }
 }
 
 /// Add `contrib` to the cotangent of `a` (its first contribution is it).
