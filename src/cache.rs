@@ -230,7 +230,7 @@ impl CacheKey {
         }
     }
 
-    /// `(component, value)` pairs, in [`COMPONENTS`] order.
+    /// `(component, value)` pairs, in `COMPONENTS` order.
     pub fn components(&self) -> Vec<(&'static str, String)> {
         let list = |v: Vec<String>| {
             if v.is_empty() {

@@ -183,7 +183,7 @@ pub struct Options {
     /// Load rules from this directory instead of the bundled `rulesets/`.
     pub rules_dir: Option<PathBuf>,
     /// Also use the bundled rules that are not exact in IEEE arithmetic
-    /// ([`FAST_MATH_FILES`](crate::rewrites::rules::FAST_MATH_FILES)).
+    /// (`rewrites::rules::FAST_MATH_FILES`).
     pub fast_math: bool,
     /// How the backend compiles ([`GradProgram::compile`] uses them).
     pub backend: BackendOptions,

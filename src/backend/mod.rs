@@ -91,7 +91,7 @@ pub struct BackendOptions {
     /// and `matmul` in 128-bit SIMD vectors (on by default). Off, the same
     /// loops are scalar; results are bit-for-bit the same either way,
     /// since reductions keep egrad's fixed order
-    /// ([`fold_row`](crate::ops::fold_row)) in both.
+    /// (`ops::fold_row`) in both.
     pub simd: bool,
     /// `matmul` of operands in memory (a transposed one read in place)
     /// through egrad's matrix kernel (256-bit AVX2/FMA tiles where the CPU
@@ -99,7 +99,7 @@ pub struct BackendOptions {
     /// Both compute the same chain of fused multiply-adds per element (see
     /// `src/gemm.rs`), so the results are bit for bit the same and the
     /// interpreter's; the kernel is faster. An object file has no kernel to
-    /// call, so [`compile_object`] always uses the loop nest.
+    /// call, so `compile_object` always uses the loop nest.
     pub gemm: bool,
 }
 

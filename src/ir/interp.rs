@@ -23,10 +23,10 @@ pub struct ArgError {
     /// What is wrong, one line.
     pub message: String,
     /// A run-time check that failed (an index outside its array): the
-    /// source span of the index, packed as by [`site_span`].
+    /// source span of the index, packed as by `site_span`.
     pub site: Option<u64>,
     /// The run would need more memory than the limit
-    /// ([`memory`](super::memory)), or more than this machine can count.
+    /// (`egrad::memory`), or more than this machine can count.
     pub limit: bool,
 }
 
@@ -52,7 +52,7 @@ impl ArgError {
         }
     }
 
-    /// A failed run-time index check at `site` (see [`pack_site`]).
+    /// A failed run-time index check at `site` (see `pack_site`).
     pub fn out_of_range(site: u64, index: i64, len: i64) -> ArgError {
         ArgError {
             limit: false,

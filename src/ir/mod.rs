@@ -103,7 +103,7 @@ pub struct Function {
     pub size_params: Vec<String>,
     /// The parameters, in call order.
     pub params: Vec<Param>,
-    /// Every variable, indexed by [`VarId`].
+    /// Every variable, indexed by `VarId`.
     pub vars: Vec<VarInfo>,
     /// The statements, in order (each defines one variable).
     pub stmts: Vec<Stmt>,
@@ -341,7 +341,7 @@ impl Function {
     /// out of range included) has no effect, as in the optimized program,
     /// which does not hold it. The arguments of a `custom` statement's call
     /// are live only where something else reads them
-    /// ([`Stmt::value_operands`]), as in [`Function::without_customs`],
+    /// (`Stmt::value_operands`), as in [`Function::without_customs`],
     /// which native code runs.
     pub fn live(&self) -> Vec<bool> {
         let mut live = vec![false; self.vars.len()];

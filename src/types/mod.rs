@@ -105,7 +105,7 @@ pub enum Dim {
     /// `p` states, and its final state.
     Rows(String, u64),
     /// Any other size expression (`N+1`, `2*N`, `M*N`, `M+N-1`), in the
-    /// canonical form of [`Size`]; arguments are checked to make it
+    /// canonical form of `Size`; arguments are checked to make it
     /// non-negative when it has a negative coefficient.
     Expr(Size),
 }
