@@ -754,53 +754,14 @@ fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> R
     Ok(h)
 }
 
-fn gradient_header(
-    opts: &BuildOptions,
+/// The residual layout's comment and its size and offset functions; the
+/// stored residuals, each with its C name, type and offset expression.
+fn emit_residual_layout(
+    h: &mut String,
+    prefix: &str,
+    sizes: &Sizes,
     g: &GradProgram,
-    sp: &Cut,
-    layouts: &[EntryLayout],
-) -> Result<String> {
-    let vg = g.value_and_grad_ir();
-    let name = &opts.function;
-    let prefix = format!("{name}_");
-    let mut h = header_start(
-        opts,
-        &format!(
-            "value_and_grad, forward and pullback of `{}` with respect to {}",
-            g.primal.name,
-            g.wrt_text()
-        ),
-    );
-    let mut namer = Namer::default();
-    let sizes = sizes_of(vg, &mut namer);
-    let inputs: Vec<(String, Type)> = vg
-        .params
-        .iter()
-        .map(|p| (namer.name(vg.var_name(p.var)), vg.ty(p.var).clone()))
-        .collect();
-    // A run-time count is given once, as its size argument.
-    let counts: Vec<Option<String>> = vg
-        .params
-        .iter()
-        .map(|p| {
-            (vg.ty(p.var).dtype == DType::I64).then(|| sizes.c(vg.var_name(p.var)).to_string())
-        })
-        .collect();
-    let value_ty = vg.ty(vg.rets[0]).clone();
-    let value = namer.name("value");
-    let grads: Vec<(String, Type)> = g
-        .wrt
-        .iter()
-        .zip(&vg.rets[1..])
-        .map(|(w, r)| (namer.name(&format!("grad_{w}")), vg.ty(*r).clone()))
-        .collect();
-    let residuals = namer.name("residuals");
-    let ct = namer.name("ct");
-    namer.name("scratch");
-
-    emit_check(&mut h, &prefix, &sizes, &[vg, &sp.forward, &sp.pullback]);
-
-    // The residual layout.
+) -> Vec<(String, Type, String)> {
     let _ = writeln!(
         h,
         "/* Residual layout: the values the pullback reads (the plan the JIT compiles; --lambda,\n * --dim and the optimizer decide what is stored and what is recomputed).\n * The residual buffer holds the stored ones, each at an 8-byte aligned offset, in order;\n * it must be 8-byte aligned ({prefix}residual_bytes bytes)."
@@ -861,6 +822,57 @@ fn gradient_header(
             sizes.signature(&[])
         );
     }
+    offsets
+}
+
+fn gradient_header(
+    opts: &BuildOptions,
+    g: &GradProgram,
+    sp: &Cut,
+    layouts: &[EntryLayout],
+) -> Result<String> {
+    let vg = g.value_and_grad_ir();
+    let name = &opts.function;
+    let prefix = format!("{name}_");
+    let mut h = header_start(
+        opts,
+        &format!(
+            "value_and_grad, forward and pullback of `{}` with respect to {}",
+            g.primal.name,
+            g.wrt_text()
+        ),
+    );
+    let mut namer = Namer::default();
+    let sizes = sizes_of(vg, &mut namer);
+    let inputs: Vec<(String, Type)> = vg
+        .params
+        .iter()
+        .map(|p| (namer.name(vg.var_name(p.var)), vg.ty(p.var).clone()))
+        .collect();
+    // A run-time count is given once, as its size argument.
+    let counts: Vec<Option<String>> = vg
+        .params
+        .iter()
+        .map(|p| {
+            (vg.ty(p.var).dtype == DType::I64).then(|| sizes.c(vg.var_name(p.var)).to_string())
+        })
+        .collect();
+    let value_ty = vg.ty(vg.rets[0]).clone();
+    let value = namer.name("value");
+    let grads: Vec<(String, Type)> = g
+        .wrt
+        .iter()
+        .zip(&vg.rets[1..])
+        .map(|(w, r)| (namer.name(&format!("grad_{w}")), vg.ty(*r).clone()))
+        .collect();
+    let residuals = namer.name("residuals");
+    let ct = namer.name("ct");
+    namer.name("scratch");
+
+    emit_check(&mut h, &prefix, &sizes, &[vg, &sp.forward, &sp.pullback]);
+
+    // The residual layout.
+    let offsets = emit_residual_layout(&mut h, &prefix, &sizes, g);
     let res_slot = |c: &str| {
         format!(
             "(void *)((char *){residuals} + {prefix}residual_offset_{c}({}))",
@@ -868,31 +880,40 @@ fn gradient_header(
         )
     };
 
-    // Every input, as value_and_grad and forward take them.
-    let all_inputs = || {
+    // The inputs `ix` (every one for value_and_grad and forward), as an
+    // entry takes them.
+    let inputs_of = |ix: &[usize], what: &str| {
         let (mut args, mut slots, mut locals) = (Vec::new(), Vec::new(), Vec::new());
-        for ((c, ty), size) in inputs.iter().zip(&counts) {
-            push_input(
-                c,
-                ty,
-                "argument",
-                size.as_deref(),
-                &mut args,
-                &mut slots,
-                &mut locals,
-            );
+        for &i in ix {
+            let (c, ty) = &inputs[i];
+            let size = counts[i].as_deref();
+            push_input(c, ty, what, size, &mut args, &mut slots, &mut locals);
         }
         (args, locals, slots)
     };
+    let every: Vec<usize> = (0..inputs.len()).collect();
+    // The stored residuals' slots (an entry with none ignores the buffer).
+    let push_residuals = |slots: &mut Vec<String>, locals: &mut Vec<String>| {
+        for (c, _, _) in &offsets {
+            slots.push(res_slot(c));
+        }
+        if offsets.is_empty() {
+            locals.push(format!("(void){residuals};"));
+        }
+    };
+    // The gradients, as outputs.
+    let push_grads = |args: &mut Vec<CArg>, slots: &mut Vec<String>, what: &str| {
+        for ((c, ty), w) in grads.iter().zip(&g.wrt) {
+            args.push(output_arg(c, ty, &format!("{what}the gradient for `{w}`")));
+            slots.push(format!("(void *){c}"));
+        }
+    };
 
     // value_and_grad
-    let (mut args, locals, mut slots) = all_inputs();
+    let (mut args, locals, mut slots) = inputs_of(&every, "argument");
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
-    for ((c, ty), w) in grads.iter().zip(&g.wrt) {
-        args.push(output_arg(c, ty, &format!("the gradient for `{w}`")));
-        slots.push(format!("(void *){c}"));
-    }
+    push_grads(&mut args, &mut slots, "");
     emit_entry(
         &mut h,
         &format!("{prefix}value_and_grad"),
@@ -906,7 +927,7 @@ fn gradient_header(
     )?;
 
     // forward
-    let (mut args, mut locals, mut slots) = all_inputs();
+    let (mut args, mut locals, mut slots) = inputs_of(&every, "argument");
     args.push(output_arg(&value, &value_ty, "the value"));
     slots.push(format!("(void *){value}"));
     args.push(CArg {
@@ -916,12 +937,7 @@ fn gradient_header(
             sizes.args()
         ),
     });
-    for (c, _, _) in &offsets {
-        slots.push(res_slot(c));
-    }
-    if offsets.is_empty() {
-        locals.push(format!("(void){residuals};"));
-    }
+    push_residuals(&mut slots, &mut locals);
     emit_entry(
         &mut h,
         &format!("{prefix}forward"),
@@ -935,41 +951,16 @@ fn gradient_header(
     )?;
 
     // pullback
-    let mut args = Vec::new();
-    let mut locals = Vec::new();
-    let mut slots = Vec::new();
-    for &i in &sp.inputs {
-        let (c, ty) = &inputs[i];
-        push_input(
-            c,
-            ty,
-            "argument (the same as given to the forward)",
-            counts[i].as_deref(),
-            &mut args,
-            &mut slots,
-            &mut locals,
-        );
-    }
+    let same = "argument (the same as given to the forward)";
+    let (mut args, mut locals, mut slots) = inputs_of(&sp.inputs, same);
     args.push(CArg {
         decl: format!("const void *{residuals}"),
         doc: format!("{residuals}: the residual buffer {prefix}forward wrote, read"),
     });
-    for (c, _, _) in &offsets {
-        slots.push(res_slot(c));
-    }
-    if offsets.is_empty() {
-        locals.push(format!("(void){residuals};"));
-    }
+    push_residuals(&mut slots, &mut locals);
     args.push(input_arg(&ct, &value_ty, "the cotangent of the value"));
     slots.push(input_slot(&ct, &value_ty, &mut locals));
-    for ((c, ty), w) in grads.iter().zip(&g.wrt) {
-        args.push(output_arg(
-            c,
-            ty,
-            &format!("ct times the gradient for `{w}`"),
-        ));
-        slots.push(format!("(void *){c}"));
-    }
+    push_grads(&mut args, &mut slots, "ct times ");
     emit_entry(
         &mut h,
         &format!("{prefix}pullback"),

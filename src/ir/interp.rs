@@ -555,6 +555,187 @@ fn settled_segments<E>(
     }
 }
 
+/// The state of a loop's steps: its body, a scan's sequence and the sizes.
+struct Steps<'a> {
+    lp: &'a Loop,
+    seq: Option<&'a Value>,
+    dims: &'a Dims,
+}
+
+impl Steps<'_> {
+    /// Row `t` of a scan's sequence (nothing for a loop).
+    fn row(&self, t: u64) -> Vec<Value> {
+        let Some(xs) = self.seq else {
+            return Vec::new();
+        };
+        let shape = xs.shape.get(1..).unwrap_or(&[]).to_vec();
+        let w: usize = shape.iter().product();
+        let t = t as usize;
+        vec![Value {
+            dtype: xs.dtype,
+            shape,
+            data: xs.data[t * w..(t + 1) * w].to_vec(),
+        }]
+    }
+
+    /// Step `t` of the body from state `s`.
+    fn step_at(&self, s: Value, t: u64) -> Result<Value, ArgError> {
+        let mut a = vec![s];
+        a.extend(self.row(t));
+        apply(&self.lp.body, a, self.dims)
+    }
+}
+
+/// Whether two values have the same bits.
+fn same(a: &Value, b: &Value) -> bool {
+    a.data
+        .iter()
+        .zip(&b.data)
+        .all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// `loopvjp` (and `scanvjp`) of `count` steps, checkpoints every `k`
+/// steps, mode bits `m` (see [`Op::LoopVjp`]).
+fn run_loop_vjp(
+    steps: &Steps,
+    (k, m): (u32, u32),
+    args: &[&Value],
+    out_shape: &[usize],
+    count: u64,
+    settles: bool,
+) -> Result<Value, ArgError> {
+    let (lp, dims) = (steps.lp, steps.dims);
+    let row = |t: u64| steps.row(t);
+    let step_at = |s: Value, t: u64| steps.step_at(s, t);
+    // Both modes compute the same states; the interpreter recomputes
+    // each segment once.
+    let vjp = lp.vjp.as_ref().expect("validated IR: loopvjp has a VJP");
+    let tape = args[0];
+    let st = lp.state();
+    let shape: Vec<usize> = st
+        .shape
+        .iter()
+        .map(|d| d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize)
+        .collect();
+    let width: usize = shape.iter().product();
+    let dtype = st.dtype;
+    let row_of = |v: &Value, r: u64| {
+        let from = (r * width as u64) as usize;
+        Value {
+            dtype,
+            shape: shape.clone(),
+            data: v.data[from..from + width].to_vec(),
+        }
+    };
+    let tape_row = |r: u64| row_of(tape, r);
+    // Seeded by the whole tape's cotangent: its row 0, and row
+    // `1 + j` joins at state `j·k`.
+    let seed = (m & crate::ops::VJP_TAPE != 0).then_some(args[1]);
+    let mut g = match seed {
+        Some(gt) => row_of(gt, 0),
+        None => args[1].clone(),
+    };
+    // With the sequence's cotangent: the rows `[gx ; gs]`, the VJP
+    // returning one such row per state.
+    let seq = m & crate::ops::VJP_SEQ != 0;
+    let packed = *out_shape.get(1).unwrap_or(&0);
+    let wx = packed.saturating_sub(width);
+    let mut seq_rows = vec![0.0; if seq { out_shape[0] * packed } else { 0 }];
+    if seq {
+        let last = count as usize * packed + wx;
+        seq_rows[last..last + width].copy_from_slice(&g.data);
+    }
+    let k = u64::from(k);
+    let segments = count.div_ceil(k);
+    // The segments before the loop stopped; the rest only pass the
+    // cotangent on (`settled_segments`).
+    let walked = if settles && count.min(k) >= 2 {
+        settled_segments(segments, &tape_row, |s: &Value, t| {
+            Ok(same(&step_at(s.clone(), t * k)?, s))
+        })?
+    } else {
+        segments
+    };
+    for j in (0..segments).rev() {
+        let end = ((j + 1) * k).min(count);
+        let mut states = Vec::new();
+        if j >= walked {
+            // Every state of the segment is the final one: each
+            // step passes the cotangent on.
+            if seq {
+                for t in j * k..end {
+                    let at = t as usize * packed + wx;
+                    seq_rows[at..at + width].copy_from_slice(&g.data);
+                }
+            }
+        } else {
+            states.push(tape_row(j + 1));
+            for t in j * k..end - 1 {
+                let next = step_at(states[states.len() - 1].clone(), t)?;
+                states.push(next);
+            }
+        }
+        if !states.is_empty() {
+            // The state after the segment: the next checkpoint, or the
+            // final state (row 0).
+            let after = tape_row(if j + 1 < segments { j + 2 } else { 0 });
+            // State `j*k + i` goes with row `j*k + i`.
+            for i in (0..states.len()).rev() {
+                // In a loop that settles, a step that changed no bit
+                // of the state (a frozen step, or the steps after the
+                // loop stopped) passes the cotangent on unchanged.
+                let t = j * k + i as u64;
+                if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
+                    if seq {
+                        let at = t as usize * packed + wx;
+                        seq_rows[at..at + width].copy_from_slice(&g.data);
+                    }
+                    continue;
+                }
+                let s = states[i].clone();
+                let mut a = vec![s];
+                a.extend(row(t));
+                a.push(g);
+                let out = apply(vjp, a, dims)?;
+                g = if seq {
+                    let at = t as usize * packed;
+                    seq_rows[at..at + packed].copy_from_slice(&out.data);
+                    Value {
+                        dtype,
+                        shape: shape.clone(),
+                        data: out.data[wx..].to_vec(),
+                    }
+                } else {
+                    out
+                };
+            }
+        }
+        if let Some(gt) = seed {
+            // State j·k: the tape's row 1 + j.
+            // Added in the state's precision, as native code does.
+            for (e, x) in g.data.iter_mut().zip(&row_of(gt, j + 1).data) {
+                *e = match dtype {
+                    crate::types::DType::F32 => f64::from(*e as f32 + *x as f32),
+                    _ => *e + x,
+                };
+            }
+            if seq {
+                let at = (j * k) as usize * packed + wx;
+                seq_rows[at..at + width].copy_from_slice(&g.data);
+            }
+        }
+    }
+    Ok(if seq {
+        Value {
+            dtype,
+            shape: out_shape.to_vec(),
+            data: seq_rows,
+        }
+    } else {
+        g
+    })
+}
+
 /// `loop`, `looptape` and `loopvjp`, and their scan forms (see [`Op::Loop`]).
 fn run_loop(
     lp: &Loop,
@@ -564,34 +745,17 @@ fn run_loop(
     dims: &Dims,
 ) -> Result<Value, ArgError> {
     // A scan's step `t` also reads row `t` of its sequence (the last operand).
-    let seq = lp.is_scan().then(|| args[args.len() - 1]);
-    let row = |t: u64| -> Vec<Value> {
-        let Some(xs) = seq else { return Vec::new() };
-        let shape = xs.shape.get(1..).unwrap_or(&[]).to_vec();
-        let w: usize = shape.iter().product();
-        let t = t as usize;
-        vec![Value {
-            dtype: xs.dtype,
-            shape,
-            data: xs.data[t * w..(t + 1) * w].to_vec(),
-        }]
+    let steps = Steps {
+        lp,
+        seq: lp.is_scan().then(|| args[args.len() - 1]),
+        dims,
     };
-    let step_at = |s: Value, t: u64| {
-        let mut a = vec![s];
-        a.extend(row(t));
-        apply(&lp.body, a, dims)
-    };
+    let step_at = |s: Value, t: u64| steps.step_at(s, t);
     let count = lp.count.extent(&|p| dims.get(p).copied()).unwrap_or(0);
     // A loop that settles stops stepping at the first step that changes
     // no bit of the state (every later step would give it again), as the
     // backend does.
     let settles = lp.settles && !lp.is_scan();
-    let same = |a: &Value, b: &Value| {
-        a.data
-            .iter()
-            .zip(&b.data)
-            .all(|(x, y)| x.to_bits() == y.to_bits())
-    };
     Ok(match op {
         Op::Loop(..) => {
             let mut s = args[0].clone();
@@ -638,135 +802,7 @@ fn run_loop(
                 data: rows,
             }
         }
-        Op::LoopVjp(_, k, m, _) => {
-            // Both modes compute the same states; the interpreter recomputes
-            // each segment once.
-            let vjp = lp.vjp.as_ref().expect("validated IR: loopvjp has a VJP");
-            let tape = args[0];
-            let st = lp.state();
-            let shape: Vec<usize> = st
-                .shape
-                .iter()
-                .map(|d| d.extent(&|p| dims.get(p).copied()).unwrap_or(0) as usize)
-                .collect();
-            let width: usize = shape.iter().product();
-            let dtype = st.dtype;
-            let row_of = |v: &Value, r: u64| {
-                let from = (r * width as u64) as usize;
-                Value {
-                    dtype,
-                    shape: shape.clone(),
-                    data: v.data[from..from + width].to_vec(),
-                }
-            };
-            let tape_row = |r: u64| row_of(tape, r);
-            // Seeded by the whole tape's cotangent: its row 0, and row
-            // `1 + j` joins at state `j·k`.
-            let seed = (m & crate::ops::VJP_TAPE != 0).then_some(args[1]);
-            let mut g = match seed {
-                Some(gt) => row_of(gt, 0),
-                None => args[1].clone(),
-            };
-            // With the sequence's cotangent: the rows `[gx ; gs]`, the VJP
-            // returning one such row per state.
-            let seq = m & crate::ops::VJP_SEQ != 0;
-            let packed = *out_shape.get(1).unwrap_or(&0);
-            let wx = packed.saturating_sub(width);
-            let mut seq_rows = vec![0.0; if seq { out_shape[0] * packed } else { 0 }];
-            if seq {
-                let last = count as usize * packed + wx;
-                seq_rows[last..last + width].copy_from_slice(&g.data);
-            }
-            let k = u64::from(k);
-            let segments = count.div_ceil(k);
-            // The segments before the loop stopped; the rest only pass the
-            // cotangent on (`settled_segments`).
-            let walked = if settles && count.min(k) >= 2 {
-                settled_segments(segments, &tape_row, |s: &Value, t| {
-                    Ok(same(&step_at(s.clone(), t * k)?, s))
-                })?
-            } else {
-                segments
-            };
-            for j in (0..segments).rev() {
-                let end = ((j + 1) * k).min(count);
-                let mut states = Vec::new();
-                if j >= walked {
-                    // Every state of the segment is the final one: each
-                    // step passes the cotangent on.
-                    if seq {
-                        for t in j * k..end {
-                            let at = t as usize * packed + wx;
-                            seq_rows[at..at + width].copy_from_slice(&g.data);
-                        }
-                    }
-                } else {
-                    states.push(tape_row(j + 1));
-                    for t in j * k..end - 1 {
-                        let next = step_at(states[states.len() - 1].clone(), t)?;
-                        states.push(next);
-                    }
-                }
-                if !states.is_empty() {
-                    // The state after the segment: the next checkpoint, or the
-                    // final state (row 0).
-                    let after = tape_row(if j + 1 < segments { j + 2 } else { 0 });
-                    // State `j*k + i` goes with row `j*k + i`.
-                    for i in (0..states.len()).rev() {
-                        // In a loop that settles, a step that changed no bit
-                        // of the state (a frozen step, or the steps after the
-                        // loop stopped) passes the cotangent on unchanged.
-                        let t = j * k + i as u64;
-                        if settles && same(&states[i], states.get(i + 1).unwrap_or(&after)) {
-                            if seq {
-                                let at = t as usize * packed + wx;
-                                seq_rows[at..at + width].copy_from_slice(&g.data);
-                            }
-                            continue;
-                        }
-                        let s = states[i].clone();
-                        let mut a = vec![s];
-                        a.extend(row(t));
-                        a.push(g);
-                        let out = apply(vjp, a, dims)?;
-                        g = if seq {
-                            let at = t as usize * packed;
-                            seq_rows[at..at + packed].copy_from_slice(&out.data);
-                            Value {
-                                dtype,
-                                shape: shape.clone(),
-                                data: out.data[wx..].to_vec(),
-                            }
-                        } else {
-                            out
-                        };
-                    }
-                }
-                if let Some(gt) = seed {
-                    // State j·k: the tape's row 1 + j.
-                    // Added in the state's precision, as native code does.
-                    for (e, x) in g.data.iter_mut().zip(&row_of(gt, j + 1).data) {
-                        *e = match dtype {
-                            crate::types::DType::F32 => f64::from(*e as f32 + *x as f32),
-                            _ => *e + x,
-                        };
-                    }
-                    if seq {
-                        let at = (j * k) as usize * packed + wx;
-                        seq_rows[at..at + width].copy_from_slice(&g.data);
-                    }
-                }
-            }
-            if seq {
-                Value {
-                    dtype,
-                    shape: out_shape.to_vec(),
-                    data: seq_rows,
-                }
-            } else {
-                g
-            }
-        }
+        Op::LoopVjp(_, k, m, _) => run_loop_vjp(&steps, (k, m), args, out_shape, count, settles)?,
         _ => unreachable!("run_loop is called for loop ops"),
     })
 }

@@ -172,33 +172,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 continue;
             }
             if let Some(head) = line.strip_prefix("rule ").and_then(|h| h.strip_suffix('{')) {
-                let mut words = head.split_whitespace();
-                let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
-                let next = b.function().rules.len();
-                let name = words.next().unwrap_or("").to_string();
-                let kinds: Vec<&str> = words.collect();
-                let ok_kinds = matches!(kinds[..], ["vjp"] | ["jvp"] | ["vjp", "jvp"]);
-                if k != Some(next) || name.is_empty() || !ok_kinds {
-                    return Err(err(&format!(
-                        "expected `rule {next} NAME vjp {{`, `... jvp {{` or `... vjp jvp {{`"
-                    )));
-                }
-                let parts = parse_block(&mut lines, ln)?;
-                if parts.len() != kinds.len() {
-                    return Err(err(&format!(
-                        "the rule block holds {} function(s), its header names {}",
-                        parts.len(),
-                        kinds.len()
-                    )));
-                }
-                let mut parts = parts.into_iter();
-                let vjp = if kinds[0] == "vjp" {
-                    parts.next()
-                } else {
-                    None
-                };
-                let jvp = parts.next();
-                b.add_rule(CustomRule { name, vjp, jvp });
+                parse_rule(head, &mut b, &mut lines, ln, &err)?;
                 continue;
             }
             if let Some(r) = line.strip_prefix("ret") {
@@ -224,55 +198,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
             let ty = Type::parse(vty).ok_or_else(|| err(&format!("bad type `{}`", vty.trim())))?;
             let mut words = rhs.split_whitespace();
             let opname = words.next().ok_or_else(|| err("expected an op"))?;
-            let op = if opname == "const" {
-                let n = words.next().ok_or_else(|| err("expected a number"))?;
-                let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
-                Op::Const(Lit::new(ty.dtype, x))
-            } else if opname == "custom" || opname == "kernel" {
-                let mut ns = [0u32; 2];
-                for slot in &mut ns {
-                    let w = words.next().unwrap_or("");
-                    *slot = w
-                        .parse()
-                        .map_err(|_| err(&format!("`{opname}` needs 2 numbers, got `{w}`")))?;
-                }
-                if opname == "custom" {
-                    Op::Custom(ns[0], ns[1])
-                } else {
-                    Op::Kernel(ns[0], ns[1])
-                }
-            } else if let Some(want) = match opname {
-                "loop" | "scan" => Some(1),
-                "looptape" | "scantape" => Some(2),
-                "loopvjp" | "scanvjp" => Some(3),
-                _ => None,
-            } {
-                let mut ns = [0u32; 3];
-                for slot in ns.iter_mut().take(want) {
-                    let w = words.next().unwrap_or("");
-                    *slot = w.parse().map_err(|_| {
-                        err(&format!("`{opname}` needs {want} number(s), got `{w}`"))
-                    })?;
-                }
-                let scan = opname.starts_with("scan");
-                match want {
-                    1 => Op::Loop(ns[0], scan),
-                    2 => Op::LoopTape(ns[0], ns[1], scan),
-                    _ => Op::LoopVjp(ns[0], ns[1], ns[2], scan),
-                }
-            } else {
-                let op =
-                    Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?;
-                if op.payload().is_some() {
-                    let n = words.next().ok_or_else(|| err("expected a row number"))?;
-                    let k: u64 = n
-                        .parse()
-                        .map_err(|_| err(&format!("bad row number `{n}`")))?;
-                    op.with_payload(k)
-                } else {
-                    op
-                }
-            };
+            let op = parse_op(opname, &mut words, &ty, &err)?;
             let mut args = Vec::new();
             for w in words {
                 let n = w.strip_prefix('%').ok_or_else(|| err("expected `%name`"))?;
@@ -296,6 +222,103 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
         out.push(f);
     }
     Ok(out)
+}
+
+/// The op of a statement, `opname` and its numbers from `words`, of
+/// declared type `ty` (the constant's dtype).
+fn parse_op<'w>(
+    opname: &str,
+    words: &mut impl Iterator<Item = &'w str>,
+    ty: &Type,
+    err: &impl Fn(&str) -> IrParseError,
+) -> Result<Op, IrParseError> {
+    Ok(if opname == "const" {
+        let n = words.next().ok_or_else(|| err("expected a number"))?;
+        let x = parse_number(n).ok_or_else(|| err(&format!("bad number `{n}`")))?;
+        Op::Const(Lit::new(ty.dtype, x))
+    } else if opname == "custom" || opname == "kernel" {
+        let mut ns = [0u32; 2];
+        for slot in &mut ns {
+            let w = words.next().unwrap_or("");
+            *slot = w
+                .parse()
+                .map_err(|_| err(&format!("`{opname}` needs 2 numbers, got `{w}`")))?;
+        }
+        if opname == "custom" {
+            Op::Custom(ns[0], ns[1])
+        } else {
+            Op::Kernel(ns[0], ns[1])
+        }
+    } else if let Some(want) = match opname {
+        "loop" | "scan" => Some(1),
+        "looptape" | "scantape" => Some(2),
+        "loopvjp" | "scanvjp" => Some(3),
+        _ => None,
+    } {
+        let mut ns = [0u32; 3];
+        for slot in ns.iter_mut().take(want) {
+            let w = words.next().unwrap_or("");
+            *slot = w
+                .parse()
+                .map_err(|_| err(&format!("`{opname}` needs {want} number(s), got `{w}`")))?;
+        }
+        let scan = opname.starts_with("scan");
+        match want {
+            1 => Op::Loop(ns[0], scan),
+            2 => Op::LoopTape(ns[0], ns[1], scan),
+            _ => Op::LoopVjp(ns[0], ns[1], ns[2], scan),
+        }
+    } else {
+        let op = Op::from_name(opname).ok_or_else(|| err(&format!("unknown op `{opname}`")))?;
+        if op.payload().is_some() {
+            let n = words.next().ok_or_else(|| err("expected a row number"))?;
+            let k: u64 = n
+                .parse()
+                .map_err(|_| err(&format!("bad row number `{n}`")))?;
+            op.with_payload(k)
+        } else {
+            op
+        }
+    })
+}
+
+/// A `rule K NAME vjp jvp {` block (header words `head`, on line `ln`):
+/// its functions read from `lines` and added to `b`.
+fn parse_rule<'a>(
+    head: &str,
+    b: &mut Builder,
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    ln: usize,
+    err: &impl Fn(&str) -> IrParseError,
+) -> Result<(), IrParseError> {
+    let mut words = head.split_whitespace();
+    let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
+    let next = b.function().rules.len();
+    let name = words.next().unwrap_or("").to_string();
+    let kinds: Vec<&str> = words.collect();
+    let ok_kinds = matches!(kinds[..], ["vjp"] | ["jvp"] | ["vjp", "jvp"]);
+    if k != Some(next) || name.is_empty() || !ok_kinds {
+        return Err(err(&format!(
+            "expected `rule {next} NAME vjp {{`, `... jvp {{` or `... vjp jvp {{`"
+        )));
+    }
+    let parts = parse_block(lines, ln)?;
+    if parts.len() != kinds.len() {
+        return Err(err(&format!(
+            "the rule block holds {} function(s), its header names {}",
+            parts.len(),
+            kinds.len()
+        )));
+    }
+    let mut parts = parts.into_iter();
+    let vjp = if kinds[0] == "vjp" {
+        parts.next()
+    } else {
+        None
+    };
+    let jvp = parts.next();
+    b.add_rule(CustomRule { name, vjp, jvp });
+    Ok(())
 }
 
 /// The functions of a nested block (a loop's or a rule's), read up to its

@@ -129,70 +129,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     Ok(())
                 })
             }
-            Op::MatMul => {
-                let b = *stmt
-                    .args
-                    .get(1)
-                    .ok_or_else(|| Error::internal("backend: `matmul` needs two operands"))?;
-                let bt = self.f.ty(b).clone();
-                let dim = |t: &Type, i: usize| {
-                    Type::array(dtype, t.shape.get(i).cloned().into_iter().collect())
-                };
-                let m = self.translate_len(dim(&at, 0))?;
-                let kk = self.translate_len(dim(&at, 1))?;
-                let n = self.translate_len(dim(&bt, 1))?;
-                // An operand that is an inlined `transpose c` is read from
-                // `c` at the swapped index (no division per element); the
-                // same elements in the same order, so the same result.
-                let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
-                if self.gemm {
-                    let ops = (
-                        self.gemm_operand(a, a_t, m, kk)?,
-                        self.gemm_operand(b, b_t, kk, n)?,
-                    );
-                    if let (Some((pa, rsa, csa)), Some((pb, rsb, csb))) = ops {
-                        let gemm = self.libm_ref(Libm::Gemm, dtype);
-                        self.b
-                            .ins()
-                            .call(gemm, &[m, kk, n, pa, rsa, csa, pb, rsb, csb, base]);
-                        return Ok(());
-                    }
-                }
-                // Row i of the result: its columns many at a time, each
-                // a chain of fma(a[i, l], b[l, j], acc) over l in order.
-                self.translate_loop(m, &mut |t, i| {
-                    let out_row = t.b.ins().imul(i, n);
-                    t.translate_columns(
-                        dtype,
-                        base,
-                        out_row,
-                        n,
-                        kk,
-                        0.0,
-                        &mut |t, l, js, vec, sofar| {
-                            let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
-                            let x = if vec {
-                                t.b.ins().splat(vector::vec_type(dtype), x)
-                            } else {
-                                x
-                            };
-                            js.iter()
-                                .zip(sofar)
-                                .map(|(&j, &acc)| {
-                                    let y = if vec {
-                                        t.translate_matrix_vec(b, b_t, (l, j), (kk, n))?
-                                    } else {
-                                        t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?
-                                    };
-                                    // One rounding per step: `crate::gemm`'s
-                                    // definition, which the kernel computes.
-                                    Ok(t.b.ins().fma(x, y, acc))
-                                })
-                                .collect()
-                        },
-                    )
-                })
-            }
+            Op::MatMul => self.translate_matmul(&stmt.args, a, &at, dtype, base),
             Op::Kernel(id, n) => {
                 let out = self.f.ty(stmt.var).clone();
                 self.translate_kernel(id, (&stmt.args, n as usize), base, &out)
@@ -202,6 +139,79 @@ impl<'a, 'b> Translator<'a, 'b> {
                 other.name()
             ))),
         }
+    }
+
+    /// `matmul` of `a` (of type `at`) by the second operand into `base`:
+    /// a call of the matrix kernel where both operands allow it, otherwise
+    /// each row's columns as chains of fused multiply-adds.
+    fn translate_matmul(
+        &mut self,
+        args: &[VarId],
+        a: VarId,
+        at: &Type,
+        dtype: DType,
+        base: ir::Value,
+    ) -> Result<(), Error> {
+        let b = *args
+            .get(1)
+            .ok_or_else(|| Error::internal("backend: `matmul` needs two operands"))?;
+        let bt = self.f.ty(b).clone();
+        let dim =
+            |t: &Type, i: usize| Type::array(dtype, t.shape.get(i).cloned().into_iter().collect());
+        let m = self.translate_len(dim(at, 0))?;
+        let kk = self.translate_len(dim(at, 1))?;
+        let n = self.translate_len(dim(&bt, 1))?;
+        // An operand that is an inlined `transpose c` is read from
+        // `c` at the swapped index (no division per element); the
+        // same elements in the same order, so the same result.
+        let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
+        if self.gemm {
+            let ops = (
+                self.gemm_operand(a, a_t, m, kk)?,
+                self.gemm_operand(b, b_t, kk, n)?,
+            );
+            if let (Some((pa, rsa, csa)), Some((pb, rsb, csb))) = ops {
+                let gemm = self.libm_ref(Libm::Gemm, dtype);
+                self.b
+                    .ins()
+                    .call(gemm, &[m, kk, n, pa, rsa, csa, pb, rsb, csb, base]);
+                return Ok(());
+            }
+        }
+        // Row i of the result: its columns many at a time, each
+        // a chain of fma(a[i, l], b[l, j], acc) over l in order.
+        self.translate_loop(m, &mut |t, i| {
+            let out_row = t.b.ins().imul(i, n);
+            t.translate_columns(
+                dtype,
+                base,
+                out_row,
+                n,
+                kk,
+                0.0,
+                &mut |t, l, js, vec, sofar| {
+                    let x = t.translate_matrix_elem(a, a_t, (i, l), (m, kk))?;
+                    let x = if vec {
+                        t.b.ins().splat(vector::vec_type(dtype), x)
+                    } else {
+                        x
+                    };
+                    js.iter()
+                        .zip(sofar)
+                        .map(|(&j, &acc)| {
+                            let y = if vec {
+                                t.translate_matrix_vec(b, b_t, (l, j), (kk, n))?
+                            } else {
+                                t.translate_matrix_elem(b, b_t, (l, j), (kk, n))?
+                            };
+                            // One rounding per step: `crate::gemm`'s
+                            // definition, which the kernel computes.
+                            Ok(t.b.ins().fma(x, y, acc))
+                        })
+                        .collect()
+                },
+            )
+        })
     }
 
     /// A native kernel's call ([`crate::ops::kernels`]): its operands'
