@@ -70,6 +70,68 @@ fn rel_error(got: f64, diff: f64) -> f64 {
     }
 }
 
+/// One array's derivative, as computed, against central differences, at
+/// the elements checked.
+struct Compared<'s> {
+    tol: f64,
+    checked: usize,
+    shape: &'s [usize],
+    /// The worst element: (error, index, computed, difference).
+    worst: Option<(f64, usize, f64, f64)>,
+    ok: bool,
+}
+
+impl<'s> Compared<'s> {
+    fn new(tol: f64, checked: usize, shape: &'s [usize]) -> Self {
+        Compared {
+            tol,
+            checked,
+            shape,
+            worst: None,
+            ok: true,
+        }
+    }
+
+    /// Element `k`: `got` computed, `diff` the central difference.
+    fn add(&mut self, k: usize, got: f64, diff: f64) {
+        let err = rel_error(got, diff);
+        self.ok &= err <= self.tol;
+        if self.worst.is_none_or(|(e, ..)| err > e) {
+            self.worst = Some((err, k, got, diff));
+        }
+    }
+
+    /// The text report's line for `label`, the computed value called `what`.
+    fn line(&self, label: &str, what: &str) -> String {
+        let verdict = if self.ok { "ok" } else { "MISMATCH" };
+        let elements: usize = self.shape.iter().product();
+        match self.worst {
+            Some((err, k, got, diff)) => format!(
+                "{label}: {} of {elements} element(s), largest error {err:.1e} at {:?} ({what} {got}, finite difference {diff}): {verdict}\n",
+                self.checked,
+                coords(k, self.shape),
+            ),
+            None => format!("{label}: no elements: {verdict}\n"),
+        }
+    }
+
+    /// The JSON entry (`docs/json.md`, fdcheck) named `name`.
+    fn json(&self, name: &str) -> serde_json::Value {
+        let w = self.worst;
+        json!({
+            "name": name,
+            "checked": self.checked,
+            "elements": self.shape.iter().product::<usize>(),
+            "tolerance": self.tol,
+            "max_error": w.map(|(e, ..)| inputs::json_number(e)),
+            "worst_index": w.map(|(_, k, ..)| coords(k, self.shape)),
+            "gradient": w.map(|(_, _, g, _)| inputs::json_number(g)),
+            "finite_difference": w.map(|(.., d)| inputs::json_number(d)),
+            "ok": self.ok,
+        })
+    }
+}
+
 pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     if let Some(spec) = program.jvp_spec(&a.function) {
@@ -122,9 +184,7 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
         let tol = a.tol.unwrap_or_else(|| default_tol(dtype));
         tol_used.push(tol);
         let picked = sample(vals[i].len(), a.max_elements);
-        // The worst element: (error, index, gradient, difference).
-        let mut worst: Option<(f64, usize, f64, f64)> = None;
-        let mut ok = true;
+        let mut c = Compared::new(tol, picked.len(), &vals[i].shape);
         for &k in &picked {
             let x = vals[i].data[k];
             let h = step(dtype) * x.abs().max(1.0);
@@ -134,39 +194,11 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
             moved[i].data[k] = down;
             let fd = eval(&moved)?;
             moved[i].data[k] = x;
-            let diff = (fu - fd) / (up - down);
-            let got = grad.data[k];
-            let err = rel_error(got, diff);
-            if err > tol {
-                ok = false;
-            }
-            if worst.is_none_or(|(e, ..)| err > e) {
-                worst = Some((err, k, got, diff));
-            }
+            c.add(k, grad.data[k], (fu - fd) / (up - down));
         }
-        all_ok &= ok;
-        let shape = &vals[i].shape;
-        let verdict = if ok { "ok" } else { "MISMATCH" };
-        match worst {
-            Some((err, k, got, diff)) => text.push_str(&format!(
-                "{w}: {} of {} element(s), largest error {err:.1e} at {:?} (gradient {got}, finite difference {diff}): {verdict}\n",
-                picked.len(),
-                vals[i].len(),
-                coords(k, shape),
-            )),
-            None => text.push_str(&format!("{w}: no elements: {verdict}\n")),
-        }
-        params.push(json!({
-            "name": w,
-            "checked": picked.len(),
-            "elements": vals[i].len(),
-            "tolerance": tol,
-            "max_error": worst.map(|(e, ..)| inputs::json_number(e)),
-            "worst_index": worst.map(|(_, k, ..)| coords(k, shape)),
-            "gradient": worst.map(|(_, _, g, _)| inputs::json_number(g)),
-            "finite_difference": worst.map(|(.., d)| inputs::json_number(d)),
-            "ok": ok,
-        }));
+        all_ok &= c.ok;
+        text.push_str(&c.line(w, "gradient"));
+        params.push(c.json(w));
     }
     text.push_str(&if all_ok {
         format!(
@@ -272,39 +304,14 @@ fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Out
         };
         let tol = a.tol.unwrap_or_else(|| default_tol(got.dtype));
         let picked = sample(got.len(), a.max_elements);
-        let mut worst: Option<(f64, usize, f64, f64)> = None;
-        let mut ok = true;
+        let mut c = Compared::new(tol, picked.len(), &got.shape);
         for &k in &picked {
-            let diff = (fu.data[k] - fd.data[k]) / (2.0 * h);
-            let err = rel_error(got.data[k], diff);
-            ok &= err <= tol;
-            if worst.is_none_or(|(e, ..)| err > e) {
-                worst = Some((err, k, got.data[k], diff));
-            }
+            c.add(k, got.data[k], (fu.data[k] - fd.data[k]) / (2.0 * h));
         }
-        all_ok &= ok;
+        all_ok &= c.ok;
         let name = format!("result {r}");
-        let verdict = if ok { "ok" } else { "MISMATCH" };
-        match worst {
-            Some((err, k, t, diff)) => text.push_str(&format!(
-                "tangent of {name}: {} of {} element(s), largest error {err:.1e} at {:?} (tangent {t}, finite difference {diff}): {verdict}\n",
-                picked.len(),
-                got.len(),
-                coords(k, &got.shape),
-            )),
-            None => text.push_str(&format!("tangent of {name}: no elements: {verdict}\n")),
-        }
-        outputs.push(json!({
-            "name": name,
-            "checked": picked.len(),
-            "elements": got.len(),
-            "tolerance": tol,
-            "max_error": worst.map(|(e, ..)| inputs::json_number(e)),
-            "worst_index": worst.map(|(_, k, ..)| coords(k, &got.shape)),
-            "gradient": worst.map(|(_, _, t, _)| inputs::json_number(t)),
-            "finite_difference": worst.map(|(.., d)| inputs::json_number(d)),
-            "ok": ok,
-        }));
+        text.push_str(&c.line(&format!("tangent of {name}"), "tangent"));
+        outputs.push(c.json(&name));
     }
     text.push_str(&if all_ok {
         format!(
