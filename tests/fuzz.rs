@@ -1,5 +1,8 @@
-//! The fuzzer (issue 19): grammar-aware random programs (`fuzz/gen.rs`)
-//! and mutations of every `.eg` file in the repository (`fuzz/mutate.rs`:
+//! The fuzzer (issue 19): grammar-aware random programs (the wild flavour
+//! of the generator `tests/random_programs.rs` uses, `programs/wild.rs`:
+//! the same grammar with wrong types, values out of their domain, odd
+//! literals and wrong derivative rules on purpose; a fifth of them in
+//! `f32`) and mutations of every `.eg` file in the repository (`fuzz/mutate.rs`:
 //! tokens deleted, duplicated, swapped, odd literals, long names, deep
 //! nesting, spliced ranges, bytes that are not UTF-8), each driven through
 //! parse, check, optimize, compile and run (`fuzz/case.rs`: native code
@@ -44,10 +47,10 @@
 #[path = "fuzz/case.rs"]
 mod case;
 mod common;
-#[path = "fuzz/gen.rs"]
-mod gen;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
+#[path = "programs/mod.rs"]
+mod programs;
 
 use common::env_u64;
 use common::rng::Rng;
@@ -89,6 +92,8 @@ fn fuzz_worker() {
             .map_or("?".to_string(), |l| format!("{}:{}", l.file(), l.line()));
         *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{loc}: {msg}"));
     }));
+    // The native kernels generated programs call.
+    programs::register_kernels();
     let mut stdin = std::io::stdin().lock();
     loop {
         let mut head = [0u8; 12];
@@ -441,14 +446,21 @@ fn corpus() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A wild generated program (`programs/wild.rs`), in `f32` if `f32`.
+fn generated(rng: &mut Rng, f32: bool) -> Vec<u8> {
+    let src = programs::generate_wild(rng.next_u64()).source;
+    if f32 { programs::to_f32(&src) } else { src }.into_bytes()
+}
+
 /// The input of a case: where it comes from, and its bytes.
 fn input(seed: u64, corpus: &[Vec<u8>]) -> (&'static str, Vec<u8>) {
     let mut rng = Rng(seed);
     let pick = |rng: &mut Rng| corpus[rng.below(corpus.len())].clone();
     match rng.below(20) {
-        0..=6 => ("generated", gen::program(&mut rng).into_bytes()),
+        0..=6 if rng.chance(0.2) => ("generated, f32", generated(&mut rng, true)),
+        0..=6 => ("generated", generated(&mut rng, false)),
         7..=9 => {
-            let p = gen::program(&mut rng).into_bytes();
+            let p = generated(&mut rng, false);
             let other = pick(&mut rng);
             ("generated, mutated", mutate::mutate(&p, &other, &mut rng))
         }

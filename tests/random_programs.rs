@@ -583,52 +583,24 @@ use common::rng::Rng;
 use egrad::internals::backend::{self, BackendOptions};
 use egrad::internals::ir::interp::run;
 use egrad::internals::ir::Function;
-use egrad::internals::lang::check::UNROLL_STMTS;
 use egrad::internals::ops::{Math, Op};
 use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::internals::types::value::Value;
 use egrad::internals::types::{DType, Dim};
-use egrad::{ErrorKind, Program};
-use std::collections::HashSet;
-use std::fmt::Write as _;
+use egrad::Program;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-// ---------------------------------------------------------------- random
-
-#[path = "random_programs/base.rs"]
-mod base;
 #[path = "random_programs/check_1.rs"]
 mod check_1;
 #[path = "random_programs/check_2.rs"]
 mod check_2;
-#[path = "random_programs/gen_1.rs"]
-mod gen_1;
-#[path = "random_programs/gen_2.rs"]
-mod gen_2;
-#[path = "random_programs/gen_3.rs"]
-mod gen_3;
-#[path = "random_programs/gen_4.rs"]
-mod gen_4;
-#[path = "random_programs/gen_5.rs"]
-mod gen_5;
-#[path = "random_programs/gen_6.rs"]
-mod gen_6;
-#[path = "random_programs/gen_7.rs"]
-mod gen_7;
-#[path = "random_programs/generate_1.rs"]
-mod generate_1;
-#[path = "random_programs/generate_2.rs"]
-mod generate_2;
-#[path = "random_programs/generate_3.rs"]
-mod generate_3;
+#[path = "programs/mod.rs"]
+mod programs;
 #[path = "random_programs/run.rs"]
 mod run;
 
 #[allow(unused_imports)]
-use {
-    base::*, check_1::*, check_2::*, gen_1::*, gen_2::*, gen_3::*, gen_4::*, gen_5::*, gen_6::*,
-    gen_7::*, generate_1::*, generate_2::*, generate_3::*, run::*,
-};
+use {check_1::*, check_2::*, programs::*, run::*};
 
 #[test]
 fn random_programs_jit_optimizer_and_derivatives() {

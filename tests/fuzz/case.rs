@@ -294,9 +294,30 @@ const MAX_FD_ELEMENTS: usize = 6;
 /// may change a finite result too (`0/0` is 1 under `div-self`, and a
 /// comparison with it then goes the other way).
 fn finite_throughout(f: &Function, args: &[&Value]) -> bool {
+    statement_values(f, args).is_some_and(|xs| xs.iter().all(|x| x.is_finite()))
+}
+
+/// Every number `f`'s statements compute at `args` (not those inside its
+/// loops), if it runs.
+fn statement_values(f: &Function, args: &[&Value]) -> Option<Vec<f64>> {
     let mut every = f.clone();
     every.rets = f.stmts.iter().map(|s| s.var).collect();
-    run(&every, args).is_ok_and(|vs| vs.iter().all(|v| v.data.iter().all(|x| x.is_finite())))
+    let values = run(&every, args).ok()?;
+    Some(values.into_iter().flat_map(|v| v.data).collect())
+}
+
+/// The largest finite magnitude among `f`'s statement values at `args`
+/// (None if they cannot all be computed: a statement whose value is not
+/// used may fail, such as an index out of range): a value of 1e16 holds
+/// its fractions to within 2, so a primal that goes through it is a
+/// staircase to finite differences, however small its result.
+fn largest_value(f: &Function, args: &[&Value]) -> Option<f64> {
+    let xs = statement_values(f, args)?;
+    Some(
+        xs.into_iter()
+            .filter(|x| x.is_finite())
+            .fold(0.0, |m, x| m.max(x.abs())),
+    )
 }
 
 /// Whether `f`'s results at `args` (`want`) stay within [`near`]'s
@@ -344,8 +365,9 @@ fn calls_kernel(f: &Function) -> bool {
 /// where the differences with steps h and h/10 agree to 1e-6 (the primal
 /// is smooth there: no kink, branch or loop exit within the step) and the
 /// primal is finite, the gradient must agree with them to 1e-4 relative,
-/// plus what the differences' own rounding allows (a primal of magnitude
-/// 1e9 leaves no digit of a derivative of 0.3).
+/// plus what the differences' own rounding allows (a primal, or a value
+/// it computes on the way, of magnitude 1e9 leaves no digit of a
+/// derivative of 0.3).
 /// Returns how many elements were compared.
 fn finite_differences(
     g: &egrad::internals::pipeline::GradProgram,
@@ -377,6 +399,16 @@ fn finite_differences(
     let Some(f0) = eval(args).filter(|v| v.abs() < 1e30) else {
         return Ok(0);
     };
+    // Likewise for the values computed on the way, in the primal and in
+    // the program AD made (before the optimizer, which may fold one away).
+    let refs: Vec<&Value> = args.iter().collect();
+    let Some(magnitude) = largest_value(f, &refs)
+        .zip(largest_value(&g.ad.value_and_grad, &refs))
+        .map(|(a, b)| a.max(b).max(f0.abs()).max(1.0))
+        .filter(|m| *m < 1e30)
+    else {
+        return Ok(0);
+    };
     let mut compared = 0;
     for (gv, &i) in grads.iter().zip(&wrt) {
         if args[i].dtype != DType::F64 || gv.len() != args[i].len() {
@@ -404,13 +436,13 @@ fn finite_differences(
                 continue;
             }
             // The differences' own rounding: each value off by up to about
-            // 1,000 ulps of the primal's magnitude, over h/10.
-            let rounding = 1e3 * f64::EPSILON * f0.abs().max(1.0) / (h / 10.0);
+            // 1,000 ulps of the largest magnitude on the way, over h/10.
+            let rounding = 1e3 * f64::EPSILON * magnitude / (h / 10.0);
             if (ad - fd2).abs() > 1e-4 * (1.0 + fd2.abs()) + rounding {
                 return Err(Bug {
                         stage: format!("{at} against finite differences"),
                         what: format!(
-                            "parameter {i} element {k}: gradient {ad:e}, central differences {fd2:e} (step h: {fd:e}) at {}",
+                            "parameter {i} element {k}: gradient {ad:e}, central differences {fd2:e} (step h: {fd:e}; largest value {magnitude:e}) at {}",
                             show(args)
                         ),
                     });

@@ -3,12 +3,6 @@
 #[allow(unused_imports)]
 use super::*;
 
-/// One more than the largest expression depth (`EGRAD_RANDOM_DEPTH`, to
-/// hunt with bigger programs; 4 by default).
-pub(crate) fn max_depth() -> usize {
-    env_u64("EGRAD_RANDOM_DEPTH").map_or(4, |d| d.max(2) as usize)
-}
-
 /// Groups of the run-time integer constructs (tags) counted by program;
 /// in a release run at least 5% of the programs must have each of the
 /// first three.

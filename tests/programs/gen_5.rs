@@ -1,4 +1,4 @@
-//! Random programs: the generator's expressions (part 5 of 7). See `random_programs.rs`.
+//! Random programs: the generator's expressions (part 5 of 7). See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;

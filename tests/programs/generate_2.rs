@@ -1,4 +1,4 @@
-//! Random programs: whole programs and helper functions (part 2 of 3). See `random_programs.rs`.
+//! Random programs: whole programs and helper functions (part 2 of 3). See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -693,7 +693,7 @@ pub(crate) fn generate_with(seed: u64, nest: bool) -> Generated {
         second_dropped = true;
     } else if (!loop_counts.is_empty() || rt.is_some() || scans || seq_on) && !second.is_empty() {
         let with = [items.as_slice(), second.as_slice()].concat().join("\n\n");
-        if let Err(e) = Program::parse(&fill(&with, &counts)) {
+        if let Err(e) = probe(&fill(&with, &counts)) {
             second_refused = refused_forward(&e.to_string());
             second_dropped = second_refused.is_some();
         }
@@ -726,7 +726,7 @@ pub(crate) fn generate_with(seed: u64, nest: bool) -> Generated {
         let with = [items.as_slice(), std::slice::from_ref(&t)]
             .concat()
             .join("\n\n");
-        let refused = match Program::parse(&fill(&with, &counts)) {
+        let refused = match probe(&fill(&with, &counts)) {
             Err(e) if e.kind() == ErrorKind::Unsupported => {
                 Some("a documented limit of reverse mode")
             }
@@ -790,7 +790,7 @@ pub(crate) fn generate_with(seed: u64, nest: bool) -> Generated {
         // A sequence scaled by a value `jv` takes is still forward mode
         // with respect to the sequence: then `jv` is left out (counted).
         if seq_on {
-            if let Err(e) = Program::parse(&fill(&items.join("\n\n"), &counts)) {
+            if let Err(e) = probe(&fill(&items.join("\n\n"), &counts)) {
                 let e = e.to_string();
                 jv_refused = refused_forward(&e).filter(|_| e.contains("`jv` cannot"));
                 if jv_refused.is_some() {
@@ -813,7 +813,7 @@ pub(crate) fn generate_with(seed: u64, nest: bool) -> Generated {
             .any(|(name, _)| *name == "scan: inside a loop's step")
     });
     if nested_scan {
-        if let Err(e) = Program::parse(&fill(&items.join("\n\n"), &counts)) {
+        if let Err(e) = probe(&fill(&items.join("\n\n"), &counts)) {
             if e.to_string().contains("is not supported yet") {
                 let derivs = ["dloss", "vg", "jv", "d1", "d2", "hv"];
                 items.retain(|t| {

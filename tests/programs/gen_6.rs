@@ -1,4 +1,4 @@
-//! Random programs: the generator's expressions (part 6 of 7). See `random_programs.rs`.
+//! Random programs: the generator's expressions (part 6 of 7). See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -509,7 +509,7 @@ pub(crate) fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
         tags.push(CUSTOM_TAGS[12]);
     }
     (
-        text,
+        wild_rules(text, &name),
         Helper {
             name,
             params,

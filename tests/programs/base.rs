@@ -1,4 +1,4 @@
-//! Random programs: the generator's types and helpers. See `random_programs.rs`.
+//! Random programs: the generator's types and helpers. See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;

@@ -1,4 +1,4 @@
-//! Random programs: whole programs and helper functions (part 3 of 3). See `random_programs.rs`.
+//! Random programs: whole programs and helper functions (part 3 of 3). See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;

@@ -1,4 +1,4 @@
-//! Random programs: the generator's expressions (part 1 of 7). See `random_programs.rs`.
+//! Random programs: the generator's expressions (part 1 of 7). See `mod.rs`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -516,7 +516,7 @@ impl<'r> Gen<'r> {
 
     /// Keep `e` within `lim`: `tanh`, `sin` or a power-of-two scaling.
     pub(crate) fn fit(&mut self, e: Ex, lim: f64) -> Ex {
-        if e.b <= lim {
+        if e.b <= lim || self.wild_unbounded() {
             return e;
         }
         let choice = if e.b.is_finite() {
@@ -541,6 +541,9 @@ impl<'r> Gen<'r> {
 
     /// A random expression of type `ty`.
     pub(crate) fn gen(&mut self, ty: Ty, depth: u32) -> Ex {
+        if let Some(e) = self.wild_expr(ty, depth) {
+            return e;
+        }
         // Inside `tabulate`, types other than the scalars and the rows being
         // read are computed outside it.
         if self.tab.is_some() {
