@@ -52,17 +52,12 @@ const MAX_FN_LINES: usize = 150;
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
     // The random programs' generator and checks, still to be split (no
     // function in src/ is over the limit, and no data table).
-    ("tests/random_programs/check_1.rs", "kink_in"),
-    ("tests/random_programs/check_2.rs", "check_derivatives"),
-    ("tests/random_programs/check_2.rs", "check_program"),
     ("tests/programs/gen_2.rs", "call_where"),
     ("tests/programs/gen_3.rs", "loop_of"),
     ("tests/programs/gen_3.rs", "scalar_special"),
     ("tests/programs/gen_5.rs", "int_float_of"),
     ("tests/programs/gen_6.rs", "gen_prim"),
-    ("tests/programs/generate_2.rs", "generate_with"),
     ("tests/programs/generate_3.rs", "gen_helper"),
-    ("tests/random_programs/run.rs", "run_all"),
 ];
 
 /// `line` without its comment, string and character literals (enough to

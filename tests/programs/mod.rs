@@ -41,13 +41,15 @@ mod generate_1;
 mod generate_2;
 #[path = "generate_3.rs"]
 mod generate_3;
+#[path = "generate_4.rs"]
+mod generate_4;
 #[path = "wild.rs"]
 mod wild;
 
 #[allow(unused_imports)]
 pub(crate) use {
     base::*, gen_1::*, gen_2::*, gen_3::*, gen_4::*, gen_5::*, gen_6::*, gen_7::*, generate_1::*,
-    generate_2::*, generate_3::*, wild::*,
+    generate_2::*, generate_3::*, generate_4::*, wild::*,
 };
 
 #[allow(unused_imports)]

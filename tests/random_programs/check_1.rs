@@ -184,7 +184,6 @@ pub(crate) fn kink_in(
     }
     let mut margin = f64::INFINITY;
     let mut at = String::new();
-    let rel = |a: f64, b: f64| (a - b).abs() / (1.0 + a.abs() + b.abs());
     for s in &f.stmts {
         let before = margin;
         let args_mask = s.args.iter().any(|a| mask[a.index()])
@@ -205,108 +204,13 @@ pub(crate) fn kink_in(
             mask[s.var.index()] = true;
         }
         if let Op::Loop(l, _) | Op::LoopTape(l, _, _) = s.op {
-            // Each step, from the state the loop starts with (also of a
-            // loop run for its tape, as `scan_all` is).
-            let lp = &f.loops[l as usize];
-            let body = at_sizes(&lp.body, sizes);
-            let all = all_values(&body);
-            let Some(mut state) = value[s.args[0].index()].cloned() else {
-                continue;
-            };
-            // A scan's step `t` also reads row `t` of its sequence (the last
-            // operand).
-            let seq = lp
-                .is_scan()
-                .then(|| value[s.args[s.args.len() - 1].index()])
-                .flatten();
-            for step in 0..extent(&lp.count, sizes) {
-                let mut step_args = vec![state];
-                if let Some(xs) = seq {
-                    let shape = xs.shape[1..].to_vec();
-                    let w: usize = shape.iter().product();
-                    let t = step as usize;
-                    let data = xs.data[t * w..(t + 1) * w].to_vec();
-                    step_args.push(Value::array(xs.dtype, shape, data));
-                }
-                let (m, a, next) = kink_in(&body, &all, &step_args, sizes, true);
-                if m < margin {
-                    margin = m;
-                    at = format!("step {step} of loop {l}: {a}");
-                }
-                match next {
-                    Some(mut next) => state = next.swap_remove(0),
-                    None => break,
-                }
-            }
+            loop_kink(f, s, l, &value, sizes, &mut margin, &mut at);
             continue;
         }
         if args_mask || s.args.iter().any(|a| mask[a.index()]) {
             continue;
         }
-        let arg = |k: usize| value[s.args[k].index()].map(|v| &v.data[..]).unwrap_or(&[]);
-        // Integers carry no derivative: their comparisons, `max`, `min`
-        // and `abs` are no kinks.
-        let int_args = s.args.first().is_some_and(|a| f.ty(*a).dtype == DType::I64);
-        match s.op {
-            _ if int_args || fixed_args => {}
-            // A float truncated to an integer (`i64(e)`) jumps where `e`
-            // crosses a nonzero integer.
-            Op::Convert(DType::I64) => {
-                for a in arg(0) {
-                    let r = a.round();
-                    if r != 0.0 {
-                        margin = margin.min(scale * (a - r).abs() / (1.0 + a.abs()));
-                    }
-                }
-            }
-            // An exact tie here is structural (`a <= a`, `max(a, a)`,
-            // `abs(a - a)`): the same on both sides of the kink, so
-            // differentiable; only near misses are kinks.
-            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Max | Op::Min => {
-                for (a, b) in arg(0).iter().zip(arg(1)) {
-                    if a != b {
-                        margin = margin.min(scale * rel(*a, *b));
-                    }
-                }
-            }
-            Op::Math(Math::Abs) => {
-                for a in arg(0) {
-                    if *a != 0.0 {
-                        margin = margin.min(scale * a.abs());
-                    }
-                }
-            }
-            Op::MaxTail | Op::MinTail => {
-                // Each row as `maxall`/`minall` (the result has one element a row).
-                let xs = arg(0);
-                let rows = value[s.var.index()].map_or(0, |v| v.data.len());
-                if rows > 0 && xs.len() % rows == 0 && xs.len() / rows >= 2 {
-                    for row in xs.chunks(xs.len() / rows) {
-                        let mut r = row.to_vec();
-                        r.sort_by(|a, b| a.total_cmp(b));
-                        let (a, b) = if s.op == Op::MaxTail {
-                            (r[r.len() - 1], r[r.len() - 2])
-                        } else {
-                            (r[0], r[1])
-                        };
-                        margin = margin.min(scale * rel(a, b));
-                    }
-                }
-            }
-            Op::MaxAll | Op::MinAll => {
-                let mut xs: Vec<f64> = arg(0).to_vec();
-                if xs.len() >= 2 {
-                    xs.sort_by(|a, b| a.total_cmp(b));
-                    let (a, b) = if s.op == Op::MaxAll {
-                        (xs[xs.len() - 1], xs[xs.len() - 2])
-                    } else {
-                        (xs[0], xs[1])
-                    };
-                    margin = margin.min(scale * rel(a, b));
-                }
-            }
-            _ => {}
-        }
+        stmt_margin(f, s, &value, fixed_args, scale, &mut margin);
         if margin < before {
             at = format!(
                 "%{} = {} {:?}",
@@ -317,6 +221,130 @@ pub(crate) fn kink_in(
         }
     }
     (margin, at, Some(results))
+}
+
+/// The kinks in every step of loop `l`, run by the statement `s` of `f`
+/// (`value` holds `f`'s values): lowers `margin` (and sets `at`) where a
+/// step comes closer to one.
+fn loop_kink(
+    f: &Function,
+    s: &egrad::internals::ir::Stmt,
+    l: u32,
+    value: &[Option<&Value>],
+    sizes: &[(String, usize)],
+    margin: &mut f64,
+    at: &mut String,
+) {
+    // Each step, from the state the loop starts with (also of a
+    // loop run for its tape, as `scan_all` is).
+    let lp = &f.loops[l as usize];
+    let body = at_sizes(&lp.body, sizes);
+    let all = all_values(&body);
+    let Some(mut state) = value[s.args[0].index()].cloned() else {
+        return;
+    };
+    // A scan's step `t` also reads row `t` of its sequence (the last
+    // operand).
+    let seq = lp
+        .is_scan()
+        .then(|| value[s.args[s.args.len() - 1].index()])
+        .flatten();
+    for step in 0..extent(&lp.count, sizes) {
+        let mut step_args = vec![state];
+        if let Some(xs) = seq {
+            let shape = xs.shape[1..].to_vec();
+            let w: usize = shape.iter().product();
+            let t = step as usize;
+            let data = xs.data[t * w..(t + 1) * w].to_vec();
+            step_args.push(Value::array(xs.dtype, shape, data));
+        }
+        let (m, a, next) = kink_in(&body, &all, &step_args, sizes, true);
+        if m < *margin {
+            *margin = m;
+            *at = format!("step {step} of loop {l}: {a}");
+        }
+        match next {
+            Some(mut next) => state = next.swap_remove(0),
+            None => break,
+        }
+    }
+}
+
+/// The kink of the statement `s` of `f` (not a loop; `value` holds `f`'s
+/// values, `scale` is `LOOP_MARGIN` inside a loop): lowers `margin` to it.
+fn stmt_margin(
+    f: &Function,
+    s: &egrad::internals::ir::Stmt,
+    value: &[Option<&Value>],
+    fixed_args: bool,
+    scale: f64,
+    margin: &mut f64,
+) {
+    let rel = |a: f64, b: f64| (a - b).abs() / (1.0 + a.abs() + b.abs());
+    let arg = |k: usize| value[s.args[k].index()].map(|v| &v.data[..]).unwrap_or(&[]);
+    // Integers carry no derivative: their comparisons, `max`, `min`
+    // and `abs` are no kinks.
+    let int_args = s.args.first().is_some_and(|a| f.ty(*a).dtype == DType::I64);
+    match s.op {
+        _ if int_args || fixed_args => {}
+        // A float truncated to an integer (`i64(e)`) jumps where `e`
+        // crosses a nonzero integer.
+        Op::Convert(DType::I64) => {
+            for a in arg(0) {
+                let r = a.round();
+                if r != 0.0 {
+                    *margin = margin.min(scale * (a - r).abs() / (1.0 + a.abs()));
+                }
+            }
+        }
+        // An exact tie here is structural (`a <= a`, `max(a, a)`,
+        // `abs(a - a)`): the same on both sides of the kink, so
+        // differentiable; only near misses are kinks.
+        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Max | Op::Min => {
+            for (a, b) in arg(0).iter().zip(arg(1)) {
+                if a != b {
+                    *margin = margin.min(scale * rel(*a, *b));
+                }
+            }
+        }
+        Op::Math(Math::Abs) => {
+            for a in arg(0) {
+                if *a != 0.0 {
+                    *margin = margin.min(scale * a.abs());
+                }
+            }
+        }
+        Op::MaxTail | Op::MinTail => {
+            // Each row as `maxall`/`minall` (the result has one element a row).
+            let xs = arg(0);
+            let rows = value[s.var.index()].map_or(0, |v| v.data.len());
+            if rows > 0 && xs.len() % rows == 0 && xs.len() / rows >= 2 {
+                for row in xs.chunks(xs.len() / rows) {
+                    let mut r = row.to_vec();
+                    r.sort_by(|a, b| a.total_cmp(b));
+                    let (a, b) = if s.op == Op::MaxTail {
+                        (r[r.len() - 1], r[r.len() - 2])
+                    } else {
+                        (r[0], r[1])
+                    };
+                    *margin = margin.min(scale * rel(a, b));
+                }
+            }
+        }
+        Op::MaxAll | Op::MinAll => {
+            let mut xs: Vec<f64> = arg(0).to_vec();
+            if xs.len() >= 2 {
+                xs.sort_by(|a, b| a.total_cmp(b));
+                let (a, b) = if s.op == Op::MaxAll {
+                    (xs[xs.len() - 1], xs[xs.len() - 2])
+                } else {
+                    (xs[0], xs[1])
+                };
+                *margin = margin.min(scale * rel(a, b));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// How finite differences evaluate a function (output 0, a scalar): by
