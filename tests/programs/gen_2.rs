@@ -662,6 +662,57 @@ impl<'r> Gen<'r> {
 
     pub(crate) fn call_where(&mut self, want: Option<Ty>, deriv: bool, d: u32) -> Option<(Ex, Ty)> {
         let avail = self.avail();
+        let mut options = self.call_options(want, &avail);
+        self.only_rt = false;
+        self.only_helper = None;
+        self.only_prim = false;
+        if deriv && options.iter().any(|o| self.helpers[o.0].b.is_infinite()) {
+            options.retain(|o| self.helpers[o.0].b.is_infinite());
+        }
+        if options.is_empty() {
+            return None;
+        }
+        let (hi, tys, ty) = self.rng.pick(&options);
+        let h = self.helpers[hi].clone();
+        self.made_loop |= h.has_loop;
+        self.made_prim |= h.prim;
+        self.made_kernel |= h.kernel;
+        let (mut args, mut parts) = self.call_args(&h, &tys, d);
+        if h.generic && parts.iter().all(|a| a.k) {
+            // `T` is inferred from a typed argument, not from numbers.
+            if let Some(k) = h
+                .params
+                .iter()
+                .position(|p| matches!(p, HParam::Dyn(Ty::S)))
+            {
+                let a = self.dynamic_scalar();
+                args[k] = a.s.clone();
+                parts.push(a);
+            }
+        }
+        let refs: Vec<&Ex> = parts.iter().collect();
+        let text = format!("{}({})", h.name, args.join(", "));
+        if h.generic && self.m_name == "M" {
+            tag("generic helper called from the loss", &text);
+        }
+        if h.params.iter().any(|p| matches!(p, HParam::Depth)) {
+            tag("static recursion (called with a literal depth)", &text);
+        }
+        if h.params.iter().any(|p| matches!(p, HParam::Key)) {
+            tag(KEY_TAGS[9], &text);
+        }
+        self.prim_tags(&h, &text);
+        let mut e = Ex::of(text, h.b, false, &refs);
+        e.ts &= h.ts;
+        e.k = false;
+        Some((self.bounded(e), ty))
+    }
+
+    /// The calls `call_where` may write: each helper (by index) that has
+    /// one result, of type `want` if given, with the argument types it is
+    /// called with (all in `avail`) and its result type, over every way of
+    /// mapping its dimensions.
+    fn call_options(&self, want: Option<Ty>, avail: &[Ty]) -> Vec<(usize, Vec<Ty>, Ty)> {
         let mut options = Vec::new();
         // A helper that runs a loop is not called inside `tabulate` (not
         // supported) or a loop's step (the loops' costs would multiply).
@@ -724,20 +775,13 @@ impl<'r> Gen<'r> {
                 }
             }
         }
-        self.only_rt = false;
-        self.only_helper = None;
-        self.only_prim = false;
-        if deriv && options.iter().any(|o| self.helpers[o.0].b.is_infinite()) {
-            options.retain(|o| self.helpers[o.0].b.is_infinite());
-        }
-        if options.is_empty() {
-            return None;
-        }
-        let (hi, tys, ty) = self.rng.pick(&options);
-        let h = self.helpers[hi].clone();
-        self.made_loop |= h.has_loop;
-        self.made_prim |= h.prim;
-        self.made_kernel |= h.kernel;
+        options
+    }
+
+    /// The arguments of a call of the helper `h` whose dynamic parameters
+    /// have the types `tys`: their texts, and the generated expressions
+    /// among them.
+    fn call_args(&mut self, h: &Helper, tys: &[Ty], d: u32) -> (Vec<String>, Vec<Ex>) {
         let mut args = Vec::new();
         let mut parts = Vec::new();
         let mut k = 0;
@@ -800,33 +844,6 @@ impl<'r> Gen<'r> {
                 }
             }
         }
-        if h.generic && parts.iter().all(|a| a.k) {
-            // `T` is inferred from a typed argument, not from numbers.
-            if let Some(k) = h
-                .params
-                .iter()
-                .position(|p| matches!(p, HParam::Dyn(Ty::S)))
-            {
-                let a = self.dynamic_scalar();
-                args[k] = a.s.clone();
-                parts.push(a);
-            }
-        }
-        let refs: Vec<&Ex> = parts.iter().collect();
-        let text = format!("{}({})", h.name, args.join(", "));
-        if h.generic && self.m_name == "M" {
-            tag("generic helper called from the loss", &text);
-        }
-        if h.params.iter().any(|p| matches!(p, HParam::Depth)) {
-            tag("static recursion (called with a literal depth)", &text);
-        }
-        if h.params.iter().any(|p| matches!(p, HParam::Key)) {
-            tag(KEY_TAGS[9], &text);
-        }
-        self.prim_tags(&h, &text);
-        let mut e = Ex::of(text, h.b, false, &refs);
-        e.ts &= h.ts;
-        e.k = false;
-        Some((self.bounded(e), ty))
+        (args, parts)
     }
 }

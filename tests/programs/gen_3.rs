@@ -302,55 +302,7 @@ impl<'r> Gen<'r> {
         let mut steps = Vec::new();
         let mut vars = Vec::new();
         for (k, q) in names.iter().enumerate() {
-            // Heavier steps where a loop is nested: fewer steps for the same
-            // number of statements, which is what makes a loop.
-            let dd = if self.in_long > 1 || nest {
-                self.rng.range(2, 4)
-            } else {
-                self.rng.range(1, 3)
-            } as u32;
-            let inner = if nest && k == 0 {
-                self.long_iterate(leaf, dd)
-            } else {
-                None
-            };
-            // Where loops nest, the mean of a few terms: a loop inside a
-            // loop runs count × count steps, and the counts that make loops
-            // are smaller for heavier steps.
-            let terms = if self.in_long > 1 {
-                self.rng.range(3, 5)
-            } else if nest {
-                self.rng.range(2, 4)
-            } else {
-                1
-            };
-            let mut parts: Vec<Ex> = inner.into_iter().collect();
-            // Sometimes a scan in the step (programs with the newer
-            // constructs only: no draw otherwise).
-            if self.scan_left > 0 && self.scan_ok() && self.rng.chance(0.6) {
-                if let Some(e) = self.scan_expr(leaf, dd) {
-                    self.scan_left -= 1;
-                    parts.push(e);
-                }
-            }
-            while parts.len() < terms {
-                let e = self.gen(leaf, dd);
-                parts.push(e);
-            }
-            let mut f = if parts.len() == 1 {
-                parts.pop().unwrap()
-            } else {
-                let texts: Vec<&str> = parts.iter().map(|e| e.s.as_str()).collect();
-                let b = parts.iter().map(|e| e.b).sum::<f64>() / parts.len() as f64;
-                let var = parts.iter().any(|e| e.var);
-                let refs: Vec<&Ex> = parts.iter().collect();
-                Ex::of(
-                    format!("(({}) / {})", texts.join(" + "), parts.len()),
-                    b,
-                    var,
-                    &refs,
-                )
-            };
+            let mut f = self.loop_step_value(leaf, nest, k == 0);
             let text = match forms[k] {
                 0 => {
                     f = self.fit(f, bounds[k]);
@@ -389,7 +341,71 @@ impl<'r> Gen<'r> {
                 steps.join(", ")
             )
         };
-        tag("long iterate (a loop)", &text);
+        self.tag_loop(leaf, comps, &text, &read, runtime.is_some());
+        (text, bounds, vars)
+    }
+
+    /// The value `f` a step of `loop_of` moves a component of type `leaf`
+    /// towards (or drifts by): a generated expression, the mean of a few
+    /// where loops nest, with a loop in it in the `first` component where
+    /// `nest` (and sometimes a scan).
+    fn loop_step_value(&mut self, leaf: Ty, nest: bool, first: bool) -> Ex {
+        // Heavier steps where a loop is nested: fewer steps for the same
+        // number of statements, which is what makes a loop.
+        let dd = if self.in_long > 1 || nest {
+            self.rng.range(2, 4)
+        } else {
+            self.rng.range(1, 3)
+        } as u32;
+        let inner = if nest && first {
+            self.long_iterate(leaf, dd)
+        } else {
+            None
+        };
+        // Where loops nest, the mean of a few terms: a loop inside a
+        // loop runs count × count steps, and the counts that make loops
+        // are smaller for heavier steps.
+        let terms = if self.in_long > 1 {
+            self.rng.range(3, 5)
+        } else if nest {
+            self.rng.range(2, 4)
+        } else {
+            1
+        };
+        let mut parts: Vec<Ex> = inner.into_iter().collect();
+        // Sometimes a scan in the step (programs with the newer
+        // constructs only: no draw otherwise).
+        if self.scan_left > 0 && self.scan_ok() && self.rng.chance(0.6) {
+            if let Some(e) = self.scan_expr(leaf, dd) {
+                self.scan_left -= 1;
+                parts.push(e);
+            }
+        }
+        while parts.len() < terms {
+            let e = self.gen(leaf, dd);
+            parts.push(e);
+        }
+        if parts.len() == 1 {
+            parts.pop().unwrap()
+        } else {
+            let texts: Vec<&str> = parts.iter().map(|e| e.s.as_str()).collect();
+            let b = parts.iter().map(|e| e.b).sum::<f64>() / parts.len() as f64;
+            let var = parts.iter().any(|e| e.var);
+            let refs: Vec<&Ex> = parts.iter().collect();
+            Ex::of(
+                format!("(({}) / {})", texts.join(" + "), parts.len()),
+                b,
+                var,
+                &refs,
+            )
+        }
+    }
+
+    /// Tags the loop `text` of `loop_of` (`comps` components of type
+    /// `leaf`, reading values of the types `read` from outside; `runtime`
+    /// if its count is the run-time `n`).
+    fn tag_loop(&self, leaf: Ty, comps: usize, text: &str, read: &[Ty], runtime: bool) {
+        tag("long iterate (a loop)", text);
         tag(
             match (leaf, comps) {
                 (Ty::S, 1) => "loop: scalar state",
@@ -397,24 +413,23 @@ impl<'r> Gen<'r> {
                 (_, 1) => "loop: vector state",
                 _ => "loop: tuple of vectors",
             },
-            &text,
+            text,
         );
         if !read.is_empty() {
-            tag("loop: reads values from outside", &text);
+            tag("loop: reads values from outside", text);
         }
         if leaf != Ty::S && read.contains(&Ty::S) {
-            tag("loop: scalar read by a vector state", &text);
+            tag("loop: scalar read by a vector state", text);
         }
         if self.in_long > 0 {
-            tag("loop: inside a loop's step", &text);
+            tag("loop: inside a loop's step", text);
         }
         if self.m_name == "K" {
-            tag("loop: in a helper", &text);
+            tag("loop: in a helper", text);
         }
-        if runtime.is_some() {
-            tag("loop: run-time count", &text);
+        if runtime {
+            tag("loop: run-time count", text);
         }
-        (text, bounds, vars)
     }
 
     pub(crate) fn scalar_special(&mut self, d: u32) -> Option<Ex> {
@@ -422,79 +437,7 @@ impl<'r> Gen<'r> {
         let in_tab = self.tab.clone();
         match self.rng.below(8) {
             // Reductions.
-            0..=2 => {
-                let rows: Vec<Ty> = self
-                    .tab_rows()
-                    .into_iter()
-                    .filter(|t| t.is_array())
-                    .collect();
-                if !rows.is_empty() && self.rng.chance(0.6) {
-                    // `+/` of a row of the enclosing tabulate.
-                    let t = self.rng.pick(&rows);
-                    let a = self.gen(t, d);
-                    if self.rng.chance(0.3) {
-                        // `max/` or `min/` of the row (or of a product of
-                        // rows), with generically distinct elements.
-                        let b = self.rng.chance(0.5).then(|| self.gen(t, d));
-                        let (s, bound, var, tab) = match &b {
-                            Some(b) => (
-                                format!("({} .* {})", a.s, b.s),
-                                a.b * b.b,
-                                a.var || b.var,
-                                a.tab || b.tab,
-                            ),
-                            None => (a.s.clone(), a.b, a.var, a.tab),
-                        };
-                        if var {
-                            let f = if self.rng.chance(0.5) { "max/" } else { "min/" };
-                            let text = format!("({f}{s})");
-                            if tab {
-                                tag("max/ or min/ of a row in tabulate", &text);
-                            }
-                            let parts: Vec<&Ex> = std::iter::once(&a).chain(b.as_ref()).collect();
-                            return Some(Ex::of(text, bound, false, &parts).not_ts());
-                        }
-                    }
-                    if self.rng.chance(0.5) {
-                        let b = self.gen(t, d);
-                        return Some(Ex::of(
-                            format!("(+/({} .* {}))", a.s, b.s),
-                            t.len_max() * a.b * b.b,
-                            a.var || b.var,
-                            &[&a, &b],
-                        ));
-                    }
-                    return Some(Ex::of(
-                        format!("(+/{})", a.s),
-                        t.len_max() * a.b,
-                        a.var,
-                        &[&a],
-                    ));
-                }
-                if avail.is_empty() {
-                    return None;
-                }
-                self.hoist(|g| {
-                    let t = g.rng.pick(&avail);
-                    let a = g.gen(t, d);
-                    let r = g.rng.below(4);
-                    let e = if r < 2 && a.var {
-                        let f = if r == 0 { "max/" } else { "min/" };
-                        Ex::of(format!("({f}{})", a.s), a.b, false, &[&a]).not_ts()
-                    } else if r == 2 {
-                        let (a2, b) = g.distinct(t, t, d);
-                        Ex::of(
-                            format!("(+/({} .* {}))", a2.s, b.s),
-                            t.len_max() * a2.b * b.b,
-                            false,
-                            &[&a2, &b],
-                        )
-                    } else {
-                        Ex::of(format!("(+/{})", a.s), t.len_max() * a.b, false, &[&a])
-                    };
-                    Some(e)
-                })
-            }
+            0..=2 => self.scalar_reduction(&avail, d),
             // A static index of a computed array.
             3 => {
                 if avail.is_empty() {
@@ -578,6 +521,84 @@ impl<'r> Gen<'r> {
             }
             _ => Some(self.binary(Ty::S, d)),
         }
+    }
+
+    /// `scalar_special`'s reductions to a scalar: `+/`, `max/` or `min/` of
+    /// a row of the enclosing `tabulate` (or of a product of rows), or
+    /// hoisted out of it, of an array of a type in `avail`, or `+/` of a
+    /// product of two distinct arrays.
+    fn scalar_reduction(&mut self, avail: &[Ty], d: u32) -> Option<Ex> {
+        let rows: Vec<Ty> = self
+            .tab_rows()
+            .into_iter()
+            .filter(|t| t.is_array())
+            .collect();
+        if !rows.is_empty() && self.rng.chance(0.6) {
+            // `+/` of a row of the enclosing tabulate.
+            let t = self.rng.pick(&rows);
+            let a = self.gen(t, d);
+            if self.rng.chance(0.3) {
+                // `max/` or `min/` of the row (or of a product of
+                // rows), with generically distinct elements.
+                let b = self.rng.chance(0.5).then(|| self.gen(t, d));
+                let (s, bound, var, tab) = match &b {
+                    Some(b) => (
+                        format!("({} .* {})", a.s, b.s),
+                        a.b * b.b,
+                        a.var || b.var,
+                        a.tab || b.tab,
+                    ),
+                    None => (a.s.clone(), a.b, a.var, a.tab),
+                };
+                if var {
+                    let f = if self.rng.chance(0.5) { "max/" } else { "min/" };
+                    let text = format!("({f}{s})");
+                    if tab {
+                        tag("max/ or min/ of a row in tabulate", &text);
+                    }
+                    let parts: Vec<&Ex> = std::iter::once(&a).chain(b.as_ref()).collect();
+                    return Some(Ex::of(text, bound, false, &parts).not_ts());
+                }
+            }
+            if self.rng.chance(0.5) {
+                let b = self.gen(t, d);
+                return Some(Ex::of(
+                    format!("(+/({} .* {}))", a.s, b.s),
+                    t.len_max() * a.b * b.b,
+                    a.var || b.var,
+                    &[&a, &b],
+                ));
+            }
+            return Some(Ex::of(
+                format!("(+/{})", a.s),
+                t.len_max() * a.b,
+                a.var,
+                &[&a],
+            ));
+        }
+        if avail.is_empty() {
+            return None;
+        }
+        self.hoist(|g| {
+            let t = g.rng.pick(avail);
+            let a = g.gen(t, d);
+            let r = g.rng.below(4);
+            let e = if r < 2 && a.var {
+                let f = if r == 0 { "max/" } else { "min/" };
+                Ex::of(format!("({f}{})", a.s), a.b, false, &[&a]).not_ts()
+            } else if r == 2 {
+                let (a2, b) = g.distinct(t, t, d);
+                Ex::of(
+                    format!("(+/({} .* {}))", a2.s, b.s),
+                    t.len_max() * a2.b * b.b,
+                    false,
+                    &[&a2, &b],
+                )
+            } else {
+                Ex::of(format!("(+/{})", a.s), t.len_max() * a.b, false, &[&a])
+            };
+            Some(e)
+        })
     }
 
     /// `i => body` of a `tabulate[len]` whose elements have type `elem`.

@@ -54,44 +54,7 @@ impl Gen<'_> {
         match (ty, kind) {
             // A run-time index `v[k]`, or an element `A[a, b]` with a
             // run-time index in either position or both.
-            (Ty::S, 0..=3) => {
-                let mut vecs: Vec<Ty> = avail
-                    .iter()
-                    .copied()
-                    .filter(|t| matches!(t, Ty::V(_) | Ty::Mt(..)))
-                    .collect();
-                vecs.retain(|t| !t.uses_n1());
-                if vecs.is_empty() {
-                    return None;
-                }
-                let t = self.rng.pick(&vecs);
-                let v = self.gen(t, d);
-                let s = match t {
-                    Ty::V(r) => {
-                        let s = format!("{}[{}]", v.s, self.index(r, d));
-                        tag("run-time index x[k]", &s);
-                        s
-                    }
-                    Ty::Mt(r, c) => {
-                        let (a, b) = match self.rng.below(3) {
-                            0 => (self.index(r, d), self.index(c, d)),
-                            1 => (
-                                self.index(r, d),
-                                self.rng.below(self.known_len(c) as usize).to_string(),
-                            ),
-                            _ => (
-                                self.rng.below(self.known_len(r) as usize).to_string(),
-                                self.index(c, d),
-                            ),
-                        };
-                        let s = format!("{}[{a}, {b}]", v.s);
-                        tag("run-time index of a matrix element A[a, b]", &s);
-                        s
-                    }
-                    Ty::S => unreachable!(),
-                };
-                Some(Ex::leaf(s, v.b, false).not_ts())
-            }
+            (Ty::S, 0..=3) => self.runtime_index(&avail, d),
             // A float from integers.
             (_, 4 | 5) => {
                 let (s, b) = match ty {
@@ -133,142 +96,197 @@ impl Gen<'_> {
                 Some(Ex::of(s, a.b.max(b.b), false, &[&a, &b]).not_ts())
             }
             // `scatter_add(x, idx, rows)`.
-            (Ty::V(r) | Ty::Mt(r, _), 7) => {
-                if r == D::N1 {
-                    return None;
-                }
-                let lens: Vec<D> = self
-                    .index_arrays(None, None)
-                    .iter()
-                    .map(|p| p.len.unwrap())
-                    .collect();
-                if lens.is_empty() {
-                    return None;
-                }
-                let l = self.rng.pick(&lens);
-                let rows_ty = match ty {
-                    Ty::Mt(_, c) => Ty::Mt(l, c),
-                    _ => Ty::V(l),
-                };
-                let ia = self.index_array(l, r, d)?;
-                let x = self.gen(ty, d);
-                let rows = if self.rng.chance(0.2) {
-                    Ex::lit(self.rng.pick(LITS))
-                } else if avail.contains(&rows_ty) || rows_ty.is_array() {
-                    self.gen(rows_ty, d)
-                } else {
-                    return None;
-                };
-                let s = format!("scatter_add({}, {ia}, {})", x.s, rows.s);
-                tag("scatter_add", &s);
-                if matches!(ty, Ty::Mt(..)) {
-                    tag("scatter_add of matrix rows", &s);
-                }
-                Some(Ex::of(s, x.b + dim_max(l) * rows.b, false, &[&x, &rows]).not_ts())
-            }
+            (Ty::V(r) | Ty::Mt(r, _), 7) => self.scatter_add_of(ty, r, &avail, d),
             // `tabulate[L](i => v[idx[i]] ...)` over an index array.
-            (Ty::V(l) | Ty::Mt(l, _), 8) => {
-                if self.no_tabulate || l == D::N1 {
-                    return None;
-                }
-                let elem = ty.row().unwrap();
-                // Values whose rows have type `elem` and an index array of
-                // length `l` for them.
-                let mut cands: Vec<(usize, IntParam)> = Vec::new();
-                for i in self.visible() {
-                    let v = &self.env[i];
-                    if v.tab || v.ty.row() != Some(elem) {
-                        continue;
-                    }
-                    for p in self.index_arrays(Some(l), v.ty.lead()) {
-                        cands.push((i, p));
-                    }
-                }
-                if cands.is_empty() {
-                    return None;
-                }
-                let (vi, p) = self.rng.pick(&cands);
-                let v = self.use_var(vi);
-                let i = self.fresh("i");
-                let g = format!("{}[{}[{i}]]", v.s, p.name);
-                self.tab = Some(Tab {
-                    len: Len::D(l),
-                    idx: i.clone(),
-                });
-                self.no_tabulate = true;
-                let rest = self.gen(elem, d);
-                self.tab = None;
-                self.no_tabulate = false;
-                let op = self.rng.pick(&["+", "*", "-"]);
-                let conv = if self.rng.chance(0.3) {
-                    format!(" + f64({}[{i}]) * 0.25", p.name)
-                } else {
-                    String::new()
-                };
-                let bound = if op == "*" {
-                    v.b * rest.b
-                } else {
-                    v.b + rest.b
-                } + dim_max(D::N) * 0.25;
-                let s = format!(
-                    "tabulate[{}]({i} => {g} {op} {}{conv})",
-                    self.dim(l),
-                    rest.s
-                );
-                tag("tabulate over an index array x[idx[i]]", &s);
-                Some(Ex::of(s, bound, false, &[&rest]).not_ts())
-            }
+            (Ty::V(l) | Ty::Mt(l, _), 8) => self.index_array_tabulate(ty, l, d),
             // A gather `v[idx]` (of a vector's elements or a matrix's
             // rows), or a matrix's row at a run-time index `A[k]`.
-            (Ty::V(l) | Ty::Mt(l, _), _) => {
-                if l != D::N1 && self.rng.chance(0.7) {
-                    let ranges: Vec<D> = self
-                        .index_arrays(Some(l), None)
-                        .iter()
-                        .map(|p| p.range)
-                        .filter(|&r| match ty {
-                            Ty::Mt(_, c) => avail.contains(&Ty::Mt(r, c)),
-                            _ => avail.contains(&Ty::V(r)),
-                        })
-                        .collect();
-                    if ranges.is_empty() {
-                        return None;
-                    }
-                    let r = self.rng.pick(&ranges);
-                    let src = match ty {
-                        Ty::Mt(_, c) => Ty::Mt(r, c),
-                        _ => Ty::V(r),
-                    };
-                    let x = self.gen(src, d);
-                    let ia = self.index_array(l, r, d)?;
-                    let s = format!("{}[{ia}]", x.s);
-                    tag(
-                        if src.is_array() && matches!(ty, Ty::Mt(..)) {
-                            "gather of matrix rows A[idx]"
-                        } else {
-                            "gather x[idx]"
-                        },
-                        &s,
-                    );
-                    return Some(Ex::leaf(s, x.b, false).not_ts());
-                }
-                // A row at a run-time index.
-                let Ty::V(c) = ty else { return None };
-                let mats: Vec<D> = [D::N, D::M]
-                    .into_iter()
-                    .filter(|&r| avail.contains(&Ty::Mt(r, c)))
-                    .collect();
-                if mats.is_empty() {
-                    return None;
-                }
-                let r = self.rng.pick(&mats);
-                let m = self.gen(Ty::Mt(r, c), d);
-                let s = format!("{}[{}]", m.s, self.index(r, d));
-                tag("run-time row A[k]", &s);
-                Some(Ex::leaf(s, m.b, false).not_ts())
-            }
+            (Ty::V(l) | Ty::Mt(l, _), _) => self.gather_or_row(ty, l, &avail, d),
             _ => None,
         }
+    }
+
+    /// `int_float` of kinds 0 to 3: a run-time index `v[k]`, or an
+    /// element `A[a, b]` with a run-time index in either position or both,
+    /// of an array of a type in `avail`.
+    fn runtime_index(&mut self, avail: &[Ty], d: u32) -> Option<Ex> {
+        let mut vecs: Vec<Ty> = avail
+            .iter()
+            .copied()
+            .filter(|t| matches!(t, Ty::V(_) | Ty::Mt(..)))
+            .collect();
+        vecs.retain(|t| !t.uses_n1());
+        if vecs.is_empty() {
+            return None;
+        }
+        let t = self.rng.pick(&vecs);
+        let v = self.gen(t, d);
+        let s = match t {
+            Ty::V(r) => {
+                let s = format!("{}[{}]", v.s, self.index(r, d));
+                tag("run-time index x[k]", &s);
+                s
+            }
+            Ty::Mt(r, c) => {
+                let (a, b) = match self.rng.below(3) {
+                    0 => (self.index(r, d), self.index(c, d)),
+                    1 => (
+                        self.index(r, d),
+                        self.rng.below(self.known_len(c) as usize).to_string(),
+                    ),
+                    _ => (
+                        self.rng.below(self.known_len(r) as usize).to_string(),
+                        self.index(c, d),
+                    ),
+                };
+                let s = format!("{}[{a}, {b}]", v.s);
+                tag("run-time index of a matrix element A[a, b]", &s);
+                s
+            }
+            Ty::S => unreachable!(),
+        };
+        Some(Ex::leaf(s, v.b, false).not_ts())
+    }
+
+    /// `int_float` of kind 7: `scatter_add(x, idx, rows)` of type `ty`,
+    /// whose index array ranges over `r` (its leading dimension).
+    fn scatter_add_of(&mut self, ty: Ty, r: D, avail: &[Ty], d: u32) -> Option<Ex> {
+        if r == D::N1 {
+            return None;
+        }
+        let lens: Vec<D> = self
+            .index_arrays(None, None)
+            .iter()
+            .map(|p| p.len.unwrap())
+            .collect();
+        if lens.is_empty() {
+            return None;
+        }
+        let l = self.rng.pick(&lens);
+        let rows_ty = match ty {
+            Ty::Mt(_, c) => Ty::Mt(l, c),
+            _ => Ty::V(l),
+        };
+        let ia = self.index_array(l, r, d)?;
+        let x = self.gen(ty, d);
+        let rows = if self.rng.chance(0.2) {
+            Ex::lit(self.rng.pick(LITS))
+        } else if avail.contains(&rows_ty) || rows_ty.is_array() {
+            self.gen(rows_ty, d)
+        } else {
+            return None;
+        };
+        let s = format!("scatter_add({}, {ia}, {})", x.s, rows.s);
+        tag("scatter_add", &s);
+        if matches!(ty, Ty::Mt(..)) {
+            tag("scatter_add of matrix rows", &s);
+        }
+        Some(Ex::of(s, x.b + dim_max(l) * rows.b, false, &[&x, &rows]).not_ts())
+    }
+
+    /// `int_float` of kind 8: `tabulate[L](i => v[idx[i]] ...)` over an
+    /// index array of length `l`, of type `ty`.
+    fn index_array_tabulate(&mut self, ty: Ty, l: D, d: u32) -> Option<Ex> {
+        if self.no_tabulate || l == D::N1 {
+            return None;
+        }
+        let elem = ty.row().unwrap();
+        // Values whose rows have type `elem` and an index array of
+        // length `l` for them.
+        let mut cands: Vec<(usize, IntParam)> = Vec::new();
+        for i in self.visible() {
+            let v = &self.env[i];
+            if v.tab || v.ty.row() != Some(elem) {
+                continue;
+            }
+            for p in self.index_arrays(Some(l), v.ty.lead()) {
+                cands.push((i, p));
+            }
+        }
+        if cands.is_empty() {
+            return None;
+        }
+        let (vi, p) = self.rng.pick(&cands);
+        let v = self.use_var(vi);
+        let i = self.fresh("i");
+        let g = format!("{}[{}[{i}]]", v.s, p.name);
+        self.tab = Some(Tab {
+            len: Len::D(l),
+            idx: i.clone(),
+        });
+        self.no_tabulate = true;
+        let rest = self.gen(elem, d);
+        self.tab = None;
+        self.no_tabulate = false;
+        let op = self.rng.pick(&["+", "*", "-"]);
+        let conv = if self.rng.chance(0.3) {
+            format!(" + f64({}[{i}]) * 0.25", p.name)
+        } else {
+            String::new()
+        };
+        let bound = if op == "*" {
+            v.b * rest.b
+        } else {
+            v.b + rest.b
+        } + dim_max(D::N) * 0.25;
+        let s = format!(
+            "tabulate[{}]({i} => {g} {op} {}{conv})",
+            self.dim(l),
+            rest.s
+        );
+        tag("tabulate over an index array x[idx[i]]", &s);
+        Some(Ex::of(s, bound, false, &[&rest]).not_ts())
+    }
+
+    /// `int_float` of an array type `ty` (kinds 0 to 3 and 9): a gather
+    /// `v[idx]` of length `l` (of a vector's elements or a matrix's rows),
+    /// or a matrix's row at a run-time index `A[k]`.
+    fn gather_or_row(&mut self, ty: Ty, l: D, avail: &[Ty], d: u32) -> Option<Ex> {
+        if l != D::N1 && self.rng.chance(0.7) {
+            let ranges: Vec<D> = self
+                .index_arrays(Some(l), None)
+                .iter()
+                .map(|p| p.range)
+                .filter(|&r| match ty {
+                    Ty::Mt(_, c) => avail.contains(&Ty::Mt(r, c)),
+                    _ => avail.contains(&Ty::V(r)),
+                })
+                .collect();
+            if ranges.is_empty() {
+                return None;
+            }
+            let r = self.rng.pick(&ranges);
+            let src = match ty {
+                Ty::Mt(_, c) => Ty::Mt(r, c),
+                _ => Ty::V(r),
+            };
+            let x = self.gen(src, d);
+            let ia = self.index_array(l, r, d)?;
+            let s = format!("{}[{ia}]", x.s);
+            tag(
+                if src.is_array() && matches!(ty, Ty::Mt(..)) {
+                    "gather of matrix rows A[idx]"
+                } else {
+                    "gather x[idx]"
+                },
+                &s,
+            );
+            return Some(Ex::leaf(s, x.b, false).not_ts());
+        }
+        // A row at a run-time index.
+        let Ty::V(c) = ty else { return None };
+        let mats: Vec<D> = [D::N, D::M]
+            .into_iter()
+            .filter(|&r| avail.contains(&Ty::Mt(r, c)))
+            .collect();
+        if mats.is_empty() {
+            return None;
+        }
+        let r = self.rng.pick(&mats);
+        let m = self.gen(Ty::Mt(r, c), d);
+        let s = format!("{}[{}]", m.s, self.index(r, d));
+        tag("run-time row A[k]", &s);
+        Some(Ex::leaf(s, m.b, false).not_ts())
     }
 }
 

@@ -354,22 +354,64 @@ pub(crate) fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
         2 => rng.pick(&[Ty::V(D::N), Ty::V(D::N), Ty::Mt(D::N, D::M)]),
         _ => Ty::V(D::N),
     };
+    // (A rule sometimes names the derivative in a `let`.)
+    let with_let = rng.chance(0.4);
+    let (body, vjp, jvp, params, ret, b) = prim_texts(&name, which, form, ty, with_let);
+    let (attrs, rule_tag) = prim_attrs(rng, &name, rules);
+    let mut text = format!("{attrs}\n{body}");
+    if rules != 1 {
+        text = format!("{text}\n{vjp}");
+    }
+    if rules != 0 {
+        text = format!("{text}\n{jvp}");
+    }
+    let tags = gen_prim_tags(which, form, ty, rule_tag);
+    (
+        wild_rules(text, &name),
+        Helper {
+            name,
+            params,
+            rets: vec![ret],
+            b,
+            ts: false,
+            needs_var: false,
+            uses_n1: false,
+            generic: false,
+            has_loop: false,
+            prim: true,
+            kernel: false,
+            tags,
+        },
+    )
+}
+
+/// What `prim_texts` gives: the texts of a user primitive, of its VJP rule
+/// and of its JVP rule, its parameters, its result type and a bound of its
+/// result.
+type PrimTexts = (String, String, String, Vec<HParam>, Ty, f64);
+
+/// A derivative rule's text: `fn {head} = {e}`, or with `with_let` a
+/// body that first names the derivative `d` (the text `e` then reads `d`).
+fn prim_rule(with_let: bool, head: String, d: &str, e: String) -> String {
+    if with_let {
+        format!("fn {head} {{\n  let d = {d}\n  {e}\n}}")
+    } else {
+        format!("fn {head} = {e}")
+    }
+}
+
+/// The texts of the user primitive `name` (see `gen_prim`) of the form
+/// `form` (0 to 3) applying the function `which` (`prim_fun`) to `ty`,
+/// and of its rules; how to call it.
+fn prim_texts(name: &str, which: usize, form: usize, ty: Ty, with_let: bool) -> PrimTexts {
     let (t, sizes) = match ty {
         Ty::S => ("f64", ""),
         Ty::V(_) => ("f64[N]", "[N]"),
         Ty::Mt(..) => ("f64[N, K]", "[N, K]"),
     };
-    // (A rule sometimes names the derivative in a `let`.)
-    let with_let = rng.chance(0.4);
-    let rule = |head: String, d: &str, e: String| {
-        if with_let {
-            format!("fn {head} {{\n  let d = {d}\n  {e}\n}}")
-        } else {
-            format!("fn {head} = {e}")
-        }
-    };
+    let rule = |head: String, d: &str, e: String| prim_rule(with_let, head, d, e);
     let (f, df) = prim_fun(which, "x");
-    let (body, vjp, jvp, params, ret, b) = match form {
+    match form {
         0 => (
             format!("fn {name}{sizes}(x: {t}) -> {t} = {f}"),
             rule(
@@ -464,8 +506,13 @@ pub(crate) fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
                 N_MAX as f64 * prim_bound(which, LIMIT * LIMIT),
             )
         }
-    };
-    let (attrs, rule_tag) = match rules {
+    }
+}
+
+/// The attributes naming the rules of the user primitive `name` (`rules`:
+/// 0 a VJP, 1 a JVP, 2 both, in either order), and the tag of its rules.
+fn prim_attrs(rng: &mut Rng, name: &str, rules: usize) -> (String, &'static str) {
+    match rules {
         0 => (format!("@custom_vjp({name}_vjp)"), CUSTOM_TAGS[1]),
         1 => (format!("@custom_jvp({name}_jvp)"), CUSTOM_TAGS[2]),
         _ => {
@@ -480,14 +527,12 @@ pub(crate) fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
                 (format!("{b}{sep}{a}"), CUSTOM_TAGS[3])
             }
         }
-    };
-    let mut text = format!("{attrs}\n{body}");
-    if rules != 1 {
-        text = format!("{text}\n{vjp}");
     }
-    if rules != 0 {
-        text = format!("{text}\n{jvp}");
-    }
+}
+
+/// The tags of a user primitive (see `gen_prim`) applying the function
+/// `which` in the form `form` to `ty`, with rules tagged `rule_tag`.
+fn gen_prim_tags(which: usize, form: usize, ty: Ty, rule_tag: &'static str) -> Vec<&'static str> {
     let mut tags = vec![
         CUSTOM_TAGS[0],
         rule_tag,
@@ -508,23 +553,7 @@ pub(crate) fn gen_prim(rng: &mut Rng, k: usize) -> (String, Helper) {
     if which == 4 {
         tags.push(CUSTOM_TAGS[12]);
     }
-    (
-        wild_rules(text, &name),
-        Helper {
-            name,
-            params,
-            rets: vec![ret],
-            b,
-            ts: false,
-            needs_var: false,
-            uses_n1: false,
-            generic: false,
-            has_loop: false,
-            prim: true,
-            kernel: false,
-            tags,
-        },
-    )
+    tags
 }
 
 /// The native kernels the programs drawn with them call (registered once

@@ -103,17 +103,85 @@ pub(crate) fn gen_helper(
     g.prims = newer.prims;
     // (A derivative helper of one calling a user primitive.)
     let mut src_prim = false;
-    let arr = |g: &mut Gen, nm: &str, t: Ty| g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
     let depth = g.rng.range(1, max_depth()) as u32;
     // A helper with a loop sometimes takes a run-time count `n: i64` first.
     // (a helper of the first four kinds).
     let kind = if rt_param.is_some() { kind % 4 } else { kind };
     g.rt_count = rt_param;
     let (text, params, rets, b, ts) = match kind {
+        0..=5 => helper_plain(&mut g, &name, kind, depth, with_loop),
+        6..=8 => helper_static_or_pair(&mut g, &name, kind, depth),
+        _ => {
+            let (body, prim) = helper_derivative(&mut g, &name, earlier)?;
+            src_prim = prim;
+            body
+        }
+    };
+    let (text, params) = match rt_param {
+        Some(c) => {
+            let mut ps = vec![HParam::RunCount(c)];
+            ps.extend(params);
+            let open = text.find('(').unwrap();
+            let text = format!("{}(n: i64, {}", &text[..open], &text[open + 1..]);
+            tag("helper with a run-time count", "(n: i64, ");
+            (text, ps)
+        }
+        None => (text, params),
+    };
+    let needs_var = text.contains("max/") || text.contains("min/");
+    let uses_n1 = kind == 4;
+    let has_loop = g.made_loop;
+    let (prim, kernel) = (g.made_prim || src_prim, g.made_kernel);
+    // Generic over the element type: `f64` becomes `T` (the f32 copy of the
+    // program then specializes it to f32); not with noise (`f64`s), nor
+    // calling a user primitive (which has no element-type parameter).
+    let generic = kind <= 5
+        && rng.chance(0.3)
+        && !text.contains("= normal[")
+        && !text.contains("= uniform[")
+        && !prim;
+    let text = if generic {
+        generic_helper_text(&text, &name)
+    } else {
+        text
+    };
+    Some((
+        text,
+        Helper {
+            name,
+            params,
+            rets,
+            b,
+            ts,
+            needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
+            uses_n1,
+            generic,
+            has_loop,
+            prim,
+            kernel,
+            tags: Vec::new(),
+        },
+    ))
+}
+
+/// A helper's text, its parameters, its result types, the bound of its
+/// result and whether it may be called in a `tabulate` body (`ts`).
+type HelperBody = (String, Vec<HParam>, Vec<Ty>, f64, bool);
+
+/// Declares the helper parameter `nm` of type `t` in `g`: a value bounded
+/// by `LIMIT`.
+fn helper_param(g: &mut Gen, nm: &str, t: Ty) {
+    g.push_var(nm, &Ex::leaf(nm, LIMIT, t.is_array()), t);
+}
+
+/// The helper `name` of kind 0 to 5 (`gen_helper`): a body of a single
+/// generated expression (with a loop if `with_loop`, for kinds 0 to 3).
+fn helper_plain(g: &mut Gen, name: &str, kind: usize, depth: u32, with_loop: bool) -> HelperBody {
+    match kind {
         // (v: f64[N], a: f64) -> f64 | f64[N]
         0..=2 => {
-            arr(&mut g, "v", Ty::V(D::N));
-            arr(&mut g, "a", Ty::S);
+            helper_param(g, "v", Ty::V(D::N));
+            helper_param(g, "a", Ty::S);
             let rt = if kind == 0 { Ty::S } else { Ty::V(D::N) };
             let e = if with_loop {
                 g.with_loop(rt, depth)
@@ -134,8 +202,8 @@ pub(crate) fn gen_helper(
         }
         // (a: f64, c: f64) -> f64
         3 => {
-            arr(&mut g, "a", Ty::S);
-            arr(&mut g, "c", Ty::S);
+            helper_param(g, "a", Ty::S);
+            helper_param(g, "c", Ty::S);
             let e = if with_loop {
                 g.with_loop(Ty::S, depth)
             } else {
@@ -152,7 +220,7 @@ pub(crate) fn gen_helper(
         // (v: f64[N]) -> f64[N-1]
         4 => {
             g.allow_n1 = true;
-            arr(&mut g, "v", Ty::V(D::N));
+            helper_param(g, "v", Ty::V(D::N));
             let e = g.gen(Ty::V(D::N1), depth);
             (
                 format!("fn {name}[N](v: f64[N]) -> f64[N-1] = {}", e.s),
@@ -163,9 +231,9 @@ pub(crate) fn gen_helper(
             )
         }
         // (P: f64[N, K], v: f64[K]) -> f64[N]
-        5 => {
-            arr(&mut g, "P", Ty::Mt(D::N, D::M));
-            arr(&mut g, "v", Ty::V(D::M));
+        _ => {
+            helper_param(g, "P", Ty::Mt(D::N, D::M));
+            helper_param(g, "v", Ty::V(D::M));
             let e = g.gen(Ty::V(D::N), depth);
             (
                 format!(
@@ -178,10 +246,18 @@ pub(crate) fn gen_helper(
                 false,
             )
         }
+    }
+}
+
+/// The helper `name` of kind 6 to 8 (`gen_helper`): a static count run by
+/// `iterate(n, ...)`, static parameters choosing a branch, or a tuple
+/// result.
+fn helper_static_or_pair(g: &mut Gen, name: &str, kind: usize, depth: u32) -> HelperBody {
+    match kind {
         // (static n: i64, v: f64[N], a: f64) -> f64[N] with iterate(n, ...)
         6 => {
-            arr(&mut g, "v", Ty::V(D::N));
-            arr(&mut g, "a", Ty::S);
+            helper_param(g, "v", Ty::V(D::N));
+            helper_param(g, "a", Ty::S);
             g.static_count = Some("n".into());
             let e = loop {
                 if let Some(e) = g.iterate(Ty::V(D::N), depth) {
@@ -210,8 +286,8 @@ pub(crate) fn gen_helper(
                 k: true,
             };
             g.push_var("c", &ce, Ty::S);
-            arr(&mut g, "a", Ty::S);
-            arr(&mut g, "v", Ty::V(D::N));
+            helper_param(g, "a", Ty::S);
+            helper_param(g, "v", Ty::V(D::N));
             let e1 = g.gen(Ty::S, depth);
             let e2 = g.gen(Ty::S, depth);
             (
@@ -231,9 +307,9 @@ pub(crate) fn gen_helper(
             )
         }
         // (v: f64[N], a: f64) -> (f64, f64[N])
-        8 => {
-            arr(&mut g, "v", Ty::V(D::N));
-            arr(&mut g, "a", Ty::S);
+        _ => {
+            helper_param(g, "v", Ty::V(D::N));
+            helper_param(g, "a", Ty::S);
             let e1 = g.gen(Ty::S, depth);
             let e2 = g.gen(Ty::V(D::N), depth);
             (
@@ -247,122 +323,85 @@ pub(crate) fn gen_helper(
                 false,
             )
         }
-        // A derivative of an earlier scalar helper: `@grad`,
-        // `@value_and_grad` or `@jvp`.
+    }
+}
+
+/// The helper `name` as a derivative of an earlier scalar helper:
+/// `@grad`, `@value_and_grad` or `@jvp`; and whether that helper calls a
+/// user primitive. None if no earlier helper fits.
+fn helper_derivative(g: &mut Gen, name: &str, earlier: &[Helper]) -> Option<(HelperBody, bool)> {
+    let srcs: Vec<&Helper> = earlier
+        .iter()
+        .filter(|h| {
+            !h.has_loop
+                && !h.kernel
+                && h.rets == vec![Ty::S]
+                && h.params.len() == 2
+                && matches!(h.params[1], HParam::Dyn(Ty::S))
+                && matches!(h.params[0], HParam::Dyn(Ty::S | Ty::V(D::N)))
+        })
+        .collect();
+    if srcs.is_empty() {
+        return None;
+    }
+    let src = srcs[g.rng.below(srcs.len())];
+    let src_prim = src.prim;
+    let (sizes, p0) = match src.params[0] {
+        HParam::Dyn(Ty::V(D::N)) => ("[N]", ("v", Ty::V(D::N), "f64[N]")),
+        _ => ("", ("a", Ty::S, "f64")),
+    };
+    let p1 = if p0.0 == "a" { "c" } else { "a" };
+    let head = format!("{name}{sizes}({}: {}, {p1}: f64", p0.0, p0.2);
+    let call = format!("{}({}, {p1})", src.name, p0.0);
+    let mut params = vec![HParam::Dyn(p0.1), HParam::Dyn(Ty::S)];
+    let (text, rets) = match g.rng.below(5) {
+        0 => (
+            format!("@grad({p1})\nfn {head}) -> f64 = {call}"),
+            vec![Ty::S],
+        ),
+        1 => (
+            format!("@grad({})\nfn {head}) -> {} = {call}", p0.0, p0.2),
+            vec![p0.1],
+        ),
+        2 => (
+            format!(
+                "@grad({}, {p1})\nfn {head}) -> ({}, f64) = {call}",
+                p0.0, p0.2
+            ),
+            vec![p0.1, Ty::S],
+        ),
+        3 => (
+            format!("@value_and_grad({p1})\nfn {head}) -> (f64, f64) = {call}"),
+            vec![Ty::S, Ty::S],
+        ),
         _ => {
-            let srcs: Vec<&Helper> = earlier
-                .iter()
-                .filter(|h| {
-                    !h.has_loop
-                        && !h.kernel
-                        && h.rets == vec![Ty::S]
-                        && h.params.len() == 2
-                        && matches!(h.params[1], HParam::Dyn(Ty::S))
-                        && matches!(h.params[0], HParam::Dyn(Ty::S | Ty::V(D::N)))
-                })
-                .collect();
-            if srcs.is_empty() {
-                return None;
-            }
-            let src = srcs[g.rng.below(srcs.len())];
-            src_prim = src.prim;
-            let (sizes, p0) = match src.params[0] {
-                HParam::Dyn(Ty::V(D::N)) => ("[N]", ("v", Ty::V(D::N), "f64[N]")),
-                _ => ("", ("a", Ty::S, "f64")),
+            // Forward mode: the tangent is one more parameter.
+            let (t, tt) = if g.rng.chance(0.5) {
+                (p1, ("f64", Ty::S))
+            } else {
+                (p0.0, (p0.2, p0.1))
             };
-            let p1 = if p0.0 == "a" { "c" } else { "a" };
-            let head = format!("{name}{sizes}({}: {}, {p1}: f64", p0.0, p0.2);
-            let call = format!("{}({}, {p1})", src.name, p0.0);
-            let mut params = vec![HParam::Dyn(p0.1), HParam::Dyn(Ty::S)];
-            let (text, rets) = match g.rng.below(5) {
-                0 => (
-                    format!("@grad({p1})\nfn {head}) -> f64 = {call}"),
-                    vec![Ty::S],
-                ),
-                1 => (
-                    format!("@grad({})\nfn {head}) -> {} = {call}", p0.0, p0.2),
-                    vec![p0.1],
-                ),
-                2 => (
-                    format!(
-                        "@grad({}, {p1})\nfn {head}) -> ({}, f64) = {call}",
-                        p0.0, p0.2
-                    ),
-                    vec![p0.1, Ty::S],
-                ),
-                3 => (
-                    format!("@value_and_grad({p1})\nfn {head}) -> (f64, f64) = {call}"),
-                    vec![Ty::S, Ty::S],
-                ),
-                _ => {
-                    // Forward mode: the tangent is one more parameter.
-                    let (t, tt) = if g.rng.chance(0.5) {
-                        (p1, ("f64", Ty::S))
-                    } else {
-                        (p0.0, (p0.2, p0.1))
-                    };
-                    params.push(HParam::Dyn(tt.1));
-                    (
-                        format!("@jvp({t})\nfn {head}, d{t}: {}) -> f64 = {call}", tt.0),
-                        vec![Ty::S],
-                    )
-                }
-            };
-            if src_prim {
-                tag(CUSTOM_TAGS[9], &text);
-            }
-            (text, params, rets, f64::INFINITY, false)
+            params.push(HParam::Dyn(tt.1));
+            (
+                format!("@jvp({t})\nfn {head}, d{t}: {}) -> f64 = {call}", tt.0),
+                vec![Ty::S],
+            )
         }
     };
-    let (text, params) = match rt_param {
-        Some(c) => {
-            let mut ps = vec![HParam::RunCount(c)];
-            ps.extend(params);
-            let open = text.find('(').unwrap();
-            let text = format!("{}(n: i64, {}", &text[..open], &text[open + 1..]);
-            tag("helper with a run-time count", "(n: i64, ");
-            (text, ps)
-        }
-        None => (text, params),
-    };
-    let needs_var = text.contains("max/") || text.contains("min/");
-    let uses_n1 = kind == 4;
-    let has_loop = g.made_loop;
-    let (prim, kernel) = (g.made_prim || src_prim, g.made_kernel);
-    // Generic over the element type: `f64` becomes `T` (the f32 copy of the
-    // program then specializes it to f32); not with noise (`f64`s), nor
-    // calling a user primitive (which has no element-type parameter).
-    let generic = kind <= 5
-        && rng.chance(0.3)
-        && !text.contains("= normal[")
-        && !text.contains("= uniform[")
-        && !prim;
-    let text = if generic {
-        let t = text.replace("f64", "T");
-        match t.strip_prefix(&format!("fn {name}[")) {
-            Some(rest) => format!("fn {name}[T, {rest}"),
-            None => t.replacen(&format!("fn {name}("), &format!("fn {name}[T]("), 1),
-        }
-    } else {
-        text
-    };
-    Some((
-        text,
-        Helper {
-            name,
-            params,
-            rets,
-            b,
-            ts,
-            needs_var: needs_var || earlier.iter().any(|h| h.needs_var),
-            uses_n1,
-            generic,
-            has_loop,
-            prim,
-            kernel,
-            tags: Vec::new(),
-        },
-    ))
+    if src_prim {
+        tag(CUSTOM_TAGS[9], &text);
+    }
+    Some(((text, params, rets, f64::INFINITY, false), src_prim))
+}
+
+/// The text of the helper `name` made generic over the element type:
+/// `f64` becomes `T`, a parameter of the helper.
+fn generic_helper_text(text: &str, name: &str) -> String {
+    let t = text.replace("f64", "T");
+    match t.strip_prefix(&format!("fn {name}[")) {
+        Some(rest) => format!("fn {name}[T, {rest}"),
+        None => t.replacen(&format!("fn {name}("), &format!("fn {name}[T]("), 1),
+    }
 }
 
 /// A helper that calls itself through a static value:
