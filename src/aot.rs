@@ -49,7 +49,7 @@ pub fn split(g: &GradProgram) -> Result<Cut> {
         mut pullback,
         inputs,
         stored,
-    } = cut(vg, &g.residuals).map_err(|e| internal(e.0))?;
+    } = cut(vg, &g.residuals).map_err(|e| internal(e.to_string()))?;
     forward.name = format!("{}_forward", g.name);
     pullback.name = format!("{}_pullback", g.name);
     let value = vg.rets[0];

@@ -573,7 +573,7 @@ pub fn optimize_gradient_ir(
                 .with_note(limit.note()),
             ));
         }
-        Err(e @ AdError::Invalid(_)) => {
+        Err(e @ (AdError::Invalid(_) | AdError::Bug(_))) => {
             return Err(Error::internal(format!(
                 "differentiating `{}`: {e}",
                 primal.name

@@ -13,7 +13,7 @@
 
 use super::reverse::reverse;
 use super::template::Template;
-use super::{invalid, AdError};
+use super::{AdBug, AdError};
 use crate::ir::{Builder, CustomRule, Function, Stmt, VarId};
 use crate::ops::Op;
 use crate::types::Type;
@@ -22,12 +22,15 @@ use crate::types::Type;
 /// `s.args`) of its differentiable operands.
 fn rule_of<'f>(f: &'f Function, s: &Stmt) -> Result<(&'f CustomRule, Vec<usize>), AdError> {
     let Op::Custom(r, _) = s.op else {
-        return Err(invalid(format!("`{}` is not a custom statement", s.op)));
+        return Err(AdBug::NotCustom {
+            op: s.op.to_string(),
+        }
+        .into());
     };
-    let rule = f
-        .rules
-        .get(r as usize)
-        .ok_or_else(|| invalid(format!("`{}`: there is no rule {r}", f.name)))?;
+    let rule = f.rules.get(r as usize).ok_or_else(|| AdBug::NoRule {
+        function: f.name.clone(),
+        rule: r as usize,
+    })?;
     let active = (1..s.args.len())
         .filter(|&i| !f.ty(s.args[i]).dtype.is_int())
         .collect();
@@ -56,8 +59,11 @@ fn with_zero_params(h: &Function, zeros_in: &[bool]) -> Result<Function, AdError
         is_zero[p.var.index()] = zeros_in.get(k).copied().unwrap_or(false);
     }
     let get = |map: &[Option<VarId>], v: VarId| {
-        map[v.index()]
-            .ok_or_else(|| invalid(format!("`{}`: a value used before it is defined", h.name)))
+        map[v.index()].ok_or_else(|| {
+            AdError::from(AdBug::RuleUseBeforeDef {
+                function: h.name.clone(),
+            })
+        })
     };
     for s in &h.stmts {
         let args: Vec<VarId> = s
@@ -120,7 +126,9 @@ fn transposed(h: &Function, n: usize) -> Result<Function, AdError> {
             Some(t) => b.push("", Op::Add, &[t, dot], None)?,
         });
     }
-    let total = total.ok_or_else(|| invalid(format!("`{}`: a rule without results", h.name)))?;
+    let total = total.ok_or_else(|| AdBug::RuleWithoutResults {
+        function: h.name.clone(),
+    })?;
     let f = b.finish(vec![total]);
     let wrt: Vec<usize> = (n..h.params.len()).collect();
     Ok(reverse(&f, &wrt)?.value_and_grad)
@@ -154,15 +162,20 @@ pub(super) fn vjp(
             ins.push(g);
             b.inline(&t, &ins)?.split_off(1)
         }
-        (None, None) => return Err(invalid(format!("`{}`: a rule with no function", rule.name))),
+        (None, None) => {
+            return Err(AdBug::RuleWithoutFunction {
+                rule: rule.name.clone(),
+            }
+            .into())
+        }
     };
     if cts.len() != active.len() {
-        return Err(invalid(format!(
-            "the VJP rule of `{}` gives {} cotangents for {} operands",
-            rule.name,
-            cts.len(),
-            active.len()
-        )));
+        return Err(AdBug::VjpRuleCount {
+            rule: rule.name.clone(),
+            got: cts.len(),
+            want: active.len(),
+        }
+        .into());
     }
     Ok(active.into_iter().zip(cts).collect())
 }
@@ -215,15 +228,20 @@ pub(super) fn jvp(
             ins.extend(&dxs);
             b.inline(&t, &ins)?.split_off(1)
         }
-        (None, None) => return Err(invalid(format!("`{}`: a rule with no function", rule.name))),
+        (None, None) => {
+            return Err(AdBug::RuleWithoutFunction {
+                rule: rule.name.clone(),
+            }
+            .into())
+        }
     };
     match out[..] {
         [t] => Ok(t),
-        _ => Err(invalid(format!(
-            "the JVP rule of `{}` gives {} tangents for one result",
-            rule.name,
-            out.len()
-        ))),
+        _ => Err(AdBug::JvpRuleCount {
+            rule: rule.name.clone(),
+            got: out.len(),
+        }
+        .into()),
     }
 }
 
@@ -250,5 +268,5 @@ pub(super) fn guarded(b: &mut Builder, g: VarId, contrib: VarId) -> Result<VarId
         _ => None,
     };
     t.instantiate(b, &bind, Some(&ty))
-        .map_err(|e| invalid(format!("guarding a rule's contribution: {e}")))
+        .map_err(|e| AdBug::Guard(Box::new(e)).into())
 }

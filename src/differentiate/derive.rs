@@ -79,6 +79,8 @@ fn failure(what: &str, name: &str, e: AdError) -> TransformError {
             why: limit.message().to_string(),
             note: limit.note().to_string(),
         },
-        AdError::Invalid(e) => TransformError::Internal(format!("{what} `{name}`: {e}")),
+        e @ (AdError::Invalid(_) | AdError::Bug(_)) => {
+            TransformError::Internal(format!("{what} `{name}`: {e}"))
+        }
     }
 }

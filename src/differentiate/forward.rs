@@ -2,8 +2,8 @@
 
 use super::custom;
 use super::template::{self, Rule};
-use super::{invalid, AdError, AdLimit};
-use crate::ir::{Builder, Function, IrError, Loop, Param, Stmt, VarId, VarInfo};
+use super::{AdBug, AdError, AdLimit, Unsized};
+use crate::ir::{Builder, Function, Loop, Param, Stmt, VarId, VarInfo};
 use crate::ops::{Op, VJP_RECOMPUTE};
 use crate::types::{Dim, Type};
 use std::collections::HashMap;
@@ -43,14 +43,19 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
     f.validate()?;
     for &(p, t) in tangents {
         let (Some(pp), Some(tp)) = (f.params.get(p), f.params.get(t)) else {
-            return Err(invalid(format!("`{}`: no parameter {p} or {t}", f.name)));
+            return Err(AdBug::NoTangentParameter {
+                function: f.name.clone(),
+                param: p,
+                tangent: t,
+            }
+            .into());
         };
         if f.ty(pp.var) != f.ty(tp.var) {
-            return Err(invalid(format!(
-                "`{}`: the tangent of %{} must have its type",
-                f.name,
-                f.var_name(pp.var)
-            )));
+            return Err(AdBug::TangentType {
+                function: f.name.clone(),
+                param: f.var_name(pp.var).to_string(),
+            }
+            .into());
         }
     }
     let mut b = Builder::new(name, f.size_params.clone());
@@ -95,7 +100,7 @@ pub fn forward(f: &Function, tangents: &[(usize, usize)], name: &str) -> Result<
 
 impl Fwd<'_> {
     /// The copy of primal variable `v`.
-    fn m(&self, v: VarId) -> Result<VarId, IrError> {
+    fn m(&self, v: VarId) -> Result<VarId, AdBug> {
         mapped_or_err(&self.map, v)
     }
 
@@ -201,13 +206,10 @@ impl Fwd<'_> {
     /// initial state (`None`: zero).
     fn packed_tape(&mut self, tape: VarId, dx: Option<VarId>) -> Result<VarId, AdError> {
         let f = self.f;
-        let d = self.defs[tape.index()]
-            .ok_or_else(|| IrError("forward mode: a tape without its `looptape`".into()))?;
+        let d = self.defs[tape.index()].ok_or(AdBug::NoLoopTape)?;
         let def = &f.stmts[d];
         let Op::LoopTape(l, k, scan) = def.op else {
-            return Err(invalid(
-                "forward mode: a `loopvjp` of something other than a tape".into(),
-            ));
+            return Err(AdBug::NotATape.into());
         };
         let lp = &f.loops[l as usize];
         let packed = packed_state(lp);
@@ -311,7 +313,11 @@ impl Fwd<'_> {
         self.map[s.var.index()] = Some(nv);
         let lp = &f.loops[l as usize];
         if lp.vjp.is_none() {
-            return Err(invalid(format!("`{}`: loop {l} has no VJP", f.name)));
+            return Err(AdBug::NoLoopVjp {
+                function: Some(f.name.clone()),
+                l: l as usize,
+            }
+            .into());
         }
         let tape = match self.tape_tan.get(&s.args[0]) {
             Some(&t) => t,
@@ -357,9 +363,11 @@ impl Fwd<'_> {
             let Some(t) = self.tan[a.index()] else {
                 continue;
             };
-            let tmpl = rules[i]
-                .as_ref()
-                .map_err(|e| IrError(format!("JVP of `{}`: {e}", s.op.name())))?;
+            let tmpl = rules[i].as_ref().map_err(|error| AdBug::Template {
+                mode: "JVP",
+                op: s.op.name(),
+                error: Box::new(error.clone()),
+            })?;
             let bind = |v: &str| -> Option<VarId> {
                 match v {
                     "t" => Some(t),
@@ -370,9 +378,13 @@ impl Fwd<'_> {
                     _ => None,
                 }
             };
-            let contrib = tmpl
-                .instantiate(b, &bind, Some(&out_ty))
-                .map_err(|e| IrError(format!("JVP of `{}`: {e}", s.op.name())))?;
+            let contrib =
+                tmpl.instantiate(b, &bind, Some(&out_ty))
+                    .map_err(|error| AdBug::Template {
+                        mode: "JVP",
+                        op: s.op.name(),
+                        error: Box::new(error),
+                    })?;
             total = Some(match total {
                 Some(prev) => b
                     .push("", Op::Add, &[prev, contrib], None)
@@ -386,9 +398,8 @@ impl Fwd<'_> {
 }
 
 /// The copy of primal variable `v` in `map`, or an error if it has none.
-fn mapped_or_err(map: &[Option<VarId>], v: VarId) -> Result<VarId, IrError> {
-    map[v.index()]
-        .ok_or_else(|| IrError("forward mode: a value is used before it is defined".into()))
+fn mapped_or_err(map: &[Option<VarId>], v: VarId) -> Result<VarId, AdBug> {
+    map[v.index()].ok_or(AdBug::ForwardUseBeforeDef)
 }
 
 /// `[2, state...]`: a loop's state and its tangent as the rows of one array.
@@ -477,15 +488,10 @@ fn tangent_loop_def(f: &Function, l: usize, walk: bool) -> Result<Loop, AdError>
 fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
     let lp = &f.loops[l];
     let packed = packed_state(lp);
-    let row_ty = lp
-        .row()
-        .ok_or_else(|| invalid("the sequence of a loop that is not a scan".into()))?
-        .clone();
-    let wx = Dim::product(&row_ty.shape).ok_or_else(|| invalid("a row without a size".into()))?;
+    let row_ty = lp.row().ok_or(AdBug::NotAScan("the sequence"))?.clone();
+    let wx = Dim::product(&row_ty.shape).ok_or(AdBug::Unsized(Unsized::Row))?;
     let both_ty = Type::array(row_ty.dtype, vec![Dim::Lit(2), wx.clone()]);
-    let width = wx
-        .times(&Dim::Lit(2))
-        .ok_or_else(|| invalid("a row without a size".into()))?;
+    let width = wx.times(&Dim::Lit(2)).ok_or(AdBug::Unsized(Unsized::Row))?;
     let body_jvp = jvp(&lp.body, &[0, 1], &format!("{}.jvp", lp.body.name))?;
     let mut bb = Builder::new(format!("{}.tangent", lp.body.name), f.size_params.clone());
     let p = bb.param("p", packed.clone(), Default::default());
@@ -595,10 +601,10 @@ pub fn jvp(f: &Function, wrt: &[usize], name: &str) -> Result<Function, AdError>
     let mut g = f.clone();
     let mut pairs = Vec::new();
     for &i in wrt {
-        let p = f
-            .params
-            .get(i)
-            .ok_or_else(|| IrError(format!("`{}`: no parameter {i}", f.name)))?;
+        let p = f.params.get(i).ok_or_else(|| AdBug::NoParameter {
+            function: f.name.clone(),
+            index: i,
+        })?;
         let mut tname = format!("d{}", f.var_name(p.var));
         while g.vars.iter().any(|v| v.name == tname) {
             tname.push('_');
@@ -628,17 +634,18 @@ pub fn forward_gradient(f: &Function, wrt: &[usize], name: &str) -> Result<Funct
         .collect();
     let mut outs = Vec::new();
     for &i in wrt {
-        let p = f
-            .params
-            .get(i)
-            .ok_or_else(|| IrError(format!("`{}`: no parameter {i}", f.name)))?;
+        let p = f.params.get(i).ok_or_else(|| AdBug::NoParameter {
+            function: f.name.clone(),
+            index: i,
+        })?;
         let ty = f.ty(p.var);
         if !ty.is_scalar() {
-            return Err(invalid(format!(
-                "`{}`: forward mode gives a gradient only for scalar parameters, not %{}: {ty}",
-                f.name,
-                f.var_name(p.var)
-            )));
+            return Err(AdBug::ForwardNotScalar {
+                function: f.name.clone(),
+                param: f.var_name(p.var).to_string(),
+                ty: ty.clone(),
+            }
+            .into());
         }
         let tangent = jvp(f, &[i], &format!("{}.d{}", f.name, f.var_name(p.var)))?;
         let one = b.constant(ty.dtype, 1.0);

@@ -26,7 +26,9 @@ pub use reverse::{reverse, Reverse};
 
 use crate::ir::IrError;
 use crate::ops::OpTypeError;
+use crate::types::Type;
 use std::fmt;
+use template::TemplateError;
 
 /// Why AD stopped.
 #[derive(Debug)]
@@ -36,6 +38,206 @@ pub enum AdError {
     Unsupported(AdLimit),
     /// AD was given or made invalid IR: a bug in egrad.
     Invalid(IrError),
+    /// AD broke one of its own invariants: a bug in egrad.
+    Bug(AdBug),
+}
+
+/// An invariant of AD that did not hold: a bug in egrad.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdBug {
+    /// A parameter index past the function's parameters.
+    NoParameter {
+        /// The function.
+        function: String,
+        /// The index.
+        index: usize,
+    },
+    /// A parameter or its tangent's index past the function's parameters.
+    NoTangentParameter {
+        /// The function.
+        function: String,
+        /// The parameter's index.
+        param: usize,
+        /// The tangent's index.
+        tangent: usize,
+    },
+    /// A tangent parameter of another type than its parameter.
+    TangentType {
+        /// The function.
+        function: String,
+        /// The parameter.
+        param: String,
+    },
+    /// Forward mode met a tape that no `looptape` defines.
+    NoLoopTape,
+    /// Forward mode met a `loopvjp` of something other than a tape.
+    NotATape,
+    /// Forward mode met a value before its definition.
+    ForwardUseBeforeDef,
+    /// A gradient by forward mode with respect to a non-scalar parameter.
+    ForwardNotScalar {
+        /// The function.
+        function: String,
+        /// The parameter.
+        param: String,
+        /// Its type.
+        ty: Type,
+    },
+    /// Reverse mode of a function without one scalar result.
+    ReverseNotScalar {
+        /// The function.
+        function: String,
+    },
+    /// A loop without the VJP AD needs.
+    NoLoopVjp {
+        /// The function, where known.
+        function: Option<String>,
+        /// The loop's index.
+        l: usize,
+    },
+    /// Something of a scan asked of a loop that is none (what, printed
+    /// before "of a loop that is not a scan").
+    NotAScan(&'static str),
+    /// A value whose size AD needs has none.
+    Unsized(Unsized),
+    /// A statement taken for a `custom` one.
+    NotCustom {
+        /// The op, printed.
+        op: String,
+    },
+    /// A `custom` statement of a rule the function does not have.
+    NoRule {
+        /// The function.
+        function: String,
+        /// The rule's index.
+        rule: usize,
+    },
+    /// A rule function that reads a value before defining it.
+    RuleUseBeforeDef {
+        /// The rule function.
+        function: String,
+    },
+    /// A rule function without results.
+    RuleWithoutResults {
+        /// The rule function.
+        function: String,
+    },
+    /// A rule with neither a VJP nor a JVP function.
+    RuleWithoutFunction {
+        /// The rule.
+        rule: String,
+    },
+    /// A VJP rule giving the wrong number of cotangents.
+    VjpRuleCount {
+        /// The rule.
+        rule: String,
+        /// Cotangents given.
+        got: usize,
+        /// Differentiable operands.
+        want: usize,
+    },
+    /// A JVP rule giving more or less than one tangent.
+    JvpRuleCount {
+        /// The rule.
+        rule: String,
+        /// Tangents given.
+        got: usize,
+    },
+    /// The guard of a rule's contribution does not instantiate.
+    Guard(Box<TemplateError>),
+    /// An op's derivative template does not instantiate.
+    Template {
+        /// `VJP` or `JVP`.
+        mode: &'static str,
+        /// The op.
+        op: &'static str,
+        /// Why.
+        error: Box<TemplateError>,
+    },
+}
+
+/// What has no size, for [`AdBug::Unsized`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsized {
+    /// A scan's row.
+    Row,
+    /// A loop's state.
+    State,
+    /// A tape.
+    Tape,
+    /// A loop's state, counted for its tape.
+    LoopState,
+    /// The rows of a scan's sequence.
+    ScanRows,
+}
+
+impl fmt::Display for AdBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AdBug::NoParameter { function, index } => {
+                write!(f, "`{function}`: no parameter {index}")
+            }
+            AdBug::NoTangentParameter {
+                function,
+                param,
+                tangent,
+            } => write!(f, "`{function}`: no parameter {param} or {tangent}"),
+            AdBug::TangentType { function, param } => {
+                write!(f, "`{function}`: the tangent of %{param} must have its type")
+            }
+            AdBug::NoLoopTape => f.write_str("forward mode: a tape without its `looptape`"),
+            AdBug::NotATape => {
+                f.write_str("forward mode: a `loopvjp` of something other than a tape")
+            }
+            AdBug::ForwardUseBeforeDef => {
+                f.write_str("forward mode: a value is used before it is defined")
+            }
+            AdBug::ForwardNotScalar {
+                function,
+                param,
+                ty,
+            } => write!(
+                f,
+                "`{function}`: forward mode gives a gradient only for scalar parameters, not %{param}: {ty}"
+            ),
+            AdBug::ReverseNotScalar { function } => {
+                write!(f, "`{function}`: reverse mode needs one scalar result")
+            }
+            AdBug::NoLoopVjp { function, l } => match function {
+                Some(function) => write!(f, "`{function}`: loop {l} has no VJP"),
+                None => write!(f, "loop {l} has no VJP"),
+            },
+            AdBug::NotAScan(what) => write!(f, "{what} of a loop that is not a scan"),
+            AdBug::Unsized(what) => f.write_str(match what {
+                Unsized::Row => "a row without a size",
+                Unsized::State => "a state without a size",
+                Unsized::Tape => "a tape without a size",
+                Unsized::LoopState => "a loop whose state has no size",
+                Unsized::ScanRows => "a scan whose rows have no size",
+            }),
+            AdBug::NotCustom { op } => write!(f, "`{op}` is not a custom statement"),
+            AdBug::NoRule { function, rule } => {
+                write!(f, "`{function}`: there is no rule {rule}")
+            }
+            AdBug::RuleUseBeforeDef { function } => {
+                write!(f, "`{function}`: a value used before it is defined")
+            }
+            AdBug::RuleWithoutResults { function } => {
+                write!(f, "`{function}`: a rule without results")
+            }
+            AdBug::RuleWithoutFunction { rule } => write!(f, "`{rule}`: a rule with no function"),
+            AdBug::VjpRuleCount { rule, got, want } => write!(
+                f,
+                "the VJP rule of `{rule}` gives {got} cotangents for {want} operands"
+            ),
+            AdBug::JvpRuleCount { rule, got } => write!(
+                f,
+                "the JVP rule of `{rule}` gives {got} tangents for one result"
+            ),
+            AdBug::Guard(e) => write!(f, "guarding a rule's contribution: {e}"),
+            AdBug::Template { mode, op, error } => write!(f, "{mode} of `{op}`: {error}"),
+        }
+    }
 }
 
 /// The documented limits of AD (`docs/language.md`, "Not yet supported").
@@ -99,9 +301,10 @@ impl AdLimit {
     }
 }
 
-/// A bug: AD was given or made invalid IR.
-pub(crate) fn invalid(message: String) -> AdError {
-    AdError::Invalid(IrError(message))
+impl From<AdBug> for AdError {
+    fn from(e: AdBug) -> AdError {
+        AdError::Bug(e)
+    }
 }
 
 impl From<IrError> for AdError {
@@ -121,6 +324,7 @@ impl fmt::Display for AdError {
         match self {
             AdError::Unsupported(limit) => f.write_str(limit.message()),
             AdError::Invalid(e) => write!(f, "{e}"),
+            AdError::Bug(e) => write!(f, "{e}"),
         }
     }
 }

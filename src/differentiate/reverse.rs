@@ -3,10 +3,10 @@
 use super::custom;
 use super::split::split_at;
 use super::template::{self, Rule, Template};
-use super::{invalid, AdError, AdLimit};
+use super::{AdBug, AdError, AdLimit, Unsized};
 pub use crate::ir::needed::prune_dead;
-use crate::ir::{Builder, Function, IrError, Loop, Stmt, VarId};
-use crate::ops::{kernels, Op, OpTypeError, VJP_SEQ, VJP_TAPE};
+use crate::ir::{Builder, Function, Loop, Stmt, VarId};
+use crate::ops::{kernels, Op, OpTypeError, Part, VJP_SEQ, VJP_TAPE};
 use crate::types::{Dim, Type};
 use indexmap::IndexMap;
 use std::borrow::Cow;
@@ -102,14 +102,18 @@ fn mapped(map: &[Option<VarId>], v: VarId) -> VarId {
 pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
     f.validate()?;
     if f.rets.len() != 1 || !f.ty(f.rets[0]).is_scalar() {
-        return Err(invalid(format!(
-            "`{}`: reverse mode needs one scalar result",
-            f.name
-        )));
+        return Err(AdBug::ReverseNotScalar {
+            function: f.name.clone(),
+        }
+        .into());
     }
     for &i in wrt {
         if i >= f.params.len() {
-            return Err(invalid(format!("`{}`: no parameter {i}", f.name)));
+            return Err(AdBug::NoParameter {
+                function: f.name.clone(),
+                index: i,
+            }
+            .into());
         }
     }
     let active = activity(f, wrt);
@@ -253,12 +257,11 @@ impl Rev<'_> {
         };
         let lp = &b.function().loops[lw as usize];
         let (st, ty) = (lp.state().clone(), lp.seq_cotangent_type());
-        let ty = ty.ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+        let ty = ty.ok_or(AdBug::Unsized(Unsized::LoopState))?;
         let rows = b
             .push("", Op::LoopVjp(lw, 1, m | VJP_SEQ, scan), args, Some(&ty))
             .map_err(AdError::from)?;
-        let ws = Dim::product(&st.shape)
-            .ok_or_else(|| invalid("a loop whose state has no size".into()))?;
+        let ws = Dim::product(&st.shape).ok_or(AdBug::Unsized(Unsized::LoopState))?;
         let e = AdError::from;
         let first = b.push("", Op::Index(0), &[rows], None).map_err(e)?;
         let first = b.trailing(first, ws.clone()).map_err(e)?;
@@ -348,7 +351,7 @@ impl Rev<'_> {
             let lp = &b.function().loops[ls as usize];
             let ty = lp
                 .seq_cotangent_type()
-                .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+                .ok_or(AdBug::Unsized(Unsized::ScanRows))?;
             let r = b
                 .push(
                     "",
@@ -404,11 +407,11 @@ impl Rev<'_> {
             if !self.active[a.index()] {
                 continue;
             }
-            let mut tmpl = Cow::Borrowed(
-                rules[i]
-                    .as_ref()
-                    .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?,
-            );
+            let mut tmpl = Cow::Borrowed(rules[i].as_ref().map_err(|e| AdBug::Template {
+                mode: "VJP",
+                op: s.op.name(),
+                error: Box::new(e.clone()),
+            })?);
             // The guard compares the cotangent element by element with the
             // contribution, which is right for element-wise ops and for a
             // scalar cotangent. A `matmul` mixes elements: its contribution
@@ -442,7 +445,11 @@ impl Rev<'_> {
             };
             let contrib = tmpl
                 .instantiate(&mut self.b, &bind, Some(&arg_ty))
-                .map_err(|e| IrError(format!("VJP of `{}`: {e}", s.op.name())))?;
+                .map_err(|error| AdBug::Template {
+                    mode: "VJP",
+                    op: s.op.name(),
+                    error: Box::new(error),
+                })?;
             add_cotangent(&mut self.b, &mut self.ct, *a, contrib)?;
         }
         Ok(())
@@ -493,16 +500,16 @@ fn second_order(
     h: VarId,
 ) -> Result<(VarId, VarId), AdError> {
     let lp = f.loops[l].clone();
-    let vjp = lp
-        .vjp
-        .as_ref()
-        .ok_or_else(|| invalid(format!("`{}`: loop {l} has no VJP", f.name)))?;
+    let vjp = lp.vjp.as_ref().ok_or_else(|| AdBug::NoLoopVjp {
+        function: Some(f.name.clone()),
+        l,
+    })?;
     let st = lp.state().clone();
     let count = lp.count.clone();
-    let ws = Dim::product(&st.shape).ok_or_else(|| invalid("a state without a size".into()))?;
+    let ws = Dim::product(&st.shape).ok_or(AdBug::Unsized(Unsized::State))?;
     let two_ws = ws
         .times(&Dim::Lit(2))
-        .ok_or_else(|| invalid("a state without a size".into()))?;
+        .ok_or(AdBug::Unsized(Unsized::State))?;
     let arr = |shape: Vec<Dim>| Type::array(st.dtype, shape);
     let mut packed_shape = vec![Dim::Lit(2)];
     packed_shape.extend(st.shape.iter().cloned());
@@ -512,15 +519,11 @@ fn second_order(
     // A scan's row, flattened after the state's and cotangent's elements.
     let row_ty = lp.row().cloned();
     let wx = match &row_ty {
-        Some(r) => {
-            Some(Dim::product(&r.shape).ok_or_else(|| invalid("a row without a size".into()))?)
-        }
+        Some(r) => Some(Dim::product(&r.shape).ok_or(AdBug::Unsized(Unsized::Row))?),
         None => None,
     };
     let width = match &wx {
-        Some(wx) => two_ws
-            .plus(wx)
-            .ok_or_else(|| invalid("a row without a size".into()))?,
+        Some(wx) => two_ws.plus(wx).ok_or(AdBug::Unsized(Unsized::Row))?,
         None => two_ws.clone(),
     };
     let mut bb = Builder::new(format!("{}.second", lp.body.name), f.size_params.clone());
@@ -584,9 +587,7 @@ fn second_order(
             &arr(vec![Dim::Lit(2), count.clone(), ws.clone()]),
         )
         .map_err(e)?;
-    let cw = count
-        .times(&ws)
-        .ok_or_else(|| invalid("a tape without a size".into()))?;
+    let cw = count.times(&ws).ok_or(AdBug::Unsized(Unsized::Tape))?;
     let both = b
         .push("", Op::Reshape, &[both], Some(&arr(vec![Dim::Lit(2), cw])))
         .map_err(e)?;
@@ -659,10 +660,10 @@ fn walk_rows_loop(b: &mut Builder, l: usize) -> Result<u32, AdError> {
     let v = lp
         .vjp
         .as_ref()
-        .ok_or_else(|| invalid(format!("loop {l} has no VJP")))?;
+        .ok_or(AdBug::NoLoopVjp { function: None, l })?;
     let packed = lp
         .seq_cotangent_type()
-        .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+        .ok_or(AdBug::Unsized(Unsized::ScanRows))?;
     let pw = Type::array(packed.dtype, vec![packed.shape[1].clone()]);
     let mut vb = Builder::new(format!("{}.rows", v.name), v.size_params.clone());
     let ins: Vec<VarId> = v
@@ -725,10 +726,9 @@ fn seq_loop(b: &mut Builder, l: usize) -> Result<u32, AdError> {
 fn split_seq_cotangent(b: &mut Builder, l: usize, r: VarId) -> Result<(VarId, VarId), OpTypeError> {
     let lp = &b.function().loops[l];
     let (st, xs) = (lp.state().clone(), lp.sequence());
-    let xs = xs.ok_or_else(|| OpTypeError("the sequence of a loop that is not a scan".into()))?;
+    let xs = xs.ok_or(OpTypeError::NotAScan)?;
     let row = Type::array(xs.dtype, xs.shape[1..].to_vec());
-    let size =
-        |t: &Type| Dim::product(&t.shape).ok_or_else(|| OpTypeError(format!("the size of {t}")));
+    let size = |t: &Type| Dim::product(&t.shape).ok_or_else(|| OpTypeError::parts(Part::Size, t));
     let (wx, ws) = (size(&row)?, size(&st)?);
     let first = b.push("", Op::Index(0), &[r], None)?;
     let gs = b.trailing(first, ws)?;
@@ -757,7 +757,7 @@ fn flatten(b: &mut Builder, v: VarId) -> Result<VarId, OpTypeError> {
     if t.rank() == 1 {
         return Ok(v);
     }
-    let w = Dim::product(&t.shape).ok_or_else(|| OpTypeError(format!("the size of {t}")))?;
+    let w = Dim::product(&t.shape).ok_or_else(|| OpTypeError::parts(Part::Size, &t))?;
     let to = Type::array(t.dtype, vec![w]);
     let op = if t.is_scalar() {
         Op::Bcast
@@ -830,14 +830,14 @@ pub fn body_vjp_seq(lp: &Loop) -> Result<Function, AdError> {
     let body = &lp.body;
     let packed = lp
         .seq_cotangent_type()
-        .ok_or_else(|| invalid("a scan whose rows have no size".into()))?;
+        .ok_or(AdBug::Unsized(Unsized::ScanRows))?;
     let pw = Type::array(packed.dtype, vec![packed.shape[1].clone()]);
     let mut b = Builder::new(body.name.clone(), body.size_params.clone());
     let st = body.ty(body.params[0].var).clone();
     let p1 = body
         .params
         .get(1)
-        .ok_or_else(|| invalid("the VJP of a scan's row for a loop that is not a scan".into()))?;
+        .ok_or(AdBug::NotAScan("the VJP of a scan's row for"))?;
     let ins = [
         b.param("s", st.clone(), body.params[0].span),
         b.param("x", body.ty(p1.var).clone(), p1.span),

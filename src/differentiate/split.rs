@@ -65,7 +65,7 @@ pub fn split_at(
         let args: Vec<VarId> = s
             .args
             .iter()
-            .map(|a| map[a.index()].ok_or_else(|| IrError("pullback reads a non-residual".into())))
+            .map(|a| map[a.index()].ok_or(IrError::PullbackReadsNonResidual))
             .collect::<Result<_, _>>()?;
         let v = b
             .push(vg.var_name(s.var), s.op, &args, Some(vg.ty(s.var)))
@@ -74,7 +74,7 @@ pub fn split_at(
     }
     let rets = vg.rets[1..]
         .iter()
-        .map(|r| map[r.index()].ok_or_else(|| IrError("gradient not computed".into())))
+        .map(|r| map[r.index()].ok_or(IrError::GradientNotComputed))
         .collect::<Result<_, _>>()?;
     let pb = b.finish(rets);
     pb.validate()?;

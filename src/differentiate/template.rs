@@ -2,7 +2,7 @@
 //! the rule-pattern syntax (`(mul ?g (cos ?a))`) and instantiated into IR.
 
 use crate::ir::{Builder, VarId};
-use crate::ops::{parse_number, Op};
+use crate::ops::{parse_number, Op, OpTypeError};
 use crate::types::Type;
 use std::collections::HashMap;
 use std::fmt;
@@ -21,11 +21,72 @@ pub enum Template {
 /// A template that does not parse or does not fit the op: a bug in the op
 /// table (the table's unit tests parse every template).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TemplateError(pub String);
+pub enum TemplateError {
+    /// Text after a whole template.
+    Trailing(String),
+    /// The text ends inside a template.
+    UnexpectedEnd,
+    /// `(` not followed by an op's name.
+    ExpectedOp,
+    /// A name that is no op.
+    UnknownOp(String),
+    /// An op with a payload written without its row number.
+    NeedsRow(String),
+    /// `(` without its `)`.
+    MissingParen,
+    /// An op with the wrong number of operands.
+    Arity {
+        /// The op's name.
+        op: String,
+        /// How many it takes.
+        want: usize,
+        /// How many it was given.
+        got: usize,
+    },
+    /// A token that starts no template.
+    Unexpected(String),
+    /// A template variable the op does not bind.
+    Unbound(String),
+    /// A number or an op whose type must come from its context, without
+    /// one (what it is, printed).
+    NoContext(String),
+    /// A variable that does not broadcast to the type expected.
+    Variable {
+        /// The variable.
+        var: String,
+        /// Why.
+        error: OpTypeError,
+    },
+    /// An op that does not type on its operands.
+    Op {
+        /// The op's name.
+        op: &'static str,
+        /// Why.
+        error: OpTypeError,
+    },
+    /// A number that does not broadcast to the type expected.
+    Number(OpTypeError),
+}
 
 impl fmt::Display for TemplateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            TemplateError::Trailing(s) => write!(f, "trailing input in `{s}`"),
+            TemplateError::UnexpectedEnd => f.write_str("unexpected end of template"),
+            TemplateError::ExpectedOp => f.write_str("expected an op"),
+            TemplateError::UnknownOp(name) => write!(f, "unknown op `{name}`"),
+            TemplateError::NeedsRow(name) => write!(f, "`{name}` needs a row number"),
+            TemplateError::MissingParen => f.write_str("missing `)`"),
+            TemplateError::Arity { op, want, got } => {
+                write!(f, "`{op}` takes {want} operand(s), got {got}")
+            }
+            TemplateError::Unexpected(tok) => write!(f, "unexpected `{tok}`"),
+            TemplateError::Unbound(v) => write!(f, "unbound ?{v}"),
+            TemplateError::NoContext(what) => write!(f, "{what} has no type from context"),
+            TemplateError::Variable { var, error } => write!(f, "?{var}: {error}"),
+            TemplateError::Op { op, error } => write!(f, "{op}: {error}"),
+            TemplateError::Number(error) => write!(f, "{error}"),
+        }
     }
 }
 
@@ -35,7 +96,7 @@ impl Template {
         let mut pos = 0;
         let t = parse_at(&toks, &mut pos)?;
         if pos != toks.len() {
-            return Err(TemplateError(format!("trailing input in `{s}`")));
+            return Err(TemplateError::Trailing(s.to_string()));
         }
         Ok(t)
     }
@@ -64,41 +125,44 @@ impl Template {
     ) -> Result<VarId, TemplateError> {
         match self {
             Template::Var(v) => {
-                let id = bind(v).ok_or_else(|| TemplateError(format!("unbound ?{v}")))?;
+                let id = bind(v).ok_or_else(|| TemplateError::Unbound(v.clone()))?;
                 match expected {
-                    Some(t) if b.ty(id) != t => b
-                        .broadcast_to(id, t)
-                        .map_err(|e| TemplateError(format!("?{v}: {e}"))),
+                    Some(t) if b.ty(id) != t => {
+                        b.broadcast_to(id, t)
+                            .map_err(|error| TemplateError::Variable {
+                                var: v.clone(),
+                                error,
+                            })
+                    }
                     _ => Ok(id),
                 }
             }
             Template::Num(x) => {
-                let t = expected
-                    .ok_or_else(|| TemplateError(format!("number {x} has no type from context")))?;
+                let t = expected.ok_or_else(|| TemplateError::NoContext(format!("number {x}")))?;
                 let c = b.constant(t.dtype, *x);
-                b.broadcast_to(c, t).map_err(|e| TemplateError(e.0))
+                b.broadcast_to(c, t).map_err(TemplateError::Number)
             }
             Template::App(op, cs) => {
-                let err = |e: crate::ops::OpTypeError| TemplateError(format!("{}: {e}", op.name()));
+                let err = |error: OpTypeError| TemplateError::Op {
+                    op: op.name(),
+                    error,
+                };
                 match op {
                     Op::Bcast => {
-                        let t = expected.ok_or_else(|| {
-                            TemplateError("`bcast` has no type from context".into())
-                        })?;
+                        let t =
+                            expected.ok_or_else(|| TemplateError::NoContext("`bcast`".into()))?;
                         let s = cs[0].instantiate(b, bind, Some(&Type::scalar(t.dtype)))?;
                         b.push("", Op::Bcast, &[s], Some(t)).map_err(err)
                     }
                     Op::Zero => {
-                        let t = expected.ok_or_else(|| {
-                            TemplateError("`zero` has no type from context".into())
-                        })?;
+                        let t =
+                            expected.ok_or_else(|| TemplateError::NoContext("`zero`".into()))?;
                         b.push("", Op::Zero, &[], Some(t)).map_err(err)
                     }
                     op if op.needs_annotation() => {
                         // Shape-changing ops with a result type: the context's.
-                        let t = expected.ok_or_else(|| {
-                            TemplateError(format!("`{}` has no type from context", op.name()))
-                        })?;
+                        let t = expected
+                            .ok_or_else(|| TemplateError::NoContext(format!("`{}`", op.name())))?;
                         let mut args = Vec::with_capacity(cs.len());
                         for c in cs {
                             args.push(c.instantiate(b, bind, None)?);
@@ -180,39 +244,34 @@ fn tokenize(s: &str) -> Vec<String> {
 }
 
 fn parse_at(toks: &[String], pos: &mut usize) -> Result<Template, TemplateError> {
-    let tok = toks
-        .get(*pos)
-        .ok_or_else(|| TemplateError("unexpected end of template".into()))?;
+    let tok = toks.get(*pos).ok_or(TemplateError::UnexpectedEnd)?;
     *pos += 1;
     if tok == "(" {
-        let name = toks
-            .get(*pos)
-            .ok_or_else(|| TemplateError("expected an op".into()))?;
+        let name = toks.get(*pos).ok_or(TemplateError::ExpectedOp)?;
         *pos += 1;
-        let mut op =
-            Op::from_name(name).ok_or_else(|| TemplateError(format!("unknown op `{name}`")))?;
+        let mut op = Op::from_name(name).ok_or_else(|| TemplateError::UnknownOp(name.clone()))?;
         if op.payload().is_some() {
             let k = toks
                 .get(*pos)
                 .and_then(|t| t.parse::<u64>().ok())
-                .ok_or_else(|| TemplateError(format!("`{name}` needs a row number")))?;
+                .ok_or_else(|| TemplateError::NeedsRow(name.clone()))?;
             *pos += 1;
             op = op.with_payload(k);
         }
         let mut cs = Vec::new();
         while toks.get(*pos).map(String::as_str) != Some(")") {
             if *pos >= toks.len() {
-                return Err(TemplateError("missing `)`".into()));
+                return Err(TemplateError::MissingParen);
             }
             cs.push(parse_at(toks, pos)?);
         }
         *pos += 1;
         if cs.len() != op.arity() {
-            return Err(TemplateError(format!(
-                "`{name}` takes {} operand(s), got {}",
-                op.arity(),
-                cs.len()
-            )));
+            return Err(TemplateError::Arity {
+                op: name.clone(),
+                want: op.arity(),
+                got: cs.len(),
+            });
         }
         Ok(Template::App(op, cs))
     } else if let Some(v) = tok.strip_prefix('?') {
@@ -220,7 +279,7 @@ fn parse_at(toks: &[String], pos: &mut usize) -> Result<Template, TemplateError>
     } else if let Some(x) = parse_number(tok) {
         Ok(Template::Num(x))
     } else {
-        Err(TemplateError(format!("unexpected `{tok}`")))
+        Err(TemplateError::Unexpected(tok.clone()))
     }
 }
 

@@ -35,7 +35,8 @@
 pub mod cost;
 pub mod exact;
 
-use crate::ir::{Builder, Function, VarId};
+use crate::ir::{Builder, Function, IrError, VarId};
+use crate::ops::OpTypeError;
 use crate::rewrites::lang::{Node, EG};
 use crate::rewrites::Inserted;
 use crate::types::Type;
@@ -45,13 +46,58 @@ use indexmap::IndexMap;
 use std::collections::HashMap;
 use std::fmt;
 
-/// Extraction failed: a root has no finite, acyclic program (a bug).
+/// Extraction failed (a bug: every class the roots reach has a program).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExtractError(pub String);
+pub enum ExtractError {
+    /// A class has no finite, acyclic program.
+    NoProgram {
+        /// The e-class.
+        class: Id,
+    },
+    /// A residual marker (`stash`, `bwd`) whose child was not emitted.
+    MarkerOfNothing {
+        /// The e-class.
+        class: Id,
+        /// The marker, printed.
+        node: String,
+    },
+    /// The chosen node is a type or an input, not a value.
+    NotAValue {
+        /// The e-class.
+        class: Id,
+        /// The node, printed.
+        node: String,
+    },
+    /// A value class without a type.
+    Untyped {
+        /// The e-class.
+        class: Id,
+    },
+    /// The chosen op does not type on its operands.
+    OpType {
+        /// The e-class.
+        class: Id,
+        /// Why.
+        error: OpTypeError,
+    },
+    /// The extracted function breaks an invariant of the IR.
+    Malformed(IrError),
+}
 
 impl fmt::Display for ExtractError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ExtractError::NoProgram { class } => write!(f, "class {class} has no acyclic program"),
+            ExtractError::MarkerOfNothing { class, node } => {
+                write!(f, "class {class}: `{node}` of nothing")
+            }
+            ExtractError::NotAValue { class, node } => {
+                write!(f, "class {class}: `{node}` is not a value")
+            }
+            ExtractError::Untyped { class } => write!(f, "class {class} has no type"),
+            ExtractError::OpType { class, error } => write!(f, "class {class}: {error}"),
+            ExtractError::Malformed(e) => write!(f, "extracted program is malformed: {e}"),
+        }
     }
 }
 
@@ -627,8 +673,7 @@ pub fn extract(
             r
         })
         .collect();
-    f.validate()
-        .map_err(|e| ExtractError(format!("extracted program is malformed: {e}")))?;
+    f.validate().map_err(ExtractError::Malformed)?;
     Ok(Extracted {
         function: f,
         cost,
@@ -654,9 +699,7 @@ fn emit(
         if var_of.contains_key(&c) {
             continue;
         }
-        let node = choice
-            .get(&c)
-            .ok_or_else(|| ExtractError(format!("class {c} has no acyclic program")))?;
+        let node = choice.get(&c).ok_or(ExtractError::NoProgram { class: c })?;
         // A residual marker is the value of its child: stored (the
         // pullback reads the forward value) or an input read in place.
         if let Node::Stash([p]) | Node::Bwd([p]) = node {
@@ -668,13 +711,19 @@ fn emit(
             }
             let v = *var_of
                 .get(&p)
-                .ok_or_else(|| ExtractError(format!("class {c}: `{node}` of nothing")))?;
+                .ok_or_else(|| ExtractError::MarkerOfNothing {
+                    class: c,
+                    node: node.to_string(),
+                })?;
             *cost = *cost + model.node_cost(eg, node);
             var_of.insert(c, v);
             continue;
         }
         let Node::Op(op, ch) = node else {
-            return Err(ExtractError(format!("class {c}: `{node}` is not a value")));
+            return Err(ExtractError::NotAValue {
+                class: c,
+                node: node.to_string(),
+            });
         };
         let ir_args = &ch[..op.arity()];
         if !expanded {
@@ -689,11 +738,11 @@ fn emit(
             .data
             .ty
             .clone()
-            .ok_or_else(|| ExtractError(format!("class {c} has no type")))?;
+            .ok_or(ExtractError::Untyped { class: c })?;
         let hint = ins.names.get(&c).map(String::as_str).unwrap_or("");
         let v = b
             .push(hint, *op, &args, Some(&ty))
-            .map_err(|e| ExtractError(format!("class {c}: {e}")))?;
+            .map_err(|error| ExtractError::OpType { class: c, error })?;
         *cost = *cost + model.node_cost(eg, node);
         var_of.insert(c, v);
     }

@@ -146,7 +146,7 @@ impl Builder {
                 Some(a) => self.push("", Op::Add, &[a, row], None)?,
             });
         }
-        acc.ok_or_else(|| OpTypeError("packing no values".into()))
+        acc.ok_or(OpTypeError::PackNothing)
     }
 
     /// Append `f`'s statements applied to `args` (one per parameter), its
@@ -162,8 +162,9 @@ impl Builder {
             map[p.var.index()] = Some(*a);
         }
         let get = |map: &[Option<VarId>], v: VarId| {
-            map[v.index()]
-                .ok_or_else(|| IrError(format!("inlining `{}`: use before definition", f.name)))
+            map[v.index()].ok_or_else(|| IrError::InlineUseBeforeDef {
+                function: f.name.clone(),
+            })
         };
         for s in &f.stmts {
             let xs: Vec<VarId> = s

@@ -23,6 +23,7 @@
 //! asks of differentiation ([`transform`]).
 
 mod builder;
+mod error;
 pub mod interp;
 pub mod memory;
 pub mod needed;
@@ -31,15 +32,15 @@ mod text;
 pub mod transform;
 
 pub use builder::Builder;
+pub use error::{At, IrError};
 pub use text::{parse_functions, IrParseError};
 
 use crate::error::span::Span;
-use crate::ops::{Lit, Op, OpTypeError};
+use crate::ops::{Lit, Op};
 use crate::types::{DType, Dim, Type};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::collections::HashSet;
-use std::fmt;
 
 /// A variable of one function (an index into [`Function::vars`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -224,11 +225,12 @@ impl Loop {
 
     fn validate(&self, outer: &Function) -> Result<(), IrError> {
         let b = &self.body;
-        let bad = |m: &str| {
-            Err(IrError(format!(
-                "{}: loop body `{}`: {m}",
-                outer.name, b.name
-            )))
+        let bad = |why: &'static str| {
+            Err(IrError::LoopBody {
+                function: outer.name.clone(),
+                body: b.name.clone(),
+                why,
+            })
         };
         b.validate()?;
         if !(1..=2).contains(&b.params.len()) || b.rets.len() != 1 {
@@ -246,10 +248,11 @@ impl Loop {
             Dim::Lit(_) => {}
             Dim::Param(p) if outer.size_params.contains(p) => {}
             other => {
-                return Err(IrError(format!(
-                "{}: loop body `{}`: a count must be a literal or a size parameter, not {other}",
-                outer.name, b.name
-            )))
+                return Err(IrError::LoopCount {
+                    function: outer.name.clone(),
+                    body: b.name.clone(),
+                    count: other.clone(),
+                })
             }
         }
         if let Some(v) = &self.vjp {
@@ -271,22 +274,6 @@ impl Loop {
             }
         }
         Ok(())
-    }
-}
-
-/// An IR function failed its own invariants: a bug in the pass that made it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IrError(pub String);
-
-impl fmt::Display for IrError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<OpTypeError> for IrError {
-    fn from(e: OpTypeError) -> IrError {
-        IrError(e.0)
     }
 }
 
@@ -358,6 +345,14 @@ impl Function {
         live
     }
 
+    /// Where statement `s` is, for an [`IrError`].
+    fn at(&self, s: &Stmt) -> Box<At> {
+        Box::new(At {
+            function: self.name.clone(),
+            var: self.var_name(s.var).to_string(),
+        })
+    }
+
     /// Check SSA form, names, every statement's type rule and every loop.
     pub fn validate(&self) -> Result<(), IrError> {
         for l in &self.loops {
@@ -367,57 +362,59 @@ impl Function {
         let mut names = HashSet::new();
         for v in &self.vars {
             if !names.insert(v.name.as_str()) {
-                return Err(IrError(format!(
-                    "{}: duplicate name %{}",
-                    self.name, v.name
-                )));
+                return Err(IrError::DuplicateName {
+                    function: self.name.clone(),
+                    name: v.name.clone(),
+                });
             }
             for d in &v.ty.shape {
                 for p in d.params() {
                     if !self.size_params.iter().any(|q| q == p) {
-                        return Err(IrError(format!(
-                            "{}: %{} uses unknown size parameter {p}",
-                            self.name, v.name
-                        )));
+                        return Err(IrError::UnknownSizeParam {
+                            function: self.name.clone(),
+                            var: v.name.clone(),
+                            param: p.to_string(),
+                        });
                     }
                 }
             }
         }
         for p in &self.params {
             if p.var.index() >= self.vars.len() || defined[p.var.index()] {
-                return Err(IrError(format!("{}: bad parameter", self.name)));
+                return Err(IrError::BadParameter {
+                    function: self.name.clone(),
+                });
             }
             defined[p.var.index()] = true;
         }
         for s in &self.stmts {
             for a in &s.args {
                 if a.index() >= self.vars.len() || !defined[a.index()] {
-                    return Err(IrError(format!(
-                        "{}: %{} uses a value before it is defined",
-                        self.name,
-                        self.var_name(s.var)
-                    )));
+                    return Err(IrError::UseBeforeDef {
+                        function: self.name.clone(),
+                        var: self.var_name(s.var).to_string(),
+                    });
                 }
             }
             if s.var.index() >= self.vars.len() || defined[s.var.index()] {
-                return Err(IrError(format!(
-                    "{}: a variable is defined twice",
-                    self.name
-                )));
+                return Err(IrError::DefinedTwice {
+                    function: self.name.clone(),
+                });
             }
             let arg_tys: Vec<&Type> = s.args.iter().map(|a| self.ty(*a)).collect();
-            let got = s
-                .op
-                .result_type(&arg_tys, Some(self.ty(s.var)))
-                .map_err(|e| IrError(format!("{}: %{}: {e}", self.name, self.var_name(s.var))))?;
+            let got =
+                s.op.result_type(&arg_tys, Some(self.ty(s.var)))
+                    .map_err(|error| IrError::StmtType {
+                        at: self.at(s),
+                        error,
+                    })?;
             if &got != self.ty(s.var) {
-                return Err(IrError(format!(
-                    "{}: %{} is declared {} but `{}` gives {got}",
-                    self.name,
-                    self.var_name(s.var),
-                    self.ty(s.var),
-                    s.op.name()
-                )));
+                return Err(IrError::Declared {
+                    at: self.at(s),
+                    declared: self.ty(s.var).clone(),
+                    op: s.op.name(),
+                    got,
+                });
             }
             if let Some(l) = s.op.loop_id() {
                 self.validate_loop_stmt(s, l)?;
@@ -429,10 +426,9 @@ impl Function {
         }
         for r in &self.rets {
             if r.index() >= self.vars.len() || !defined[r.index()] {
-                return Err(IrError(format!(
-                    "{}: returns an undefined value",
-                    self.name
-                )));
+                return Err(IrError::ReturnsUndefined {
+                    function: self.name.clone(),
+                });
             }
         }
         Ok(())
@@ -441,11 +437,10 @@ impl Function {
     /// A `custom` statement against its rule: the rule functions' parameters
     /// and results are the statement's operands, cotangents and tangents.
     fn validate_custom_stmt(&self, s: &Stmt, r: usize) -> Result<(), IrError> {
-        let at = || format!("{}: %{}", self.name, self.var_name(s.var));
-        let rule = self
-            .rules
-            .get(r)
-            .ok_or_else(|| IrError(format!("{}: there is no rule {r}", at())))?;
+        let rule = self.rules.get(r).ok_or_else(|| IrError::NoRule {
+            at: self.at(s),
+            rule: r,
+        })?;
         let xs: Vec<&Type> = s.args[1..].iter().map(|a| self.ty(*a)).collect();
         let active: Vec<&Type> = xs.iter().copied().filter(|t| !t.dtype.is_int()).collect();
         let out = self.ty(s.var);
@@ -458,11 +453,11 @@ impl Function {
             let mut expect = want(&xs);
             expect.push(out.clone());
             if types(vjp, &params) != expect || types(vjp, &vjp.rets) != want(&active) {
-                return Err(IrError(format!(
-                    "{}: the VJP rule of `{}` does not fit its operands",
-                    at(),
-                    rule.name
-                )));
+                return Err(IrError::RuleDoesNotFit {
+                    at: self.at(s),
+                    rule: rule.name.clone(),
+                    which: "VJP",
+                });
             }
         }
         if let Some(jvp) = &rule.jvp {
@@ -470,11 +465,11 @@ impl Function {
             let mut expect = want(&xs);
             expect.extend(want(&active));
             if types(jvp, &params) != expect || types(jvp, &jvp.rets) != vec![out.clone()] {
-                return Err(IrError(format!(
-                    "{}: the JVP rule of `{}` does not fit its operands",
-                    at(),
-                    rule.name
-                )));
+                return Err(IrError::RuleDoesNotFit {
+                    at: self.at(s),
+                    rule: rule.name.clone(),
+                    which: "JVP",
+                });
             }
         }
         Ok(())
@@ -565,28 +560,28 @@ impl Function {
     /// A loop statement against its loop: the state's type, the tape's
     /// rows, a VJP to run.
     fn validate_loop_stmt(&self, s: &Stmt, l: usize) -> Result<(), IrError> {
-        let at = || format!("{}: %{}", self.name, self.var_name(s.var));
+        let at = || self.at(s);
         let lp = self
             .loops
             .get(l)
-            .ok_or_else(|| IrError(format!("{}: there is no loop {l}", at())))?;
+            .ok_or_else(|| IrError::NoLoop { at: at(), l })?;
         let st = lp.state();
         let (state_arg, rows, scan) = match s.op {
             Op::Loop(_, q) => (self.ty(s.args[0]), None, q),
             Op::LoopTape(_, k, q) => (self.ty(s.args[0]), Some((self.ty(s.var), k)), q),
             Op::LoopVjp(_, k, m, q) => {
                 if lp.vjp.is_none() {
-                    return Err(IrError(format!("{}: loop {l} has no VJP", at())));
+                    return Err(IrError::NoLoopVjp { at: at(), l });
                 }
                 if m & crate::ops::VJP_SEQ != 0 {
                     let want = lp.seq_cotangent_type();
                     if want.as_ref() != Some(self.ty(s.var)) {
-                        return Err(IrError(format!(
-                            "{}: the cotangents of loop {l}'s states and rows are {}, not {}",
-                            at(),
-                            want.map_or("unknown".to_string(), |t| t.to_string()),
-                            self.ty(s.var)
-                        )));
+                        return Err(IrError::SeqCotangents {
+                            at: at(),
+                            l,
+                            want,
+                            got: self.ty(s.var).clone(),
+                        });
                     }
                 }
                 // Seeded by the cotangent of the whole tape: of the tape's type.
@@ -600,40 +595,42 @@ impl Function {
             _ => return Ok(()),
         };
         if scan != lp.is_scan() {
-            return Err(IrError(format!(
-                "{}: `{}` of loop {l}, which {} a sequence",
-                at(),
-                s.op.name(),
-                if lp.is_scan() {
-                    "reads"
-                } else {
-                    "does not read"
-                }
-            )));
+            return Err(IrError::ScanMismatch {
+                at: at(),
+                op: s.op.name(),
+                l,
+                reads: lp.is_scan(),
+            });
         }
         if let (true, Some(want)) = (scan, lp.sequence()) {
             let got = s.args.last().map(|a| self.ty(*a));
             if got != Some(&want) {
-                return Err(IrError(format!(
-                    "{}: loop {l} reads a sequence {want}, not {}",
-                    at(),
-                    got.map_or("nothing".to_string(), |t| t.to_string())
-                )));
+                return Err(IrError::Sequence {
+                    at: at(),
+                    l,
+                    want,
+                    got: got.cloned(),
+                });
             }
         }
         if state_arg != st {
-            return Err(IrError(format!(
-                "{}: loop {l} has state {st}, not {state_arg}",
-                at()
-            )));
+            return Err(IrError::State {
+                at: at(),
+                l,
+                want: st.clone(),
+                got: state_arg.clone(),
+            });
         }
         if let Some((tape, k)) = rows {
             let want = lp.tape_rows(u64::from(k));
             if tape.shape.first() != Some(&want) {
-                return Err(IrError(format!(
-                    "{}: a tape of loop {l} keeping every {k}-th state has {want} rows, not {tape}",
-                    at()
-                )));
+                return Err(IrError::TapeRows {
+                    at: at(),
+                    l,
+                    k: u64::from(k),
+                    want,
+                    tape: tape.clone(),
+                });
             }
         }
         Ok(())

@@ -5,7 +5,7 @@
 //! reverses and gathers at indices that provably fit (no checks).
 
 use super::{Builder, VarId};
-use crate::ops::{Op, OpTypeError};
+use crate::ops::{Op, OpTypeError, Part};
 use crate::types::{DType, Dim, Type};
 
 impl Builder {
@@ -27,7 +27,7 @@ impl Builder {
             .shape
             .first()
             .cloned()
-            .ok_or_else(|| OpTypeError(format!("a tape of states, not {}", self.ty(tape))))?;
+            .ok_or_else(|| OpTypeError::parts(Part::TapeOfStates, self.ty(tape)))?;
         let int = |d: Dim| Type::array(DType::I64, vec![d]);
         let iota = self.push("", Op::Iota, &[], Some(&int(count.clone())))?;
         let two = self.constant(DType::I64, 2.0);
@@ -52,7 +52,7 @@ impl Builder {
             return Ok(x);
         }
         let w = Dim::product(t.shape.get(1..).unwrap_or(&[]))
-            .ok_or_else(|| OpTypeError(format!("the rows of {t} have no size")))?;
+            .ok_or_else(|| OpTypeError::parts(Part::RowSize, &t))?;
         let to = Type::array(t.dtype, vec![t.shape[0].clone(), w]);
         self.push("", Op::Reshape, &[x], Some(&to))
     }
@@ -63,7 +63,7 @@ impl Builder {
     /// no check).
     pub fn row_part(&mut self, x: VarId, i: u64) -> Result<VarId, OpTypeError> {
         let r = self.ty(x).shape.first().cloned();
-        let r = r.ok_or_else(|| OpTypeError(format!("parts of the rows of {}", self.ty(x))))?;
+        let r = r.ok_or_else(|| OpTypeError::parts(Part::RowParts, self.ty(x)))?;
         let iota = self.push("", Op::Iota, &[], Some(&Type::array(DType::I64, vec![r])))?;
         self.gather_parts(x, iota, i, 0)
     }
@@ -79,15 +79,15 @@ impl Builder {
     ) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();
         if t.rank() < 2 {
-            return Err(OpTypeError(format!("parts of the rows of {t}")));
+            return Err(OpTypeError::parts(Part::RowParts, &t));
         }
         let (r, k) = (t.shape[0].clone(), t.shape[1].clone());
         let Dim::Lit(kn) = k else {
-            return Err(OpTypeError(format!("parts of the rows of {t}")));
+            return Err(OpTypeError::parts(Part::RowParts, &t));
         };
         let rk = r
             .times(&k)
-            .ok_or_else(|| OpTypeError(format!("parts of {t}")))?;
+            .ok_or_else(|| OpTypeError::parts(Part::Parts, &t))?;
         let mut shape = vec![rk];
         shape.extend(t.shape[2..].iter().cloned());
         let parts = self.push("", Op::Reshape, &[x], Some(&Type::array(t.dtype, shape)))?;
@@ -110,7 +110,7 @@ impl Builder {
     pub fn leading_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();
         if t.rank() != 2 {
-            return Err(OpTypeError(format!("columns of {t}")));
+            return Err(OpTypeError::parts(Part::Columns, &t));
         }
         let cols = self.push("", Op::Transpose, &[x], None)?;
         let to = Type::array(t.dtype, vec![w, t.shape[0].clone()]);
@@ -123,7 +123,7 @@ impl Builder {
     pub fn trailing_columns(&mut self, x: VarId, w: Dim) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();
         if t.rank() != 2 {
-            return Err(OpTypeError(format!("columns of {t}")));
+            return Err(OpTypeError::parts(Part::Columns, &t));
         }
         let cols = self.push("", Op::Transpose, &[x], None)?;
         let back = self.push("", Op::Reverse, &[cols], None)?;
@@ -138,11 +138,14 @@ impl Builder {
     pub fn concat_columns(&mut self, a: VarId, b: VarId) -> Result<VarId, OpTypeError> {
         let (ta, tb) = (self.ty(a).clone(), self.ty(b).clone());
         if ta.rank() != 2 || tb.rank() != 2 {
-            return Err(OpTypeError(format!("the columns of {ta} and {tb}")));
+            return Err(OpTypeError::ConcatColumns { a: ta, b: tb });
         }
         let w = ta.shape[1]
             .plus(&tb.shape[1])
-            .ok_or_else(|| OpTypeError(format!("the columns of {ta} and {tb}")))?;
+            .ok_or_else(|| OpTypeError::ConcatColumns {
+                a: ta.clone(),
+                b: tb.clone(),
+            })?;
         let to = Type::array(ta.dtype, vec![w, ta.shape[0].clone()]);
         let ca = self.push("", Op::Transpose, &[a], None)?;
         let front = self.push("", Op::Pad(0), &[ca], Some(&to))?;
@@ -215,7 +218,7 @@ impl Builder {
     pub fn swap_leading_axes(&mut self, x: VarId) -> Result<VarId, OpTypeError> {
         let t = self.ty(x).clone();
         if t.rank() < 2 {
-            return Err(OpTypeError(format!("the leading axes of {t}")));
+            return Err(OpTypeError::parts(Part::LeadingAxes, &t));
         }
         if t.rank() == 2 {
             return self.push("", Op::Transpose, &[x], None);
@@ -223,7 +226,7 @@ impl Builder {
         let (a, b) = (t.shape[0].clone(), t.shape[1].clone());
         let ab = a
             .times(&b)
-            .ok_or_else(|| OpTypeError(format!("the rows of {t}")))?;
+            .ok_or_else(|| OpTypeError::parts(Part::Rows, &t))?;
         let mut flat = vec![ab];
         flat.extend(t.shape[2..].iter().cloned());
         let rows = self.push("", Op::Reshape, &[x], Some(&Type::array(t.dtype, flat)))?;

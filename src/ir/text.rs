@@ -204,7 +204,9 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 let n = w.strip_prefix('%').ok_or_else(|| err("expected `%name`"))?;
                 args.push(*env.get(n).ok_or_else(|| err(&format!("unknown %{n}")))?);
             }
-            let v = b.push(vname, op, &args, Some(&ty)).map_err(|e| err(&e.0))?;
+            let v = b
+                .push(vname, op, &args, Some(&ty))
+                .map_err(|e| err(&e.to_string()))?;
             if b.ty(v) != &ty {
                 return Err(err(&format!(
                     "declared {ty} but `{opname}` gives {}",
@@ -218,7 +220,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
         }
         let rets = rets.ok_or_else(|| err("function has no `ret`"))?;
         let f = b.finish(rets);
-        f.validate().map_err(|e| err(&e.0))?;
+        f.validate().map_err(|e| err(&e.to_string()))?;
         out.push(f);
     }
     Ok(out)

@@ -1,7 +1,20 @@
 //! Classification: which ops are piecewise constant, reductions, annotated,
 //! element-wise or loops.
 
-use super::Op;
+use super::{Native, Op};
+
+/// What native code calls to compute one element of an op
+/// ([`Op::element_call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementCall {
+    /// Nothing: it is an instruction or a few (or the op is not computed
+    /// element by element).
+    None,
+    /// egrad's vector math kernel.
+    Kernel,
+    /// A C library function, once per lane.
+    Libm,
+}
 
 /// How an op's result comes from its operands ([`Op::family`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -215,6 +228,65 @@ impl Op {
             Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => Family::Loop,
             Op::Custom(..) => Family::Custom,
             Op::Kernel(..) => Family::Kernel,
+        }
+    }
+
+    /// What native code calls to compute one element of this op (from
+    /// the math table's `Native` for the math functions).
+    pub fn element_call(&self) -> ElementCall {
+        match self {
+            Op::Pow => ElementCall::Libm,
+            Op::Math(m) => match m.native() {
+                Native::CLib { .. } => ElementCall::Libm,
+                Native::Kernel(_) => ElementCall::Kernel,
+                Native::Inst(_) => ElementCall::None,
+            },
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Reshape
+            | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
+            | Op::Convert(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
+            | Op::Iota
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..)
+            | Op::Custom(..)
+            | Op::Kernel(..) => ElementCall::None,
         }
     }
 

@@ -37,15 +37,16 @@ mod real;
 #[cfg(test)]
 mod tests;
 pub mod threefry;
+mod type_error;
 mod type_rule;
 
-pub use classify::Family;
+pub use classify::{ElementCall, Family};
 pub use cost::CostBasis;
 pub use eval::{fold_row, FOLD_LANES};
 pub use lit::{parse_number, Lit};
 pub use math::{Math, Native};
 pub use real::{floor_div_rem, Real};
-pub use type_rule::OpTypeError;
+pub use type_error::{Gives, OpTypeError, OperandNeed, OperandsNeed, Part, ResultNeed};
 
 use crate::types::DType;
 

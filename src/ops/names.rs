@@ -71,12 +71,59 @@ impl Op {
         match self {
             Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => Some(*k),
             Op::Gather(k) | Op::Scatter(k) => Some(*k),
-            _ => None,
+            // Every other op, by name, so that a new op with a payload
+            // does not compile until it is listed above.
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Math(_)
+            | Op::Pow
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::MatMul
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Reshape
+            | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
+            | Op::Convert(_)
+            | Op::Iota
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..)
+            | Op::Custom(..)
+            | Op::Kernel(..) => None,
         }
     }
 
     /// The same op with another row payload (ops without one are unchanged).
     pub fn with_payload(self, k: u64) -> Op {
+        // Which ops have a payload is `payload`'s (exhaustive) answer.
+        if self.payload().is_none() {
+            return self;
+        }
         match self {
             Op::Slice(_) => Op::Slice(k),
             Op::Pad(_) => Op::Pad(k),
@@ -84,7 +131,7 @@ impl Op {
             Op::Unindex(_) => Op::Unindex(k),
             Op::Gather(_) => Op::Gather(k),
             Op::Scatter(_) => Op::Scatter(k),
-            other => other,
+            other => unreachable!("`payload` gives `{}` a payload", other.name()),
         }
     }
 

@@ -1,18 +1,8 @@
-//! The type rule ([`Op::result_type`]) and its error.
+//! The type rule ([`Op::result_type`]); its error is [`OpTypeError`].
 
+use super::type_error::{Gives, OpTypeError, OperandNeed, OperandsNeed, ResultNeed};
 use super::Op;
 use crate::types::{DType, Dim, Type};
-use std::fmt;
-
-/// A type rule failed: the message names what was expected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpTypeError(pub String);
-
-impl fmt::Display for OpTypeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 impl Op {
     /// The type rule. For the loop ops it checks only what the operands
@@ -20,18 +10,13 @@ impl Op {
     /// the loop's body.
     pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
         if args.len() != self.arity() {
-            return Err(OpTypeError(format!(
-                "`{}` takes {} operand(s), got {}",
-                self.name(),
-                self.arity(),
-                args.len()
-            )));
+            return Err(OpTypeError::Arity {
+                op: self.name(),
+                takes: self.arity(),
+                got: args.len(),
+            });
         }
-        let need_annot = || {
-            annot
-                .cloned()
-                .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
-        };
+        let need_annot = || self.need_annot(annot);
         // A bool (0 or 1) is only converted or moved, never computed with
         // (the front end computes with conditions as masks).
         let moves = (self.payload().is_some() && !matches!(self, Op::Scatter(_)))
@@ -46,19 +31,13 @@ impl Op {
                     | Op::Reverse
             );
         if !moves {
-            if let Some(a) = args.iter().find(|a| a.dtype == DType::Bool) {
-                return Err(OpTypeError(format!(
-                    "`{}` does not take bool operands, got {a}",
-                    self.name()
-                )));
+            if let Some(index) = args.iter().position(|a| a.dtype == DType::Bool) {
+                return Err(self.operand(args, index, OperandNeed::NotBool));
             }
         }
         if self.float_only() {
-            if let Some(a) = args.iter().find(|a| a.dtype.is_int()) {
-                return Err(OpTypeError(format!(
-                    "`{}` needs floating-point operands, got {a}",
-                    self.name()
-                )));
+            if let Some(index) = args.iter().position(|a| a.dtype.is_int()) {
+                return Err(self.operand(args, index, OperandNeed::Float));
             }
         }
         match self {
@@ -81,20 +60,14 @@ impl Op {
             Op::Threefry0 | Op::Threefry1 => self.threefry_type(args),
             Op::Select => {
                 if args[0] != args[1] || args[1] != args[2] {
-                    return Err(OpTypeError(format!(
-                        "`select` needs a mask and two operands of one type, got {}, {} and {}",
-                        args[0], args[1], args[2]
-                    )));
+                    return Err(operands("select", args, OperandsNeed::MaskAndOneType));
                 }
                 Ok(args[1].clone())
             }
             Op::Neg | Op::Math(_) => Ok(args[0].clone()),
             Op::Sum | Op::MaxAll | Op::MinAll => {
                 if args[0].is_scalar() {
-                    return Err(OpTypeError(format!(
-                        "`{}` needs an array operand",
-                        self.name()
-                    )));
+                    return Err(self.operand(args, 0, OperandNeed::Array));
                 }
                 Ok(Type::scalar(args[0].dtype))
             }
@@ -108,7 +81,7 @@ impl Op {
             Op::Transpose => {
                 let a = args[0];
                 if a.rank() != 2 {
-                    return Err(OpTypeError(format!("`transpose` needs a matrix, got {a}")));
+                    return Err(operand("transpose", args, 0, OperandNeed::Matrix));
                 }
                 Ok(Type::array(
                     a.dtype,
@@ -118,9 +91,7 @@ impl Op {
             Op::Reverse => {
                 let a = args[0];
                 if a.is_scalar() {
-                    return Err(OpTypeError(format!(
-                        "`reverse` needs an array (rank 1 or more), got {a}"
-                    )));
+                    return Err(operand("reverse", args, 0, OperandNeed::RankOneOrMore));
                 }
                 Ok(a.clone())
             }
@@ -131,7 +102,11 @@ impl Op {
             Op::Iota => {
                 let t = need_annot()?;
                 if t.dtype != DType::I64 || t.rank() != 1 {
-                    return Err(OpTypeError(format!("`iota` gives an i64 vector, not {t}")));
+                    return Err(OpTypeError::WrongResult {
+                        op: "iota",
+                        gives: Gives::I64Vector,
+                        got: t,
+                    });
                 }
                 Ok(t)
             }
@@ -150,7 +125,51 @@ impl Op {
         match self {
             Op::Math(m) => !m.takes_int(),
             Op::Pow | Op::MatMul => true,
-            _ => false,
+            Op::Const(_)
+            | Op::Zero
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Neg
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Select
+            | Op::Sum
+            | Op::MaxAll
+            | Op::MinAll
+            | Op::Bcast
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Index(_)
+            | Op::Unindex(_)
+            | Op::Repeat
+            | Op::SumLead
+            | Op::Spread
+            | Op::SumTail
+            | Op::MaxTail
+            | Op::MinTail
+            | Op::Transpose
+            | Op::Reverse
+            | Op::Reshape
+            | Op::Rem
+            | Op::Threefry0
+            | Op::Threefry1
+            | Op::Convert(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
+            | Op::Iota
+            | Op::Loop(..)
+            | Op::LoopTape(..)
+            | Op::LoopVjp(..)
+            | Op::Custom(..)
+            | Op::Kernel(..) => false,
         }
     }
 }
@@ -160,24 +179,21 @@ impl Op {
     fn need_annot(&self, annot: Option<&Type>) -> Result<Type, OpTypeError> {
         annot
             .cloned()
-            .ok_or_else(|| OpTypeError(format!("`{}` needs a result type", self.name())))
+            .ok_or(OpTypeError::NoResultType { op: self.name() })
+    }
+
+    /// Operand `index` of this op is not what it `need`s.
+    fn operand(&self, args: &[&Type], index: usize, need: OperandNeed) -> OpTypeError {
+        operand(self.name(), args, index, need)
     }
 
     /// Two operands of one type (arithmetic, comparisons, `rem` on i64).
     fn binary_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         if *self == Op::Rem && args[0].dtype != DType::I64 {
-            return Err(OpTypeError(format!(
-                "`rem` needs i64 operands, got {}",
-                args[0]
-            )));
+            return Err(operand("rem", args, 0, OperandNeed::I64));
         }
         if args[0] != args[1] {
-            return Err(OpTypeError(format!(
-                "`{}` needs operands of one type, got {} and {}",
-                self.name(),
-                args[0],
-                args[1]
-            )));
+            return Err(operands(self.name(), args, OperandsNeed::OneType));
         }
         Ok(args[0].clone())
     }
@@ -185,14 +201,7 @@ impl Op {
     /// Four i64 operands of one shape.
     fn threefry_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         if args.iter().any(|a| a.dtype != DType::I64 || *a != args[0]) {
-            return Err(OpTypeError(format!(
-                "`{}` needs four i64 operands of one shape, got {}, {}, {} and {}",
-                self.name(),
-                args[0],
-                args[1],
-                args[2],
-                args[3]
-            )));
+            return Err(operands(self.name(), args, OperandsNeed::FourI64OneShape));
         }
         Ok(args[0].clone())
     }
@@ -202,10 +211,7 @@ impl Op {
         let need_annot = || self.need_annot(annot);
         let t = need_annot()?;
         if !args[0].is_scalar() || args[0].dtype != t.dtype {
-            return Err(OpTypeError(format!(
-                "`bcast` to {t} needs a {} scalar, got {}",
-                t.dtype, args[0]
-            )));
+            return Err(operands_for("bcast", t, args, ResultNeed::Scalar));
         }
         Ok(t)
     }
@@ -222,10 +228,7 @@ impl Op {
             || a.rank() != t.rank()
             || a.shape[1..] != t.shape[1..]
         {
-            return Err(OpTypeError(format!(
-                "`{}` to {t} needs an array of the same rows, got {a}",
-                self.name()
-            )));
+            return Err(operands_for(self.name(), t, args, ResultNeed::SameRows));
         }
         Ok(t)
     }
@@ -234,10 +237,7 @@ impl Op {
     fn row_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         let a = args[0];
         if a.is_scalar() {
-            return Err(OpTypeError(format!(
-                "`{}` needs an array operand",
-                self.name()
-            )));
+            return Err(self.operand(args, 0, OperandNeed::Array));
         }
         Ok(Type::array(a.dtype, a.shape[1..].to_vec()))
     }
@@ -248,11 +248,7 @@ impl Op {
         let t = need_annot()?;
         let a = args[0];
         if t.is_scalar() || a.dtype != t.dtype || a.shape[..] != t.shape[1..] {
-            return Err(OpTypeError(format!(
-                "`{}` to {t} needs a {} row, got {a}",
-                self.name(),
-                Type::array(t.dtype, t.shape.get(1..).unwrap_or(&[]).to_vec())
-            )));
+            return Err(operands_for(self.name(), t, args, ResultNeed::Row));
         }
         Ok(t)
     }
@@ -263,9 +259,7 @@ impl Op {
         let t = need_annot()?;
         let a = args[0];
         if t.is_scalar() || a.dtype != t.dtype || a.rank() != 1 || a.shape[0] != t.shape[0] {
-            return Err(OpTypeError(format!(
-                "`spread` to {t} needs a vector of its leading length, got {a}"
-            )));
+            return Err(operands_for("spread", t, args, ResultNeed::LeadingVector));
         }
         Ok(t)
     }
@@ -274,10 +268,7 @@ impl Op {
     fn sumtail_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         let a = args[0];
         if a.is_scalar() {
-            return Err(OpTypeError(format!(
-                "`{}` needs an array operand",
-                self.name()
-            )));
+            return Err(self.operand(args, 0, OperandNeed::Array));
         }
         Ok(Type::array(a.dtype, vec![a.shape[0].clone()]))
     }
@@ -286,20 +277,16 @@ impl Op {
     fn matmul_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         let (a, b) = (args[0], args[1]);
         if a.rank() != 2 || b.rank() != 2 {
-            return Err(OpTypeError(format!(
-                "`matmul` needs matrices [M, K] and [K, N], got {a} and {b}"
-            )));
+            return Err(operands("matmul", args, OperandsNeed::Matrices));
         }
         if a.dtype != b.dtype {
-            return Err(OpTypeError(format!(
-                "`matmul` needs operands of one element type, got {a} and {b}"
-            )));
+            return Err(operands("matmul", args, OperandsNeed::OneElementType));
         }
         if a.shape[1] != b.shape[0] {
-            return Err(OpTypeError(format!(
-                "`matmul` of {a} and {b}: the inner axes differ: the first operand's axis 1 (its columns) has length {}, the second's axis 0 (its rows) has length {}; they must be equal ([M, K] times [K, N])",
-                a.shape[1], b.shape[0]
-            )));
+            return Err(OpTypeError::InnerAxes {
+                a: a.clone(),
+                b: b.clone(),
+            });
         }
         Ok(Type::array(
             a.dtype,
@@ -320,9 +307,7 @@ impl Op {
             _ => a.shape == t.shape,
         };
         if a.is_scalar() || t.is_scalar() || a.dtype != t.dtype || !same {
-            return Err(OpTypeError(format!(
-                "`reshape` to {t} needs an array of as many elements, got {a}"
-            )));
+            return Err(operands_for("reshape", t, args, ResultNeed::AsManyElements));
         }
         Ok(t)
     }
@@ -331,9 +316,7 @@ impl Op {
     fn gather_type(&self, args: &[&Type]) -> Result<Type, OpTypeError> {
         let (x, idx) = (args[0], args[1]);
         if x.is_scalar() || idx.dtype != DType::I64 {
-            return Err(OpTypeError(format!(
-                "`gather` needs an array and i64 indices, got {x} and {idx}"
-            )));
+            return Err(operands("gather", args, OperandsNeed::ArrayAndIndices));
         }
         let mut shape = idx.shape.clone();
         shape.extend(x.shape[1..].iter().cloned());
@@ -348,9 +331,7 @@ impl Op {
         let mut want = idx.shape.clone();
         want.extend(t.shape.get(1..).unwrap_or(&[]).iter().cloned());
         if t.is_scalar() || idx.dtype != DType::I64 || vals.dtype != t.dtype || vals.shape != want {
-            return Err(OpTypeError(format!(
-                "`scatter` to {t} needs i64 indices and one row of it per index, got {idx} and {vals}"
-            )));
+            return Err(operands_for("scatter", t, args, ResultNeed::IndicesAndRows));
         }
         Ok(t)
     }
@@ -363,9 +344,13 @@ impl Op {
         k: u32,
     ) -> Result<Type, OpTypeError> {
         let tys: Vec<Type> = args.iter().map(|a| (*a).clone()).collect();
-        let t = super::kernels::kernel_type(k, &tys).map_err(|e| OpTypeError(e.to_string()))?;
+        let t = super::kernels::kernel_type(k, &tys).map_err(|e| OpTypeError::kernel(k, e))?;
         match annot {
-            Some(a) if *a != t => Err(OpTypeError(format!("`kernel {k}` gives {t}, not {a}"))),
+            Some(a) if *a != t => Err(OpTypeError::WrongResult {
+                op: "kernel",
+                gives: Gives::Kernel { id: k, ty: t },
+                got: a.clone(),
+            }),
             _ => Ok(t),
         }
     }
@@ -384,10 +369,14 @@ impl Op {
             || t.rank() != args[0].rank() + 1
             || t.shape[1..] != args[0].shape[..]
         {
-            return Err(OpTypeError(format!(
-                "`looptape` of a state {} gives rows of that state (keeping every k-th, k > 0), not {t}",
-                args[0]
-            )));
+            return Err(OpTypeError::WrongResult {
+                op: "looptape",
+                gives: Gives::StateRows {
+                    state: args[0].clone(),
+                    k,
+                },
+                got: t,
+            });
         }
         Ok(t)
     }
@@ -412,9 +401,12 @@ impl Op {
         };
         let seq = m & super::VJP_SEQ != 0;
         if k == 0 || m > 7 || !fits {
-            return Err(OpTypeError(format!(
-                "`loopvjp` needs a tape of states, the cotangent of one state (or of the tape, flag 4), k > 0 and flags below 8; got {tape} and {ct}"
-            )));
+            // (A scan's third operand is not shown.)
+            return Err(operands(
+                "loopvjp",
+                &args[..2],
+                OperandsNeed::TapeAndCotangent { k, flags: m },
+            ));
         }
         if !seq {
             return Ok(if seeds_whole_tape {
@@ -425,10 +417,41 @@ impl Op {
         }
         let t = need_annot()?;
         if t.dtype != ct.dtype || t.rank() != 2 {
-            return Err(OpTypeError(format!(
-                "`loopvjp` with the sequence's cotangent gives rows of the state's and the row's cotangents, not {t}"
-            )));
+            return Err(OpTypeError::WrongResult {
+                op: "loopvjp",
+                gives: Gives::CotangentRows,
+                got: t,
+            });
         }
         Ok(t)
+    }
+}
+
+/// Operand `index` of `op` is not what it `need`s.
+fn operand(op: &'static str, args: &[&Type], index: usize, need: OperandNeed) -> OpTypeError {
+    OpTypeError::Operand {
+        op,
+        index,
+        got: args[index].clone(),
+        need,
+    }
+}
+
+/// The operands of `op` together are not what it `need`s.
+fn operands(op: &'static str, args: &[&Type], need: OperandsNeed) -> OpTypeError {
+    OpTypeError::Operands {
+        op,
+        got: args.iter().map(|a| (*a).clone()).collect(),
+        need,
+    }
+}
+
+/// The operands of `op` are not what it `need`s for the result type `t`.
+fn operands_for(op: &'static str, t: Type, args: &[&Type], need: ResultNeed) -> OpTypeError {
+    OpTypeError::OperandsFor {
+        op,
+        result: t,
+        got: args.iter().map(|a| (*a).clone()).collect(),
+        need,
     }
 }

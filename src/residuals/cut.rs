@@ -44,19 +44,15 @@ pub fn cut(vg: &Function, plan: &ResidualPlan) -> Result<Cut, IrError> {
             .params
             .iter()
             .position(|p| p.var == r.var)
-            .ok_or_else(|| IrError(format!("residual %{} is not an input", r.name)))?;
+            .ok_or_else(|| IrError::ResidualNotInput {
+                name: r.name.clone(),
+            })?;
         inputs.push(pos);
     }
     inputs.sort_unstable();
-    let value = *vg
-        .rets
-        .first()
-        .ok_or_else(|| IrError("the value-and-gradient program returns nothing".into()))?;
-    let missing = |v: VarId| {
-        IrError(format!(
-            "%{} is neither computed nor passed in",
-            vg.var_name(v)
-        ))
+    let value = *vg.rets.first().ok_or(IrError::ReturnsNothing)?;
+    let missing = |v: VarId| IrError::NeitherComputedNorPassed {
+        var: vg.var_name(v).to_string(),
     };
 
     let mut frets = vec![value];
@@ -115,7 +111,7 @@ mod tests {
         // The pullback reads %k, which this plan does not pass: an error
         // that names it.
         let e = cut(&f, &plan).unwrap_err();
-        assert!(e.0.contains("%k"), "{e}");
+        assert!(e.to_string().contains("%k"), "{e}");
         plan.residuals.push(residual("k", ResidualKind::Input));
         let c = cut(&f, &plan).unwrap();
         assert_eq!(c.inputs, [0, 1]);

@@ -240,11 +240,34 @@ impl fmt::Display for Node {
 
 /// Why a pattern token is not an e-node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeParseError(pub String);
+pub enum NodeParseError {
+    /// An op with the wrong number of operands (as the e-graph counts
+    /// them: types and static payloads included).
+    Arity {
+        /// The op's name.
+        op: String,
+        /// How many it takes.
+        want: usize,
+        /// How many it was given.
+        got: usize,
+    },
+    /// A name with operands that is no op.
+    UnknownOp(String),
+    /// A leaf that is no op, literal, type or name.
+    NotALeaf(String),
+}
 
 impl fmt::Display for NodeParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            NodeParseError::Arity { op, want, got } => {
+                write!(f, "`{op}` takes {want} operand(s) here, got {got}")
+            }
+            NodeParseError::UnknownOp(op) => write!(f, "unknown op `{op}`"),
+            NodeParseError::NotALeaf(op) => {
+                write!(f, "`{op}` is not an op, a literal, a type or a name")
+            }
+        }
     }
 }
 
@@ -255,10 +278,11 @@ impl egg::FromOp for Node {
         if let Some(o) = Op::from_name(op) {
             let want = egraph_arity(&o);
             if children.len() != want {
-                return Err(NodeParseError(format!(
-                    "`{op}` takes {want} operand(s) here, got {}",
-                    children.len()
-                )));
+                return Err(NodeParseError::Arity {
+                    op: op.to_string(),
+                    want,
+                    got: children.len(),
+                });
             }
             return Ok(Node::Op(o, children.into()));
         }
@@ -270,7 +294,7 @@ impl egg::FromOp for Node {
             });
         }
         if !children.is_empty() {
-            return Err(NodeParseError(format!("unknown op `{op}`")));
+            return Err(NodeParseError::UnknownOp(op.to_string()));
         }
         if let Some(l) = Lit::parse_suffixed(op) {
             return Ok(Node::Op(Op::Const(l), SmallVec::new()));
@@ -288,9 +312,7 @@ impl egg::FromOp for Node {
         {
             return Ok(Node::Input(Symbol::from(op)));
         }
-        Err(NodeParseError(format!(
-            "`{op}` is not an op, a literal, a type or a name"
-        )))
+        Err(NodeParseError::NotALeaf(op.to_string()))
     }
 }
 

@@ -6,7 +6,7 @@ use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator, INLINE_KERNELS};
 use crate::error::Error;
 use crate::ir::VarId;
-use crate::ops::{Native, Op};
+use crate::ops::{ElementCall, Op};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
 
@@ -273,14 +273,10 @@ impl<'a, 'b> Translator<'a, 'b> {
                 continue;
             };
             let stmt = &self.f.stmts[s];
-            match stmt.op {
-                Op::Pow => return Ok(Calls::Libm),
-                Op::Math(m) => match m.native() {
-                    Native::CLib { .. } => return Ok(Calls::Libm),
-                    Native::Kernel(_) if kernels_called => calls = Calls::Kernels,
-                    Native::Kernel(_) | Native::Inst(_) => {}
-                },
-                _ => {}
+            match stmt.op.element_call() {
+                ElementCall::Libm => return Ok(Calls::Libm),
+                ElementCall::Kernel if kernels_called => calls = Calls::Kernels,
+                ElementCall::Kernel | ElementCall::None => {}
             }
             for &a in &stmt.args {
                 if seen.insert(a) {

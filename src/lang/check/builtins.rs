@@ -174,7 +174,7 @@ impl<'a> FnCx<'a> {
         }
         let refs: Vec<&Type> = tys.iter().collect();
         if let Err(err) = op.result_type(&refs, None) {
-            self.error(Diagnostic::new(e.span, err.0));
+            self.error(Diagnostic::new(e.span, err.to_string()));
             return Val::Err;
         }
         self.push(hint, op, &xs, None)

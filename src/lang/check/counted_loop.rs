@@ -384,7 +384,7 @@ impl<'a> FnCx<'a> {
                     }
                     outside.insert(st.var, v);
                 }
-                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+                Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
             }
         }
 
@@ -416,7 +416,7 @@ impl<'a> FnCx<'a> {
         let built = loop_body(bb, &p, s, map, &packed_ty);
         let body_fn = match built {
             Ok(f) => f,
-            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
         };
         let (leaves, leaf_tys, leaf_ty) = (&p.leaves, &p.leaf_tys, &p.leaf_ty);
         let (captures, row_ty) = (&p.captures, &p.row_ty);
@@ -440,7 +440,7 @@ impl<'a> FnCx<'a> {
             let stacked = self.batched.contains(&v);
             match self.b.carry_row(v, stacked, row_ty) {
                 Ok(x) => init_vars.push(x),
-                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+                Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
             }
         }
         let id = self.b.add_loop(Loop {
@@ -451,7 +451,7 @@ impl<'a> FnCx<'a> {
         });
         let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
             Ok(p) => p,
-            Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+            Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
         };
         let hint = hints.first().copied().unwrap_or("");
         let ins: Vec<VarId> = std::iter::once(packed)
@@ -478,7 +478,7 @@ impl<'a> FnCx<'a> {
                     }
                     finals.push(Val::Var(v));
                 }
-                Err(e) => return Some(self.bug(format!("lowering a loop: {}", e.0))),
+                Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
             }
         }
         let mut it = finals.into_iter();

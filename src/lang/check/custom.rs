@@ -174,7 +174,7 @@ impl<'a> FnCx<'a> {
         match self.b.push(fname, Op::Custom(r, n), &args, Some(&ty)) {
             Ok(v) => Some(v),
             Err(e) => {
-                self.bug(format!("the rules of `{fname}`: {}", e.0));
+                self.bug(format!("the rules of `{fname}`: {e}"));
                 None
             }
         }

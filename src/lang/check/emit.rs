@@ -186,7 +186,7 @@ impl<'a> FnCx<'a> {
         };
         match self.b.push(&name, op, args, annot) {
             Ok(v) => Val::Var(v),
-            Err(e) => self.bug(format!("lowering `{}`: {}", self.b.function().name, e.0)),
+            Err(e) => self.bug(format!("lowering `{}`: {e}", self.b.function().name)),
         }
     }
 

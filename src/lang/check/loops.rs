@@ -5,7 +5,7 @@ use super::{result_expr, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::ir::VarId;
 use crate::lang::ast::*;
-use crate::ops::{Op, OpTypeError};
+use crate::ops::{Op, OpTypeError, Part};
 use crate::types::{Dim, Type};
 
 /// The stop condition of `iterate_until`: `s => done`.
@@ -261,7 +261,7 @@ impl<'a> FnCx<'a> {
             match self.b.swap_leading_axes(xs) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.bug(format!("the rows of a stacked sequence: {}", e.0));
+                    self.bug(format!("the rows of a stacked sequence: {e}"));
                     return None;
                 }
             }
@@ -328,7 +328,7 @@ impl<'a> FnCx<'a> {
             } else {
                 match self.b.pack_rows(&rows, &rows_ty) {
                     Ok(v) => Val::Var(v),
-                    Err(e) => self.bug(format!("stacking the states of `scan_all`: {}", e.0)),
+                    Err(e) => self.bug(format!("stacking the states of `scan_all`: {e}")),
                 }
             };
             stacked.push(v);
@@ -362,7 +362,7 @@ impl<'a> FnCx<'a> {
                 self.batched.insert(v);
                 Val::Var(v)
             }
-            Err(e) => self.bug(format!("stacking the states of `scan_all`: {}", e.0)),
+            Err(e) => self.bug(format!("stacking the states of `scan_all`: {e}")),
         }
     }
 
@@ -752,7 +752,7 @@ impl<'a> FnCx<'a> {
                         [l, c, n] => {
                             let lc = l
                                 .times(c)
-                                .ok_or_else(|| OpTypeError(format!("the states of {pt}")))?;
+                                .ok_or_else(|| OpTypeError::parts(Part::States, &pt))?;
                             let to = Type::array(pt.dtype, vec![lc, n.clone()]);
                             b.push("", Op::Reshape, &[part], Some(&to))?
                         }
@@ -775,7 +775,7 @@ impl<'a> FnCx<'a> {
                 let mut it = vs.into_iter().map(Val::Var);
                 rebuild_leaves(state, &mut it)
             }
-            Err(e) => self.bug(format!("the states of `scan_all`: {}", e.0)),
+            Err(e) => self.bug(format!("the states of `scan_all`: {e}")),
         }
     }
 
