@@ -381,7 +381,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
         };
         self.bufs_ptr = Some(bufs_ptr);
-        self.stmt_block = Some(entry);
+        self.start_stmt();
         self.dims_ptr = Some(dims_ptr);
         for k in 0..self.f.size_params.len() {
             let off = i32::try_from(8 * k)
@@ -394,11 +394,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         self.translate_params()?;
         for s in stmts {
-            self.stmt_block = self.b.current_block();
+            self.start_stmt();
             self.translate_stmt(s)?;
         }
         if last {
-            self.stmt_block = self.b.current_block();
+            self.start_stmt();
             self.translate_stores()?;
         }
         self.b.ins().return_(&[]);
@@ -478,6 +478,16 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ins()
             .store(MemFlagsData::trusted(), x, base, 8 * slot as i32);
         Ok(())
+    }
+
+    /// Note the block where the next statement starts (`buf` and spilled
+    /// scalars load there), putting it in the layout now: Cranelift's
+    /// builder adds a block to the layout only with its first instruction,
+    /// and a cursor at the end of a block not in the layout is a bug
+    /// (a debug build's assertion; a release build got away with it).
+    fn start_stmt(&mut self) {
+        self.b.ensure_inserted_block();
+        self.stmt_block = self.b.current_block();
     }
 
     /// A cursor inserting at the end of `block`, before its terminator if
