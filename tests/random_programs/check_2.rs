@@ -194,18 +194,7 @@ pub(crate) fn check_function(
         set_count(f, &mut fargs, count);
         let refs: Vec<&Value> = fargs.iter().collect();
         let ctx = |m: String| Failure(format!("{name}: {m}\ninputs:\n  {}", show(&fargs)));
-        let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
-        let got = native
-            .call(&refs)
-            .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            if !g.bits_eq(w) {
-                return Err(ctx(format!(
-                    "result {k}: JIT {:?} vs interpreter {:?} (unoptimized)\n{f}",
-                    g.data, w.data
-                )));
-            }
-        }
+        let want = jit_equals_interpreter(f, &native, &refs, "(unoptimized)", &ctx)?;
         let got_opt = run(&opt, &refs).map_err(|e| ctx(format!("optimized: {e:?}")))?;
         for (k, (g, w)) in got_opt.iter().zip(&want).enumerate() {
             let ok =
@@ -251,6 +240,31 @@ pub(crate) fn check_function(
     Ok(())
 }
 
+/// `f` at `refs` by the interpreter and by its native code `native`, bit
+/// for bit (a difference is reported with `what` after the values, then
+/// `f`). Returns the interpreter's results.
+pub(crate) fn jit_equals_interpreter(
+    f: &Function,
+    native: &backend::CompiledFunction,
+    refs: &[&Value],
+    what: &str,
+    ctx: &dyn Fn(String) -> Failure,
+) -> Result<Vec<Value>, Failure> {
+    let want = run(f, refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
+    let got = native
+        .call(refs)
+        .map_err(|e| ctx(format!("jit call: {e:?}")))?;
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        if !g.bits_eq(w) {
+            return Err(ctx(format!(
+                "result {k}: JIT {:?} vs interpreter {:?} {what}\n{f}",
+                g.data, w.data
+            )));
+        }
+    }
+    Ok(want)
+}
+
 /// Extreme inputs (signed zeros, huge, tiny, infinities, NaN) drawn in
 /// place of the floats of `fargs`: only the JIT against the interpreter,
 /// bit for bit, on both programs (unoptimized, optimized) of `pairs`.
@@ -273,20 +287,8 @@ pub(crate) fn check_extreme_inputs(
         .collect();
     let wrefs: Vec<&Value> = wild.iter().collect();
     for (which, (f, native)) in ["unoptimized", "optimized"].into_iter().zip(pairs) {
-        let want = run(f, &wrefs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
-        let got = native
-            .call(&wrefs)
-            .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            if !g.bits_eq(w) {
-                return Err(ctx(format!(
-                    "result {k}: JIT {:?} vs interpreter {:?} ({which}) on extreme inputs\n{}\n{f}",
-                    g.data,
-                    w.data,
-                    show(&wild)
-                )));
-            }
-        }
+        let what = format!("({which}) on extreme inputs\n{}", show(&wild));
+        jit_equals_interpreter(f, native, &wrefs, &what, ctx)?;
     }
     Ok(())
 }
@@ -331,18 +333,7 @@ pub(crate) fn check_f32(
                 .into_iter()
                 .zip(&natives)
             {
-                let want = run(f, &refs).map_err(|e| ctx(format!("interpreter: {e:?}")))?;
-                let got = native
-                    .call(&refs)
-                    .map_err(|e| ctx(format!("jit call: {e:?}")))?;
-                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                    if !g.bits_eq(w) {
-                        return Err(ctx(format!(
-                            "result {k}: JIT {:?} vs interpreter {:?} ({which})\n{f}",
-                            g.data, w.data
-                        )));
-                    }
-                }
+                jit_equals_interpreter(f, native, &refs, &format!("({which})"), &ctx)?;
             }
         }
         stats.f32_functions += 1;
