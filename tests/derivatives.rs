@@ -130,6 +130,8 @@ fn row(op: Op) -> (&'static str, f64, f64) {
         Op::Threefry0 | Op::Threefry1 => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = toi64 %a\n  %w: i64[N] = threefry0 %i %i %i %i\n  %v: i64[N] = threefry1 %w %i %w %i\n  %x: f64[N] = tof64 %v\n  %c: f64 = const 0.00000000023283064365386963\n  %cb: f64[N] = bcast %c\n  %s: f64[N] = mul %x %cb\n  %y: f64[N] = mul %s %a\n  %2: f64 = sum %y\n  ret %2\n}", 1.0, 4.0),
         // Element i weighted by i: the index carries no derivative.
         Op::Iota => ("fn f[N](%a: f64[N]) -> f64 {\n  %i: i64[N] = iota\n  %x: f64[N] = tof64 %i\n  %y: f64[N] = mul %x %a\n  %z: f64[N] = mul %y %a\n  %2: f64 = sum %z\n  ret %2\n}", -2.0, 2.0),
+        // A size as a number: `x / N` (no derivative through `dim`).
+        Op::Dim(_) => ("fn f[N](%a: f64[N]) -> f64 {\n  %n: i64 = dim 0 %a\n  %x: f64 = tof64 %n\n  %s: f64 = sum %a\n  %m: f64 = div %s %x\n  %y: f64 = mul %m %m\n  ret %y\n}", -2.0, 2.0),
         // `looptape` and `loopvjp` are what differentiating `loop` makes:
         // they are checked through its row.
         Op::Loop(..) | Op::LoopTape(..) | Op::LoopVjp(..) => (LOOP_ROW, -1.5, 1.5),

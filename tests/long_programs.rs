@@ -89,15 +89,20 @@ fn a_program_split_into_parts_equals_the_interpreter() {
 #[test]
 fn a_long_unrolled_loop_with_loops_inside_equals_the_interpreter() {
     // The fuzzer's reproducer, smaller: `iterate_until` under a condition
-    // that is not the state's is unrolled, each step holding a scan.
+    // that is not the state's, each step holding a scan, unrolled (its
+    // state mixes vectors of two lengths, which no loop carries).
     let p = prog(
-        "fn f[N](x: f64[N], k: i64, y: f64) -> f64 =
-           exp(1 / f64(k)) * iterate_until(600, f64(k), q => y < y, q => q + 0.01 * (tanh({
-             let t = +/scan_all(x, q, (c, e) => c * 0.5 + tanh(c) + e)
-             y + t }) - q))",
+        "fn f[N](x: f64[N], z: f64[2], k: i64, y: f64) -> f64 {
+           let (r, v, w) = iterate_until(600, (f64(k), x, z), (q, v, w) => y < y, (q, v, w) => (
+             q + 0.01 * (tanh({
+               let t = +/scan_all(v, q, (c, e) => c * 0.5 + tanh(c) + e)
+               y + t }) - q), v, w))
+           exp(1 / f64(k)) * r
+         }",
     );
     let args = [
         Value::f64(&[0.5, -0.25, 2.0]),
+        Value::f64(&[0.1, 0.2]),
         Value::scalar(DType::I64, 3.0),
         Value::scalar(DType::F64, 0.75),
     ];

@@ -278,6 +278,9 @@ pub(crate) struct Translator<'a, 'b> {
     cold: bool,
     /// The functions called for each loop, by loop number.
     loop_refs: Vec<LoopRefs>,
+    /// The captures' pointers of the loop statement being translated,
+    /// passed to each call of its body after the state (and row).
+    loop_caps: Vec<ir::Value>,
     /// The `bufs` argument: the table of buffer base pointers.
     bufs_ptr: Option<ir::Value>,
     /// Base pointer of each buffer, once loaded (see [`Translator::buf`]).
@@ -342,6 +345,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             inlined_kernels: 0,
             cold: false,
             loop_refs,
+            loop_caps: Vec::new(),
             bufs_ptr: None,
             bufs: vec![None; plan.n_buffers()],
             stmt_block: None,

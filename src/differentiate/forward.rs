@@ -123,6 +123,17 @@ impl Fwd<'_> {
             .iter()
             .map(|a| self.m(*a))
             .collect::<Result<_, _>>()?;
+        // A loop with captures: one loop over `[state, tangent]` that also
+        // captures the captures' tangents (not yet through its tape, a
+        // gradient's).
+        if let Some(l) = s.op.loop_id() {
+            if f.loops[l].captures > 0 && s.args.iter().any(|a| self.tan[a.index()].is_some()) {
+                if let Op::Loop(..) = s.op {
+                    return self.capture_tangent_stmt(s, &args, l);
+                }
+                return Err(AdError::Unsupported(AdLimit::CapturingLoop));
+            }
+        }
         let seq_tangent = s.op.is_loop()
             && f.loops[s.op.loop_id().unwrap_or(0)].is_scan()
             && s.args.last().is_some_and(|a| self.tan[a.index()].is_some());
@@ -166,6 +177,48 @@ impl Fwd<'_> {
             return Ok(());
         }
         self.rule_tangent(s, &args, nv)
+    }
+
+    /// Loop statement `s` of loop `l`, which has captures (on the copied
+    /// operands `args`), with a tangent in its initial state or a capture:
+    /// the loop over `[state, tangent]` ([`capture_tangent_loop_def`]),
+    /// whose captures are the loop's and the tangents of those that have
+    /// one.
+    fn capture_tangent_stmt(&mut self, s: &Stmt, args: &[VarId], l: usize) -> Result<(), AdError> {
+        let f = self.f;
+        let lp = &f.loops[l];
+        let fixed = s.op.arity();
+        if lp.is_scan() && self.tan[s.args[1].index()].is_some() {
+            return Err(AdError::Unsupported(AdLimit::CapturingLoop));
+        }
+        let with_tangent: Vec<usize> = (0..lp.captures)
+            .filter(|&j| self.tan[s.args[fixed + j].index()].is_some())
+            .collect();
+        let id = self
+            .b
+            .add_loop(capture_tangent_loop_def(lp, &with_tangent)?);
+        let e = AdError::from;
+        let b = &mut self.b;
+        let dx = match self.tan[s.args[0].index()] {
+            Some(t) => t,
+            None => b.push("", Op::Zero, &[], Some(lp.state())).map_err(e)?,
+        };
+        let p0 = b.pack_rows(&[args[0], dx], &packed_state(lp)).map_err(e)?;
+        let mut ins = vec![p0];
+        ins.extend_from_slice(&args[1..]);
+        for &j in &with_tangent {
+            ins.extend(self.tan[s.args[fixed + j].index()]);
+        }
+        let pn = b
+            .push("", Op::Loop(id, lp.is_scan()), &ins, None)
+            .map_err(e)?;
+        let y = b
+            .push(f.var_name(s.var), Op::Index(0), &[pn], None)
+            .map_err(e)?;
+        let dy = b.push("", Op::Index(1), &[pn], None).map_err(e)?;
+        self.map[s.var.index()] = Some(y);
+        self.tan[s.var.index()] = Some(dy);
+        Ok(())
     }
 
     /// A scan `s` (on the copied operands `args`) whose sequence has a
@@ -477,6 +530,55 @@ fn tangent_loop_def(f: &Function, l: usize, walk: bool) -> Result<Loop, AdError>
         body,
         vjp,
         settles: lp.settles,
+        captures: 0,
+    })
+}
+
+/// The loop over `[state, tangent]` carrying the tangent of loop `lp`,
+/// which has captures: its body runs the old body on the state and the
+/// captures, and its JVP in the state and the captures `with_tangent`,
+/// whose tangents are captured after the loop's own captures.
+fn capture_tangent_loop_def(lp: &Loop, with_tangent: &[usize]) -> Result<Loop, AdError> {
+    let e = AdError::from;
+    let body = &lp.body;
+    let packed = packed_state(lp);
+    let first_cap = 1 + usize::from(lp.is_scan());
+    let wrt: Vec<usize> = std::iter::once(0)
+        .chain(with_tangent.iter().map(|j| first_cap + j))
+        .collect();
+    let body_jvp = jvp(body, &wrt, &format!("{}.jvp", body.name))?;
+    let mut bb = Builder::new(format!("{}.tangent", body.name), body.size_params.clone());
+    let span = Default::default();
+    let p = bb.param("p", packed.clone(), span);
+    let row = lp.row().map(|r| bb.param("x", r.clone(), span));
+    let cap_tys = lp.capture_types();
+    let caps: Vec<VarId> = cap_tys
+        .iter()
+        .enumerate()
+        .map(|(j, t)| bb.param(&format!("c{j}"), t.clone(), span))
+        .collect();
+    let dcaps: Vec<VarId> = with_tangent
+        .iter()
+        .map(|&j| bb.param(&format!("dc{j}"), cap_tys[j].clone(), span))
+        .collect();
+    let s = bb.push("s", Op::Index(0), &[p], None).map_err(e)?;
+    let ds = bb.push("ds", Op::Index(1), &[p], None).map_err(e)?;
+    let ins: Vec<VarId> = std::iter::once(s).chain(row).chain(caps).collect();
+    let next = bb.inline(body, &ins)?[0];
+    let jvp_ins: Vec<VarId> = ins
+        .iter()
+        .copied()
+        .chain(std::iter::once(ds))
+        .chain(dcaps)
+        .collect();
+    let dnext = bb.inline(&body_jvp, &jvp_ins)?[0];
+    let out = bb.pack_rows(&[next, dnext], &packed).map_err(e)?;
+    Ok(Loop {
+        count: lp.count.clone(),
+        body: bb.finish(vec![out]),
+        vjp: None,
+        settles: lp.settles,
+        captures: lp.captures + with_tangent.len(),
     })
 }
 
@@ -525,6 +627,7 @@ fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
         body: bb.finish(vec![out]),
         vjp: None,
         settles: false,
+        captures: 0,
     })
 }
 

@@ -13,6 +13,7 @@
 //! docs/design.md), so the sweep builds the adjoint and the e-graph then
 //! simplifies primal and adjoint together.
 
+mod captures;
 mod custom;
 pub mod derive;
 pub mod forward;
@@ -257,6 +258,11 @@ pub enum AdLimit {
     KernelWithoutVjp,
     /// Forward mode through a native kernel.
     ForwardKernel,
+    /// Through a loop whose step reads values of other shapes (its
+    /// captures): with respect to a scan's sequence, through every state
+    /// of `scan_all` or a gradient's tape, or in reverse mode a capture of
+    /// another float type.
+    CapturingLoop,
 }
 
 impl AdLimit {
@@ -276,6 +282,9 @@ impl AdLimit {
                 "it calls a native kernel that has no VJP (or a kernel's VJP, which has none)"
             }
             AdLimit::ForwardKernel => "forward mode through a native kernel is not supported",
+            AdLimit::CapturingLoop => {
+                "this derivative of a loop whose step reads values of other shapes is not supported yet"
+            }
         }
     }
 
@@ -293,6 +302,9 @@ impl AdLimit {
             }
             AdLimit::ForwardKernel => {
                 "differentiate it in reverse mode (`@grad`), or write it in the language with `@custom_jvp`"
+            }
+            AdLimit::CapturingLoop => {
+                "both modes go through such a loop with respect to its initial state and the values its step reads (in reverse mode, of the state's element type), not yet with respect to a scan's sequence, through every state of `scan_all`, or in forward mode through its gradient"
             }
             AdLimit::LoopGradient => {
                 "reverse mode goes through the gradient of a loop or a `scan` with respect to its initial state and the values its step reads, but not yet with respect to the scan's sequence, nor through a gradient with respect to a sequence or through every state of `scan_all`: use `@jvp` of the gradient (forward over reverse), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"

@@ -66,13 +66,13 @@ fn reads_primal(t: &Template) -> bool {
 
 /// What `reverse` builds and looks up while it copies the primal and
 /// sweeps back over it.
-struct Rev<'f> {
-    f: &'f Function,
+pub(super) struct Rev<'f> {
+    pub(super) f: &'f Function,
     /// Which of `f`'s variables are active (see [`activity`]).
-    active: Vec<bool>,
-    b: Builder,
+    pub(super) active: Vec<bool>,
+    pub(super) b: Builder,
     /// The copy of each primal variable.
-    map: Vec<Option<VarId>>,
+    pub(super) map: Vec<Option<VarId>>,
     /// An active `loop`'s tape of its states, by the loop's variable.
     tapes: IndexMap<VarId, VarId>,
     /// A loop gradient's every-state cotangents (`loopvjp` with `VJP_SEQ`).
@@ -83,7 +83,7 @@ struct Rev<'f> {
     /// own VJP (`walk_rows_loop`), by loop.
     walk_rows_loops: IndexMap<u32, u32>,
     /// Cotangents, keyed by the primal variable.
-    ct: IndexMap<VarId, VarId>,
+    pub(super) ct: IndexMap<VarId, VarId>,
     /// Values whose cotangent may be an exact zero because it went through
     /// the untaken side of a `select` (a dynamic `if`). Their contributions
     /// that read primal values are guarded (`0` where the cotangent is 0),
@@ -93,7 +93,7 @@ struct Rev<'f> {
 }
 
 /// The copy of primal variable `v` in `map`.
-fn mapped(map: &[Option<VarId>], v: VarId) -> VarId {
+pub(super) fn mapped(map: &[Option<VarId>], v: VarId) -> VarId {
     map[v.index()].expect("defined before use")
 }
 
@@ -206,8 +206,13 @@ impl Rev<'_> {
             }
             // A tape the program reads itself (every state of a `scan`): the
             // pullback walks it back seeded by its whole cotangent.
-            if let (Op::LoopTape(l, ..), true) = (s.op, self.active[s.var.index()]) {
-                give_vjp(&mut self.b, f, l as usize)?;
+            // (A loop with captures is walked back by a loop of its own.)
+            if let (Op::LoopTape(l, k, _), true) = (s.op, self.active[s.var.index()]) {
+                match f.loops[l as usize].captures {
+                    0 => give_vjp(&mut self.b, f, l as usize)?,
+                    _ if k != 1 => return Err(AdError::Unsupported(AdLimit::CapturingLoop)),
+                    _ => {}
+                }
             }
             // A loop's gradient (reverse over reverse): every state's
             // cotangent is kept, for the second-order walk of the pullback.
@@ -290,6 +295,15 @@ impl Rev<'_> {
         }
         // A loop: its tape walked back from the result's cotangent; a tape
         // the program reads: walked back from the tape's cotangent.
+        match (s.op, self.tapes.get(&s.var)) {
+            (Op::Loop(l, _), Some(&tape)) if f.loops[l as usize].captures > 0 => {
+                return self.sweep_capture_walk(s, g, l, (tape, false));
+            }
+            (Op::LoopTape(l, ..), _) if f.loops[l as usize].captures > 0 => {
+                return self.sweep_capture_walk(s, g, l, (self.m(s.var), true));
+            }
+            _ => {}
+        }
         let walk = match (s.op, self.tapes.get(&s.var)) {
             (Op::Loop(l, scan), Some(&tape)) => Some((l, 1, scan, tape, 0)),
             (Op::LoopTape(l, k, scan), _) => Some((l, k, scan, self.m(s.var), VJP_TAPE)),
@@ -457,7 +471,7 @@ impl Rev<'_> {
 }
 
 /// Add `contrib` to the cotangent of `a` (its first contribution is it).
-fn add_cotangent(
+pub(super) fn add_cotangent(
     b: &mut Builder,
     ct: &mut IndexMap<VarId, VarId>,
     a: VarId,
@@ -571,6 +585,7 @@ fn second_order(
         body,
         vjp: None,
         settles: false,
+        captures: 0,
     });
     let e = AdError::from;
     // The sequence: row j is `s_j` and `g_{j+1}`, interleaved element by
@@ -741,7 +756,7 @@ fn split_seq_cotangent(b: &mut Builder, l: usize, r: VarId) -> Result<(VarId, Va
 }
 
 /// The vector (or matrix of flattened rows) `v` in the shape of `ty`.
-fn unflatten(b: &mut Builder, v: VarId, ty: &Type) -> Result<VarId, OpTypeError> {
+pub(super) fn unflatten(b: &mut Builder, v: VarId, ty: &Type) -> Result<VarId, OpTypeError> {
     if b.ty(v) == ty {
         return Ok(v);
     }
@@ -752,7 +767,7 @@ fn unflatten(b: &mut Builder, v: VarId, ty: &Type) -> Result<VarId, OpTypeError>
 }
 
 /// The vector `[v]`, flattened (a scalar as one element).
-fn flatten(b: &mut Builder, v: VarId) -> Result<VarId, OpTypeError> {
+pub(super) fn flatten(b: &mut Builder, v: VarId) -> Result<VarId, OpTypeError> {
     let t = b.ty(v).clone();
     if t.rank() == 1 {
         return Ok(v);
@@ -768,7 +783,8 @@ fn flatten(b: &mut Builder, v: VarId) -> Result<VarId, OpTypeError> {
 }
 
 /// `looptape L 1` of `x` and its row 0 (the loop's result), giving loop
-/// `l` its VJP if it has none yet.
+/// `l` its VJP if it has none yet (a loop with captures is walked back
+/// by a loop of its own, [`capture_walk_loop`]).
 fn taped_loop(
     b: &mut Builder,
     f: &Function,
@@ -776,7 +792,9 @@ fn taped_loop(
     args: &[VarId],
     name: &str,
 ) -> Result<(VarId, VarId), AdError> {
-    give_vjp(b, f, l)?;
+    if f.loops[l].captures == 0 {
+        give_vjp(b, f, l)?;
+    }
     let lp = &b.function().loops[l];
     let scan = lp.is_scan();
     let rows = lp.tape_rows(1);

@@ -725,7 +725,7 @@ fn emit(
                 node: node.to_string(),
             });
         };
-        let ir_args = &ch[..op.arity()];
+        let ir_args = &ch[..op.operand_count(ch.len())];
         if !expanded {
             stack.push((c, true));
             for a in ir_args.iter().rev() {

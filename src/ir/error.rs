@@ -105,6 +105,18 @@ pub enum IrError {
         /// The loop's index.
         l: usize,
     },
+    /// A loop statement whose captures (its operands after the state and
+    /// a scan's sequence) are not those its loop's body reads.
+    Captures {
+        /// The statement.
+        at: Box<At>,
+        /// The loop's index.
+        l: usize,
+        /// The body's capture types.
+        want: Vec<Type>,
+        /// The statement's.
+        got: Vec<Type>,
+    },
     /// A `loopvjp` of a loop without a VJP.
     NoLoopVjp {
         /// The statement.
@@ -258,6 +270,18 @@ impl fmt::Display for IrError {
             ),
             IrError::NoLoop { at, l } => write!(f, "{at}: there is no loop {l}"),
             IrError::NoLoopVjp { at, l } => write!(f, "{at}: loop {l} has no VJP"),
+            IrError::Captures { at, l, want, got } => {
+                let list = |ts: &[Type]| {
+                    let v: Vec<String> = ts.iter().map(ToString::to_string).collect();
+                    format!("({})", v.join(", "))
+                };
+                write!(
+                    f,
+                    "{at}: loop {l} captures {}, not {}",
+                    list(want),
+                    list(got)
+                )
+            }
             IrError::SeqCotangents { at, l, want, got } => write!(
                 f,
                 "{at}: the cotangents of loop {l}'s states and rows are {}, not {got}",

@@ -555,10 +555,12 @@ fn settled_segments<E>(
     }
 }
 
-/// The state of a loop's steps: its body, a scan's sequence and the sizes.
+/// The state of a loop's steps: its body, a scan's sequence, the
+/// captures and the sizes.
 struct Steps<'a> {
     lp: &'a Loop,
     seq: Option<&'a Value>,
+    captures: &'a [&'a Value],
     dims: &'a Dims,
 }
 
@@ -582,6 +584,7 @@ impl Steps<'_> {
     fn step_at(&self, s: Value, t: u64) -> Result<Value, ArgError> {
         let mut a = vec![s];
         a.extend(self.row(t));
+        a.extend(self.captures.iter().map(|c| (*c).clone()));
         apply(&self.lp.body, a, self.dims)
     }
 }
@@ -744,10 +747,13 @@ fn run_loop(
     out_shape: &[usize],
     dims: &Dims,
 ) -> Result<Value, ArgError> {
-    // A scan's step `t` also reads row `t` of its sequence (the last operand).
+    // A scan's step `t` also reads row `t` of its sequence (the last of
+    // the fixed operands); every step reads the captures after them.
+    let fixed = op.arity().min(args.len());
     let steps = Steps {
         lp,
-        seq: lp.is_scan().then(|| args[args.len() - 1]),
+        seq: lp.is_scan().then(|| args[fixed - 1]),
+        captures: &args[fixed..],
         dims,
     };
     let step_at = |s: Value, t: u64| steps.step_at(s, t);

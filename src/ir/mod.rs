@@ -135,9 +135,13 @@ pub struct CustomRule {
 }
 
 /// A counted loop: `body` applied `count` times to a state. The state is
-/// one array (the front end packs a loop's state variables and the values
-/// the step reads from outside into it), so a loop has one operand and one
-/// result, and its derivative one cotangent in and one out.
+/// one array (the front end packs a loop's state variables into it, and
+/// the values the step reads from outside where they have the state's
+/// shape), so a loop has one result, and its derivative one cotangent in
+/// and one out. The values the step reads from outside that the state does
+/// not carry are its *captures*: loop invariants, operands of the loop
+/// statement after the state (and a scan's sequence), read in place by
+/// every step, never taped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loop {
     /// The number of steps: a literal, or a size parameter of the function
@@ -156,6 +160,10 @@ pub struct Loop {
     /// not a scan, whose body is deterministic), and its tape is then
     /// filled with that state. Only whether the check is paid for.
     pub settles: bool,
+    /// How many captures the body reads: its last parameters, after the
+    /// state (and a scan's row). A loop with captures has no `vjp`:
+    /// reverse mode walks it back with a loop of its own.
+    pub captures: usize,
 }
 
 impl Loop {
@@ -167,12 +175,24 @@ impl Loop {
     /// For a scan loop, the type of the row of the sequence the body reads
     /// (its second parameter): the sequence is `T[count, row...]`.
     pub fn row(&self) -> Option<&Type> {
+        if !self.is_scan() {
+            return None;
+        }
         self.body.params.get(1).map(|p| self.body.ty(p.var))
     }
 
     /// Whether the body reads a sequence (`scan`, `scantape`, `scanvjp`).
     pub fn is_scan(&self) -> bool {
-        self.body.params.len() == 2
+        self.body.params.len() == 2 + self.captures
+    }
+
+    /// The types of the captures (the body's last parameters).
+    pub fn capture_types(&self) -> Vec<Type> {
+        let first = self.body.params.len().saturating_sub(self.captures);
+        self.body.params[first..]
+            .iter()
+            .map(|p| self.body.ty(p.var).clone())
+            .collect()
     }
 
     /// The type of the sequence a scan loop reads.
@@ -233,10 +253,14 @@ impl Loop {
             })
         };
         b.validate()?;
-        if !(1..=2).contains(&b.params.len()) || b.rets.len() != 1 {
+        let c = self.captures;
+        if !(1 + c..=2 + c).contains(&b.params.len()) || b.rets.len() != 1 {
             return bad(
-                "a body takes one state (and, in a scan, a row of its sequence) and returns one",
+                "a body takes one state (and, in a scan, a row of its sequence, then its captures) and returns one",
             );
+        }
+        if c > 0 && self.vjp.is_some() {
+            return bad("a loop with captures has no VJP");
         }
         if b.ty(b.rets[0]) != self.state() {
             return bad("the next state must have the state's type");
@@ -602,8 +626,24 @@ impl Function {
                 reads: lp.is_scan(),
             });
         }
+        // The fixed operands (the sequence last among them), then the
+        // captures.
+        let fixed = s.op.arity().min(s.args.len());
+        let got: Vec<Type> = s.args[fixed..]
+            .iter()
+            .map(|a| self.ty(*a).clone())
+            .collect();
+        let want = lp.capture_types();
+        if got != want {
+            return Err(IrError::Captures {
+                at: at(),
+                l,
+                want,
+                got,
+            });
+        }
         if let (true, Some(want)) = (scan, lp.sequence()) {
-            let got = s.args.last().map(|a| self.ty(*a));
+            let got = s.args[..fixed].last().map(|a| self.ty(*a));
             if got != Some(&want) {
                 return Err(IrError::Sequence {
                     at: at(),

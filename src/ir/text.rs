@@ -38,7 +38,11 @@ impl fmt::Display for Function {
         f.write_str(" {\n")?;
         for (i, l) in self.loops.iter().enumerate() {
             let settles = if l.settles { " settles" } else { "" };
-            writeln!(f, "  loop {i} x{}{settles} {{", l.count)?;
+            let captures = match l.captures {
+                0 => String::new(),
+                c => format!(" captures {c}"),
+            };
+            writeln!(f, "  loop {i} x{}{settles}{captures} {{", l.count)?;
             for part in std::iter::once(&l.body).chain(&l.vjp) {
                 for line in part.to_string().lines() {
                     writeln!(f, "    {line}")?;
@@ -155,7 +159,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                 break;
             }
             if let Some(head) = line.strip_prefix("loop ").and_then(|h| h.strip_suffix('{')) {
-                let (l, settles) =
+                let (l, settles, captures) =
                     parse_loop_header(head, b.function().loops.len()).map_err(|m| err(&m))?;
                 let mut parts = parse_block(&mut lines, ln)?;
                 if parts.is_empty() || parts.len() > 2 {
@@ -168,6 +172,7 @@ pub fn parse_functions(text: &str) -> Result<Vec<Function>, IrParseError> {
                     body,
                     vjp,
                     settles,
+                    captures,
                 });
                 continue;
             }
@@ -358,26 +363,30 @@ fn parse_block<'a>(
     })
 }
 
-/// `K xN` (or `K xN settles`) of a `loop K xN {` block: the count (a
-/// literal or a size parameter) and [`Loop::settles`], if `K` is the next
-/// loop.
-fn parse_loop_header(head: &str, next: usize) -> Result<(Dim, bool), String> {
-    let mut words = head.split_whitespace();
+/// `K xN` (then optionally `settles` and `captures C`) of a `loop K xN {`
+/// block: the count (a literal or a size parameter), [`Loop::settles`] and
+/// [`Loop::captures`], if `K` is the next loop.
+fn parse_loop_header(head: &str, next: usize) -> Result<(Dim, bool, usize), String> {
+    let mut words = head.split_whitespace().peekable();
     let k: Option<usize> = words.next().and_then(|w| w.parse().ok());
     let n: Option<Dim> = words
         .next()
         .and_then(|w| w.strip_prefix('x'))
         .and_then(|w| Type::parse(&format!("f64[{w}]")))
         .and_then(|t| t.shape.into_iter().next());
-    let settles = match words.next() {
-        None => Some(false),
-        Some("settles") => Some(true),
+    let settles = words.next_if_eq(&"settles").is_some();
+    let captures = match words.next() {
+        None => Some(0),
+        Some("captures") => words.next().and_then(|w| w.parse().ok()),
         Some(_) => None,
     };
-    match (k, n, settles, words.next()) {
-        (Some(k), Some(n), Some(s), None) if k == next => Ok((n, s)),
+    match (k, n, captures, words.next()) {
+        (Some(k), Some(n), Some(c), None) if k == next => Ok((n, settles, c)),
         (Some(k), Some(_), Some(_), None) => Err(format!("expected loop {next}, found loop {k}")),
-        _ => Err("expected `loop K xN {` or `loop K xN settles {`".to_string()),
+        _ => Err(
+            "expected `loop K xN {`, then optionally `settles` and `captures C` before the `{`"
+                .to_string(),
+        ),
     }
 }
 

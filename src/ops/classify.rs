@@ -48,7 +48,8 @@ impl Op {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
             // Integers carry no derivative.
-            Op::Rem | Op::Convert(_) | Op::Iota | Op::Threefry0 | Op::Threefry1 => true,
+            Op::Rem | Op::Convert(_) | Op::Iota | Op::Dim(_) => true,
+            Op::Threefry0 | Op::Threefry1 => true,
             Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)
             | Op::Zero
@@ -133,6 +134,7 @@ impl Op {
             | Op::Gather(_)
             | Op::Scatter(_)
             | Op::Iota
+            | Op::Dim(_)
             | Op::Threefry0
             | Op::Threefry1
             | Op::Loop(..)
@@ -153,7 +155,7 @@ impl Op {
             Op::Reverse => false,
             Op::Reshape => true,
             Op::Scatter(_) | Op::Iota => true,
-            Op::Rem | Op::Convert(_) | Op::Gather(_) => false,
+            Op::Rem | Op::Convert(_) | Op::Gather(_) | Op::Dim(_) => false,
             Op::Threefry0 | Op::Threefry1 => false,
             Op::MaxTail | Op::MinTail => false,
             Op::LoopTape(..) => true,
@@ -221,7 +223,8 @@ impl Op {
             | Op::Reverse
             | Op::Reshape
             | Op::Gather(_)
-            | Op::Iota => Family::IndexMap,
+            | Op::Iota
+            | Op::Dim(_) => Family::IndexMap,
             Op::Scatter(_) | Op::SumLead | Op::SumTail | Op::MaxTail | Op::MinTail | Op::MatMul => {
                 Family::Nest
             }
@@ -282,6 +285,7 @@ impl Op {
             | Op::Gather(_)
             | Op::Scatter(_)
             | Op::Iota
+            | Op::Dim(_)
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)

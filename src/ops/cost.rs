@@ -22,8 +22,8 @@ impl Op {
     pub fn flops(&self) -> f64 {
         match self {
             Op::Const(_) | Op::Zero => 0.0,
-            // The loop index itself.
-            Op::Iota => 0.0,
+            // The loop index itself; a size, read once.
+            Op::Iota | Op::Dim(_) => 0.0,
             // A broadcast is fused into its consumer: reading the scalar is free.
             Op::Bcast => 0.0,
             Op::Add | Op::Sub | Op::Mul | Op::Neg | Op::Sum => 1.0,
@@ -70,6 +70,7 @@ impl Op {
             Op::Const(_)
             | Op::Zero
             | Op::Iota
+            | Op::Dim(_)
             | Op::Bcast
             | Op::Add
             | Op::Sub

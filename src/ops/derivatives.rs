@@ -55,7 +55,7 @@ impl Op {
             Op::Reshape => &["(reshape ?g)"],
             Op::Rem => &["(zero)", "(zero)"],
             Op::Threefry0 | Op::Threefry1 => &["(zero)", "(zero)", "(zero)", "(zero)"],
-            Op::Convert(_) => &["(zero)"],
+            Op::Convert(_) | Op::Dim(_) => &["(zero)"],
             // The adjoint of a gather is a scatter-add and the other way
             // round; the indices are integers (no derivative).
             Op::Gather(s) => return vec![format!("(scatter {s} ?b ?g)"), "(zero)".into()],
@@ -99,6 +99,7 @@ impl Op {
             | Op::Rem
             | Op::Threefry0
             | Op::Threefry1
+            | Op::Dim(_)
             | Op::Convert(_) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
             // Linear in the array operand.
             Op::Gather(s) => vec![format!("(gather {s} ?t ?b)"), "(zero)".into()],
@@ -163,7 +164,7 @@ impl Op {
             Op::LoopVjp(..) => i == 1,
             Op::Gather(_) => i == 0,
             Op::Scatter(_) => i == 1,
-            Op::Rem | Op::Convert(_) | Op::Iota => false,
+            Op::Rem | Op::Convert(_) | Op::Iota | Op::Dim(_) => false,
             Op::Threefry0 | Op::Threefry1 => false,
             Op::Loop(..) | Op::LoopTape(..) | Op::Custom(..) | Op::Kernel(..) => false,
             Op::Const(_)

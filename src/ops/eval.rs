@@ -141,6 +141,10 @@ impl Op {
                     .map(|i: usize| i as f64)
                     .collect(),
             },
+            Op::Dim(k) => Value::scalar(
+                DType::I64,
+                args[0].shape.get(*k as usize).copied().unwrap_or(0) as f64,
+            ),
             // Their meaning is a loop body of the enclosing function: the
             // interpreter runs them (`ir::interp`), and constant folding
             // skips them (`Op::is_loop`).

@@ -146,6 +146,10 @@ pub enum Op {
     /// `iota`: the vector `0, 1, ..., L-1` of the annotated type `i64[L]`
     /// (the index of `tabulate` as a number). No operand, no derivative.
     Iota,
+    /// `dim k x`: the length of axis `k` of `x`, an `i64` scalar (a size
+    /// used as a number: `f64(N)`, `x / N`). It reads `x`'s shape, never
+    /// its elements; no derivative.
+    Dim(u64),
     /// `threefry0 k0 k1 c0 c1`: element-wise on `i64` operands of one
     /// shape, word 0 of the Threefry-2x32-20 block of counter `(c0, c1)`
     /// under key `(k0, k1)` ([`threefry::threefry2x32`]; each operand's low
@@ -271,6 +275,7 @@ const OTHER_OPS: &[Op] = &[
     Op::Gather(0),
     Op::Scatter(0),
     Op::Iota,
+    Op::Dim(0),
     Op::Threefry0,
     Op::Threefry1,
 ];

@@ -54,6 +54,7 @@ impl Op {
             Op::Gather(_) => "gather",
             Op::Scatter(_) => "scatter",
             Op::Iota => "iota",
+            Op::Dim(_) => "dim",
             Op::Loop(_, false) => "loop",
             Op::LoopTape(_, _, false) => "looptape",
             Op::LoopVjp(_, _, _, false) => "loopvjp",
@@ -66,11 +67,13 @@ impl Op {
     }
 
     /// The payload of `slice`, `pad`, `index` and `unindex` (a row), and of
-    /// `gather` and `scatter` (the source offset of their bounds check).
+    /// `gather` and `scatter` (the source offset of their bounds check), and
+    /// of `dim` (an axis).
     pub fn payload(&self) -> Option<u64> {
         match self {
             Op::Slice(k) | Op::Pad(k) | Op::Index(k) | Op::Unindex(k) => Some(*k),
             Op::Gather(k) | Op::Scatter(k) => Some(*k),
+            Op::Dim(k) => Some(*k),
             // Every other op, by name, so that a new op with a payload
             // does not compile until it is listed above.
             Op::Const(_)
@@ -131,6 +134,7 @@ impl Op {
             Op::Unindex(_) => Op::Unindex(k),
             Op::Gather(_) => Op::Gather(k),
             Op::Scatter(_) => Op::Scatter(k),
+            Op::Dim(_) => Op::Dim(k),
             other => unreachable!("`payload` gives `{}` a payload", other.name()),
         }
     }
@@ -140,7 +144,19 @@ impl Op {
         ALL_OPS.iter().copied().find(|op| op.name() == s)
     }
 
-    /// Number of array operands.
+    /// How many of an e-graph node's `children` (an IR statement's
+    /// operands, then its type child) are operands: the arity, or for a
+    /// loop op every child but the type (a loop's captures follow its
+    /// fixed operands).
+    pub fn operand_count(&self, children: usize) -> usize {
+        if self.is_loop() {
+            children.saturating_sub(usize::from(self.needs_annotation()))
+        } else {
+            self.arity()
+        }
+    }
+
+    /// Number of array operands (for a loop op, before its captures).
     pub fn arity(&self) -> usize {
         match self {
             Op::Const(_) | Op::Zero | Op::Iota => 0,
@@ -164,6 +180,7 @@ impl Op {
             | Op::Reverse
             | Op::Reshape
             | Op::Convert(_)
+            | Op::Dim(_)
             | Op::Loop(_, false)
             | Op::LoopTape(_, _, false) => 1,
             Op::LoopVjp(_, _, _, false) | Op::Loop(_, true) | Op::LoopTape(_, _, true) => 2,
@@ -202,7 +219,8 @@ impl fmt::Display for Op {
             | Op::Index(k)
             | Op::Unindex(k)
             | Op::Gather(k)
-            | Op::Scatter(k) => {
+            | Op::Scatter(k)
+            | Op::Dim(k) => {
                 write!(f, "{} {k}", self.name())
             }
             Op::Loop(l, _) => write!(f, "{} {l}", self.name()),

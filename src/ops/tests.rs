@@ -50,6 +50,7 @@ const TYPE_RULE_MESSAGES: &[(Op, &[&str], Option<&str>, &str)] = &[
     (Op::Transpose, &["f64[3]"], None, "`transpose` needs a matrix, got f64[3]"),
     (Op::Reverse, &["f64"], None, "`reverse` needs an array (rank 1 or more), got f64"),
     (Op::Iota, &[], Some("f64[3]"), "`iota` gives an i64 vector, not f64[3]"),
+    (Op::Dim(1), &["f64[3]"], None, "`dim` needs an array with an axis 1, got f64[3]"),
     (Op::Bcast, &["f32"], Some("f64[3]"), "`bcast` to f64[3] needs a f64 scalar, got f32"),
     (Op::Slice(0), &["f64[3, 2]"], Some("f64[2, 3]"), "`slice` to f64[2, 3] needs an array of the same rows, got f64[3, 2]"),
     (Op::Index(0), &["f64"], None, "`index` needs an array operand"),

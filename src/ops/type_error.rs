@@ -122,6 +122,8 @@ pub enum OperandNeed {
     Matrix,
     /// An array of rank 1 or more (said so).
     RankOneOrMore,
+    /// An array with this axis (`dim k`: rank above `k`).
+    Axis(u64),
 }
 
 /// What an op needs of its operands together ([`OpTypeError::Operands`]).
@@ -260,6 +262,9 @@ impl fmt::Display for OpTypeError {
                 OperandNeed::Matrix => write!(f, "`{op}` needs a matrix, got {got}"),
                 OperandNeed::RankOneOrMore => {
                     write!(f, "`{op}` needs an array (rank 1 or more), got {got}")
+                }
+                OperandNeed::Axis(k) => {
+                    write!(f, "`{op}` needs an array with an axis {k}, got {got}")
                 }
             },
             OpTypeError::Operands { op, got, need } => {

@@ -9,7 +9,9 @@ impl Op {
     /// show; [`crate::ir::Function::validate`] checks them against
     /// the loop's body.
     pub fn result_type(&self, args: &[&Type], annot: Option<&Type>) -> Result<Type, OpTypeError> {
-        if args.len() != self.arity() {
+        // A loop's captures follow its fixed operands.
+        let fits = args.len() == self.arity() || (self.is_loop() && args.len() > self.arity());
+        if !fits {
             return Err(OpTypeError::Arity {
                 op: self.name(),
                 takes: self.arity(),
@@ -110,6 +112,12 @@ impl Op {
                 }
                 Ok(t)
             }
+            Op::Dim(k) => {
+                if (args[0].rank() as u64) <= *k {
+                    return Err(operand("dim", args, 0, OperandNeed::Axis(*k)));
+                }
+                Ok(Type::scalar(DType::I64))
+            }
             Op::Loop(..) | Op::Custom(..) => Ok(args[0].clone()),
             Op::Kernel(k, _) => self.kernel_type(args, annot, *k),
             Op::LoopTape(_, k, _) => self.looptape_type(args, annot, *k),
@@ -165,6 +173,7 @@ impl Op {
             | Op::Gather(_)
             | Op::Scatter(_)
             | Op::Iota
+            | Op::Dim(_)
             | Op::Loop(..)
             | Op::LoopTape(..)
             | Op::LoopVjp(..)

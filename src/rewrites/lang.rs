@@ -402,7 +402,7 @@ impl egg::Analysis<Node> for Analysis {
                 ..egraph[*c].data.clone()
             },
             Node::Op(op, ch) => {
-                let ir_args = &ch[..op.arity()];
+                let ir_args = &ch[..op.operand_count(ch.len())];
                 let annot = if op.needs_annotation() {
                     ch.last().and_then(|c| egraph[*c].data.denotes.clone())
                 } else {

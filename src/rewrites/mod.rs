@@ -433,7 +433,7 @@ impl egg::Applier<Node, Analysis> for Recompute {
         let mut changed = Vec::new();
         for n in nodes {
             let Node::Op(op, ch) = n else { continue };
-            let k = op.arity();
+            let k = op.operand_count(ch.len());
             let kids: SmallVec<[Id; 2]> = ch
                 .iter()
                 .enumerate()

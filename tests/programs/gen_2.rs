@@ -216,7 +216,7 @@ impl<'r> Gen<'r> {
             .copied()
             .find(|t| t.is_array())
             .unwrap_or(Ty::S);
-        let saved = carry.then(|| self.enter_step(leaf));
+        let saved = carry.then(|| self.enter_step(leaf, false));
         let mark = self.env.len();
         let q = self.fresh("q");
         let names: Vec<String> = if comps.len() == 1 {

@@ -97,17 +97,24 @@ impl<'r> Gen<'r> {
         self.tab.is_none() && !self.no_tabulate && self.no_long == 0 && self.in_long <= 1
     }
 
-    /// Enter a loop's step whose state has type `leaf`: only the names a
-    /// loop can carry along its state stay in scope (of the state's type,
-    /// and scalars next to a vector state), as they are and unused. Returns
-    /// the whole environment and the indices kept, for `leave_step`.
-    pub(crate) fn enter_step(&mut self, leaf: Ty) -> (Vec<Var>, Vec<usize>) {
+    /// Enter a loop's step whose state has type `leaf`: the names in scope
+    /// (in most steps only those a loop carries along its state: of the
+    /// state's type, and scalars next to a vector state), as they are and
+    /// unused. Returns the whole environment and the indices kept, for
+    /// `leave_step`.
+    pub(crate) fn enter_step(&mut self, leaf: Ty, wide_ok: bool) -> (Vec<Var>, Vec<usize>) {
+        // Where `wide_ok`, three steps in ten read values of any type (the
+        // loop's captures: a matrix or a vector of another length for a
+        // vector state, any array for a scalar one); the others only what
+        // fits the state's rows. (Not a scan's: its gradient with respect
+        // to its sequence does not go through captures yet.)
+        let wide = wide_ok && self.rng.chance(0.3);
         let mut keep: Vec<usize> = self
             .visible()
             .into_iter()
             .filter(|&i| {
                 let t = self.env[i].ty;
-                t == leaf || (t == Ty::S && matches!(leaf, Ty::V(_)))
+                wide || t == leaf || (t == Ty::S && matches!(leaf, Ty::V(_)))
             })
             .collect();
         keep.sort_unstable();
@@ -287,7 +294,7 @@ impl<'r> Gen<'r> {
             .map(|(e, &f)| if f == 2 { e.b + hc } else { e.b.max(1.0) })
             .collect();
         let names: Vec<String> = (0..comps).map(|_| self.fresh("q")).collect();
-        let (saved, keep) = self.enter_step(leaf);
+        let (saved, keep) = self.enter_step(leaf, true);
         for (k, name) in names.iter().enumerate() {
             let q = Ex::leaf(name.clone(), bounds[k], inits[k].var);
             self.push_var(name, &q, leaf);
@@ -420,6 +427,12 @@ impl<'r> Gen<'r> {
         }
         if leaf != Ty::S && read.contains(&Ty::S) {
             tag("loop: scalar read by a vector state", text);
+        }
+        if read
+            .iter()
+            .any(|&t| t != leaf && !(t == Ty::S && leaf != Ty::S))
+        {
+            tag("loop: reads values of other shapes (captures)", text);
         }
         if self.in_long > 0 {
             tag("loop: inside a loop's step", text);

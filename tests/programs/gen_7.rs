@@ -43,7 +43,7 @@ impl Gen<'_> {
         } else {
             init.b.max(1.0)
         };
-        let (saved, keep) = self.enter_step(leaf);
+        let (saved, keep) = self.enter_step(leaf, true);
         self.in_long += 1;
         self.no_long += 1;
         let mark = self.env.len();

@@ -294,6 +294,10 @@ pub(crate) fn refused_forward(e: &str) -> Option<&'static str> {
             "forward mode through this use of a loop's gradient",
             "forward mode through a loop's gradient (scan_all's tape, a sequence's gradient)",
         ),
+        (
+            "this derivative of a loop whose step reads values of other shapes",
+            "forward mode through the gradient of a loop with captures (its tape)",
+        ),
     ]
     .into_iter()
     .find(|(m, _)| e.contains(m))

@@ -78,8 +78,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             let zero = self.b.ins().iconst(types::I64, 0);
             return self.translate_fold(a, zero, len, dtype, fold);
         }
-        if let Op::Gather(_) = stmt.op {
-            // One row of a vector: element 0 of the index map.
+        if let Op::Gather(_) | Op::Dim(_) = stmt.op {
+            // One row of a vector, or a size: element 0 of the index map.
             let zero = self.b.ins().iconst(types::I64, 0);
             return self.translate_index_map(s, zero);
         }

@@ -177,6 +177,27 @@ impl<'a, 'b> Translator<'a, 'b> {
         Ok(false)
     }
 
+    /// Element `i` of an index map that reads no element of an operand:
+    /// `iota` (element i is i; a vector, no row context applies) and `dim`
+    /// (a size: the operand's shape). None for the others.
+    fn translate_no_operand(
+        &mut self,
+        stmt: &crate::ir::Stmt,
+        i: ir::Value,
+    ) -> Result<Option<ir::Value>, Error> {
+        match (stmt.op, stmt.args.first()) {
+            (Op::Iota, _) => Ok(Some(i)),
+            (Op::Dim(k), Some(&a)) => {
+                let d = self.f.ty(a).shape.get(k as usize).cloned().ok_or_else(|| {
+                    Error::internal("backend: `dim` of an axis its operand does not have")
+                })?;
+                self.translate_len(Type::array(DType::I64, vec![d]))
+                    .map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Element `i` of an index-map statement: one element of its operand
     /// (read as a leaf) at a computed index, or zero outside `pad` and
     /// `unindex`'s rows. Never reads outside the operand.
@@ -186,9 +207,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         i: ir::Value,
     ) -> Result<ir::Value, Error> {
         let stmt = self.f.stmts[s].clone();
-        if stmt.op == Op::Iota {
-            // Element i is i (a vector: no row context applies).
-            return Ok(i);
+        if let Some(x) = self.translate_no_operand(&stmt, i)? {
+            return Ok(x);
         }
         let out = self.f.ty(stmt.var).clone();
         let dtype = out.dtype;

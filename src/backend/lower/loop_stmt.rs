@@ -1,13 +1,13 @@
 //! A loop statement (`loop`, `looptape`, `loopvjp`): what its cases share,
 //! and the `loop` and `looptape` cases (`loopvjp` is in `loop_vjp`).
 
-use super::{log2_bytes, LoopBufs, Translator};
+use super::{log2_bytes, LoopBufs, Read, Translator};
 use crate::error::Error;
 use crate::ir::{Loop, Stmt, VarId};
 use crate::ops::Op;
 use crate::types::{DType, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{self, types, InstBuilder};
+use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
 
 /// What every case of a loop statement shares, computed (and emitted)
 /// once before the case's own code.
@@ -98,8 +98,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         // passes row `t` to the body (and the VJP at state `t` gets it too).
         let seq = match lp.row() {
             Some(row) => {
-                let xs = *stmt
-                    .args
+                let xs = *stmt.args[..stmt.op.arity().min(stmt.args.len())]
                     .last()
                     .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
                 let base = self.translate_in_buffer(xs, lb.seq)?;
@@ -109,6 +108,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             None => None,
         };
         let scan = seq.is_some();
+        self.loop_caps = self.capture_pointers(stmt)?;
         // A loop that settles (`Loop::settles`): `loop` leaves at the first
         // step that changes no bit of the state, `looptape` copies the
         // state into the rest of its rows from then on (a flag skips the
@@ -142,21 +142,47 @@ impl<'a, 'b> Translator<'a, 'b> {
         k.map_or(Ok(cx.h), |k| self.buf(k))
     }
 
-    /// The inputs of a body call at step `step`: the state `st`, and in a
-    /// scan row `step` of the sequence.
+    /// The inputs of a body call at step `step`: the state `st`, in a
+    /// scan row `step` of the sequence, then the captures.
     pub(super) fn loop_ins(
         &mut self,
         cx: &LoopStmt,
         st: ir::Value,
         step: ir::Value,
     ) -> Vec<ir::Value> {
-        match cx.seq {
+        let mut ins = match cx.seq {
             Some((base, rb)) => {
                 let off = self.b.ins().imul(step, rb);
                 vec![st, self.b.ins().iadd(base, off)]
             }
             None => vec![st],
+        };
+        ins.extend(self.loop_caps.iter().copied());
+        ins
+    }
+
+    /// Where the body reads each capture of loop statement `stmt` (its
+    /// operands after the fixed ones): an array's buffer, or a scalar
+    /// stored once in a stack slot.
+    fn capture_pointers(&mut self, stmt: &Stmt) -> Result<Vec<ir::Value>, Error> {
+        let fixed = stmt.op.arity().min(stmt.args.len());
+        let mut ptrs = Vec::new();
+        for &c in &stmt.args[fixed..] {
+            if self.read(c)? == Read::Scalar {
+                let x = self.scalar(c)?;
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    8,
+                    3,
+                ));
+                let p = self.b.ins().stack_addr(types::I64, slot, 0);
+                self.b.ins().store(MemFlagsData::trusted(), x, p, 0);
+                ptrs.push(p);
+            } else {
+                ptrs.push(self.translate_in_buffer(c, None)?);
+            }
         }
+        Ok(ptrs)
     }
 
     /// With a run-time count, what a count of 0 does (`f`) runs only then.

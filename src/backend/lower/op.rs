@@ -85,6 +85,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             | Op::Gather(_)
             | Op::Scatter(_)
             | Op::Iota
+            | Op::Dim(_)
             | Op::SumLead
             | Op::SumTail
             | Op::MaxTail

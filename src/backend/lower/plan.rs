@@ -212,6 +212,8 @@ impl Plan {
                 Access::IndexMap if shifts(s.op) && below < MAX_SHIFT_NEST => {
                     shift_nest[s.var.index()] = below + 1;
                 }
+                // A size reads its operand's shape, not its elements.
+                Access::IndexMap if matches!(s.op, Op::Dim(_)) => {}
                 Access::IndexMap => {
                     for a in &s.args {
                         needs_buffer[a.index()] = true;
@@ -223,6 +225,14 @@ impl Plan {
             if s.op == Op::MatMul {
                 for a in &s.args {
                     matmul_operand[a.index()] = true;
+                }
+            }
+            // A loop's captures: read in place by every step's call, so in
+            // memory (a scalar is stored for the call).
+            if s.op.is_loop() {
+                for a in &s.args[s.op.arity().min(s.args.len())..] {
+                    needs_buffer[a.index()] = true;
+                    kernel_operand[a.index()] = true;
                 }
             }
             if let Op::Kernel(..) = s.op {
@@ -363,8 +373,8 @@ impl Plan {
         };
         let mut lb = LoopBufs::default();
         if lp.is_scan() {
-            let xs = *s
-                .args
+            // The last of the fixed operands.
+            let xs = *s.args[..s.op.arity().min(s.args.len())]
                 .last()
                 .ok_or_else(|| Error::internal("backend: a scan without its sequence"))?;
             if !buffered(xs) {

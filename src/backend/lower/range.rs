@@ -49,6 +49,10 @@ fn range(f: &Function, defs: &[Option<usize>], v: VarId, depth: usize) -> Option
             let len = f.ty(v).shape.first()?.size()?;
             Some((Size::constant(0), len.sub(&Size::constant(1))?))
         }
+        Op::Dim(k) => {
+            let len = f.ty(*s.args.first()?).shape.get(k as usize)?.size()?;
+            Some((len.clone(), len))
+        }
         Op::Add => {
             let ((alo, ahi), (blo, bhi)) = (arg(0)?, arg(1)?);
             Some((alo.add(&blo)?, ahi.add(&bhi)?))

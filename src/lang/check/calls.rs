@@ -406,6 +406,7 @@ impl<'a> FnCx<'a> {
                 body: subst_function(&l.body, subst, &sizes),
                 vjp: l.vjp.as_ref().map(|v| subst_function(v, subst, &sizes)),
                 settles: l.settles,
+                captures: l.captures,
             });
         }
         // Its rules too (`@custom_vjp`, `@custom_jvp`), which are written

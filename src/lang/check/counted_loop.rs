@@ -1,6 +1,8 @@
 //! A loop lowered to one IR loop (`counted_loop`): the step lowered once
-//! on placeholders, the state and the values it reads from outside packed
-//! as the rows of one array, inside `tabulate` on stacks.
+//! on placeholders, the state packed as the rows of one array with the
+//! values the step reads from outside (or, where one of those does not fit
+//! the rows, all of them the loop's captures, read in place), inside
+//! `tabulate` on stacks.
 
 use super::loops::{flatten_leaves, rebuild_leaves, with_rows, Cond, Seq, UNROLL_STMTS};
 use super::{result_expr, FnCx, Val};
@@ -8,16 +10,17 @@ use crate::error::span::Span;
 use crate::ir::{Builder, Function, Loop, Stmt, VarId};
 use crate::lang::ast::*;
 use crate::ops::{Op, OpTypeError};
-use crate::types::{Dim, Type};
+use crate::types::{DType, Dim, Type};
 use std::collections::{HashMap, HashSet};
 
 impl<'a> FnCx<'a> {
     /// The remaining `n` steps of an `iterate` from `state` as one IR loop,
     /// when they are many (more than [`UNROLL_STMTS`] statements unrolled)
-    /// and the loop can hold the state: every component (and every value
-    /// the step reads from outside) an array of one dtype and shape, or a
-    /// scalar. The state and those values are packed into one array
-    /// `T[K, shape]`. None: unroll instead (nothing was emitted).
+    /// and the loop can hold the state: every component an array of one
+    /// dtype and shape, or a scalar. The state (and the values the step
+    /// reads from outside, where they all fit its rows) is packed into one
+    /// array `T[K, shape]`; otherwise those values are the loop's captures.
+    /// None: unroll instead (nothing was emitted).
     pub(super) fn counted_loop(
         &mut self,
         count: Dim,
@@ -55,7 +58,19 @@ impl<'a> FnCx<'a> {
     ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
-        let leaf_ty = self.row_type(&leaves)?;
+        let leaf_ty = match self.row_type(&leaves) {
+            Some(t) => t,
+            // A run-time count over numbers only (`iterate(n, 0.0, ...)`):
+            // `f64` scalars, as a number is wherever nothing gives it a
+            // type. (A static count folds them step by step instead.)
+            None if !matches!(count, Dim::Lit(_))
+                && !leaves.is_empty()
+                && leaves.iter().all(|l| matches!(l, Val::Const(_))) =>
+            {
+                Type::scalar(DType::F64)
+            }
+            None => return None,
+        };
         let scalar_ty = Type::scalar(leaf_ty.dtype);
         // Each leaf's own type (a number left in the state is a scalar).
         let leaf_tys: Vec<Type> = leaves
@@ -129,7 +144,11 @@ impl<'a> FnCx<'a> {
             self.hoist_and_capture(&step_stmts, &next_leaves, var_mark, batched, &leaf_ty);
         // Each one's own type (of one element of a stack).
         let capture_tys: Vec<Type> = captures.iter().map(|c| self.ty(*c)).collect();
-        let captures_fit = capture_tys.iter().all(|t| carried(t, &leaf_ty));
+        // Captured values the state's rows cannot carry (a matrix the step
+        // of a vector state reads, an `i64` array) make every captured
+        // value the loop's own operand, read in place by every step (a
+        // stack inside `tabulate` where it depends on the index).
+        let operand_caps = !capture_tys.iter().all(|t| carried(t, &leaf_ty));
         // Inside `tabulate`, the captured values that are not stacks:
         // carried lifted to one, each with its own type.
         let lifted: HashMap<VarId, Type> = captures
@@ -144,7 +163,7 @@ impl<'a> FnCx<'a> {
             .filter(|v| self.batched.contains(v))
             .collect();
         self.forget(stmt_mark, var_mark);
-        if !fits || !captures_fit {
+        if !fits {
             // Unrolling lowers the step again, loops and all.
             drop(nested);
             self.b.truncate_rules(rule_mark);
@@ -171,6 +190,7 @@ impl<'a> FnCx<'a> {
             rule_mark,
             init_span,
             settles: done.is_some(),
+            operand_caps,
         };
         self.build_counted_loop(parts, count, state, seq.as_ref(), hints)
     }
@@ -389,7 +409,7 @@ impl<'a> FnCx<'a> {
         }
 
         // The body: unpack, the step's statements, pack.
-        let k = p.leaves.len() + p.captures.len();
+        let k = p.leaves.len() + if p.operand_caps { 0 } else { p.captures.len() };
         let row_ty = &p.row_ty;
         let packed_ty = if k == 1 {
             row_ty.clone()
@@ -430,11 +450,13 @@ impl<'a> FnCx<'a> {
                 _ => unreachable!("checked above"),
             });
         }
-        dynamic.extend(
-            captures
-                .iter()
-                .map(|c| outside.get(c).copied().unwrap_or(*c)),
-        );
+        let outer_caps: Vec<VarId> = captures
+            .iter()
+            .map(|c| outside.get(c).copied().unwrap_or(*c))
+            .collect();
+        if !p.operand_caps {
+            dynamic.extend(outer_caps.iter().copied());
+        }
         let mut init_vars = Vec::new();
         for v in dynamic {
             let stacked = self.batched.contains(&v);
@@ -448,15 +470,19 @@ impl<'a> FnCx<'a> {
             body: body_fn,
             vjp: None,
             settles: p.settles,
+            captures: if p.operand_caps { captures.len() } else { 0 },
         });
         let packed = match self.b.pack_rows(&init_vars, &packed_ty) {
             Ok(p) => p,
             Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
         };
         let hint = hints.first().copied().unwrap_or("");
-        let ins: Vec<VarId> = std::iter::once(packed)
+        let mut ins: Vec<VarId> = std::iter::once(packed)
             .chain(seq.map(|sq| sq.rows))
             .collect();
+        if p.operand_caps {
+            ins.extend(outer_caps);
+        }
         if let Some(span) = all {
             let tys = (&leaf_tys[..], leaf_ty, row_ty);
             return Some(self.every_state(id, &ins, tys, state, span, hint));
@@ -528,6 +554,9 @@ struct Parts<'e> {
     init_span: Span,
     /// Whether the loop stops early (`iterate_until`).
     settles: bool,
+    /// Whether the captures are the loop's operands (else rows of the
+    /// state).
+    operand_caps: bool,
 }
 
 /// `t` as a counted loop carries it: a stack of length `batch_len`
@@ -575,7 +604,20 @@ fn loop_body(
         ..
     } = p;
     let batched = batch_len.is_some();
-    let k = leaves.len() + captures.len();
+    let k = leaves.len() + if p.operand_caps { 0 } else { captures.len() };
+    // Captures as the body's last parameters (after the state and row),
+    // of their own types (a stack inside `tabulate` unless lifted).
+    if p.operand_caps {
+        for (c, t) in captures.iter().zip(capture_tys) {
+            let ty = if batched && !lifted.contains_key(c) {
+                stacked(batch_len, t)
+            } else {
+                t.clone()
+            };
+            let name = format!("c{}", c.index());
+            map.insert(*c, bb.param(&name, ty, Default::default()));
+        }
+    }
     // Row `i` of the state.
     let part = |bb: &mut Builder, i: usize| -> Result<VarId, OpTypeError> {
         if k == 1 {
@@ -590,7 +632,12 @@ fn loop_body(
     }
     // A lifted capture's row, until the step reads it as itself.
     let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
-    for (j, (c, t)) in captures.iter().zip(capture_tys).enumerate() {
+    let packed_caps = if p.operand_caps {
+        &[][..]
+    } else {
+        &captures[..]
+    };
+    for (j, (c, t)) in packed_caps.iter().zip(capture_tys).enumerate() {
         let r = part(&mut bb, leaves.len() + j)?;
         capture_rows.push(r);
         if lifted.contains_key(c) {

@@ -76,6 +76,11 @@ impl<'a> FnCx<'a> {
             shape.extend(t.shape.iter().cloned());
             Type::array(t.dtype, shape)
         };
+        if let Op::Dim(k) = op {
+            // Every element of a stack has its shape: the same size for
+            // every index (not a stack), one axis further in.
+            return self.push_plain(hint, Op::Dim(k + 1), args, None);
+        }
         let result = if op.is_elementwise() {
             let mut lifted = Vec::new();
             for &a in args {

@@ -7,7 +7,7 @@ use crate::error::span::{Diagnostic, Span};
 use crate::ir::VarId;
 use crate::lang::ast::*;
 use crate::ops::Op;
-use crate::types::{DType, Type};
+use crate::types::{DType, Dim, Type};
 
 impl<'a> FnCx<'a> {
     /// A non-tuple value, or an error.
@@ -431,6 +431,70 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// Size parameter `n` as a number, a count (`iterate(N, ...)`) as
+    /// well: an `i64` read (`dim`) from the shape of the first parameter
+    /// with an axis of length `n`, or of an `iota` of that length (never
+    /// computed: `dim` reads no element).
+    fn size_value(&mut self, n: &str) -> Val {
+        let f = self.b.function();
+        let want = Dim::Param(n.to_string());
+        let found = f.params.iter().find_map(|p| {
+            let k = f.ty(p.var).shape.iter().position(|d| *d == want)?;
+            Some((p.var, k))
+        });
+        let (x, k) = match found {
+            Some(found) => found,
+            None => {
+                let t = Type::array(DType::I64, vec![want]);
+                match self.push_plain("", Op::Iota, &[], Some(&t)) {
+                    Val::Var(i) => (i, 0),
+                    other => return other,
+                }
+            }
+        };
+        match self.push_plain(n, Op::Dim(k as u64), &[x], None) {
+            Val::Var(v) => Val::Count(n.to_string(), v),
+            other => other,
+        }
+    }
+
+    /// `v` converted to the element type of `other` when `v` is a size
+    /// (an `i64`: `N`, `R * C`, `N - 1`) and `other` a float: exact below
+    /// 2^53. Other integers (an `i64` parameter) are never converted
+    /// implicitly.
+    fn count_as_float(&mut self, v: Val, other: &Val) -> Val {
+        let x = match (&v, other) {
+            (Val::Count(_, x) | Val::Var(x), Val::Var(_))
+                if self.ty(*x) == Type::scalar(DType::I64) =>
+            {
+                *x
+            }
+            _ => return v,
+        };
+        let Val::Var(o) = other else { return v };
+        let d = self.ty(*o).dtype;
+        if d.is_int() || d == DType::Bool || !self.size_like(x, 8) {
+            return v;
+        }
+        self.push_plain("", Op::Convert(d), &[x], None)
+    }
+
+    /// Whether `i64` variable `v` is computed from sizes alone (`dim`,
+    /// integer literals, `+ - *`), looking `depth` statements down.
+    fn size_like(&self, v: VarId, depth: u32) -> bool {
+        let f = self.b.function();
+        let Some(s) = f.stmts.iter().rev().find(|s| s.var == v) else {
+            return false;
+        };
+        match s.op {
+            Op::Dim(_) | Op::Const(_) => true,
+            Op::Add | Op::Sub | Op::Mul if depth > 0 => {
+                s.args.iter().all(|a| self.size_like(*a, depth - 1))
+            }
+            _ => false,
+        }
+    }
+
     fn lower_let(&mut self, l: &Let) {
         let hints: Vec<&str> = match &l.pattern {
             Pattern::Name(id) => vec![id.name.as_str()],
@@ -445,12 +509,12 @@ impl<'a> FnCx<'a> {
             let v = v.clone();
             return self.lift(v);
         }
+        if self.sizes.iter().any(|s| s == n) {
+            return self.size_value(n);
+        }
         let d = if self.by_name.contains_key(n) || is_reserved(n) {
             Diagnostic::new(span, format!("`{n}` is a function, not a value"))
                 .with_note(format!("call it as `{n}(...)`"))
-        } else if self.sizes.iter().any(|s| s == n) {
-            Diagnostic::new(span, format!("size parameter `{n}` is not a value"))
-                .with_note("size parameters may only appear in types")
         } else {
             Diagnostic::new(span, format!("unknown name `{n}`"))
         };
@@ -497,6 +561,10 @@ impl<'a> FnCx<'a> {
                 return Val::Idx(o);
             }
         }
+        // A size or count meeting a float is that float (`x / N`).
+        let l2 = self.count_as_float(l, &r);
+        let r = self.count_as_float(r, &l2);
+        let l = l2;
         // A run-time `i64` parameter is a number too, and so is the index
         // of `tabulate` used otherwise (an `i64` per index).
         let (l, r) = (self.number(l), self.number(r));

@@ -1,0 +1,250 @@
+//! Loops whose step reads values of other shapes than its state (captures:
+//! a weight matrix, a scalar step size, `i64` indices, stacked layer
+//! weights), over a run-time length: what they compute (native code equal
+//! to the interpreter bit for bit), reverse-mode gradients with respect to
+//! the captures and the initial state and forward-mode tangents against
+//! central differences, under `@vmap`, `scan_all`'s every state, an
+//! L-layer LSTM as one function, and the IR's form of a captured loop.
+
+mod common;
+
+use common::{check_gradient, check_jvp, prog, run_both};
+use egrad::internals::ir::{parse_functions, Function};
+use egrad::internals::ops::Op;
+use egrad::internals::types::value::Value;
+use egrad::internals::types::DType;
+
+const PROGRAM: &str = r#"
+// An RNN over a run-time length (the issue's program).
+fn rnn[H](W: f64[H, H], h0: f64[H], n: i64) -> f64 {
+  let h = iterate(n, h0, h => tanh(matmul(W, h)))
+  +/h
+}
+@grad(W, h0)
+fn drnn[H](W: f64[H, H], h0: f64[H], n: i64) -> (f64[H, H], f64[H]) = rnn(W, h0, n)
+@jvp(W, h0)
+fn rnn_jvp[H](W: f64[H, H], h0: f64[H], n: i64, dW: f64[H, H], dh0: f64[H]) -> f64 = rnn(W, h0, n)
+
+// A GRU over a sequence of run-time length.
+fn gru[T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                Wh: f64[H, D], Uh: f64[H, H], xs: f64[T, D]) -> f64 {
+  let h = scan(xs, h0, (h, x) => {
+    let z = sigmoid(matmul(Wz, x) + matmul(Uz, h))
+    let r = sigmoid(matmul(Wr, x) + matmul(Ur, h))
+    let c = tanh(matmul(Wh, x) + matmul(Uh, r * h))
+    (1 - z) * h + z * c
+  })
+  +/(h * h)
+}
+@grad(h0, Wz, Uz, Wr, Ur, Wh, Uh)
+fn dgru[T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                 Wh: f64[H, D], Uh: f64[H, H], xs: f64[T, D])
+  -> (f64[H], f64[H, D], f64[H, H], f64[H, D], f64[H, H], f64[H, D], f64[H, H]) =
+  gru(h0, Wz, Uz, Wr, Ur, Wh, Uh, xs)
+@jvp(h0, Wz, Uz)
+fn gru_jvp[T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                    Wh: f64[H, D], Uh: f64[H, H], xs: f64[T, D],
+                    dh0: f64[H], dWz: f64[H, D], dUz: f64[H, H]) -> f64 =
+  gru(h0, Wz, Uz, Wr, Ur, Wh, Uh, xs)
+
+// RK4 for y' = tanh(A y): a matrix and a scalar step size captured.
+fn field[D](A: f64[D, D], y: f64[D]) -> f64[D] = tanh(matmul(A, y))
+fn rk4[D](A: f64[D, D], y0: f64[D], dt: f64, n: i64) -> f64 {
+  let y = iterate(n, y0, y => {
+    let k1 = field(A, y)
+    let k2 = field(A, y + 0.5 * dt * k1)
+    let k3 = field(A, y + 0.5 * dt * k2)
+    let k4 = field(A, y + dt * k3)
+    y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+  })
+  +/(y * y)
+}
+@grad(A, y0, dt)
+fn drk4[D](A: f64[D, D], y0: f64[D], dt: f64, n: i64) -> (f64[D, D], f64[D], f64) = rk4(A, y0, dt, n)
+@jvp(A, y0, dt)
+fn rk4_jvp[D](A: f64[D, D], y0: f64[D], dt: f64, n: i64, dA: f64[D, D], dy0: f64[D], ddt: f64) -> f64 =
+  rk4(A, y0, dt, n)
+
+// A loop that settles, and one whose step reads `i64` indices.
+fn settle[H](W: f64[H, H], h0: f64[H]) -> f64 {
+  let h = iterate_until(1000, h0, h => +/abs(h - 0.5 * tanh(matmul(W, h)) - 0.1) < 1e-12,
+                        h => 0.5 * tanh(matmul(W, h)) + 0.1)
+  +/h
+}
+@grad(W, h0)
+fn dsettle[H](W: f64[H, H], h0: f64[H]) -> (f64[H, H], f64[H]) = settle(W, h0)
+fn shuffle[H](W: f64[H, H], h0: f64[H], perm: i64[H], n: i64) -> f64 {
+  let h = iterate(n, h0, h => tanh(matmul(W, h))[perm] + 0.1 * h)
+  +/(h * h)
+}
+@grad(W, h0)
+fn dshuffle[H](W: f64[H, H], h0: f64[H], perm: i64[H], n: i64) -> (f64[H, H], f64[H]) = shuffle(W, h0, perm, n)
+
+// Over a batch of sequences.
+@vmap(h0s)
+fn rnn_batch[B, H](W: f64[H, H], h0s: f64[B, H], n: i64) -> f64[B] = rnn(W, h0s, n)
+fn rnn_batch_loss[B, H](W: f64[H, H], h0s: f64[B, H], n: i64) -> f64 = +/rnn_batch(W, h0s, n)
+@grad(W, h0s)
+fn drnn_batch[B, H](W: f64[H, H], h0s: f64[B, H], n: i64) -> (f64[H, H], f64[B, H]) = rnn_batch_loss(W, h0s, n)
+@vmap(xss)
+fn gru_batch[B, T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                         Wh: f64[H, D], Uh: f64[H, H], xss: f64[B, T, D]) -> f64[B] =
+  gru(h0, Wz, Uz, Wr, Ur, Wh, Uh, xss)
+fn gru_batch_loss[B, T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                              Wh: f64[H, D], Uh: f64[H, H], xss: f64[B, T, D]) -> f64 =
+  +/gru_batch(h0, Wz, Uz, Wr, Ur, Wh, Uh, xss)
+@grad(h0, Wz, Uz)
+fn dgru_batch[B, T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
+                          Wh: f64[H, D], Uh: f64[H, H], xss: f64[B, T, D]) -> (f64[H], f64[H, D], f64[H, H]) =
+  gru_batch_loss(h0, Wz, Uz, Wr, Ur, Wh, Uh, xss)
+"#;
+
+/// A deterministic array of `shape` with values in [-1, 1).
+fn arr(shape: &[usize], seed: u64) -> Value {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let data = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect();
+    Value::array(DType::F64, shape.to_vec(), data)
+}
+
+fn int(k: i64) -> Value {
+    Value::scalar(DType::I64, k as f64)
+}
+
+fn gru_args(h: usize, d: usize, t: usize) -> Vec<Value> {
+    let mut a = vec![arr(&[h], 1)];
+    for k in 0..3 {
+        a.push(arr(&[h, d], 10 + k));
+        a.push(arr(&[h, h], 20 + k));
+    }
+    a.push(arr(&[t, d], 30));
+    a
+}
+
+#[test]
+fn the_rnn_over_a_run_time_length_differentiates_both_ways() {
+    let p = prog(PROGRAM);
+    for n in [0, 1, 9] {
+        let args = vec![arr(&[4, 4], 1), arr(&[4], 2), int(n)];
+        run_both(&p, "rnn", &args).unwrap();
+        check_gradient(&p, "drnn", "rnn", 2, &args, &format!("rnn n={n}"));
+        check_jvp(&p, "rnn_jvp", "rnn", 2, &args, &format!("rnn n={n}"));
+    }
+}
+
+#[test]
+fn a_gru_over_a_sequence_differentiates_with_respect_to_every_weight() {
+    let p = prog(PROGRAM);
+    for t in [1, 6] {
+        let args = gru_args(3, 2, t);
+        run_both(&p, "gru", &args).unwrap();
+        check_gradient(&p, "dgru", "gru", 7, &args, &format!("gru T={t}"));
+        check_jvp(&p, "gru_jvp", "gru", 3, &args, &format!("gru T={t}"));
+    }
+}
+
+#[test]
+fn an_rk4_ode_with_a_parameter_matrix_and_a_step_size() {
+    let p = prog(PROGRAM);
+    let args = vec![
+        arr(&[3, 3], 5),
+        arr(&[3], 6),
+        Value::scalar(DType::F64, 0.1),
+        int(12),
+    ];
+    run_both(&p, "rk4", &args).unwrap();
+    check_gradient(&p, "drk4", "rk4", 3, &args, "rk4");
+    check_jvp(&p, "rk4_jvp", "rk4", 3, &args, "rk4");
+}
+
+#[test]
+fn a_settling_loop_and_integer_captures() {
+    let p = prog(PROGRAM);
+    let args = vec![arr(&[3, 3], 7), arr(&[3], 8)];
+    run_both(&p, "settle", &args).unwrap();
+    check_gradient(&p, "dsettle", "settle", 2, &args, "settle");
+    let perm = Value::array(DType::I64, vec![3], vec![2.0, 0.0, 1.0]);
+    let args = vec![arr(&[3, 3], 9), arr(&[3], 10), perm, int(5)];
+    run_both(&p, "shuffle", &args).unwrap();
+    check_gradient(&p, "dshuffle", "shuffle", 2, &args, "shuffle");
+}
+
+#[test]
+fn batches_of_sequences_under_vmap() {
+    let p = prog(PROGRAM);
+    let (w, h0s) = (arr(&[3, 3], 11), arr(&[4, 3], 12));
+    let batch = run_both(&p, "rnn_batch", &[w.clone(), h0s.clone(), int(5)]).unwrap();
+    for b in 0..4 {
+        let h0 = Value::array(DType::F64, vec![3], h0s.data[3 * b..3 * b + 3].to_vec());
+        let one = run_both(&p, "rnn", &[w.clone(), h0, int(5)]).unwrap();
+        assert_eq!(
+            one[0].data[0].to_bits(),
+            batch[0].data[b].to_bits(),
+            "row {b}"
+        );
+    }
+    let args = vec![w, h0s, int(5)];
+    check_gradient(&p, "drnn_batch", "rnn_batch_loss", 2, &args, "rnn batch");
+    let mut args = gru_args(3, 2, 4);
+    args[7] = arr(&[2, 4, 2], 13);
+    run_both(&p, "gru_batch", &args).unwrap();
+    check_gradient(&p, "dgru_batch", "gru_batch_loss", 3, &args, "gru batch");
+}
+
+/// The GradBench LSTM as one function for any number of layers: a loop
+/// over the layers inside the loop over time, every state kept
+/// (`scan_all`); the same bits as `gradbench/lstm.eg`.
+const LSTM: &str = include_str!("../gradbench/lstm.eg");
+
+#[test]
+fn an_lstm_of_any_number_of_layers_is_one_function() {
+    let p = prog(LSTM);
+    for (l, c) in [(1, 4), (2, 5), (3, 3)] {
+        let b = 3;
+        let args = vec![
+            arr(&[8 * l, b], 40 + l as u64),
+            arr(&[3, b], 41),
+            arr(&[2 * l, b], 42),
+            arr(&[c, b], 43),
+        ];
+        run_both(&p, "objective", &args).unwrap();
+        check_gradient(
+            &p,
+            "jacobian",
+            "objective",
+            2,
+            &args,
+            &format!("lstm l={l}"),
+        );
+    }
+}
+
+#[test]
+fn a_captured_loop_prints_and_parses_back_and_is_checked() {
+    let p = prog(PROGRAM);
+    let ir = p.ir("rnn").unwrap();
+    assert_eq!(ir.loops.len(), 1, "{ir}");
+    assert_eq!(ir.loops[0].captures, 1, "{ir}");
+    let text = ir.to_string();
+    assert!(text.contains("captures 1 {"), "{text}");
+    let back: Vec<Function> = parse_functions(&text).unwrap();
+    assert_eq!(back[0].to_string(), text);
+    // The statement's captures must be those the body reads.
+    let l = ir
+        .stmts
+        .iter()
+        .find(|s| matches!(s.op, Op::Loop(..)))
+        .unwrap();
+    let mut wrong = ir.clone();
+    let k = wrong.stmts.iter().position(|s| s.var == l.var).unwrap();
+    wrong.stmts[k].args.truncate(1);
+    let e = wrong.validate().unwrap_err().to_string();
+    assert!(e.contains("captures (f64[H, H]), not ()"), "{e}");
+}
