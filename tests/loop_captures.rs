@@ -128,14 +128,33 @@ fn gru_args(h: usize, d: usize, t: usize) -> Vec<Value> {
     a
 }
 
+/// `f` at `args` (native code equal to the interpreter), its gradient
+/// function `df` (the first `nwrt.0` parameters) and its `@jvp` function
+/// `jf` (the first `nwrt.1`) against central differences.
+fn both_modes(
+    p: &egrad::Program,
+    (f, df, jf): (&str, &str, &str),
+    nwrt: (usize, usize),
+    args: &[Value],
+    what: &str,
+) {
+    run_both(p, f, args).unwrap();
+    check_gradient(p, df, f, nwrt.0, args, what);
+    check_jvp(p, jf, f, nwrt.1, args, what);
+}
+
 #[test]
 fn the_rnn_over_a_run_time_length_differentiates_both_ways() {
     let p = prog(PROGRAM);
     for n in [0, 1, 9] {
         let args = vec![arr(&[4, 4], 1), arr(&[4], 2), int(n)];
-        run_both(&p, "rnn", &args).unwrap();
-        check_gradient(&p, "drnn", "rnn", 2, &args, &format!("rnn n={n}"));
-        check_jvp(&p, "rnn_jvp", "rnn", 2, &args, &format!("rnn n={n}"));
+        both_modes(
+            &p,
+            ("rnn", "drnn", "rnn_jvp"),
+            (2, 2),
+            &args,
+            &format!("rnn n={n}"),
+        );
     }
 }
 
@@ -144,9 +163,13 @@ fn a_gru_over_a_sequence_differentiates_with_respect_to_every_weight() {
     let p = prog(PROGRAM);
     for t in [1, 6] {
         let args = gru_args(3, 2, t);
-        run_both(&p, "gru", &args).unwrap();
-        check_gradient(&p, "dgru", "gru", 7, &args, &format!("gru T={t}"));
-        check_jvp(&p, "gru_jvp", "gru", 3, &args, &format!("gru T={t}"));
+        both_modes(
+            &p,
+            ("gru", "dgru", "gru_jvp"),
+            (7, 3),
+            &args,
+            &format!("gru T={t}"),
+        );
     }
 }
 
@@ -159,9 +182,7 @@ fn an_rk4_ode_with_a_parameter_matrix_and_a_step_size() {
         Value::scalar(DType::F64, 0.1),
         int(12),
     ];
-    run_both(&p, "rk4", &args).unwrap();
-    check_gradient(&p, "drk4", "rk4", 3, &args, "rk4");
-    check_jvp(&p, "rk4_jvp", "rk4", 3, &args, "rk4");
+    both_modes(&p, ("rk4", "drk4", "rk4_jvp"), (3, 3), &args, "rk4");
 }
 
 #[test]

@@ -66,7 +66,7 @@ impl Rev<'_> {
         }
         let acc0 = pack_walk(b, &parts, &widths)?;
         // The steps in reverse: `count - 1, ..., 0`.
-        let steps = Type::array(crate::types::DType::I64, vec![lp.count.clone()]);
+        let steps = Type::array(DType::I64, vec![lp.count.clone()]);
         let iota = b.push("", Op::Iota, &[], Some(&steps)).map_err(e)?;
         let back = b.push("", Op::Reverse, &[iota], None).map_err(e)?;
         let mut ins = vec![acc0, back];
