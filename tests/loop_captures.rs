@@ -24,6 +24,16 @@ fn rnn[H](W: f64[H, H], h0: f64[H], n: i64) -> f64 {
 fn drnn[H](W: f64[H, H], h0: f64[H], n: i64) -> (f64[H, H], f64[H]) = rnn(W, h0, n)
 @jvp(W, h0)
 fn rnn_jvp[H](W: f64[H, H], h0: f64[H], n: i64, dW: f64[H, H], dh0: f64[H]) -> f64 = rnn(W, h0, n)
+// Second order through its gradient: reverse over reverse, and forward
+// over reverse (through the walk's tape of every state).
+fn gsq[H](W: f64[H, H], h0: f64[H], n: i64) -> f64 {
+  let (gW, gh) = drnn(W, h0, n)
+  +/flatten(gW .* gW) + +/(gh * gh)
+}
+@grad(W, h0)
+fn dgsq[H](W: f64[H, H], h0: f64[H], n: i64) -> (f64[H, H], f64[H]) = gsq(W, h0, n)
+@jvp(W, h0)
+fn gsq_jvp[H](W: f64[H, H], h0: f64[H], n: i64, dW: f64[H, H], dh0: f64[H]) -> f64 = gsq(W, h0, n)
 
 // A GRU over a sequence of run-time length.
 fn gru[T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur: f64[H, H],
@@ -154,6 +164,43 @@ fn the_rnn_over_a_run_time_length_differentiates_both_ways() {
             (2, 2),
             &args,
             &format!("rnn n={n}"),
+        );
+    }
+}
+
+#[test]
+fn second_order_through_the_rnn_s_gradient_both_ways() {
+    let p = prog(PROGRAM);
+    for n in [0, 1, 7] {
+        let args = vec![arr(&[3, 3], 3), arr(&[3], 4), int(n)];
+        both_modes(
+            &p,
+            ("gsq", "dgsq", "gsq_jvp"),
+            (2, 2),
+            &args,
+            &format!("rnn second order n={n}"),
+        );
+    }
+}
+
+/// The weight matrix's cotangent is not summed step by step in the walk
+/// back (a matrix in its state): the walk keeps each step's two vectors,
+/// and one matrix product after it sums their outer products.
+#[test]
+fn a_weight_matrix_cotangent_is_one_matrix_product_after_the_walk() {
+    let p = prog(PROGRAM);
+    let f = p.ir("drnn").unwrap();
+    assert!(
+        f.stmts.iter().any(|s| s.op == Op::MatMul),
+        "no matrix product:\n{f}"
+    );
+    for lp in &f.loops {
+        let st = lp.state();
+        assert!(st.rank() <= 1, "a walk carries {st}:\n{f}");
+        let width = st.shape.first().map(|d| d.to_string()).unwrap_or_default();
+        assert!(
+            !width.contains("H*H"),
+            "a walk carries the matrix ({st}):\n{f}"
         );
     }
 }

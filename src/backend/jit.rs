@@ -272,7 +272,7 @@ pub(crate) fn lower<M: Module>(
     if module.target_config().pointer_type() != types::I64 {
         return Err(Error::internal("backend: only 64-bit hosts are supported"));
     }
-    let plan = Plan::new(f, keep)?;
+    let plan = Plan::new(f, keep, opts.gemm)?;
 
     let sig = abi_signature(module);
     let id = module

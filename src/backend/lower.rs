@@ -43,6 +43,7 @@ use cranelift_codegen::ir::{self, types, FuncRef, InstBuilder, MemFlagsData};
 use cranelift_frontend::FunctionBuilder;
 
 mod builder;
+mod concat;
 mod elem;
 mod index;
 mod loop_stmt;

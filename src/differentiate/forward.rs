@@ -124,11 +124,11 @@ impl Fwd<'_> {
             .map(|a| self.m(*a))
             .collect::<Result<_, _>>()?;
         // A loop with captures: one loop over `[state, tangent]` that also
-        // captures the captures' tangents (not yet through its tape, a
-        // gradient's).
+        // captures the captures' tangents (and its tape of every state, a
+        // gradient's walk back; not a tape of checkpoints).
         if let Some(l) = s.op.loop_id() {
             if f.loops[l].captures > 0 && s.args.iter().any(|a| self.tan[a.index()].is_some()) {
-                if let Op::Loop(..) = s.op {
+                if let Op::Loop(..) | Op::LoopTape(_, 1, _) = s.op {
                     return self.capture_tangent_stmt(s, &args, l);
                 }
                 return Err(AdError::Unsupported(AdLimit::CapturingLoop));
@@ -183,7 +183,7 @@ impl Fwd<'_> {
     /// operands `args`), with a tangent in its initial state or a capture:
     /// the loop over `[state, tangent]` ([`capture_tangent_loop_def`]),
     /// whose captures are the loop's and the tangents of those that have
-    /// one.
+    /// one. A `looptape` of every state keeps both: its rows' two parts.
     fn capture_tangent_stmt(&mut self, s: &Stmt, args: &[VarId], l: usize) -> Result<(), AdError> {
         let f = self.f;
         let lp = &f.loops[l];
@@ -209,13 +209,24 @@ impl Fwd<'_> {
         for &j in &with_tangent {
             ins.extend(self.tan[s.args[fixed + j].index()]);
         }
-        let pn = b
-            .push("", Op::Loop(id, lp.is_scan()), &ins, None)
-            .map_err(e)?;
-        let y = b
-            .push(f.var_name(s.var), Op::Index(0), &[pn], None)
-            .map_err(e)?;
-        let dy = b.push("", Op::Index(1), &[pn], None).map_err(e)?;
+        let (y, dy) = if let Op::LoopTape(..) = s.op {
+            // Every state and its tangent: the rows' two parts.
+            let packed = packed_state(lp);
+            let mut shape = vec![f.ty(s.var).shape[0].clone()];
+            shape.extend(packed.shape.iter().cloned());
+            let ty = Type::array(packed.dtype, shape);
+            let op = Op::LoopTape(id, 1, lp.is_scan());
+            let pt = b.push("", op, &ins, Some(&ty)).map_err(e)?;
+            (b.row_part(pt, 0).map_err(e)?, b.row_part(pt, 1).map_err(e)?)
+        } else {
+            let pn = b
+                .push("", Op::Loop(id, lp.is_scan()), &ins, None)
+                .map_err(e)?;
+            let y = b
+                .push(f.var_name(s.var), Op::Index(0), &[pn], None)
+                .map_err(e)?;
+            (y, b.push("", Op::Index(1), &[pn], None).map_err(e)?)
+        };
         self.map[s.var.index()] = Some(y);
         self.tan[s.var.index()] = Some(dy);
         Ok(())

@@ -153,6 +153,18 @@ impl Builder {
     /// loops joining this function's; returns `f`'s results. `f` must be
     /// over this function's size parameters.
     pub fn inline(&mut self, f: &Function, args: &[VarId]) -> Result<Vec<VarId>, IrError> {
+        self.inline_replacing(f, args, &[])
+    }
+
+    /// [`Self::inline`], with the values of `f`'s statements named in
+    /// `known` (`(f's variable, this function's)`) taken as given instead of
+    /// computed: a value the caller already has.
+    pub fn inline_replacing(
+        &mut self,
+        f: &Function,
+        args: &[VarId],
+        known: &[(VarId, VarId)],
+    ) -> Result<Vec<VarId>, IrError> {
         let offset = self.f.loops.len() as u32;
         self.f.loops.extend(f.loops.iter().cloned());
         let rule_offset = self.f.rules.len() as u32;
@@ -167,6 +179,10 @@ impl Builder {
             })
         };
         for s in &f.stmts {
+            if let Some(&(_, v)) = known.iter().find(|(k, _)| *k == s.var) {
+                map[s.var.index()] = Some(v);
+                continue;
+            }
             let xs: Vec<VarId> = s
                 .args
                 .iter()

@@ -243,6 +243,9 @@ pub(crate) fn run_programs(seeds: &[u64], keep_going: bool) -> Vec<ProgramResult
     // order) is reported.
     let next = AtomicUsize::new(0);
     let first_fail = AtomicUsize::new(usize::MAX);
+    // Name each program that takes this many seconds or more
+    // (`EGRAD_RANDOM_SLOW`), to find what makes a run slow.
+    let slow = env_u64("EGRAD_RANDOM_SLOW");
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -259,7 +262,12 @@ pub(crate) fn run_programs(seeds: &[u64], keep_going: bool) -> Vec<ProgramResult
                         {
                             break;
                         }
+                        let began = std::time::Instant::now();
                         let (gp, outcome) = run_one(seeds[i]);
+                        let took = began.elapsed();
+                        if slow.is_some_and(|s| took.as_secs() >= s) {
+                            eprintln!("SLOW {:#x}: {took:.1?}", seeds[i]);
+                        }
                         if !matches!(outcome, Outcome::Passed(_)) {
                             first_fail.fetch_min(i, Ordering::SeqCst);
                         }

@@ -291,10 +291,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 // read when L or row is 0, as then there is no element i).
                 let n = self.translate_len(at.clone())?;
                 if at.rank() == 1 {
-                    // A vector: element i reads L-1-i.
+                    // A vector: element i reads L-1-i (of a `pad` or a
+                    // `reverse` computed in place: see `Plan::needs`).
                     let last = self.b.ins().iadd_imm_s(n, -1);
                     let j = self.b.ins().isub(last, i);
-                    return self.translate_leaf(a, j);
+                    return self.within_row(None, &mut |t| t.translate_elem(a, j));
                 }
                 let row = self.translate_len(tail(&at))?;
                 let r = self.b.ins().udiv(i, row);
@@ -323,6 +324,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 });
                 let (j, c) = match (in_rows, self.known(row)) {
                     (_, Some(1)) => (i, self.b.ins().iconst(types::I64, 0)),
+                    // One row (a scalar index): element i is its column i.
+                    _ if self.f.ty(idx).is_scalar() => (self.b.ins().iconst(types::I64, 0), i),
                     (Some(ctx), _) => (ctx.index, self.b.ins().isub(i, ctx.start)),
                     _ => (self.b.ins().udiv(i, row), self.b.ins().urem(i, row)),
                 };

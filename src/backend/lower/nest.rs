@@ -166,10 +166,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         // same elements in the same order, so the same result.
         let (a_t, b_t) = (self.inlined_transpose(a), self.inlined_transpose(b));
         if self.gemm {
-            let ops = (
-                self.gemm_operand(a, a_t, m, kk)?,
-                self.gemm_operand(b, b_t, kk, n)?,
-            );
+            let ops = (self.strided_view(a)?, self.strided_view(b)?);
             if let (Some((pa, rsa, csa)), Some((pb, rsb, csb))) = ops {
                 let gemm = self.libm_ref(Libm::Gemm, dtype);
                 self.b
@@ -275,25 +272,69 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.translate_elem(from, at)
     }
 
-    /// A `rows × cols` matmul operand as a GEMM kernel reads it: its
-    /// buffer and row and column strides, when it is in memory (itself, or
-    /// the buffer of the `transpose` it is, with the strides swapped).
-    fn gemm_operand(
+    /// A matmul operand as a GEMM kernel reads it: (address, row stride,
+    /// column stride), strides in elements, when it is a matrix in memory
+    /// or a view of one (`transpose`, `slice`, `reverse`, inlined: see
+    /// `plan::view_only`), read in place.
+    fn strided_view(
         &mut self,
         v: VarId,
-        transposed: Option<VarId>,
-        rows: ir::Value,
-        cols: ir::Value,
     ) -> Result<Option<(ir::Value, ir::Value, ir::Value)>, Error> {
-        let one = self.b.ins().iconst(types::I64, 1);
-        Ok(match (transposed, self.read(v)?) {
-            (None, Read::Buf(k)) => Some((self.buf(k)?, cols, one)),
-            (Some(src), _) => match self.read(src)? {
-                Read::Buf(k) => Some((self.buf(k)?, one, rows)),
-                _ => None,
-            },
-            _ => None,
-        })
+        // The views from `v` down to the matrix in memory.
+        let mut chain = Vec::new();
+        let mut at = v;
+        let k = loop {
+            match self.read(at)? {
+                Read::Buf(k) if self.f.ty(at).rank() == 2 => break k,
+                Read::Inline => {
+                    let Some(s) = self.defs.get(at.index()).copied().flatten() else {
+                        return Ok(None);
+                    };
+                    let st = &self.f.stmts[s];
+                    if !matches!(st.op, Op::Transpose | Op::Slice(_) | Op::Reverse)
+                        || st.args.len() != 1
+                        || self.f.ty(st.args[0]).rank() != 2
+                    {
+                        return Ok(None);
+                    }
+                    chain.push(s);
+                    at = st.args[0];
+                }
+                _ => return Ok(None),
+            }
+        };
+        let ty = self.f.ty(at).clone();
+        let elem = i64::from(cl_type(ty.dtype).bytes());
+        let row_len = |t: &mut Self, ty: &Type| {
+            t.translate_len(Type::array(ty.dtype, ty.shape[..1].to_vec()))
+        };
+        let mut ptr = self.buf(k)?;
+        let mut rs = self.translate_len(Type::array(ty.dtype, ty.shape[1..].to_vec()))?;
+        let mut cs = self.b.ins().iconst(types::I64, 1);
+        // From the matrix up to `v`: each view moves the first element
+        // and changes the strides.
+        for &s in chain.iter().rev() {
+            let st = &self.f.stmts[s];
+            match st.op {
+                Op::Transpose => std::mem::swap(&mut rs, &mut cs),
+                Op::Slice(c) => {
+                    let c = i64::try_from(c)
+                        .map_err(|_| Error::internal("backend: a slice start overflows"))?;
+                    let by = self.b.ins().imul_imm_s(rs, c * elem);
+                    ptr = self.b.ins().iadd(ptr, by);
+                }
+                _ => {
+                    // `reverse`: row `r` is the operand's row `rows - 1 - r`.
+                    let rows = row_len(self, &self.f.ty(st.args[0]).clone())?;
+                    let last = self.b.ins().iadd_imm_s(rows, -1);
+                    let by = self.b.ins().imul(last, rs);
+                    let by = self.b.ins().imul_imm_s(by, elem);
+                    ptr = self.b.ins().iadd(ptr, by);
+                    rs = self.b.ins().ineg(rs);
+                }
+            }
+        }
+        Ok(Some((ptr, rs, cs)))
     }
 
     /// The row sums (`RowDot`) or column sums (`ColSum`) of `a` (of type
@@ -410,7 +451,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// `len` zeros of `dtype` at `base`.
-    fn translate_fill_zero(
+    pub(super) fn translate_fill_zero(
         &mut self,
         dtype: DType,
         base: ir::Value,

@@ -40,6 +40,73 @@ const MAX_TREE_NODES: usize = 4096;
 /// materialised once.
 const INDEX_DIVISION_FLOPS: f64 = 4.0;
 
+/// Which values of `f` are views of a matrix that only matrix products
+/// read: a `transpose`, a `slice` or a `reverse` of a matrix (in memory,
+/// or itself such a view), every use of which (`uses`: by live statements)
+/// is a `matmul` operand or another such view, neither returned nor kept.
+/// The GEMM kernel reads it in place with strides
+/// (`Translator::strided_view`), however the tape it comes from is laid
+/// out: no copy.
+fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
+    let nv = f.vars.len();
+    let mut view = vec![false; nv];
+    // Some use is neither a `matmul` nor a view.
+    let mut other_use = vec![false; nv];
+    for r in &f.rets {
+        other_use[r.index()] = true;
+    }
+    let defs = f.definitions();
+    let is_view = |op: Op| matches!(op, Op::Transpose | Op::Slice(_) | Op::Reverse);
+    // The matrix under a chain of views is in memory: not a `bcast` or a
+    // `zero`, which are read as a splat (the first `MAX_VIEW_CHAIN` links).
+    let in_memory = |mut x: VarId| {
+        for _ in 0..MAX_VIEW_CHAIN {
+            let Some(d) = defs[x.index()] else {
+                return true;
+            };
+            let s = &f.stmts[d];
+            match s.op {
+                Op::Bcast | Op::Zero => return false,
+                op if is_view(op) && s.args.len() == 1 => x = s.args[0],
+                _ => return true,
+            }
+        }
+        false
+    };
+    // A matrix product's operand that is in memory whatever else reads
+    // it: a parameter, a loop nest's result, a computed value (a `matmul`
+    // operand that costs flops is materialised), or a view (of one).
+    let ready = |x: VarId| match defs[x.index()].map(|d| &f.stmts[d]) {
+        None => true,
+        Some(s) => is_view(s.op) || access(s.op) == Access::Nest || s.op.flops() > 0.0,
+    };
+    for s in f.stmts.iter().rev() {
+        let v = s.var.index();
+        let matrix = |x: VarId| f.ty(x).rank() == 2;
+        view[v] = is_view(s.op)
+            && s.args.len() == 1
+            && in_memory(s.args[0])
+            && matrix(s.var)
+            && s.args.iter().all(|&a| matrix(a))
+            && uses[v] > 0
+            && !other_use[v]
+            && !kept[v];
+        // A product the kernel cannot take (an operand a splat, or a value
+        // computed in place) is a loop nest reading its operands element
+        // by element: no views.
+        let kernel = s.op == Op::MatMul && s.args.iter().all(|&a| in_memory(a) && ready(a));
+        if !(view[v] || kernel) {
+            for a in &s.args {
+                other_use[a.index()] = true;
+            }
+        }
+    }
+    view
+}
+
+/// The most views [`view_only`] follows down to the matrix in memory.
+const MAX_VIEW_CHAIN: usize = 32;
+
 /// Append a scratch buffer of type `ty`; its buffer number.
 fn push_scratch(scratch: &mut Vec<Type>, first: usize, ty: Type) -> usize {
     scratch.push(ty);
@@ -48,8 +115,12 @@ fn push_scratch(scratch: &mut Vec<Type>, first: usize, ty: Type) -> usize {
 
 impl Callee {
     /// Plan `f` (a loop body or VJP) and give it scratch among the caller's.
-    fn new(f: &Function, scratch: &mut Vec<Type>, first: usize) -> Result<Callee, Error> {
-        let plan = Plan::new(f, &[])?;
+    fn new(
+        f: &Function,
+        scratch: &mut Vec<Type>,
+        (first, views): (usize, bool),
+    ) -> Result<Callee, Error> {
+        let plan = Plan::new(f, &[], views)?;
         let mine = plan
             .scratch
             .iter()
@@ -69,6 +140,9 @@ struct Needs {
     uses: Vec<usize>,
     /// A residual the optimizer chose to store.
     kept: Vec<bool>,
+    /// A strided view of a matrix in memory that only matrix products read
+    /// ([`view_only`]): never materialised.
+    view_only: Vec<bool>,
     /// Some consumer needs the whole array (not element by element).
     needs_buffer: Vec<bool>,
     /// An operand of `matmul`.
@@ -89,10 +163,12 @@ struct Reads {
 impl Plan {
     /// The plan for `f`; the values in `keep` (the residuals the optimizer
     /// chose to store) are materialised even where recomputing them in
-    /// each consumer would be cheap.
-    pub fn new(f: &Function, keep: &[VarId]) -> Result<Plan, Error> {
+    /// each consumer would be cheap. With `views` (the matrix kernels are
+    /// called), a matrix product reads a transposed, sliced or reversed
+    /// matrix in memory in place ([`view_only`]).
+    pub fn new(f: &Function, keep: &[VarId], views: bool) -> Result<Plan, Error> {
         let nv = f.vars.len();
-        let needs = Self::needs(f, keep)?;
+        let needs = Self::needs(f, keep, views)?;
         let n_inputs = f.params.len();
         let n_outputs = f.rets.len();
         let mut r = Reads {
@@ -148,13 +224,13 @@ impl Plan {
                 Self::loop_stmt_bufs(f, s, lp, &read, &needs.ret_pos[v], &mut scratch, first)?;
             loop_bufs[v] = Some(lb);
             if body && loops[l].body.is_none() {
-                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, first)?);
+                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, (first, views))?);
             }
             if vjp && loops[l].vjp.is_none() {
                 let vf = lp.vjp.as_ref().ok_or_else(|| {
                     Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
                 })?;
-                loops[l].vjp = Some(Callee::new(vf, &mut scratch, first)?);
+                loops[l].vjp = Some(Callee::new(vf, &mut scratch, (first, views))?);
             }
         }
         let mut plan = Plan {
@@ -175,7 +251,7 @@ impl Plan {
     }
 
     /// The [`Needs`] of `f`'s values, `keep` being the residuals to store.
-    fn needs(f: &Function, keep: &[VarId]) -> Result<Needs, Error> {
+    fn needs(f: &Function, keep: &[VarId], views: bool) -> Result<Needs, Error> {
         let nv = f.vars.len();
         let mut kept = vec![false; nv];
         for v in keep {
@@ -193,6 +269,12 @@ impl Plan {
             }
         }
         let n_inputs = f.params.len();
+        let defs = f.definitions();
+        let view_only = if views {
+            view_only(f, &uses, &kept)
+        } else {
+            vec![false; nv]
+        };
 
         // Does some consumer need the whole array (not element by element)?
         let mut needs_buffer = vec![false; nv];
@@ -215,8 +297,20 @@ impl Plan {
                 // A size reads its operand's shape, not its elements.
                 Access::IndexMap if matches!(s.op, Op::Dim(_)) => {}
                 Access::IndexMap => {
-                    for a in &s.args {
-                        needs_buffer[a.index()] = true;
+                    // A view of a view is one view; the `reverse` of a
+                    // vector `pad`ded or reversed reads it in place (the
+                    // windows of a `concat`, `Translator::translate_concat`).
+                    let view = view_only[s.var.index()];
+                    let window = |a: VarId| {
+                        s.op == Op::Reverse
+                            && f.ty(a).rank() == 1
+                            && defs[a.index()]
+                                .is_some_and(|d| matches!(f.stmts[d].op, Op::Pad(_) | Op::Reverse))
+                    };
+                    for &a in &s.args {
+                        if !(window(a) || (view && view_only[a.index()])) {
+                            needs_buffer[a.index()] = true;
+                        }
                     }
                 }
                 Access::Elementwise => shift_nest[s.var.index()] = below,
@@ -253,6 +347,7 @@ impl Plan {
         Ok(Needs {
             uses,
             kept,
+            view_only,
             needs_buffer,
             matmul_operand,
             kernel_operand,
@@ -290,6 +385,10 @@ impl Plan {
                 for &o in rets {
                     stores.push((s.var, o));
                 }
+                continue;
+            }
+            if needs.view_only[v] {
+                read[v] = Read::Inline;
                 continue;
             }
             // Cheap enough to recompute in each consumer rather than write

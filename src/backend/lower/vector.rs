@@ -366,9 +366,32 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// Write the `len` elements of `src` to `base`: vectors while a whole
-    /// vector fits, then the scalar code for the rest.
+    /// Write the `len` elements of `src` to `base`: a sum of windows
+    /// window by window ([`Self::translate_concat`]), else
+    /// [`Self::translate_map_general`].
     pub(super) fn translate_map(
+        &mut self,
+        src: Source,
+        dtype: DType,
+        base: ir::Value,
+        len: ir::Value,
+    ) -> Result<(), Error> {
+        let (Source::Tree(v) | Source::Elem(v)) = src;
+        let few = self
+            .f
+            .ty(v)
+            .literal_len()
+            .is_some_and(|n| n <= UNROLL_ELEMS);
+        if !few && self.translate_concat(src, dtype, base, len)? {
+            return Ok(());
+        }
+        self.translate_map_general(src, dtype, base, len)
+    }
+
+    /// [`Self::translate_map`] of any element tree: a few elements one
+    /// after another, else loops over its rows or its elements, vectors
+    /// while a whole vector fits, then the scalar code.
+    pub(super) fn translate_map_general(
         &mut self,
         src: Source,
         dtype: DType,
