@@ -84,6 +84,12 @@ fn shifts(op: Op) -> bool {
     )
 }
 
+/// An op that, on a matrix, gives a view of it the GEMM kernel reads in
+/// place with strides (`plan::view_only`, `Translator::strided_view`).
+fn is_matrix_view(op: Op) -> bool {
+    matches!(op, Op::Transpose | Op::Slice(_) | Op::Reverse)
+}
+
 /// How an op reads its operands, for fusion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {

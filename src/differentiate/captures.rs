@@ -317,13 +317,12 @@ fn result_in_vjp(h: &Function, vjp: &Function, v: VarId) -> Option<VarId> {
 }
 
 /// State `t + 1` of a loop from its tape of every state (`looptape L 1`,
-/// the final state in row 0 and state `j` in row `1 + j`): row
-/// `(t + 2) % rows`.
-fn next_state(b: &mut Builder, tape: VarId, t: VarId) -> Result<VarId, AdError> {
+/// the final state in row 0 and state `j` in row `1 + j`, `rows` rows):
+/// row `(t + 2) % rows`.
+fn next_state(b: &mut Builder, (tape, rows): (VarId, VarId), t: VarId) -> Result<VarId, AdError> {
     let e = AdError::from;
     let two = b.constant(DType::I64, 2.0);
     let at = b.push("", Op::Add, &[t, two], None).map_err(e)?;
-    let rows = b.push("", Op::Dim(0), &[tape], None).map_err(e)?;
     let at = b.push("", Op::Rem, &[at, rows], None).map_err(e)?;
     b.push("next", Op::Gather(0), &[tape, at], None).map_err(e)
 }
@@ -472,7 +471,7 @@ fn capture_walk_loop(
     // then needs nothing else of the step).
     let mut known = Vec::new();
     if let Some(r) = result {
-        let next = next_state(&mut wb, tape, t)?;
+        let next = next_state(&mut wb, (tape, rows), t)?;
         known.push((r, next));
     }
     let outs = wb.inline_replacing(&vjp, &vin, &known)?;

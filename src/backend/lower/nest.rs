@@ -291,7 +291,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                         return Ok(None);
                     };
                     let st = &self.f.stmts[s];
-                    if !matches!(st.op, Op::Transpose | Op::Slice(_) | Op::Reverse)
+                    if !super::is_matrix_view(st.op)
                         || st.args.len() != 1
                         || self.f.ty(st.args[0]).rank() != 2
                     {
@@ -305,9 +305,6 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let ty = self.f.ty(at).clone();
         let elem = i64::from(cl_type(ty.dtype).bytes());
-        let row_len = |t: &mut Self, ty: &Type| {
-            t.translate_len(Type::array(ty.dtype, ty.shape[..1].to_vec()))
-        };
         let mut ptr = self.buf(k)?;
         let mut rs = self.translate_len(Type::array(ty.dtype, ty.shape[1..].to_vec()))?;
         let mut cs = self.b.ins().iconst(types::I64, 1);
@@ -325,7 +322,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 }
                 _ => {
                     // `reverse`: row `r` is the operand's row `rows - 1 - r`.
-                    let rows = row_len(self, &self.f.ty(st.args[0]).clone())?;
+                    let at = self.f.ty(st.args[0]);
+                    let rows = self.translate_len(Type::array(at.dtype, at.shape[..1].to_vec()))?;
                     let last = self.b.ins().iadd_imm_s(rows, -1);
                     let by = self.b.ins().imul(last, rs);
                     let by = self.b.ins().imul_imm_s(by, elem);

@@ -3,7 +3,8 @@
 //! state buffers and callee scratch of the loop statements.
 
 use super::{
-    access, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS, SPLIT_STMTS,
+    access, is_matrix_view, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS,
+    SPLIT_STMTS,
 };
 use crate::error::Error;
 use crate::ir::{Function, Loop, Stmt, VarId};
@@ -56,7 +57,6 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
         other_use[r.index()] = true;
     }
     let defs = f.definitions();
-    let is_view = |op: Op| matches!(op, Op::Transpose | Op::Slice(_) | Op::Reverse);
     // The matrix under a chain of views is in memory: not a `bcast` or a
     // `zero`, which are read as a splat (the first `MAX_VIEW_CHAIN` links).
     let in_memory = |mut x: VarId| {
@@ -67,7 +67,7 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
             let s = &f.stmts[d];
             match s.op {
                 Op::Bcast | Op::Zero => return false,
-                op if is_view(op) && s.args.len() == 1 => x = s.args[0],
+                op if is_matrix_view(op) && s.args.len() == 1 => x = s.args[0],
                 _ => return true,
             }
         }
@@ -78,12 +78,12 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
     // operand that costs flops is materialised), or a view (of one).
     let ready = |x: VarId| match defs[x.index()].map(|d| &f.stmts[d]) {
         None => true,
-        Some(s) => is_view(s.op) || access(s.op) == Access::Nest || s.op.flops() > 0.0,
+        Some(s) => is_matrix_view(s.op) || access(s.op) == Access::Nest || s.op.flops() > 0.0,
     };
     for s in f.stmts.iter().rev() {
         let v = s.var.index();
         let matrix = |x: VarId| f.ty(x).rank() == 2;
-        view[v] = is_view(s.op)
+        view[v] = is_matrix_view(s.op)
             && s.args.len() == 1
             && in_memory(s.args[0])
             && matrix(s.var)
