@@ -169,7 +169,8 @@ pub struct Options {
     /// The function: a plain scalar function, or a `@grad` function (then
     /// its attribute says what to differentiate).
     pub function: Option<String>,
-    /// Parameters to differentiate (plain functions; default: all).
+    /// Parameters to differentiate (plain functions; default: every
+    /// floating-point one).
     pub wrt: Option<Vec<String>>,
     /// Sizes the cost model prices at (`N=1000` when not given).
     pub dims: IndexMap<String, u64>,
@@ -506,7 +507,11 @@ pub fn optimize_gradient(program: &Program, options: &Options) -> Result<GradPro
         None => {
             let f = program.ir(&name)?.clone();
             let wrt = match &options.wrt {
-                None => (0..f.params.len()).collect(),
+                // Every floating-point parameter (an `i64` count or a
+                // `bool` has no derivative).
+                None => (0..f.params.len())
+                    .filter(|&i| !f.ty(f.params[i].var).dtype.is_int())
+                    .collect(),
                 Some(names) => names
                     .iter()
                     .map(|n| {

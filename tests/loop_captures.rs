@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{check_gradient, check_jvp, prog, run_both};
+use common::{arr, check_gradient, check_jvp, int, prog, run_both};
 use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::ops::Op;
 use egrad::internals::types::value::Value;
@@ -56,6 +56,23 @@ fn gru_jvp[T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D], Ur:
                     Wh: f64[H, D], Uh: f64[H, H], xs: f64[T, D],
                     dh0: f64[H], dWz: f64[H, D], dUz: f64[H, H]) -> f64 =
   gru(h0, Wz, Uz, Wr, Ur, Wh, Uh, xs)
+
+// The GRU with respect to its inputs (the sequence's cotangent, a row per
+// step of the walk back), and every state of a scan with respect to its
+// sequence.
+fn gru_x[T, D, H](xs: f64[T, D], h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D],
+                  Ur: f64[H, H], Wh: f64[H, D], Uh: f64[H, H]) -> f64 =
+  gru(h0, Wz, Uz, Wr, Ur, Wh, Uh, xs)
+@grad(xs, h0, Wz)
+fn dgru_x[T, D, H](xs: f64[T, D], h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D],
+                   Ur: f64[H, H], Wh: f64[H, D], Uh: f64[H, H]) -> (f64[T, D], f64[H], f64[H, D]) =
+  gru_x(xs, h0, Wz, Uz, Wr, Ur, Wh, Uh)
+fn states[T, D](xs: f64[T, D], A: f64[D, D], h0: f64[D]) -> f64 {
+  let hs = scan_all(xs, h0, (h, x) => tanh(matmul(A, h) + x))
+  +/flatten(hs .* hs)
+}
+@grad(xs, A)
+fn dstates[T, D](xs: f64[T, D], A: f64[D, D], h0: f64[D]) -> (f64[T, D], f64[D, D]) = states(xs, A, h0)
 
 // RK4 for y' = tanh(A y): a matrix and a scalar step size captured.
 fn field[D](A: f64[D, D], y: f64[D]) -> f64[D] = tanh(matmul(A, y))
@@ -108,25 +125,6 @@ fn dgru_batch[B, T, D, H](h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D
                           Wh: f64[H, D], Uh: f64[H, H], xss: f64[B, T, D]) -> (f64[H], f64[H, D], f64[H, H]) =
   gru_batch_loss(h0, Wz, Uz, Wr, Ur, Wh, Uh, xss)
 "#;
-
-/// A deterministic array of `shape` with values in [-1, 1).
-fn arr(shape: &[usize], seed: u64) -> Value {
-    let n: usize = shape.iter().product();
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let data = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect();
-    Value::array(DType::F64, shape.to_vec(), data)
-}
-
-fn int(k: i64) -> Value {
-    Value::scalar(DType::I64, k as f64)
-}
 
 fn gru_args(h: usize, d: usize, t: usize) -> Vec<Value> {
     let mut a = vec![arr(&[h], 1)];
@@ -216,6 +214,28 @@ fn a_gru_over_a_sequence_differentiates_with_respect_to_every_weight() {
             (7, 3),
             &args,
             &format!("gru T={t}"),
+        );
+    }
+}
+
+#[test]
+fn a_scan_with_captures_differentiates_with_respect_to_its_sequence() {
+    let p = prog(PROGRAM);
+    for t in [0, 1, 6] {
+        let mut args = gru_args(3, 2, t);
+        let xs = args.pop().unwrap();
+        args.insert(0, xs);
+        run_both(&p, "dgru_x", &args).unwrap();
+        check_gradient(&p, "dgru_x", "gru_x", 3, &args, &format!("gru xs T={t}"));
+        let args = vec![arr(&[t, 3], 50), arr(&[3, 3], 51), arr(&[3], 52)];
+        run_both(&p, "dstates", &args).unwrap();
+        check_gradient(
+            &p,
+            "dstates",
+            "states",
+            2,
+            &args,
+            &format!("scan_all xs T={t}"),
         );
     }
 }

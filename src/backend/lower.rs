@@ -52,7 +52,7 @@ mod loops;
 mod nest;
 mod op;
 mod plan;
-mod range;
+pub(crate) mod range;
 mod vector;
 // The SIMD vector math kernels' Cranelift emitter (`crate::vmath`), checked
 // bit for bit against the scalar kernels; not yet called by the lowering

@@ -76,6 +76,7 @@ mod native;
 mod object;
 
 pub use jit::{clif_text, clif_text_with, compile, compile_keeping, CompiledFunction, Prepared};
+pub use lower::range::checks_nothing;
 pub use native::{NativeArg, NativeOut, Workspace};
 pub use object::{compile_object, is_c_identifier, EntryLayout, ObjectCode, ObjectEntry};
 

@@ -2,13 +2,16 @@
 //! the state does not carry): a loop of its own walks the steps back over
 //! the tape, reading each state and the captures in place, carrying the
 //! state's cotangent and summing each differentiated capture's, all in one
-//! flat vector (`pack_walk`). A matrix read by matrix-vector products (a
-//! weight matrix) has a cotangent per step that is a sum of outer products
-//! `u vᵀ`: the walk keeps each step's `u` and `v` on its tape instead, and
-//! one matrix product after the walk sums them (`Walk::outer`).
+//! flat vector (`Builder::concat_leading`). A matrix read by
+//! matrix-vector products (a weight matrix) has a cotangent per step that
+//! is a sum of outer products `u vᵀ`: the walk keeps each step's `u` and
+//! `v` on its tape instead, and one matrix product after the walk sums
+//! them (`Walk::outer`). A scan's sequence has a cotangent per row: the
+//! walk keeps each step's on its tape too (`Walk::row`).
 
 use super::reverse::{add_cotangent, flatten, mapped, reverse, unflatten, Rev};
 use super::{AdBug, AdError, AdLimit, Unsized};
+use crate::ir::rows::total_width;
 use crate::ir::{Builder, Function, Loop, Stmt, VarId};
 use crate::ops::Op;
 use crate::types::{DType, Dim, Type};
@@ -34,10 +37,12 @@ impl Rev<'_> {
         let lp = &f.loops[l as usize];
         let scan = lp.is_scan();
         let fixed = s.op.arity();
-        if scan && self.active[s.args[1].index()] {
+        let st = lp.state().clone();
+        // The sequence's cotangent: each step's row, kept on the walk's tape.
+        let seq_wrt = scan && self.active[s.args[1].index()];
+        if seq_wrt && lp.row().is_some_and(|r| r.dtype != st.dtype) {
             return Err(AdError::Unsupported(AdLimit::CapturingLoop));
         }
-        let st = lp.state().clone();
         let cap_tys = lp.capture_types();
         let caps = &s.args[fixed..];
         let mut wrt = Vec::new();
@@ -53,7 +58,7 @@ impl Rev<'_> {
         // The tape as it is typed here (a size may be spelled another way
         // than in the loop's body after inlining, `n+1` for `ceil(n/1)+1`).
         let tape_ty = self.b.ty(tape).clone();
-        let (walk, lay) = capture_walk_loop(&mut self.b, lp, &wrt, (&tape_ty, seeded))?;
+        let (walk, lay) = capture_walk_loop(&mut self.b, lp, &wrt, (&tape_ty, seeded), seq_wrt)?;
         let b = &mut self.b;
         // The walk's start: the result's cotangent, and zeros.
         let last = if seeded {
@@ -68,7 +73,7 @@ impl Rev<'_> {
             parts.push(b.push("", Op::Zero, &[], Some(&t)).map_err(e)?);
         }
         parts.push(flat_as(b, last, &lay.widths[n_parts - 1])?);
-        let acc0 = concat_flat(b, &parts, &lay.widths)?;
+        let acc0 = b.concat_leading(&parts, &lay.widths)?;
         // The steps in reverse: `count - 1, ..., 0`.
         let steps = Type::array(DType::I64, vec![lp.count.clone()]);
         let iota = b.push("", Op::Iota, &[], Some(&steps)).map_err(e)?;
@@ -82,12 +87,13 @@ impl Rev<'_> {
         if seeded {
             ins.push(g);
         }
-        // With outer products, the walk's every state: each step's `u` and
-        // `v` are columns of it.
-        let walk_tape = if lay.outer.is_empty() {
+        // With outer products or the sequence's rows, the walk's every
+        // state: each step's `u` and `v`, and its row's cotangent, are
+        // columns of it.
+        let walk_tape = if lay.outer.is_empty() && lay.row.is_none() {
             None
         } else {
-            let total = total_width(&lay.widths)?;
+            let total = total_width(&lay.widths).ok_or(AdBug::Unsized(Unsized::State))?;
             let ty = Type::array(st.dtype, vec![lp.tape_rows(1), total]);
             let ty = Some(&ty);
             Some(
@@ -99,13 +105,26 @@ impl Rev<'_> {
             Some(t) => b.push("", Op::Index(0), &[t], None).map_err(e)?,
             None => b.push("", Op::Loop(walk, true), &ins, None).map_err(e)?,
         };
-        let parts = split_flat(b, acc, &lay.widths)?;
+        let parts = b.split_leading(acc, &lay.widths)?;
         // Each cotangent in its value's own type (see `tape_ty`).
         let own = |a: VarId| f.ty(a).clone();
         let mut contribs = vec![(
             s.args[0],
             unflatten(b, parts[n_parts - 1], &own(s.args[0])).map_err(e)?,
         )];
+        if let (Some(r), Some(t)) = (lay.row, walk_tape) {
+            // Walk step `j` went back over step `count - 1 - j`.
+            let rows = b
+                .states_after_steps(t, lp.count.clone(), 0, None)
+                .map_err(e)?;
+            let rows = b.columns_part(rows, &lay.widths, r).map_err(e)?;
+            let rows = b.push("", Op::Reverse, &[rows], None).map_err(e)?;
+            let seq = s.args[1];
+            let rows = b
+                .push("", Op::Reshape, &[rows], Some(&own(seq)))
+                .map_err(e)?;
+            contribs.push((seq, rows));
+        }
         for (k, &j) in wrt.iter().enumerate() {
             let c = match (lay.part[k], walk_tape) {
                 (Part::Acc(p), _) => unflatten(b, parts[p], &own(caps[j])).map_err(e)?,
@@ -137,69 +156,6 @@ fn flat_as(b: &mut Builder, v: VarId, w: &Dim) -> Result<VarId, AdError> {
     b.push("", Op::Reshape, &[flat], Some(&t)).map_err(e)
 }
 
-/// The sum of `widths`.
-fn total_width(widths: &[Dim]) -> Result<Dim, AdError> {
-    let mut total = Dim::Lit(0);
-    for w in widths {
-        total = total.plus(w).ok_or(AdBug::Unsized(Unsized::State))?;
-    }
-    Ok(total)
-}
-
-/// The vectors `parts` (of lengths `widths`) end to end, each padded with
-/// zeros to the whole length and added.
-fn concat_flat(b: &mut Builder, parts: &[VarId], widths: &[Dim]) -> Result<VarId, AdError> {
-    let e = AdError::from;
-    let total = total_width(widths)?;
-    let dtype = b.ty(parts[0]).dtype;
-    let whole = Type::array(dtype, vec![total]);
-    let mut sum: Option<VarId> = None;
-    for (j, &p) in parts.iter().enumerate() {
-        let placed = if j == 0 {
-            b.push("", Op::Pad(0), &[p], Some(&whole)).map_err(e)?
-        } else {
-            // `[p ; zeros]` as long as what remains from here, then put at
-            // the end of the whole.
-            let rest = Type::array(dtype, vec![total_width(&widths[j..])?]);
-            let tail = if rest.shape == b.ty(p).shape {
-                p
-            } else {
-                b.push("", Op::Pad(0), &[p], Some(&rest)).map_err(e)?
-            };
-            let r = b.push("", Op::Reverse, &[tail], None).map_err(e)?;
-            let r = b.push("", Op::Pad(0), &[r], Some(&whole)).map_err(e)?;
-            b.push("", Op::Reverse, &[r], None).map_err(e)?
-        };
-        sum = Some(match sum {
-            Some(s) => b.push("", Op::Add, &[s, placed], None).map_err(e)?,
-            None => placed,
-        });
-    }
-    sum.ok_or_else(|| AdBug::Unsized(Unsized::State).into())
-}
-
-/// The parts of the vector `v` of lengths `widths` ([`concat_flat`]'s
-/// inverse).
-fn split_flat(b: &mut Builder, v: VarId, widths: &[Dim]) -> Result<Vec<VarId>, AdError> {
-    let e = AdError::from;
-    let dtype = b.ty(v).dtype;
-    let mut parts = Vec::new();
-    for (j, w) in widths.iter().enumerate() {
-        let from = if j == 0 {
-            v
-        } else {
-            b.trailing(v, total_width(&widths[j..])?).map_err(e)?
-        };
-        let t = Type::array(dtype, vec![w.clone()]);
-        parts.push(if b.ty(from) == &t {
-            from
-        } else {
-            b.push("", Op::Slice(0), &[from], Some(&t)).map_err(e)?
-        });
-    }
-    Ok(parts)
-}
-
 /// What each differentiated capture's cotangent is in a walk's state
 /// ([`Walk`]).
 #[derive(Clone, Copy, Debug)]
@@ -220,6 +176,10 @@ struct Walk {
     /// `u vᵀ`: the walk keeps every state, and the cotangent is
     /// `Σ_t u_t v_tᵀ = Uᵀ V` over those columns ([`outer_sum`]).
     outer: Vec<(usize, usize)>,
+    /// The part holding the cotangent of the row a step of a scan read,
+    /// when the sequence is differentiated: the walk keeps every state,
+    /// and the sequence's cotangent is that part of each, in reverse.
+    row: Option<usize>,
 }
 
 /// The outer products `spread(u) * repeat(v)` (each `u vᵀ`, `u` and `v`
@@ -255,23 +215,8 @@ fn outer_terms(f: &Function, defs: &[Option<usize>], v: VarId) -> Option<Vec<(Va
 /// Columns `widths[j]` of the matrix `t` whose rows are flat walk states
 /// (parts of lengths `widths`), transposed: `T[widths[j], rows]`.
 fn part_columns(b: &mut Builder, t: VarId, widths: &[Dim], j: usize) -> Result<VarId, AdError> {
-    let e = AdError::from;
-    let ty = b.ty(t).clone();
-    let rows = ty.shape[0].clone();
-    let cols = b.push("", Op::Transpose, &[t], None).map_err(e)?;
-    let from = if j == 0 {
-        cols
-    } else {
-        let rest = Type::array(ty.dtype, vec![total_width(&widths[j..])?, rows.clone()]);
-        let back = b.push("", Op::Reverse, &[cols], None).map_err(e)?;
-        let back = b.push("", Op::Slice(0), &[back], Some(&rest)).map_err(e)?;
-        b.push("", Op::Reverse, &[back], None).map_err(e)?
-    };
-    let to = Type::array(ty.dtype, vec![widths[j].clone(), rows]);
-    if b.ty(from) == &to {
-        return Ok(from);
-    }
-    b.push("", Op::Slice(0), &[from], Some(&to)).map_err(e)
+    let cols = b.push("", Op::Transpose, &[t], None)?;
+    Ok(b.leading_part(cols, widths, j)?)
 }
 
 /// `Σ_k U_kᵀ V_k` over the outer products `terms` (parts of the rows of
@@ -331,12 +276,14 @@ fn next_state(b: &mut Builder, (tape, rows): (VarId, VarId), t: VarId) -> Result
 /// loop's step (results: the state's cotangent, then those of the captures
 /// `wrt` of types `cap_tys`) and state `st`: the summed cotangents, then
 /// the outer products' vectors (which `vjp` then also returns, after its
-/// first results, whose number is returned too), then the state's.
+/// first results, whose number is returned too), then with `row` (a scan
+/// differentiated with respect to its sequence, whose row's cotangent is
+/// `vjp`'s last first result) that row's, then the state's.
 fn walk_layout(
     vjp: &mut Function,
     wrt: &[usize],
     cap_tys: &[Type],
-    st: &Type,
+    (st, row): (&Type, Option<&Type>),
 ) -> Result<(Walk, usize), AdError> {
     let defs = vjp.definitions();
     let terms: Vec<Option<Vec<(VarId, VarId)>>> = (0..wrt.len())
@@ -352,6 +299,7 @@ fn walk_layout(
         widths: Vec::new(),
         part: Vec::new(),
         outer: Vec::new(),
+        row: None,
     };
     let mut extra = Vec::new();
     for (k, &j) in wrt.iter().enumerate() {
@@ -375,6 +323,10 @@ fn walk_layout(
             extra.extend([u, v]);
         }
         lay.part[k] = Part::Outer(from, lay.outer.len());
+    }
+    if let Some(r) = row {
+        lay.row = Some(lay.widths.len());
+        lay.widths.push(size(r)?);
     }
     lay.widths.push(size(st)?);
     let n_rets = vjp.rets.len();
@@ -400,6 +352,7 @@ fn capture_walk_loop(
     lp: &Loop,
     wrt: &[usize],
     (tape_ty, seeded): (&Type, bool),
+    seq_wrt: bool,
 ) -> Result<(u32, Walk), AdError> {
     let e = AdError::from;
     let body = &lp.body;
@@ -427,6 +380,7 @@ fn capture_walk_loop(
     let first_cap = 1 + usize::from(scan);
     let wrt_params: Vec<usize> = std::iter::once(0)
         .chain(wrt.iter().map(|j| first_cap + j))
+        .chain(seq_wrt.then_some(1))
         .collect();
     // The gradient as `reverse` builds it (not pruned: its first
     // statements are `h`'s, one for one), to find the body's result in it.
@@ -434,9 +388,10 @@ fn capture_walk_loop(
     vjp.name = format!("{}.vjp", body.name);
     vjp.rets.remove(0);
     let result = result_in_vjp(&h, &vjp, next);
-    let (lay, n_rets) = walk_layout(&mut vjp, wrt, &cap_tys, &st)?;
+    let row = lp.row().filter(|_| seq_wrt);
+    let (lay, n_rets) = walk_layout(&mut vjp, wrt, &cap_tys, (&st, row))?;
     // The walk's body.
-    let total = total_width(&lay.widths)?;
+    let total = total_width(&lay.widths).ok_or(AdBug::Unsized(Unsized::State))?;
     let mut wb = Builder::new(format!("{}.walk", body.name), body.size_params.clone());
     let acc = wb.param("acc", Type::array(st.dtype, vec![total]), span);
     let t = wb.param("t", Type::scalar(DType::I64), span);
@@ -451,7 +406,7 @@ fn capture_walk_loop(
         _ => None,
     };
     let gtape = seeded.then(|| wb.param("gtape", tape_ty.clone(), span));
-    let parts = split_flat(&mut wb, acc, &lay.widths)?;
+    let parts = wb.split_leading(acc, &lay.widths)?;
     let last = lay.widths.len() - 1;
     let ct = unflatten(&mut wb, parts[last], &st).map_err(e)?;
     // State `t` is the tape's row `t + 1`, written `(t + 1) % rows` (the
@@ -487,13 +442,17 @@ fn capture_walk_loop(
             next.push(wb.push("", Op::Add, &[parts[p], c], None).map_err(e)?);
         }
     }
-    // The outer products' vectors: the parts after the sums.
+    // The outer products' vectors: the parts after the sums; then the
+    // row's cotangent.
     for &v in &outs[n_rets..] {
         let w = lay.widths[next.len()].clone();
         next.push(flat_as(&mut wb, v, &w)?);
     }
+    if let Some(r) = lay.row {
+        next.push(flat_as(&mut wb, outs[1 + wrt.len()], &lay.widths[r])?);
+    }
     next.push(flat_as(&mut wb, ct, &lay.widths[last])?);
-    let next = concat_flat(&mut wb, &next, &lay.widths)?;
+    let next = wb.concat_leading(&next, &lay.widths)?;
     let walk = wb.finish(vec![next]);
     let id = b.add_loop(Loop {
         count: lp.count.clone(),

@@ -267,3 +267,191 @@ impl Builder {
         self.push("", Op::Reverse, &[first], None)
     }
 }
+
+/// The sum of `widths` (None if a size cannot be written).
+pub fn total_width(widths: &[Dim]) -> Option<Dim> {
+    widths.iter().try_fold(Dim::Lit(0), |t, w| t.plus(w))
+}
+
+impl Builder {
+    /// The arrays `parts` (`T[w_j, r...]`, the same `r...`, `w_j` spelled
+    /// as `widths[j]`) end to end along their leading axis:
+    /// `T[Σ w_j, r...]`, each padded with zeros to the whole and added. A
+    /// loop's state of several shapes, flat (`r` empty), or its stacks
+    /// side by side (transposed); a walk's state.
+    pub fn concat_leading(
+        &mut self,
+        parts: &[VarId],
+        widths: &[Dim],
+    ) -> Result<VarId, OpTypeError> {
+        let first = parts.first().ok_or(OpTypeError::PackNothing)?;
+        let t0 = self.ty(*first).clone();
+        let sized = |ws: &[Dim]| {
+            let mut shape =
+                vec![total_width(ws).ok_or_else(|| OpTypeError::parts(Part::Size, &t0))?];
+            shape.extend(t0.shape.get(1..).unwrap_or(&[]).iter().cloned());
+            Ok::<Type, OpTypeError>(Type::array(t0.dtype, shape))
+        };
+        let whole = sized(widths)?;
+        let mut sum: Option<VarId> = None;
+        for (j, &p) in parts.iter().enumerate() {
+            let placed = if j == 0 {
+                self.push("", Op::Pad(0), &[p], Some(&whole))?
+            } else {
+                // `[p ; zeros]` as long as what remains from here, then
+                // put at the end of the whole.
+                let rest = sized(&widths[j..])?;
+                let tail = if rest == *self.ty(p) {
+                    p
+                } else {
+                    self.push("", Op::Pad(0), &[p], Some(&rest))?
+                };
+                let r = self.push("", Op::Reverse, &[tail], None)?;
+                let r = self.push("", Op::Pad(0), &[r], Some(&whole))?;
+                self.push("", Op::Reverse, &[r], None)?
+            };
+            sum = Some(match sum {
+                Some(s) => self.push("", Op::Add, &[s, placed], None)?,
+                None => placed,
+            });
+        }
+        sum.ok_or(OpTypeError::PackNothing)
+    }
+
+    /// Part `j` of `v` (`T[Σ w, r...]`, parts of lengths `widths` along
+    /// its leading axis, [`Self::concat_leading`]'s): `T[widths[j], r...]`.
+    pub fn leading_part(
+        &mut self,
+        v: VarId,
+        widths: &[Dim],
+        j: usize,
+    ) -> Result<VarId, OpTypeError> {
+        let t = self.ty(v).clone();
+        let with_len = |d: Dim| {
+            let mut shape = vec![d];
+            shape.extend(t.shape.get(1..).unwrap_or(&[]).iter().cloned());
+            Type::array(t.dtype, shape)
+        };
+        let from = if j == 0 {
+            v
+        } else {
+            let rest =
+                total_width(&widths[j..]).ok_or_else(|| OpTypeError::parts(Part::Size, &t))?;
+            let rest = with_len(rest);
+            if rest == t {
+                v
+            } else {
+                let back = self.push("", Op::Reverse, &[v], None)?;
+                let back = self.push("", Op::Slice(0), &[back], Some(&rest))?;
+                self.push("", Op::Reverse, &[back], None)?
+            }
+        };
+        let to = with_len(widths[j].clone());
+        if self.ty(from) == &to {
+            return Ok(from);
+        }
+        self.push("", Op::Slice(0), &[from], Some(&to))
+    }
+
+    /// Every part of `v` ([`Self::leading_part`]), in order.
+    pub fn split_leading(&mut self, v: VarId, widths: &[Dim]) -> Result<Vec<VarId>, OpTypeError> {
+        (0..widths.len())
+            .map(|j| self.leading_part(v, widths, j))
+            .collect()
+    }
+}
+
+impl Builder {
+    /// Columns `widths[j]` of the matrix `x` (`T[R, Σ w]`, each row parts
+    /// of lengths `widths`): `T[R, widths[j]]`.
+    pub fn columns_part(
+        &mut self,
+        x: VarId,
+        widths: &[Dim],
+        j: usize,
+    ) -> Result<VarId, OpTypeError> {
+        let cols = self.push("", Op::Transpose, &[x], None)?;
+        let part = self.leading_part(cols, widths, j)?;
+        self.push("", Op::Transpose, &[part], None)
+    }
+
+    /// The values `parts` (of shapes of `widths[j]` elements; with
+    /// `batched`, stacks `T[L, ...]`) as one flat vector `T[Σ w]` (a stack
+    /// of them, `T[L, Σ w]`): a loop's state whose parts have different
+    /// shapes. [`Self::unpack_flat`] takes it apart.
+    pub fn pack_flat(
+        &mut self,
+        parts: &[VarId],
+        widths: &[Dim],
+        batched: bool,
+    ) -> Result<VarId, OpTypeError> {
+        let mut flat = Vec::with_capacity(parts.len());
+        for (&p, w) in parts.iter().zip(widths) {
+            let t = self.ty(p).clone();
+            let mut shape = Vec::new();
+            if batched {
+                shape.push(
+                    t.shape
+                        .first()
+                        .cloned()
+                        .ok_or_else(|| OpTypeError::parts(Part::Rows, &t))?,
+                );
+            }
+            shape.push(w.clone());
+            let to = Type::array(t.dtype, shape);
+            let v = if t == to {
+                p
+            } else if t.is_scalar() {
+                self.push("", Op::Bcast, &[p], Some(&to))?
+            } else {
+                self.push("", Op::Reshape, &[p], Some(&to))?
+            };
+            flat.push(if batched {
+                self.push("", Op::Transpose, &[v], None)?
+            } else {
+                v
+            });
+        }
+        let whole = self.concat_leading(&flat, widths)?;
+        if batched {
+            self.push("", Op::Transpose, &[whole], None)
+        } else {
+            Ok(whole)
+        }
+    }
+
+    /// The parts of `v` ([`Self::pack_flat`]'s), each of its type `tys[j]`
+    /// (of one element of a stack, with `batched`).
+    pub fn unpack_flat(
+        &mut self,
+        v: VarId,
+        tys: &[Type],
+        widths: &[Dim],
+        batched: bool,
+    ) -> Result<Vec<VarId>, OpTypeError> {
+        let lead: Vec<Dim> = if batched {
+            self.ty(v).shape.first().cloned().into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        let mut out = Vec::with_capacity(tys.len());
+        for (j, t) in tys.iter().enumerate() {
+            let part = if batched {
+                self.columns_part(v, widths, j)?
+            } else {
+                self.leading_part(v, widths, j)?
+            };
+            let mut shape = lead.clone();
+            shape.extend(t.shape.iter().cloned());
+            let to = Type::array(t.dtype, shape);
+            out.push(if self.ty(part) == &to {
+                part
+            } else if to.is_scalar() {
+                self.push("", Op::Index(0), &[part], None)?
+            } else {
+                self.push("", Op::Reshape, &[part], Some(&to))?
+            });
+        }
+        Ok(out)
+    }
+}

@@ -342,3 +342,27 @@ pub fn run_both(
     }
     want
 }
+
+/// A deterministic `f64` array of `shape` with values in [-1, 1) (a seed
+/// gives the same values in every test).
+#[allow(dead_code)]
+pub fn arr(shape: &[usize], seed: u64) -> egrad::Value {
+    use egrad::internals::types::DType;
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let data = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect();
+    egrad::Value::array(DType::F64, shape.to_vec(), data)
+}
+
+/// An `i64` scalar argument (a run-time count).
+#[allow(dead_code)]
+pub fn int(k: i64) -> egrad::Value {
+    egrad::Value::scalar(egrad::internals::types::DType::I64, k as f64)
+}

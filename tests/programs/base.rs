@@ -296,6 +296,10 @@ pub(crate) struct Gen<'r> {
     /// Scans `gen` may still write at random (0 in programs without the
     /// newer constructs, which then draw exactly what they drew before).
     pub(crate) scan_left: u32,
+    /// Long `iterate`s with a tuple state of mixed shapes still to write
+    /// (0 in programs without them, which then draw what they drew
+    /// before).
+    pub(crate) mixed_left: u32,
     /// `reverse` and `concat` may be written.
     pub(crate) cat: bool,
     /// The run-time integer parameters of the loss (empty elsewhere, and in

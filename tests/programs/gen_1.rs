@@ -27,6 +27,7 @@ impl<'r> Gen<'r> {
             only_helper: None,
             seqs: Vec::new(),
             scan_left: 0,
+            mixed_left: 0,
             cat: false,
             ints: Vec::new(),
             int_helper: None,

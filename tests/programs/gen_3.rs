@@ -109,6 +109,11 @@ impl<'r> Gen<'r> {
         // fits the state's rows. (Not a scan's: its gradient with respect
         // to its sequence does not go through captures yet.)
         let wide = wide_ok && self.rng.chance(0.3);
+        self.enter_step_reading(leaf, wide)
+    }
+
+    /// [`Self::enter_step`], reading values of any type where `wide`.
+    pub(crate) fn enter_step_reading(&mut self, leaf: Ty, wide: bool) -> (Vec<Var>, Vec<usize>) {
         let mut keep: Vec<usize> = self
             .visible()
             .into_iter()
@@ -179,6 +184,12 @@ impl<'r> Gen<'r> {
         if !self.long_ok() {
             return None;
         }
+        if self.mixed_left > 0 {
+            if let Some(e) = self.mixed_iterate(ty, d) {
+                self.mixed_left -= 1;
+                return Some(e);
+            }
+        }
         let vectors: Vec<Ty> = self
             .avail()
             .into_iter()
@@ -197,7 +208,7 @@ impl<'r> Gen<'r> {
             Ty::Mt(..) => return None,
         };
         self.made_loop = true;
-        let (text, bounds, vars) = self.loop_of(leaf, comps, d);
+        let (text, bounds, vars) = self.loop_of(&vec![leaf; comps], d);
         let len = leaf.len_max();
         if comps == 1 {
             let e = if sum {
@@ -236,8 +247,62 @@ impl<'r> Gen<'r> {
         Some(Ex::leaf(text, b, var && !sum).not_ts())
     }
 
-    /// `iterate(#C#, init, q => step)` with `comps` state components of
-    /// type `leaf` (a tuple if more than one): the text, each component's
+    /// A long `iterate` of type `ty` (a scalar or a vector) whose state is
+    /// a tuple of mixed shapes: a vector (`ty`, or one summed for a
+    /// scalar), an array of another type (a matrix, a vector of another
+    /// length), sometimes a scalar; its step reads anything in scope. Its
+    /// value is the first component, sometimes plus another one (summed).
+    /// None where no two array types are in scope.
+    fn mixed_iterate(&mut self, ty: Ty, d: u32) -> Option<Ex> {
+        let arrays: Vec<Ty> = self.avail().into_iter().filter(|t| t.is_array()).collect();
+        let first = match ty {
+            Ty::V(_) => ty,
+            Ty::S => {
+                let vectors: Vec<Ty> = arrays
+                    .iter()
+                    .copied()
+                    .filter(|t| matches!(t, Ty::V(_)))
+                    .collect();
+                if vectors.is_empty() {
+                    return None;
+                }
+                self.rng.pick(&vectors)
+            }
+            Ty::Mt(..) => return None,
+        };
+        let seconds: Vec<Ty> = arrays.iter().copied().filter(|&t| t != first).collect();
+        if seconds.is_empty() {
+            return None;
+        }
+        let mut leaves = vec![first, self.rng.pick(&seconds)];
+        if self.rng.chance(0.4) {
+            leaves.push(Ty::S);
+        }
+        self.made_loop = true;
+        let (text, bounds, vars) = self.loop_of(&leaves, d);
+        let names: Vec<String> = leaves.iter().map(|_| self.fresh("t")).collect();
+        let summed = |k: usize| match leaves[k] {
+            Ty::S => (names[k].clone(), bounds[k]),
+            t => (format!("(+/{})", names[k]), bounds[k] * t.len_max()),
+        };
+        let (mut combo, mut b, mut var) = if ty == Ty::S {
+            let (c, b) = summed(0);
+            (c, b, false)
+        } else {
+            (names[0].clone(), bounds[0], vars[0])
+        };
+        if self.rng.chance(0.5) {
+            let (c, bk) = summed(self.rng.range(1, leaves.len()));
+            combo = format!("({combo} + {c})");
+            b += bk;
+            var = false;
+        }
+        let text = format!("({{ let ({}) = {text}; {combo} }})", names.join(", "));
+        Some(Ex::leaf(text, b, var).not_ts())
+    }
+
+    /// `iterate(#C#, init, q => step)` with state components of the types
+    /// `leaves` (a tuple if more than one): the text, each component's
     /// bound and `var`. The count and the step size are placeholders that
     /// `calibrate` fills in. Each component relaxes towards a generated
     /// value (`q + h * (f - q)` or `q - h * (q - f)`, bounded by the larger
@@ -246,12 +311,9 @@ impl<'r> Gen<'r> {
     /// is `q` a relaxing state stays exactly `q` (with `(1 - h) * q + h * f`
     /// rounding would break ties the step keeps, such as `q != v` with `q`
     /// starting at `v`, at some inputs and not at others).
-    pub(crate) fn loop_of(
-        &mut self,
-        leaf: Ty,
-        comps: usize,
-        d: u32,
-    ) -> (String, Vec<f64>, Vec<bool>) {
+    pub(crate) fn loop_of(&mut self, leaves: &[Ty], d: u32) -> (String, Vec<f64>, Vec<bool>) {
+        let (leaf, comps) = (leaves[0], leaves.len());
+        let mixed = leaves.iter().any(|&t| t != leaf);
         let hc = self.rng.pick(&[0.5, 1.0, 2.0]);
         let nest = self.in_long == 0 && self.nest_left > 0;
         // count × step statements aimed at: above what egrad unrolls, and
@@ -279,8 +341,8 @@ impl<'r> Gen<'r> {
         // The initial state, from anything in scope, not known at compile
         // time (a constant state would be unrolled step by step).
         let mut inits = Vec::new();
-        for _ in 0..comps {
-            let mut e = self.gen(leaf, d);
+        for &t in leaves {
+            let mut e = self.gen(t, d);
             if e.k {
                 let s = self.dynamic_scalar();
                 e = Ex::of(format!("({} + {})", e.s, s.s), e.b + s.b, e.var, &[&e, &s]);
@@ -294,10 +356,15 @@ impl<'r> Gen<'r> {
             .map(|(e, &f)| if f == 2 { e.b + hc } else { e.b.max(1.0) })
             .collect();
         let names: Vec<String> = (0..comps).map(|_| self.fresh("q")).collect();
-        let (saved, keep) = self.enter_step(leaf, true);
+        // A state of mixed shapes: its step reads anything in scope.
+        let (saved, keep) = if mixed {
+            self.enter_step_reading(leaf, true)
+        } else {
+            self.enter_step(leaf, true)
+        };
         for (k, name) in names.iter().enumerate() {
             let q = Ex::leaf(name.clone(), bounds[k], inits[k].var);
-            self.push_var(name, &q, leaf);
+            self.push_var(name, &q, leaves[k]);
         }
         self.in_long += 1;
         if nest {
@@ -309,7 +376,7 @@ impl<'r> Gen<'r> {
         let mut steps = Vec::new();
         let mut vars = Vec::new();
         for (k, q) in names.iter().enumerate() {
-            let mut f = self.loop_step_value(leaf, nest, k == 0);
+            let mut f = self.loop_step_value(leaves[k], nest, k == 0);
             let text = match forms[k] {
                 0 => {
                     f = self.fit(f, bounds[k]);
@@ -348,7 +415,7 @@ impl<'r> Gen<'r> {
                 steps.join(", ")
             )
         };
-        self.tag_loop(leaf, comps, &text, &read, runtime.is_some());
+        self.tag_loop(leaves, &text, &read, runtime.is_some());
         (text, bounds, vars)
     }
 
@@ -408,13 +475,15 @@ impl<'r> Gen<'r> {
         }
     }
 
-    /// Tags the loop `text` of `loop_of` (`comps` components of type
-    /// `leaf`, reading values of the types `read` from outside; `runtime`
+    /// Tags the loop `text` of `loop_of` (components of the types
+    /// `leaves`, reading values of the types `read` from outside; `runtime`
     /// if its count is the run-time `n`).
-    fn tag_loop(&self, leaf: Ty, comps: usize, text: &str, read: &[Ty], runtime: bool) {
+    fn tag_loop(&self, leaves: &[Ty], text: &str, read: &[Ty], runtime: bool) {
         tag("long iterate (a loop)", text);
+        let leaf = leaves[0];
         tag(
-            match (leaf, comps) {
+            match (leaf, leaves.len()) {
+                _ if leaves.iter().any(|&t| t != leaf) => "loop: tuple of mixed shapes",
                 (Ty::S, 1) => "loop: scalar state",
                 (Ty::S, _) => "loop: tuple of scalars",
                 (_, 1) => "loop: vector state",

@@ -757,6 +757,12 @@ pub(crate) fn kernel_share() -> f64 {
     env_share("EGRAD_RANDOM_KERNELS", 0.07)
 }
 
+/// The share of loop programs whose loss has a loop with a tuple state of
+/// mixed shapes, 0.1 unless `EGRAD_RANDOM_MIXED` says otherwise.
+pub(crate) fn mixed_share() -> f64 {
+    env_share("EGRAD_RANDOM_MIXED", 0.1)
+}
+
 // ---------------------------------------------------------------- sequences of their own length
 
 /// The most rows of a sequence parameter of the loss (`zs: f64[L]`,

@@ -72,6 +72,8 @@ pub(crate) struct ProgramConstructs {
     pub(crate) keys_on: bool,
     pub(crate) custom_on: bool,
     pub(crate) kernels_on: bool,
+    /// A long `iterate` of the loss has a tuple state of mixed shapes.
+    pub(crate) mixed_on: bool,
     pub(crate) newer: Newer,
 }
 
@@ -224,6 +226,11 @@ pub(crate) fn draw_constructs(seed: u64) -> (ProgramStreams, ProgramConstructs) 
     let custom_on = custom_rng.chance(custom_share());
     let mut kernel_rng = Rng(mix(seed ^ 0x6E2E_1000_F00D));
     let kernels_on = kernel_rng.chance(kernel_share());
+    // A loop whose state is a tuple of mixed shapes (a vector and a matrix
+    // or a vector of another length, sometimes a scalar): a stream of its
+    // own as well, drawn only for programs with loops.
+    let mut mixed_rng = Rng(mix(seed ^ 0x0A1E_D500_5A7E));
+    let mixed_on = loopy && mixed_rng.chance(mixed_share());
     let newer = Newer {
         matches: match_on,
         noise: keys_on,
@@ -258,6 +265,7 @@ pub(crate) fn draw_constructs(seed: u64) -> (ProgramStreams, ProgramConstructs) 
         stack_on,
         match_on,
         keys_on,
+        mixed_on,
         custom_on,
         kernels_on,
         newer,
@@ -523,6 +531,7 @@ pub(crate) fn loss_gen<'r>(rng: &'r mut Rng, d: &mut ProgramDraft) -> Gen<'r> {
     g.seqs = d.p.seqs.clone();
     // (Besides the scan of `scan_let`; one more for a loop's step where
     // there are loops.)
+    g.mixed_left = u32::from(c.mixed_on);
     g.scan_left = if c.scan_on {
         u32::from(c.loopy) + d.s.nov_rng.below(2) as u32
     } else {

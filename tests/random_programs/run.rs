@@ -83,6 +83,7 @@ pub(crate) const FEATURES: &[&str] = &[
     "loop: tuple of scalars",
     "loop: vector state",
     "loop: tuple of vectors",
+    "loop: tuple of mixed shapes",
     "loop: reads values from outside",
     "loop: scalar read by a vector state",
     "loop: inside a loop's step",
@@ -185,6 +186,7 @@ impl RunConfig {
             || std::env::var("EGRAD_RANDOM_KEYS").is_ok()
             || std::env::var("EGRAD_RANDOM_CUSTOM").is_ok()
             || std::env::var("EGRAD_RANDOM_KERNELS").is_ok()
+            || std::env::var("EGRAD_RANDOM_MIXED").is_ok()
             || std::env::var("EGRAD_RANDOM_FIRST").is_ok();
         let count = env_u64("EGRAD_RANDOM_PROGRAMS").unwrap_or(default_count) as usize;
         // The programs of indices `first..first + count` of the base seed's

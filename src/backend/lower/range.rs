@@ -96,3 +96,24 @@ fn range(f: &Function, defs: &[Option<usize>], v: VarId, depth: usize) -> Option
         _ => None,
     }
 }
+
+/// Whether every `gather` and `scatter` of `f` (and of its loops' bodies
+/// and their VJPs) provably indexes inside the rows it reads or writes:
+/// then its native code checks nothing at run time, and records no failure
+/// in the status slots (an object file, whose C signature has none, can
+/// hold it).
+pub fn checks_nothing(f: &Function) -> bool {
+    let defs = f.definitions();
+    let rows = |t: &crate::types::Type| t.shape.first().cloned();
+    f.stmts.iter().all(|s| match (s.op, &s.args[..]) {
+        (Op::Gather(_), [a, idx, ..]) => rows(f.ty(*a)).is_some_and(|n| within(f, &defs, *idx, &n)),
+        (Op::Scatter(_), [idx, ..]) => {
+            rows(f.ty(s.var)).is_some_and(|n| within(f, &defs, *idx, &n))
+        }
+        (Op::Gather(_) | Op::Scatter(_), _) => false,
+        _ => true,
+    }) && f
+        .loops
+        .iter()
+        .all(|l| checks_nothing(&l.body) && l.vjp.as_ref().is_none_or(checks_nothing))
+}

@@ -58,29 +58,7 @@ impl<'a> FnCx<'a> {
     ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
-        let leaf_ty = match self.row_type(&leaves) {
-            Some(t) => t,
-            // A run-time count over numbers only (`iterate(n, 0.0, ...)`):
-            // `f64` scalars, as a number is wherever nothing gives it a
-            // type. (A static count folds them step by step instead.)
-            None if !matches!(count, Dim::Lit(_))
-                && !leaves.is_empty()
-                && leaves.iter().all(|l| matches!(l, Val::Const(_))) =>
-            {
-                Type::scalar(DType::F64)
-            }
-            None => return None,
-        };
-        let scalar_ty = Type::scalar(leaf_ty.dtype);
-        // Each leaf's own type (a number left in the state is a scalar).
-        let leaf_tys: Vec<Type> = leaves
-            .iter()
-            .map(|l| match l {
-                Val::Var(v) => self.ty(*v),
-                _ if leaf_ty.is_scalar() => leaf_ty.clone(),
-                _ => scalar_ty.clone(),
-            })
-            .collect();
+        let (masks, flat, leaf_ty, leaf_tys) = self.state_layout(&count, &leaves)?;
         // Inside `tabulate`: every row the loop carries is a stack.
         let batch_len = self.batch.as_ref().map(|(l, _)| l.clone());
         let batched = batch_len.is_some();
@@ -92,7 +70,7 @@ impl<'a> FnCx<'a> {
         let rule_mark = self.b.function().rules.len();
         let err_mark = self.errs.len();
         let (holders, symbolic, row, next) = self.lower_step(
-            (&leaf_tys, &batch_len),
+            (&leaf_tys, &masks, &batch_len),
             state,
             seq.as_ref(),
             (param, body, done),
@@ -111,7 +89,7 @@ impl<'a> FnCx<'a> {
         // Which results of the step are stacks (known until `forget`).
         let next_stacked: Vec<bool> = next_leaves
             .iter()
-            .map(|l| matches!(l, Val::Var(v) if self.batched.contains(v)))
+            .map(|l| matches!(l, Val::Var(v) | Val::Mask(v) if self.batched.contains(v)))
             .collect();
         let step_stmts: Vec<(Stmt, String, Type)> = self.b.function().stmts[stmt_mark..]
             .iter()
@@ -129,14 +107,25 @@ impl<'a> FnCx<'a> {
         let weight = step_stmts.len() + nested.iter().map(|l| l.body.stmts.len()).sum::<usize>();
         let fits = self.state_change(&symbolic, &next).is_none()
             && next_leaves.len() == leaves.len()
-            && next_leaves.iter().zip(&leaf_tys).all(|(l, t)| match l {
-                Val::Var(v) => self.ty(*v) == *t,
-                Val::Const(_) => true,
-                _ => false,
-            })
+            && next_leaves
+                .iter()
+                .zip(&leaf_tys)
+                .zip(&masks)
+                .all(|((l, t), &mask)| match l {
+                    Val::Var(v) => !mask && self.ty(*v) == *t,
+                    Val::Const(_) => !mask,
+                    Val::Mask(m) => mask && self.ty(*m).shape == t.shape,
+                    Val::Bool(_) => mask,
+                    _ => false,
+                })
             && match count {
+                // A scan over a sequence of literal length is a loop,
+                // unless its state is flat and the unrolled steps few (then
+                // unrolled as before, and differentiable with respect to
+                // the sequence: its loop's captures are not yet).
                 Dim::Lit(n) => {
-                    seq.is_some() || (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS
+                    (seq.is_some() && flat.is_none())
+                        || (n as usize).saturating_mul(weight.max(1)) > UNROLL_STMTS
                 }
                 _ => true,
             };
@@ -148,7 +137,7 @@ impl<'a> FnCx<'a> {
         // of a vector state reads, an `i64` array) make every captured
         // value the loop's own operand, read in place by every step (a
         // stack inside `tabulate` where it depends on the index).
-        let operand_caps = !capture_tys.iter().all(|t| carried(t, &leaf_ty));
+        let operand_caps = flat.is_some() || !capture_tys.iter().all(|t| carried(t, &leaf_ty));
         // Inside `tabulate`, the captured values that are not stacks:
         // carried lifted to one, each with its own type.
         let lifted: HashMap<VarId, Type> = captures
@@ -171,6 +160,8 @@ impl<'a> FnCx<'a> {
         }
         let parts = Parts {
             leaves,
+            masks,
+            flat,
             leaf_tys,
             leaf_ty,
             row_ty,
@@ -227,6 +218,138 @@ impl<'a> FnCx<'a> {
         Some(leaf_ty)
     }
 
+    /// How a loop carries the state's `leaves`: which are booleans, the
+    /// flat layout of a state of several shapes (else packed as rows),
+    /// the row type, and each leaf's own type. None: no loop can (unroll).
+    #[allow(clippy::type_complexity)]
+    fn state_layout(
+        &self,
+        count: &Dim,
+        leaves: &[Val],
+    ) -> Option<(Vec<bool>, Option<Vec<Dim>>, Type, Vec<Type>)> {
+        // Booleans (masks, `1` or `+0`) ride in a flat state.
+        let masks: Vec<bool> = leaves
+            .iter()
+            .map(|l| matches!(l, Val::Mask(_) | Val::Bool(_)))
+            .collect();
+        let rows = if masks.contains(&true) {
+            None
+        } else {
+            self.row_type(leaves)
+        };
+        let mut flat = None;
+        let leaf_ty = match rows {
+            Some(t) => t,
+            // A run-time count over numbers only (`iterate(n, 0.0, ...)`):
+            // `f64` scalars, as a number is wherever nothing gives it a
+            // type. (A static count folds them step by step instead.)
+            None if !matches!(count, Dim::Lit(_))
+                && !leaves.is_empty()
+                && leaves.iter().all(|l| matches!(l, Val::Const(_))) =>
+            {
+                Type::scalar(DType::F64)
+            }
+            // Numbers and booleans only, a static count: folded step by
+            // step instead.
+            None if matches!(count, Dim::Lit(_))
+                && !leaves
+                    .iter()
+                    .any(|l| matches!(l, Val::Var(_) | Val::Mask(_))) =>
+            {
+                return None
+            }
+            // Parts of several shapes: one flat vector.
+            None => {
+                let (ty, widths) = self.flat_layout(leaves)?;
+                flat = Some(widths);
+                ty
+            }
+        };
+        let scalar_ty = Type::scalar(leaf_ty.dtype);
+        // Each leaf's own type (a number left in the state is a scalar, a
+        // boolean one of the state's type).
+        let leaf_tys: Vec<Type> = leaves
+            .iter()
+            .map(|l| match l {
+                Val::Var(v) => self.ty(*v),
+                Val::Mask(m) => Type::array(leaf_ty.dtype, self.ty(*m).shape),
+                _ if leaf_ty.is_scalar() => leaf_ty.clone(),
+                _ => scalar_ty.clone(),
+            })
+            .collect();
+        Some((masks, flat, leaf_ty, leaf_tys))
+    }
+
+    /// The flat layout of a state whose leaves have several shapes: the
+    /// flat vector's type and each leaf's length in it. Every array or
+    /// number of one element type (a number without one is `f64`'s), and
+    /// booleans, held as `1` or `+0` of that type. None if the leaves mix
+    /// element types (or are not all numbers, arrays and booleans).
+    fn flat_layout(&self, leaves: &[Val]) -> Option<(Type, Vec<Dim>)> {
+        let mut dtype = None;
+        let mut widths = Vec::with_capacity(leaves.len());
+        for l in leaves {
+            let shape = match l {
+                Val::Var(v) => {
+                    let t = self.ty(*v);
+                    if t.dtype == DType::Bool || dtype.is_some_and(|d| d != t.dtype) {
+                        return None;
+                    }
+                    dtype = Some(t.dtype);
+                    t.shape
+                }
+                Val::Mask(m) => self.ty(*m).shape,
+                Val::Const(_) | Val::Bool(_) => Vec::new(),
+                _ => return None,
+            };
+            widths.push(Dim::product(&shape)?);
+        }
+        let total = crate::ir::rows::total_width(&widths)?;
+        Some((
+            Type::array(dtype.unwrap_or(DType::F64), vec![total]),
+            widths,
+        ))
+    }
+
+    /// Why no loop can carry `state` (a note for the error that says so).
+    pub(super) fn uncarried_note(&self, state: &Val) -> String {
+        let mut leaves = Vec::new();
+        flatten_leaves(state, &mut leaves);
+        let mut dtypes: Vec<DType> = Vec::new();
+        for l in &leaves {
+            let d = match l {
+                Val::Var(v) => self.ty(*v).dtype,
+                Val::Int(_) | Val::Count(..) | Val::Idx(_) => DType::I64,
+                _ => continue,
+            };
+            if !dtypes.contains(&d) {
+                dtypes.push(d);
+            }
+        }
+        if let [a, b, ..] = dtypes[..] {
+            return format!(
+                "its parts mix element types ({} and {}); a loop's state may hold arrays and numbers of any shapes and booleans, but of one element type: convert with `f64(...)` or `i64(...)`",
+                a.name(),
+                b.name()
+            );
+        }
+        "a loop's state may hold arrays and numbers of any shapes and booleans, of one element type"
+            .into()
+    }
+
+    /// The final values of a flat state's leaves `vs` (booleans among them
+    /// where `masks` says), as `state` is shaped.
+    pub(super) fn flat_finals(&mut self, vs: Vec<VarId>, masks: &[bool], state: &Val) -> Val {
+        if self.batch.is_some() {
+            self.batched.extend(vs.iter().copied());
+        }
+        let mut it = vs
+            .into_iter()
+            .zip(masks)
+            .map(|(v, &m)| if m { Val::Mask(v) } else { Val::Var(v) });
+        rebuild_leaves(state, &mut it)
+    }
+
     /// One step of a counted loop lowered on placeholder variables
     /// standing for the state (each leaf of type `leaf_tys`, a stack
     /// inside `tabulate` of length `batch_len`) and, for a `scan`, for the
@@ -236,7 +359,7 @@ impl<'a> FnCx<'a> {
     /// if it failed).
     fn lower_step<'e>(
         &mut self,
-        (leaf_tys, batch_len): (&[Type], &Option<Dim>),
+        (leaf_tys, masks, batch_len): (&[Type], &[bool], &Option<Dim>),
         state: &Val,
         seq: Option<&Seq<'e>>,
         (param, body, done): (&Pattern, &Expr, Option<Cond>),
@@ -251,7 +374,10 @@ impl<'a> FnCx<'a> {
         if batch_len.is_some() {
             self.batched.extend(holders.iter().copied());
         }
-        let mut it = holders.iter().map(|h| Val::Var(*h));
+        let mut it = holders
+            .iter()
+            .zip(masks)
+            .map(|(h, &m)| if m { Val::Mask(*h) } else { Val::Var(*h) });
         let symbolic = rebuild_leaves(state, &mut it);
         // A scan's row: a placeholder too, the body's second parameter.
         let row = seq.map(|sq| {
@@ -372,6 +498,40 @@ impl<'a> FnCx<'a> {
         (hoisted, captures)
     }
 
+    /// The initial state's leaves of a loop from its parts `p`, as
+    /// variables of the state's element type (a flat state packed into
+    /// one, each leaf lifted to a stack inside `tabulate`).
+    fn initial_parts(&mut self, p: &Parts<'_>) -> Result<Vec<VarId>, OpTypeError> {
+        let dtype = p.leaf_ty.dtype;
+        let mut dynamic = Vec::new();
+        for l in &p.leaves {
+            dynamic.push(match l {
+                Val::Var(v) => *v,
+                Val::Const(x) => self.b.constant(dtype, *x),
+                Val::Mask(m) => self.mask_as(*m, dtype),
+                Val::Bool(b) => self.b.constant(dtype, f64::from(u8::from(*b))),
+                _ => unreachable!("checked above"),
+            });
+        }
+        let Some(widths) = &p.flat else {
+            return Ok(dynamic);
+        };
+        let mut parts = Vec::with_capacity(dynamic.len());
+        for (v, t) in dynamic.into_iter().zip(&p.leaf_tys) {
+            parts.push(match &p.batch_len {
+                Some(len) if !self.batched.contains(&v) => {
+                    self.b.carry_row(v, false, &with_rows(len.clone(), t))?
+                }
+                _ => v,
+            });
+        }
+        Ok(vec![self.b.pack_flat(
+            &parts,
+            widths,
+            p.batch_len.is_some(),
+        )?])
+    }
+
     /// A counted loop built from its `parts`, once they fit one IR loop:
     /// the hoisted statements before the loop, the loop's body (unpack,
     /// the step's statements, pack), the state packed, the loop run
@@ -409,7 +569,10 @@ impl<'a> FnCx<'a> {
         }
 
         // The body: unpack, the step's statements, pack.
-        let k = p.leaves.len() + if p.operand_caps { 0 } else { p.captures.len() };
+        let k = match p.flat {
+            Some(_) => 1,
+            None => p.leaves.len() + if p.operand_caps { 0 } else { p.captures.len() },
+        };
         let row_ty = &p.row_ty;
         let packed_ty = if k == 1 {
             row_ty.clone()
@@ -438,18 +601,14 @@ impl<'a> FnCx<'a> {
             Ok(f) => f,
             Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
         };
-        let (leaves, leaf_tys, leaf_ty) = (&p.leaves, &p.leaf_tys, &p.leaf_ty);
+        let (leaf_tys, leaf_ty) = (&p.leaf_tys, &p.leaf_ty);
         let (captures, row_ty) = (&p.captures, &p.row_ty);
         // The statements this step emitted were removed; so were their
         // variables. Start again from here: pack, loop, unpack.
-        let mut dynamic = Vec::new();
-        for l in leaves {
-            dynamic.push(match l {
-                Val::Var(v) => *v,
-                Val::Const(x) => self.b.constant(leaf_ty.dtype, *x),
-                _ => unreachable!("checked above"),
-            });
-        }
+        let mut dynamic = match self.initial_parts(&p) {
+            Ok(d) => d,
+            Err(e) => return Some(self.bug(format!("lowering a loop: {e}"))),
+        };
         let outer_caps: Vec<VarId> = captures
             .iter()
             .map(|c| outside.get(c).copied().unwrap_or(*c))
@@ -483,6 +642,10 @@ impl<'a> FnCx<'a> {
         if p.operand_caps {
             ins.extend(outer_caps);
         }
+        if let (Some(span), Some(widths)) = (all, &p.flat) {
+            let tys = (&leaf_tys[..], &widths[..], &p.masks[..]);
+            return Some(self.every_flat_state(id, &ins, tys, state, span, hint));
+        }
         if let Some(span) = all {
             let tys = (&leaf_tys[..], leaf_ty, row_ty);
             return Some(self.every_state(id, &ins, tys, state, span, hint));
@@ -490,6 +653,12 @@ impl<'a> FnCx<'a> {
         let Val::Var(last) = self.push_plain(hint, Op::Loop(id, seq.is_some()), &ins, None) else {
             return Some(Val::Err);
         };
+        if let Some(widths) = &p.flat {
+            return Some(match self.b.unpack_flat(last, leaf_tys, widths, batched) {
+                Ok(vs) => self.flat_finals(vs, &p.masks, state),
+                Err(e) => self.bug(format!("lowering a loop: {e}")),
+            });
+        }
         let mut finals = Vec::new();
         for (i, t) in leaf_tys.iter().enumerate() {
             let unpacked = if k == 1 {
@@ -547,6 +716,11 @@ struct Parts<'e> {
     next_stacked: Vec<bool>,
     /// The loops the step made (the body's own).
     nested: Vec<Loop>,
+    /// Which leaves are booleans (masks, carried as `1` or `+0` of the
+    /// state's type), and for a state of several shapes, the lengths of its
+    /// leaves in the one flat vector it is (else it is packed as rows).
+    masks: Vec<bool>,
+    flat: Option<Vec<Dim>>,
     /// The loop's id (the loops before the step), and the rules before
     /// the step (the body gets a copy of the step's).
     loop_mark: usize,
@@ -626,9 +800,14 @@ fn loop_body(
         bb.push("", Op::Index(i as u64), &[s], None)
     };
     let mut capture_rows = Vec::new();
-    for (i, (h, t)) in holders.iter().zip(leaf_tys).enumerate() {
-        let r = part(&mut bb, i)?;
-        map.insert(*h, bb.uncarry_row(r, t, leaf_ty, batched)?);
+    if let Some(widths) = &p.flat {
+        let parts = bb.unpack_flat(s, leaf_tys, widths, batched)?;
+        map.extend(holders.iter().copied().zip(parts));
+    } else {
+        for (i, (h, t)) in holders.iter().zip(leaf_tys).enumerate() {
+            let r = part(&mut bb, i)?;
+            map.insert(*h, bb.uncarry_row(r, t, leaf_ty, batched)?);
+        }
     }
     // A lifted capture's row, until the step reads it as itself.
     let mut lifted_rows: HashMap<VarId, VarId> = HashMap::new();
@@ -686,6 +865,10 @@ fn loop_body(
         let v = bb.push(hint, op, &args, Some(ty))?;
         map.insert(st.var, v);
     }
+    if let Some(widths) = &p.flat {
+        let next = flat_next(&mut bb, p, &map, widths)?;
+        return Ok(bb.finish(vec![next]));
+    }
     let mut outs = Vec::new();
     for (l, stacked) in next_leaves.iter().zip(next_stacked) {
         let v = match l {
@@ -706,4 +889,34 @@ fn loop_body(
     outs.extend(capture_rows.iter().copied());
     let next = bb.pack_rows(&outs, packed_ty)?;
     Ok(bb.finish(vec![next]))
+}
+
+/// The next state of a flat loop from its parts `p`: the step's results
+/// (`map`: the step's variables to the body's; booleans as `1` or `+0` of
+/// the state's type; inside `tabulate` each lifted to a stack), packed
+/// end to end (lengths `widths`).
+fn flat_next(
+    bb: &mut Builder,
+    p: &Parts,
+    map: &HashMap<VarId, VarId>,
+    widths: &[Dim],
+) -> Result<VarId, OpTypeError> {
+    let dtype = p.leaf_ty.dtype;
+    let body = |v: &VarId| map.get(v).copied().ok_or(OpTypeError::PackNothing);
+    let mut outs = Vec::with_capacity(p.next_leaves.len());
+    for ((l, stacked), t) in p.next_leaves.iter().zip(&p.next_stacked).zip(&p.leaf_tys) {
+        let x = match l {
+            Val::Var(v) => body(v)?,
+            Val::Mask(m) if bb.ty(body(m)?).dtype == dtype => body(m)?,
+            Val::Mask(m) => bb.push("", Op::Convert(dtype), &[body(m)?], None)?,
+            Val::Const(x) => bb.constant(dtype, *x),
+            Val::Bool(b) => bb.constant(dtype, f64::from(u8::from(*b))),
+            _ => unreachable!("checked above"),
+        };
+        outs.push(match &p.batch_len {
+            Some(len) if !stacked => bb.carry_row(x, false, &with_rows(len.clone(), t))?,
+            _ => x,
+        });
+    }
+    bb.pack_flat(&outs, widths, p.batch_len.is_some())
 }

@@ -61,6 +61,15 @@ pub(super) fn with_rows(d: Dim, t: &Type) -> Type {
     Type::array(t.dtype, shape)
 }
 
+/// Does a value hold an error already reported?
+fn has_err(v: &Val) -> bool {
+    match v {
+        Val::Tuple(vs) => vs.iter().any(has_err),
+        Val::Err => true,
+        _ => false,
+    }
+}
+
 /// Does a state still hold a compile-time number?
 fn has_constant_leaf(v: &Val) -> bool {
     match v {
@@ -178,9 +187,18 @@ impl<'a> FnCx<'a> {
             return v;
         }
         let Dim::Lit(n) = count else {
+            if has_err(&state) {
+                return Val::Err;
+            }
             self.error(
-                Diagnostic::new(init.span, format!("a `scan` over a sequence of run-time length cannot carry this state ({})", self.describe(&state)))
-                    .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars"),
+                Diagnostic::new(
+                    init.span,
+                    format!(
+                        "a `scan` over a sequence of run-time length cannot carry this state ({})",
+                        self.describe(&state)
+                    ),
+                )
+                .with_note(self.uncarried_note(&state)),
             );
             return Val::Err;
         };
@@ -478,15 +496,24 @@ impl<'a> FnCx<'a> {
         hints: &[&str],
     ) -> Val {
         let state = self.lower(init, hints);
-        if matches!(state, Val::Err) {
+        if has_err(&state) {
             return Val::Err;
         }
         match self.counted_loop(count, &state, step, init.span, hints) {
             Some(v) => v,
             None => {
                 self.error(
-                    Diagnostic::new(init.span, format!("a loop with a run-time count cannot carry this state ({})", self.describe(&state)))
-                        .with_note("a loop's state, and every value its step reads from outside, must be arrays of one element type and shape, or scalars; with a `static` count the `iterate` could be unrolled instead"),
+                    Diagnostic::new(
+                        init.span,
+                        format!(
+                            "a loop with a run-time count cannot carry this state ({})",
+                            self.describe(&state)
+                        ),
+                    )
+                    .with_note(format!(
+                        "{}; with a `static` count the `iterate` could be unrolled instead",
+                        self.uncarried_note(&state)
+                    )),
                 );
                 Val::Err
             }
@@ -719,14 +746,7 @@ impl<'a> FnCx<'a> {
     ) -> Val {
         let lp = &self.b.function().loops[id as usize];
         let (count, packed) = (lp.count.clone(), lp.state().clone());
-        let rows = lp.tape_rows(1);
-        let tape_ty = with_rows(rows.clone(), &packed);
-        let Val::Var(tape) = self.push_plain(
-            format!("{hint}.tape").trim_start_matches('.'),
-            Op::LoopTape(id, 1, true),
-            ins,
-            Some(&tape_ty),
-        ) else {
+        let Some(tape) = self.every_state_tape(id, ins, hint) else {
             return Val::Err;
         };
         let batch = self.batch.as_ref().map(|(l, _)| l.clone());
@@ -776,6 +796,73 @@ impl<'a> FnCx<'a> {
                 rebuild_leaves(state, &mut it)
             }
             Err(e) => self.bug(format!("the states of `scan_all`: {e}")),
+        }
+    }
+
+    /// [`Self::every_state`] for a flat state (leaves of several shapes,
+    /// of lengths `widths`, end to end in one vector; booleans where
+    /// `masks` says): leaf `j` of every state is columns `widths[j]` of
+    /// the states gathered from the tape (inside `tabulate`, of every
+    /// stack's states one after another).
+    pub(super) fn every_flat_state(
+        &mut self,
+        id: u32,
+        ins: &[VarId],
+        (leaf_tys, widths, masks): (&[Type], &[Dim], &[bool]),
+        state: &Val,
+        span: Span,
+        hint: &str,
+    ) -> Val {
+        let count = self.b.function().loops[id as usize].count.clone();
+        let Some(tape) = self.every_state_tape(id, ins, hint) else {
+            return Val::Err;
+        };
+        let batch = self.batch.as_ref().map(|(l, _)| l.clone());
+        let built = (|| -> Result<Vec<VarId>, OpTypeError> {
+            let b = &mut self.b;
+            let site = crate::ir::interp::pack_site(span.start, span.end);
+            let mut states = b.states_after_steps(tape, count.clone(), site, None)?;
+            let mut lead = vec![count.clone()];
+            if let Some(len) = &batch {
+                // `[L, count, w]`, its rows one after another.
+                states = b.swap_leading_axes(states)?;
+                let st = b.ty(states).clone();
+                let rows = len
+                    .times(&count)
+                    .ok_or_else(|| OpTypeError::parts(Part::States, &st))?;
+                let to = Type::array(st.dtype, vec![rows, st.shape[2].clone()]);
+                states = b.push("", Op::Reshape, &[states], Some(&to))?;
+                lead.insert(0, len.clone());
+            }
+            let mut out = Vec::with_capacity(leaf_tys.len());
+            for (j, t) in leaf_tys.iter().enumerate() {
+                let cols = b.columns_part(states, widths, j)?;
+                let mut shape = lead.clone();
+                shape.extend(t.shape.iter().cloned());
+                let to = Type::array(t.dtype, shape);
+                out.push(b.push("", Op::Reshape, &[cols], Some(&to))?);
+            }
+            Ok(out)
+        })();
+        match built {
+            Ok(vs) => self.flat_finals(vs, masks, state),
+            Err(e) => self.bug(format!("the states of `scan_all`: {e}")),
+        }
+    }
+
+    /// The tape of loop `id` keeping every state (`looptape L 1`), run on
+    /// `ins`; None if that failed (reported).
+    fn every_state_tape(&mut self, id: u32, ins: &[VarId], hint: &str) -> Option<VarId> {
+        let lp = &self.b.function().loops[id as usize];
+        let tape_ty = with_rows(lp.tape_rows(1), lp.state());
+        match self.push_plain(
+            format!("{hint}.tape").trim_start_matches('.'),
+            Op::LoopTape(id, 1, true),
+            ins,
+            Some(&tape_ty),
+        ) {
+            Val::Var(tape) => Some(tape),
+            _ => None,
         }
     }
 
