@@ -877,8 +877,8 @@ impl<'a> FnCx<'a> {
                 Some(format!("it goes from {} to {}", self.ty(*a), self.ty(*b)))
             }
             (
-                Val::Var(_) | Val::Const(_) | Val::Int(_),
-                Val::Var(_) | Val::Const(_) | Val::Int(_),
+                Val::Var(_) | Val::Const(_) | Val::Int(_) | Val::Count(..),
+                Val::Var(_) | Val::Const(_) | Val::Int(_) | Val::Count(..),
             ) => None,
             (Val::Bool(_) | Val::Mask(_), Val::Bool(_) | Val::Mask(_)) => None,
             (a, b) => Some(format!(
