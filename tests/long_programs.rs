@@ -90,10 +90,10 @@ fn a_program_split_into_parts_equals_the_interpreter() {
 fn a_long_unrolled_loop_with_loops_inside_equals_the_interpreter() {
     // The fuzzer's reproducer, smaller: `iterate_until` under a condition
     // that is not the state's, each step holding a scan, unrolled (its
-    // state mixes `f64` and `i64` values, which no loop carries).
+    // state mixes `f64` and `f32` values, which no loop carries).
     let p = prog(
-        "fn f[N](x: f64[N], z: f64[2], k: i64, y: f64) -> f64 {
-           let (r, v, w, j) = iterate_until(600, (f64(k), x, z, k + 0), (q, v, w, j) => k < 0, (q, v, w, j) => (
+        "fn f[N](x: f64[N], z: f64[2], k: i64, y: f64, u: f32) -> f64 {
+           let (r, v, w, j) = iterate_until(600, (f64(k), x, z, u), (q, v, w, j) => k < 0, (q, v, w, j) => (
              q + 0.01 * (tanh({
                let t = +/scan_all(v, q, (c, e) => c * 0.5 + tanh(c) + e)
                y + t }) - q), v, w, j))
@@ -105,6 +105,7 @@ fn a_long_unrolled_loop_with_loops_inside_equals_the_interpreter() {
         Value::f64(&[0.1, 0.2]),
         Value::scalar(DType::I64, 3.0),
         Value::scalar(DType::F64, 0.75),
+        Value::scalar(DType::F32, 0.5),
     ];
     compare(&p, "f", &[args.to_vec()], 1500);
 }

@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::{arr, check_gradient, check_jvp, err, int, prog, run_both};
+use common::{
+    arr, check_both_modes_and_second_order, check_gradient, check_jvp, err, int, prog, run_both,
+};
 use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 
@@ -158,12 +160,8 @@ fn booleans_scalars_and_vectors_of_two_lengths_with_a_weight_matrix() {
     let p = prog(PROGRAM);
     for n in [0, 1, 2, 7] {
         let args = vec![arr(&[3, 3], 3), arr(&[3], 4), arr(&[2], 5), int(n)];
-        let what = format!("mixed n={n}");
-        run_both(&p, "mixed", &args).unwrap();
-        check_gradient(&p, "dmixed", "mixed", 3, &args, &what);
-        check_jvp(&p, "mixed_jvp", "mixed", 3, &args, &what);
-        run_both(&p, "gsq", &args).unwrap();
-        check_gradient(&p, "dgsq", "gsq", 3, &args, &format!("second order {what}"));
+        let names = ["mixed", "dmixed", "mixed_jvp", "gsq", "dgsq"];
+        check_both_modes_and_second_order(&p, names, 3, &args, &format!("mixed n={n}"));
     }
 }
 
@@ -293,18 +291,8 @@ fn flat_states_under_vmap_are_each_element_s_own() {
 }
 
 #[test]
-fn a_state_mixing_element_types_is_told_at_the_state() {
-    let e = err("fn f[H](n: i64, W: f64[H, H], h0: f64[H], k0: i64) -> f64 {
-  let (h, k) = iterate(n, (h0, k0), (h, k) => (tanh(matmul(W, h)) + f64(k), k + 1))
-  +/h
-}");
-    assert!(
-        e.contains("a loop with a run-time count cannot carry this state"),
-        "{e}"
-    );
-    assert!(e.contains("mix element types (f64 and i64)"), "{e}");
-    assert!(e.contains("(h0, k0)"), "{e}");
-    // An error inside the state is reported once, as itself.
+fn an_error_inside_a_state_is_told_once() {
+    // As itself, not again as a state the loop cannot carry.
     let e = err("fn f[H](n: i64, h0: f64[H]) -> f64 {
   let (h, k) = iterate(n, (h0, nope(h0)), (h, k) => (h, k))
   +/h

@@ -400,11 +400,11 @@ fn run_time_counts_have_clear_limits() {
             "`d2f` cannot be differentiated: differentiating this gradient of a `scan` is not supported yet",
         ),
         (
-            "fn f[N](n: i64, x: f64[N], k: i64) -> f64 { let (a, b) = iterate_until(n, (x, k), (a, b) => +/a > 1.0, (a, b) => (a, b)); +/a }",
+            "fn f[N](n: i64, x: f64[N], k: f32) -> f64 { let (a, b) = iterate_until(n, (x, k), (a, b) => +/a > 1.0, (a, b) => (a, b)); +/a }",
             "a loop with a run-time count cannot carry this state",
         ),
         (
-            "fn f[N](n: i64, x: f64[N], k: i64) -> f64 { let (a, b) = iterate(n, (x, k), (a, b) => (a, b)); +/a }",
+            "fn f[N](n: i64, x: f64[N], k: f32) -> f64 { let (a, b) = iterate(n, (x, k), (a, b) => (a, b)); +/a }",
             "a loop with a run-time count cannot carry this state",
         ),
     ] {

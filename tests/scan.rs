@@ -307,7 +307,7 @@ fn misuse_of_scan_is_a_clear_error() {
         ("fn f[T](xs: f64[T]) -> f64[T] = scan_all(xs, 0.0)", "`scan_all` takes 3 arguments"),
         ("fn scan_all(x: f64) -> f64 = x", "cannot be redefined"),
         (
-            "fn f[T, B](xs: f64[T, B], v: f64[B], k: i64) -> f64 {\n  let (a, c) = scan(xs, (v, k), (s, x) => { let (a, c) = s; (a * x, c) })\n  +/a\n}",
+            "fn f[T, B](xs: f64[T, B], v: f64[B], k: f32) -> f64 {\n  let (a, c) = scan(xs, (v, k), (s, x) => { let (a, c) = s; (a * x, c) })\n  +/a\n}",
             "cannot carry this state",
         ),
         (

@@ -426,9 +426,9 @@ fn what_a_loop_inside_tabulate_still_refuses() {
         e.contains("`df` is a derivative that runs a loop, which cannot be called on values that depend on the index of `tabulate` yet"),
         "{e}"
     );
-    // A state of two element types with a run-time count: the rule
+    // A state of floats of two precisions with a run-time count: the rule
     // outside `tabulate` holds inside it.
-    let e = err("fn f[N](X: f64[N, 2], k: i64, n: i64) -> f64[N] = tabulate[N](i => { let (a, b) = iterate(n, (X[i], k), (a, b) => (a * 0.5, b)); +/a })");
+    let e = err("fn f[N](X: f64[N, 2], k: f32, n: i64) -> f64[N] = tabulate[N](i => { let (a, b) = iterate(n, (X[i], k), (a, b) => (a * 0.5, b)); +/a })");
     assert!(
         e.contains("a loop with a run-time count cannot carry this state"),
         "{e}"

@@ -376,43 +376,54 @@ impl Builder {
     }
 
     /// The values `parts` (of shapes of `widths[j]` elements; with
-    /// `batched`, stacks `T[L, ...]`) as one flat vector `T[Σ w]` (a stack
-    /// of them, `T[L, Σ w]`): a loop's state whose parts have different
-    /// shapes. [`Self::unpack_flat`] takes it apart.
+    /// `batched`, stacks `T[L, ...]`) as one flat vector `T[Σ w]` of
+    /// element type `dtype` (a stack of them, `T[L, Σ w]`): a loop's state
+    /// whose parts have different shapes or element types (an `i64` part of
+    /// a float state as its exact words, [`int_words`]).
+    /// [`Self::unpack_flat`] takes it apart.
     pub fn pack_flat(
         &mut self,
         parts: &[VarId],
         widths: &[Dim],
         batched: bool,
+        dtype: DType,
     ) -> Result<VarId, OpTypeError> {
         let mut flat = Vec::with_capacity(parts.len());
+        let mut flat_widths = Vec::with_capacity(parts.len());
         for (&p, w) in parts.iter().zip(widths) {
-            let t = self.ty(p).clone();
-            let mut shape = Vec::new();
-            if batched {
-                shape.push(
-                    t.shape
-                        .first()
-                        .cloned()
-                        .ok_or_else(|| OpTypeError::parts(Part::Rows, &t))?,
-                );
-            }
-            shape.push(w.clone());
-            let to = Type::array(t.dtype, shape);
-            let v = if t == to {
-                p
-            } else if t.is_scalar() {
-                self.push("", Op::Bcast, &[p], Some(&to))?
-            } else {
-                self.push("", Op::Reshape, &[p], Some(&to))?
+            let words = match int_words(self.ty(p).dtype, dtype) {
+                Some(_) => self.int_to_words(p, dtype)?,
+                None => vec![p],
             };
-            flat.push(if batched {
-                self.push("", Op::Transpose, &[v], None)?
-            } else {
-                v
-            });
+            for p in words {
+                let t = self.ty(p).clone();
+                let mut shape = Vec::new();
+                if batched {
+                    shape.push(
+                        t.shape
+                            .first()
+                            .cloned()
+                            .ok_or_else(|| OpTypeError::parts(Part::Rows, &t))?,
+                    );
+                }
+                shape.push(w.clone());
+                let to = Type::array(t.dtype, shape);
+                let v = if t == to {
+                    p
+                } else if t.is_scalar() {
+                    self.push("", Op::Bcast, &[p], Some(&to))?
+                } else {
+                    self.push("", Op::Reshape, &[p], Some(&to))?
+                };
+                flat.push(if batched {
+                    self.push("", Op::Transpose, &[v], None)?
+                } else {
+                    v
+                });
+                flat_widths.push(w.clone());
+            }
         }
-        let whole = self.concat_leading(&flat, widths)?;
+        let whole = self.concat_leading(&flat, &flat_widths)?;
         if batched {
             self.push("", Op::Transpose, &[whole], None)
         } else {
@@ -421,37 +432,112 @@ impl Builder {
     }
 
     /// The parts of `v` ([`Self::pack_flat`]'s), each of its type `tys[j]`
-    /// (of one element of a stack, with `batched`).
+    /// (with `rows`, `v` is a matrix whose rows are flat states, a stack
+    /// of them: each part is then a stack of its type).
     pub fn unpack_flat(
         &mut self,
         v: VarId,
         tys: &[Type],
         widths: &[Dim],
-        batched: bool,
+        rows: bool,
     ) -> Result<Vec<VarId>, OpTypeError> {
-        let lead: Vec<Dim> = if batched {
+        let dtype = self.ty(v).dtype;
+        let lead: Vec<Dim> = if rows {
             self.ty(v).shape.first().cloned().into_iter().collect()
         } else {
             Vec::new()
         };
+        let flat_widths = word_widths(tys, widths, dtype);
         let mut out = Vec::with_capacity(tys.len());
-        for (j, t) in tys.iter().enumerate() {
-            let part = if batched {
-                self.columns_part(v, widths, j)?
-            } else {
-                self.leading_part(v, widths, j)?
-            };
+        let mut j = 0;
+        for t in tys {
             let mut shape = lead.clone();
             shape.extend(t.shape.iter().cloned());
-            let to = Type::array(t.dtype, shape);
-            out.push(if self.ty(part) == &to {
-                part
-            } else if to.is_scalar() {
-                self.push("", Op::Index(0), &[part], None)?
-            } else {
-                self.push("", Op::Reshape, &[part], Some(&to))?
+            let n = int_words(t.dtype, dtype).map_or(1, |(n, _)| n as usize);
+            let mut words = Vec::with_capacity(n);
+            for _ in 0..n {
+                let part = if rows {
+                    self.columns_part(v, &flat_widths, j)?
+                } else {
+                    self.leading_part(v, &flat_widths, j)?
+                };
+                j += 1;
+                let to = Type::array(dtype, shape.clone());
+                words.push(if self.ty(part) == &to {
+                    part
+                } else if to.is_scalar() {
+                    self.push("", Op::Index(0), &[part], None)?
+                } else {
+                    self.push("", Op::Reshape, &[part], Some(&to))?
+                });
+            }
+            out.push(match words[..] {
+                [w] => w,
+                _ => self.words_to_int(&words, dtype)?,
             });
         }
         Ok(out)
     }
+
+    /// The `i64` array `x` as the words of a flat state of float type
+    /// `dtype` ([`int_words`]), least significant first: each of `x`'s
+    /// shape, every element an integer the float holds exactly (the last
+    /// signed, the others in `0 .. 2^bits`).
+    fn int_to_words(&mut self, x: VarId, dtype: DType) -> Result<Vec<VarId>, OpTypeError> {
+        let t = self.ty(x).clone();
+        let (n, bits) = int_words(t.dtype, dtype).ok_or(OpTypeError::PackNothing)?;
+        let base = self.constant(DType::I64, (1u64 << bits) as f64);
+        let base = self.broadcast_to(base, &t)?;
+        let mut rest = x;
+        let mut words = Vec::with_capacity(n as usize);
+        for _ in 1..n {
+            let w = self.push("", Op::Rem, &[rest, base], None)?;
+            let high = self.push("", Op::Sub, &[rest, w], None)?;
+            rest = self.push("", Op::Div, &[high, base], None)?;
+            words.push(self.push("", Op::Convert(dtype), &[w], None)?);
+        }
+        words.push(self.push("", Op::Convert(dtype), &[rest], None)?);
+        Ok(words)
+    }
+
+    /// The `i64` array whose words ([`Self::int_to_words`]) are `words`.
+    fn words_to_int(&mut self, words: &[VarId], dtype: DType) -> Result<VarId, OpTypeError> {
+        let (_, bits) = int_words(DType::I64, dtype).ok_or(OpTypeError::PackNothing)?;
+        let (last, low) = words.split_last().ok_or(OpTypeError::PackNothing)?;
+        let mut x = self.push("", Op::Convert(DType::I64), &[*last], None)?;
+        let base = self.constant(DType::I64, (1u64 << bits) as f64);
+        let t = self.ty(x).clone();
+        let base = self.broadcast_to(base, &t)?;
+        for &w in low.iter().rev() {
+            let w = self.push("", Op::Convert(DType::I64), &[w], None)?;
+            let high = self.push("", Op::Mul, &[x, base], None)?;
+            x = self.push("", Op::Add, &[high, w], None)?;
+        }
+        Ok(x)
+    }
+}
+
+/// How a flat state of float type `flat` carries an element of type
+/// `leaf` when it is an `i64`: as that many words of that many bits
+/// (`f64`: two of 32 bits, `f32`: three of 22, the last one signed), each
+/// an integer the float holds exactly, so every `i64` comes back bit for
+/// bit. None: one element carries one (the same type).
+pub fn int_words(leaf: DType, flat: DType) -> Option<(u32, u32)> {
+    match (leaf, flat) {
+        (DType::I64, DType::F64) => Some((2, 32)),
+        (DType::I64, DType::F32) => Some((3, 22)),
+        _ => None,
+    }
+}
+
+/// The lengths of the parts of a flat state of element type `flat` whose
+/// leaves have types `tys` and lengths `widths`: an `i64` leaf of a float
+/// state is its words one after another ([`int_words`]).
+pub fn word_widths(tys: &[Type], widths: &[Dim], flat: DType) -> Vec<Dim> {
+    let mut out = Vec::with_capacity(widths.len());
+    for (t, w) in tys.iter().zip(widths) {
+        let n = int_words(t.dtype, flat).map_or(1, |(n, _)| n);
+        out.extend(std::iter::repeat_n(w.clone(), n as usize));
+    }
+    out
 }

@@ -265,6 +265,26 @@ pub fn check_jvp(
     );
 }
 
+/// A loss `f` of `p` with its gradient `df`, its `@jvp` `f_jvp`, a scalar
+/// of its gradient `g` and that one's gradient `dg` (`[f, df, f_jvp, g,
+/// dg]`), all with respect to the first `nwrt` parameters, at `args`: JIT
+/// equals the interpreter, both modes and the second order against
+/// central differences.
+#[allow(dead_code)]
+pub fn check_both_modes_and_second_order(
+    p: &egrad::Program,
+    [f, df, f_jvp, g, dg]: [&str; 5],
+    nwrt: usize,
+    args: &[egrad::Value],
+    what: &str,
+) {
+    run_both(p, f, args).unwrap();
+    check_gradient(p, df, f, nwrt, args, what);
+    check_jvp(p, f_jvp, f, nwrt, args, what);
+    run_both(p, g, args).unwrap();
+    check_gradient(p, dg, g, nwrt, args, &format!("second order {what}"));
+}
+
 /// Parse and check `src` (named `<input>`); panics with the diagnostics.
 #[allow(dead_code)]
 pub fn prog(src: &str) -> egrad::Program {

@@ -58,6 +58,12 @@ impl<'a> FnCx<'a> {
     ) -> Option<Val> {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
+        // The index of `tabulate` in the state: its `i64` per index.
+        for l in &mut leaves {
+            if matches!(l, Val::Idx(_)) {
+                *l = self.number(l.clone());
+            }
+        }
         let (masks, flat, leaf_ty, leaf_tys) = self.state_layout(&count, &leaves)?;
         // Inside `tabulate`: every row the loop carries is a stack.
         let batch_len = self.batch.as_ref().map(|(l, _)| l.clone());
@@ -113,7 +119,11 @@ impl<'a> FnCx<'a> {
                 .zip(&masks)
                 .all(|((l, t), &mask)| match l {
                     Val::Var(v) => !mask && self.ty(*v) == *t,
-                    Val::Const(_) => !mask,
+                    // A number meeting an `i64` part must be an integer.
+                    Val::Const(c) => {
+                        !mask && (t.dtype != DType::I64 || super::exact_int(*c).is_some())
+                    }
+                    Val::Int(_) => !mask && t.dtype == DType::I64 && flat.is_some(),
                     Val::Mask(m) => mask && self.ty(*m).shape == t.shape,
                     Val::Bool(_) => mask,
                     _ => false,
@@ -271,7 +281,8 @@ impl<'a> FnCx<'a> {
         let leaf_tys: Vec<Type> = leaves
             .iter()
             .map(|l| match l {
-                Val::Var(v) => self.ty(*v),
+                Val::Var(v) | Val::Count(_, v) => self.ty(*v),
+                Val::Int(_) => Type::scalar(DType::I64),
                 Val::Mask(m) => Type::array(leaf_ty.dtype, self.ty(*m).shape),
                 _ if leaf_ty.is_scalar() => leaf_ty.clone(),
                 _ => scalar_ty.clone(),
@@ -280,60 +291,68 @@ impl<'a> FnCx<'a> {
         Some((masks, flat, leaf_ty, leaf_tys))
     }
 
-    /// The flat layout of a state whose leaves have several shapes: the
-    /// flat vector's type and each leaf's length in it. Every array or
-    /// number of one element type (a number without one is `f64`'s), and
-    /// booleans, held as `1` or `+0` of that type. None if the leaves mix
-    /// element types (or are not all numbers, arrays and booleans).
+    /// The flat layout of a state whose leaves have several shapes or
+    /// element types: the flat vector's type and each leaf's length (its
+    /// number of elements). The flat vector has the element type of the
+    /// floats among the leaves (`f64` for a number without one; `i64` if
+    /// every leaf is an integer or a boolean): booleans are held as `1` or
+    /// `+0` of that type, and `i64` values in a float state as exact words
+    /// ([`crate::ir::rows::int_words`]). None if the leaves mix `f32` and
+    /// `f64` (or are not all numbers, arrays and booleans).
     fn flat_layout(&self, leaves: &[Val]) -> Option<(Type, Vec<Dim>)> {
-        let mut dtype = None;
+        let mut float = None;
+        let mut ints = false;
         let mut widths = Vec::with_capacity(leaves.len());
+        let mut tys = Vec::with_capacity(leaves.len());
         for l in leaves {
-            let shape = match l {
-                Val::Var(v) => {
+            let (dtype, shape) = match l {
+                Val::Var(v) | Val::Count(_, v) => {
                     let t = self.ty(*v);
-                    if t.dtype == DType::Bool || dtype.is_some_and(|d| d != t.dtype) {
-                        return None;
-                    }
-                    dtype = Some(t.dtype);
-                    t.shape
+                    (Some(t.dtype), t.shape)
                 }
-                Val::Mask(m) => self.ty(*m).shape,
-                Val::Const(_) | Val::Bool(_) => Vec::new(),
+                Val::Int(_) => (Some(DType::I64), Vec::new()),
+                Val::Mask(m) => (None, self.ty(*m).shape),
+                // A fraction is a float, whatever else the state holds.
+                Val::Const(c) if super::exact_int(*c).is_none() => (Some(DType::F64), Vec::new()),
+                Val::Const(_) | Val::Bool(_) => (None, Vec::new()),
                 _ => return None,
             };
+            match dtype {
+                Some(DType::Bool) => return None,
+                Some(DType::I64) => ints = true,
+                Some(d) if float.is_some_and(|f| f != d) => return None,
+                Some(d) => float = Some(d),
+                None => {}
+            }
+            tys.push(Type::array(dtype.unwrap_or(DType::F64), shape.clone()));
             widths.push(Dim::product(&shape)?);
         }
-        let total = crate::ir::rows::total_width(&widths)?;
-        Some((
-            Type::array(dtype.unwrap_or(DType::F64), vec![total]),
-            widths,
-        ))
+        // Numbers without a type are `f64`, unless every typed leaf is an
+        // integer (then they are integers too).
+        let all_ints = ints && float.is_none();
+        let flat = if all_ints {
+            DType::I64
+        } else {
+            float.unwrap_or(DType::F64)
+        };
+        let words = crate::ir::rows::word_widths(&tys, &widths, flat);
+        let total = crate::ir::rows::total_width(&words)?;
+        Some((Type::array(flat, vec![total]), widths))
     }
 
     /// Why no loop can carry `state` (a note for the error that says so).
     pub(super) fn uncarried_note(&self, state: &Val) -> String {
         let mut leaves = Vec::new();
         flatten_leaves(state, &mut leaves);
-        let mut dtypes: Vec<DType> = Vec::new();
-        for l in &leaves {
-            let d = match l {
-                Val::Var(v) => self.ty(*v).dtype,
-                Val::Int(_) | Val::Count(..) | Val::Idx(_) => DType::I64,
-                _ => continue,
-            };
-            if !dtypes.contains(&d) {
-                dtypes.push(d);
-            }
+        let floats = |d: DType| {
+            leaves
+                .iter()
+                .any(|l| matches!(l, Val::Var(v) if self.ty(*v).dtype == d))
+        };
+        if floats(DType::F32) && floats(DType::F64) {
+            return "its parts mix f32 and f64 values; a loop's state may hold arrays and numbers of any shapes, integers and booleans, but floats of one precision".into();
         }
-        if let [a, b, ..] = dtypes[..] {
-            return format!(
-                "its parts mix element types ({} and {}); a loop's state may hold arrays and numbers of any shapes and booleans, but of one element type: convert with `f64(...)` or `i64(...)`",
-                a.name(),
-                b.name()
-            );
-        }
-        "a loop's state may hold arrays and numbers of any shapes and booleans, of one element type"
+        "a loop's state may hold arrays and numbers of any shapes, integers and booleans, with floats of one precision"
             .into()
     }
 
@@ -504,10 +523,11 @@ impl<'a> FnCx<'a> {
     fn initial_parts(&mut self, p: &Parts<'_>) -> Result<Vec<VarId>, OpTypeError> {
         let dtype = p.leaf_ty.dtype;
         let mut dynamic = Vec::new();
-        for l in &p.leaves {
+        for (l, t) in p.leaves.iter().zip(&p.leaf_tys) {
             dynamic.push(match l {
-                Val::Var(v) => *v,
-                Val::Const(x) => self.b.constant(dtype, *x),
+                Val::Var(v) | Val::Count(_, v) => *v,
+                Val::Int(i) => self.b.constant(DType::I64, *i as f64),
+                Val::Const(x) => self.b.constant(t.dtype, *x),
                 Val::Mask(m) => self.mask_as(*m, dtype),
                 Val::Bool(b) => self.b.constant(dtype, f64::from(u8::from(*b))),
                 _ => unreachable!("checked above"),
@@ -529,6 +549,7 @@ impl<'a> FnCx<'a> {
             &parts,
             widths,
             p.batch_len.is_some(),
+            dtype,
         )?])
     }
 
@@ -909,7 +930,8 @@ fn flat_next(
             Val::Var(v) => body(v)?,
             Val::Mask(m) if bb.ty(body(m)?).dtype == dtype => body(m)?,
             Val::Mask(m) => bb.push("", Op::Convert(dtype), &[body(m)?], None)?,
-            Val::Const(x) => bb.constant(dtype, *x),
+            Val::Const(x) => bb.constant(t.dtype, *x),
+            Val::Int(i) => bb.constant(DType::I64, *i as f64),
             Val::Bool(b) => bb.constant(dtype, f64::from(u8::from(*b))),
             _ => unreachable!("checked above"),
         };
@@ -918,5 +940,5 @@ fn flat_next(
             _ => x,
         });
     }
-    bb.pack_flat(&outs, widths, p.batch_len.is_some())
+    bb.pack_flat(&outs, widths, p.batch_len.is_some(), dtype)
 }

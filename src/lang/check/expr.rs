@@ -393,9 +393,11 @@ impl<'a> FnCx<'a> {
                         return Val::Err;
                     }
                 };
-                // A condition on integers selects values of any type (its
-                // mask is converted); floats of two precisions do not mix.
-                let (m, mask_ty) = if mask_ty.dtype == DType::I64 && ty.dtype != DType::I64 {
+                // A condition on integers selects values of any type, and
+                // one on floats selects integers (its mask, 1 or 0, is
+                // converted exactly); floats of two precisions do not mix.
+                let ints = [mask_ty.dtype, ty.dtype].contains(&DType::I64);
+                let (m, mask_ty) = if ints && mask_ty.dtype != ty.dtype {
                     let c = self.mask_as(m, ty.dtype);
                     (c, self.ty(c))
                 } else {
@@ -585,14 +587,8 @@ impl<'a> FnCx<'a> {
             v => v,
         };
         let (l, r) = (num(l), num(r));
-        for (v, span) in [(&l, lspan), (&r, rspan)] {
-            if matches!(v, Val::Bool(_) | Val::Mask(_)) {
-                self.error(
-                    Diagnostic::new(op_span, format!("`{op_text}` needs numbers, not bools"))
-                        .with_label(span, format!("this has type {}", self.describe(v))),
-                );
-                return Val::Err;
-            }
+        if !self.operands_fit(op, op_text, op_span, [(&l, lspan), (&r, rspan)]) {
+            return Val::Err;
         }
         // A number and a selection between two numbers (see
         // `FnCx::picks`) fold like two numbers, branch by branch.
@@ -663,6 +659,39 @@ impl<'a> FnCx<'a> {
             Val::Var(x) if cmp => Val::Mask(x),
             v => v,
         }
+    }
+
+    /// Whether the operands of the arithmetic or comparison `op` are
+    /// numbers it takes (not bools; integers for `%`); else an error.
+    fn operands_fit(
+        &mut self,
+        op: BinOp,
+        op_text: &str,
+        op_span: Span,
+        operands: [(&Val, Span); 2],
+    ) -> bool {
+        for (v, span) in operands {
+            if matches!(v, Val::Bool(_) | Val::Mask(_)) {
+                self.error(
+                    Diagnostic::new(op_span, format!("`{op_text}` needs numbers, not bools"))
+                        .with_label(span, format!("this has type {}", self.describe(v))),
+                );
+                return false;
+            }
+            // The remainder is of integers only.
+            if let (BinOp::Rem, Val::Var(x)) = (op, v) {
+                let t = self.ty(*x);
+                if t.dtype != DType::I64 {
+                    self.error(
+                        Diagnostic::new(op_span, format!("`{op_text}` needs i64 operands"))
+                            .with_label(span, format!("this has type {t}"))
+                            .with_note("the remainder is of integers only; a whole number held in a float converts with `i64(...)`, which truncates toward zero"),
+                    );
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// A mask (1 or 0) as a mask of element type `d`.

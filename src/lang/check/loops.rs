@@ -834,13 +834,17 @@ impl<'a> FnCx<'a> {
                 states = b.push("", Op::Reshape, &[states], Some(&to))?;
                 lead.insert(0, len.clone());
             }
-            let mut out = Vec::with_capacity(leaf_tys.len());
-            for (j, t) in leaf_tys.iter().enumerate() {
-                let cols = b.columns_part(states, widths, j)?;
+            let parts = b.unpack_flat(states, leaf_tys, widths, true)?;
+            let mut out = Vec::with_capacity(parts.len());
+            for (p, t) in parts.into_iter().zip(leaf_tys) {
                 let mut shape = lead.clone();
                 shape.extend(t.shape.iter().cloned());
                 let to = Type::array(t.dtype, shape);
-                out.push(b.push("", Op::Reshape, &[cols], Some(&to))?);
+                out.push(if b.ty(p) == &to {
+                    p
+                } else {
+                    b.push("", Op::Reshape, &[p], Some(&to))?
+                });
             }
             Ok(out)
         })();
