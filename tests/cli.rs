@@ -334,7 +334,7 @@ fn explore_shows_euler_ode_checkpointing_on_the_pareto_front() {
         "--fn",
         "euler_ode_grad",
         "--lambdas",
-        "0,2,2.2,2.5,16,1e6",
+        "0,3,3.5,6,16,1e6",
         "--no-run",
         "--json",
     ]);

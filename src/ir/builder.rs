@@ -133,14 +133,15 @@ impl Builder {
     }
 
     /// Values of one type as the rows of `packed` (`T[K, ...]`), or the value
-    /// itself when there is one (how a loop carries several values).
+    /// itself when there is one (how a loop carries several values), every
+    /// bit kept ([`Self::place`]).
     pub fn pack_rows(&mut self, vs: &[VarId], packed: &Type) -> Result<VarId, OpTypeError> {
         if vs.len() == 1 {
             return Ok(vs[0]);
         }
         let mut acc: Option<VarId> = None;
         for (i, v) in vs.iter().enumerate() {
-            let row = self.push("", Op::Unindex(i as u64), &[*v], Some(packed))?;
+            let row = self.place(Op::Unindex(i as u64), *v, packed)?;
             acc = Some(match acc {
                 None => row,
                 Some(a) => self.push("", Op::Add, &[a, row], None)?,

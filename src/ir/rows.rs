@@ -276,13 +276,43 @@ pub fn total_width(widths: &[Dim]) -> Option<Dim> {
 impl Builder {
     /// The arrays `parts` (`T[w_j, r...]`, the same `r...`, `w_j` spelled
     /// as `widths[j]`) end to end along their leading axis:
-    /// `T[Σ w_j, r...]`, each padded with zeros to the whole and added. A
-    /// loop's state of several shapes, flat (`r` empty), or its stacks
-    /// side by side (transposed); a walk's state.
+    /// `T[Σ w_j, r...]`, each padded with zeros to the whole and added
+    /// (a `-0.0` comes back `+0.0`, as for a sum of cotangents): a walk's
+    /// state. [`Self::concat_exact`] keeps every bit.
     pub fn concat_leading(
         &mut self,
         parts: &[VarId],
         widths: &[Dim],
+    ) -> Result<VarId, OpTypeError> {
+        self.concat_parts(parts, widths, false)
+    }
+
+    /// [`Self::concat_leading`] keeping every bit of the parts (each
+    /// placed among `-0.0`s, [`Self::place`]): a loop's state of several
+    /// shapes, flat (`r` empty), or its stacks side by side (transposed).
+    pub fn concat_exact(&mut self, parts: &[VarId], widths: &[Dim]) -> Result<VarId, OpTypeError> {
+        self.concat_parts(parts, widths, true)
+    }
+
+    /// `op` (a `pad` or an `unindex`: `x` placed among zeros of type `to`)
+    /// with the zeros `-0.0` for a float `x` (`neg (op (neg x))`), so that
+    /// a sum of such placements is every part bit for bit: `y + -0.0` is
+    /// `y` for every float `y`, `-0.0` included, where `y + +0.0` makes a
+    /// `-0.0` a `+0.0`.
+    pub fn place(&mut self, op: Op, x: VarId, to: &Type) -> Result<VarId, OpTypeError> {
+        if self.ty(x).dtype.is_int() {
+            return self.push("", op, &[x], Some(to));
+        }
+        let n = self.push("", Op::Neg, &[x], None)?;
+        let placed = self.push("", op, &[n], Some(to))?;
+        self.push("", Op::Neg, &[placed], None)
+    }
+
+    fn concat_parts(
+        &mut self,
+        parts: &[VarId],
+        widths: &[Dim],
+        exact: bool,
     ) -> Result<VarId, OpTypeError> {
         let first = parts.first().ok_or(OpTypeError::PackNothing)?;
         let t0 = self.ty(*first).clone();
@@ -293,8 +323,15 @@ impl Builder {
             Ok::<Type, OpTypeError>(Type::array(t0.dtype, shape))
         };
         let whole = sized(widths)?;
+        let exact = exact && !t0.dtype.is_int();
         let mut sum: Option<VarId> = None;
         for (j, &p) in parts.iter().enumerate() {
+            // Negated and negated back around the placing (see `place`).
+            let p = if exact {
+                self.push("", Op::Neg, &[p], None)?
+            } else {
+                p
+            };
             let placed = if j == 0 {
                 self.push("", Op::Pad(0), &[p], Some(&whole))?
             } else {
@@ -309,6 +346,11 @@ impl Builder {
                 let r = self.push("", Op::Reverse, &[tail], None)?;
                 let r = self.push("", Op::Pad(0), &[r], Some(&whole))?;
                 self.push("", Op::Reverse, &[r], None)?
+            };
+            let placed = if exact {
+                self.push("", Op::Neg, &[placed], None)?
+            } else {
+                placed
             };
             sum = Some(match sum {
                 Some(s) => self.push("", Op::Add, &[s, placed], None)?,
@@ -423,7 +465,7 @@ impl Builder {
                 flat_widths.push(w.clone());
             }
         }
-        let whole = self.concat_leading(&flat, &flat_widths)?;
+        let whole = self.concat_exact(&flat, &flat_widths)?;
         if batched {
             self.push("", Op::Transpose, &[whole], None)
         } else {

@@ -300,6 +300,10 @@ pub(crate) struct Gen<'r> {
     /// (0 in programs without them, which then draw what they drew
     /// before).
     pub(crate) mixed_left: u32,
+    /// The next `loop_of` (a state of mixed shapes) also carries an `i64`
+    /// step counter, last in its tuple, that its first component's step
+    /// reads.
+    pub(crate) counter_next: bool,
     /// `reverse` and `concat` may be written.
     pub(crate) cat: bool,
     /// The run-time integer parameters of the loss (empty elsewhere, and in

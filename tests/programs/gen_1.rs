@@ -28,6 +28,7 @@ impl<'r> Gen<'r> {
             seqs: Vec::new(),
             scan_left: 0,
             mixed_left: 0,
+            counter_next: false,
             cat: false,
             ints: Vec::new(),
             int_helper: None,
@@ -798,5 +799,43 @@ impl<'r> Gen<'r> {
     /// scan) that is not inside another.
     pub(crate) fn scan_ok(&self) -> bool {
         self.tab.is_none() && !self.no_tabulate && self.in_long <= 1 && self.no_long == 0
+    }
+}
+
+impl Gen<'_> {
+    /// The lengths a nested `tabulate` may have here.
+    pub(crate) fn nest_lens(&self) -> Vec<Len> {
+        let mut out = vec![Len::D(D::N)];
+        if self.has_dim(D::M) {
+            out.push(Len::D(D::M));
+        }
+        if self.allow_n1 {
+            out.push(Len::D(D::N1));
+        }
+        if self.n_min >= 2 {
+            out.push(Len::Two);
+        }
+        out
+    }
+
+    /// The loss has values along `d` (so its size is in scope).
+    pub(crate) fn has_dim(&self, d: D) -> bool {
+        self.lit.is_some()
+            || self.env.iter().any(|v| match v.ty {
+                Ty::S => false,
+                Ty::V(a) => a == d,
+                Ty::Mt(a, b) => a == d || b == d,
+            })
+    }
+
+    /// An upper bound of a `tabulate` length.
+    pub(crate) fn len_bound(&self, len: Len) -> f64 {
+        match len {
+            Len::D(d) => dim_max(d),
+            Len::Two => 2.0,
+            Len::N2 => (N_MAX - 2) as f64,
+            Len::Lit(k) => k as f64,
+            Len::M1 => (M_MAX - 1) as f64,
+        }
     }
 }

@@ -279,8 +279,15 @@ impl<'r> Gen<'r> {
             leaves.push(Ty::S);
         }
         self.made_loop = true;
+        let counter = self.rng.chance(0.5);
+        self.counter_next = counter;
         let (text, bounds, vars) = self.loop_of(&leaves, d);
         let names: Vec<String> = leaves.iter().map(|_| self.fresh("t")).collect();
+        // The counter's name in the pattern (unused after the loop).
+        let mut pattern = names.clone();
+        if counter {
+            pattern.push(self.fresh("t"));
+        }
         let summed = |k: usize| match leaves[k] {
             Ty::S => (names[k].clone(), bounds[k]),
             t => (format!("(+/{})", names[k]), bounds[k] * t.len_max()),
@@ -297,7 +304,7 @@ impl<'r> Gen<'r> {
             b += bk;
             var = false;
         }
-        let text = format!("({{ let ({}) = {text}; {combo} }})", names.join(", "));
+        let text = format!("({{ let ({}) = {text}; {combo} }})", pattern.join(", "));
         Some(Ex::leaf(text, b, var).not_ts())
     }
 
@@ -314,6 +321,8 @@ impl<'r> Gen<'r> {
     pub(crate) fn loop_of(&mut self, leaves: &[Ty], d: u32) -> (String, Vec<f64>, Vec<bool>) {
         let (leaf, comps) = (leaves[0], leaves.len());
         let mixed = leaves.iter().any(|&t| t != leaf);
+        // An `i64` step counter after the components (mixed states only).
+        let counter = std::mem::take(&mut self.counter_next) && mixed;
         let hc = self.rng.pick(&[0.5, 1.0, 2.0]);
         let nest = self.in_long == 0 && self.nest_left > 0;
         // count × step statements aimed at: above what egrad unrolls, and
@@ -356,6 +365,11 @@ impl<'r> Gen<'r> {
             .map(|(e, &f)| if f == 2 { e.b + hc } else { e.b.max(1.0) })
             .collect();
         let names: Vec<String> = (0..comps).map(|_| self.fresh("q")).collect();
+        let cname = if counter {
+            self.fresh("q")
+        } else {
+            String::new()
+        };
         // A state of mixed shapes: its step reads anything in scope.
         let (saved, keep) = if mixed {
             self.enter_step_reading(leaf, true)
@@ -377,6 +391,12 @@ impl<'r> Gen<'r> {
         let mut vars = Vec::new();
         for (k, q) in names.iter().enumerate() {
             let mut f = self.loop_step_value(leaves[k], nest, k == 0);
+            if counter && k == 0 {
+                // Scaled by a factor in [0.75, 1] the counter picks, so
+                // the bound still holds.
+                let s = format!("({} * (1.0 - 0.125 * f64({cname} % 3)))", f.s);
+                f = Ex::of(s, f.b, f.var, &[&f]);
+            }
             let text = match forms[k] {
                 0 => {
                     f = self.fit(f, bounds[k]);
@@ -407,7 +427,13 @@ impl<'r> Gen<'r> {
                 inits[0].s, names[0], steps[0]
             )
         } else {
-            let inits: Vec<&str> = inits.iter().map(|e| e.s.as_str()).collect();
+            let mut inits: Vec<&str> = inits.iter().map(|e| e.s.as_str()).collect();
+            let mut names = names.clone();
+            if counter {
+                inits.push("i64(0)");
+                steps.push(format!("({cname} + 1)"));
+                names.push(cname.clone());
+            }
             format!(
                 "iterate({count}, ({}), ({}) => ({}))",
                 inits.join(", "),
@@ -416,6 +442,9 @@ impl<'r> Gen<'r> {
             )
         };
         self.tag_loop(leaves, &text, &read, runtime.is_some());
+        if counter {
+            tag("loop: an i64 counter in a mixed state", &text);
+        }
         (text, bounds, vars)
     }
 
@@ -946,42 +975,4 @@ pub(crate) enum NestShape {
     RowSums,
     /// `tabulate[..](i => tabulate[..](j => ...))`, a matrix.
     Matrix,
-}
-
-impl Gen<'_> {
-    /// The lengths a nested `tabulate` may have here.
-    pub(crate) fn nest_lens(&self) -> Vec<Len> {
-        let mut out = vec![Len::D(D::N)];
-        if self.has_dim(D::M) {
-            out.push(Len::D(D::M));
-        }
-        if self.allow_n1 {
-            out.push(Len::D(D::N1));
-        }
-        if self.n_min >= 2 {
-            out.push(Len::Two);
-        }
-        out
-    }
-
-    /// The loss has values along `d` (so its size is in scope).
-    pub(crate) fn has_dim(&self, d: D) -> bool {
-        self.lit.is_some()
-            || self.env.iter().any(|v| match v.ty {
-                Ty::S => false,
-                Ty::V(a) => a == d,
-                Ty::Mt(a, b) => a == d || b == d,
-            })
-    }
-
-    /// An upper bound of a `tabulate` length.
-    pub(crate) fn len_bound(&self, len: Len) -> f64 {
-        match len {
-            Len::D(d) => dim_max(d),
-            Len::Two => 2.0,
-            Len::N2 => (N_MAX - 2) as f64,
-            Len::Lit(k) => k as f64,
-            Len::M1 => (M_MAX - 1) as f64,
-        }
-    }
 }

@@ -84,6 +84,7 @@ pub(crate) const FEATURES: &[&str] = &[
     "loop: vector state",
     "loop: tuple of vectors",
     "loop: tuple of mixed shapes",
+    "loop: an i64 counter in a mixed state",
     "loop: reads values from outside",
     "loop: scalar read by a vector state",
     "loop: inside a loop's step",

@@ -395,8 +395,9 @@ impl<'a> FnCx<'a> {
 
     /// `concat(a, b)`: the rows of `a`, then those of `b`; its length is
     /// the sum of theirs (`N+1`, `M+N`). No op of its own: with `a` of
-    /// integer length `k`, `pad 0 a + pad k b` (each placed in a zero
-    /// array of the result's type); with `b` of integer length, the parts
+    /// integer length `k`, `pad 0 a + pad k b` (each placed in an array
+    /// of the result's type whose other elements are `-0.0`, which the sum
+    /// leaves exactly as they are); with `b` of integer length, the parts
     /// swapped between two reversals, `reverse(concat(reverse(b),
     /// reverse(a)))`; with neither, `pad 0 a + reverse(pad 0 (reverse
     /// b))`. Gradients follow from those of `pad`, `add` and `reverse`.
@@ -467,8 +468,8 @@ impl<'a> FnCx<'a> {
                     return Val::Err;
                 };
                 let (Val::Var(pa), Val::Var(pb)) = (
-                    self.push("", Op::Pad(0), &[a], Some(&out)),
-                    self.push("", Op::Pad(0), &[rb], Some(&out)),
+                    self.placed(Op::Pad(0), a, &out),
+                    self.placed(Op::Pad(0), rb, &out),
                 ) else {
                     return Val::Err;
                 };
@@ -493,11 +494,27 @@ impl<'a> FnCx<'a> {
     /// `pad 0 a + pad k b` in the type `out`: `a` (of `k` rows) then `b`.
     fn join(&mut self, hint: &str, a: VarId, k: u64, b: VarId, out: &Type) -> Val {
         let (Val::Var(pa), Val::Var(pb)) = (
-            self.push("", Op::Pad(0), &[a], Some(out)),
-            self.push("", Op::Pad(k), &[b], Some(out)),
+            self.placed(Op::Pad(0), a, out),
+            self.placed(Op::Pad(k), b, out),
         ) else {
             return Val::Err;
         };
         self.push(hint, Op::Add, &[pa, pb], None)
+    }
+
+    /// `op x` (a `pad`: `x` placed among zeros of type `out`), the zeros
+    /// `-0.0` for floats, so that a sum of placements keeps every bit
+    /// (see `Builder::place`).
+    fn placed(&mut self, op: Op, x: VarId, out: &Type) -> Val {
+        if self.ty(x).dtype.is_int() {
+            return self.push("", op, &[x], Some(out));
+        }
+        let Val::Var(n) = self.push("", Op::Neg, &[x], None) else {
+            return Val::Err;
+        };
+        let Val::Var(p) = self.push("", op, &[n], Some(out)) else {
+            return Val::Err;
+        };
+        self.push("", Op::Neg, &[p], None)
     }
 }
