@@ -73,6 +73,15 @@ fn states[T, D](xs: f64[T, D], A: f64[D, D], h0: f64[D]) -> f64 {
 }
 @grad(xs, A)
 fn dstates[T, D](xs: f64[T, D], A: f64[D, D], h0: f64[D]) -> (f64[T, D], f64[D, D]) = states(xs, A, h0)
+// Forward mode with respect to the sequence: the tangent loop reads each
+// row beside its tangent.
+@jvp(xs, h0, Wz)
+fn gru_x_jvp[T, D, H](xs: f64[T, D], h0: f64[H], Wz: f64[H, D], Uz: f64[H, H], Wr: f64[H, D],
+                      Ur: f64[H, H], Wh: f64[H, D], Uh: f64[H, H], dxs: f64[T, D], dh0: f64[H],
+                      dWz: f64[H, D]) -> f64 = gru_x(xs, h0, Wz, Uz, Wr, Ur, Wh, Uh)
+@jvp(xs, A)
+fn states_jvp[T, D](xs: f64[T, D], A: f64[D, D], h0: f64[D], dxs: f64[T, D], dA: f64[D, D]) -> f64 =
+  states(xs, A, h0)
 
 // RK4 for y' = tanh(A y): a matrix and a scalar step size captured.
 fn field[D](A: f64[D, D], y: f64[D]) -> f64[D] = tanh(matmul(A, y))
@@ -91,6 +100,9 @@ fn drk4[D](A: f64[D, D], y0: f64[D], dt: f64, n: i64) -> (f64[D, D], f64[D], f64
 @jvp(A, y0, dt)
 fn rk4_jvp[D](A: f64[D, D], y0: f64[D], dt: f64, n: i64, dA: f64[D, D], dy0: f64[D], ddt: f64) -> f64 =
   rk4(A, y0, dt, n)
+
+@vmap(y0s)
+fn rk4_batch[B, D](A: f64[D, D], y0s: f64[B, D], dt: f64, n: i64) -> f64[B] = rk4(A, y0s, dt, n)
 
 // A loop that settles, and one whose step reads `i64` indices.
 fn settle[H](W: f64[H, H], h0: f64[H]) -> f64 {
@@ -227,11 +239,20 @@ fn a_scan_with_captures_differentiates_with_respect_to_its_sequence() {
         args.insert(0, xs);
         run_both(&p, "dgru_x", &args).unwrap();
         check_gradient(&p, "dgru_x", "gru_x", 3, &args, &format!("gru xs T={t}"));
+        check_jvp(&p, "gru_x_jvp", "gru_x", 3, &args, &format!("gru xs T={t}"));
         let args = vec![arr(&[t, 3], 50), arr(&[3, 3], 51), arr(&[3], 52)];
         run_both(&p, "dstates", &args).unwrap();
         check_gradient(
             &p,
             "dstates",
+            "states",
+            2,
+            &args,
+            &format!("scan_all xs T={t}"),
+        );
+        check_jvp(
+            &p,
+            "states_jvp",
             "states",
             2,
             &args,
@@ -284,6 +305,27 @@ fn batches_of_sequences_under_vmap() {
     args[7] = arr(&[2, 4, 2], 13);
     run_both(&p, "gru_batch", &args).unwrap();
     check_gradient(&p, "dgru_batch", "gru_batch_loss", 3, &args, "gru batch");
+    // The ODE over a batch of initial states, row by row.
+    let (a, y0s, dt) = (
+        arr(&[3, 3], 14),
+        arr(&[3, 3], 15),
+        Value::scalar(DType::F64, 0.1),
+    );
+    let batch = run_both(
+        &p,
+        "rk4_batch",
+        &[a.clone(), y0s.clone(), dt.clone(), int(7)],
+    )
+    .unwrap();
+    for b in 0..3 {
+        let y0 = Value::f64(&y0s.data[3 * b..3 * b + 3]);
+        let one = run_both(&p, "rk4", &[a.clone(), y0, dt.clone(), int(7)]).unwrap();
+        assert_eq!(
+            one[0].data[0].to_bits(),
+            batch[0].data[b].to_bits(),
+            "rk4 row {b}"
+        );
+    }
 }
 
 /// The GradBench LSTM as one function for any number of layers: a loop
@@ -310,6 +352,34 @@ fn an_lstm_of_any_number_of_layers_is_one_function() {
             2,
             &args,
             &format!("lstm l={l}"),
+        );
+    }
+    // Over a batch of sequences, each row its own sequence's loss.
+    let src = format!(
+        "{LSTM}\n@vmap(seqs)\nfn batch[K, C, L, B](W: f64[8*L, B], E: f64[3, B], S: f64[2*L, B], seqs: f64[K, C, B]) -> f64[K] = objective(W, E, S, seqs)\n"
+    );
+    let p = prog(&src);
+    let (l, c, b) = (2, 4, 3);
+    let args = vec![
+        arr(&[8 * l, b], 44),
+        arr(&[3, b], 45),
+        arr(&[2 * l, b], 46),
+        arr(&[3, c, b], 47),
+    ];
+    let batch = run_both(&p, "batch", &args).unwrap();
+    for k in 0..3 {
+        let seq = Value::array(
+            DType::F64,
+            vec![c, b],
+            args[3].data[c * b * k..c * b * (k + 1)].to_vec(),
+        );
+        let mut one = args.clone();
+        one[3] = seq;
+        let one = run_both(&p, "objective", &one).unwrap();
+        assert_eq!(
+            one[0].data[0].to_bits(),
+            batch[0].data[k].to_bits(),
+            "lstm sequence {k}"
         );
     }
 }

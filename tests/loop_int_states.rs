@@ -53,6 +53,17 @@ fn root(a: f64, n: i64) -> f64 {
 @grad(a)
 fn droot(a: f64, n: i64) -> f64 = root(a, n)
 
+// A run-time `i64` parameter in a stopping loop's state, with a bound
+// given at run time (a loop) and written out (unrolled).
+fn until_k[N](x: f64[N], k: i64, n: i64) -> f64 {
+  let (a, b) = iterate_until(n, (x, k), (a, b) => +/a > 1.0, (a, b) => (a * 1.5, b + 1))
+  +/a + f64(b)
+}
+fn until_k5[N](x: f64[N], k: i64) -> f64 {
+  let (a, b) = iterate_until(5, (x, k), (a, b) => +/a > 1.0, (a, b) => (a * 1.5, b + 1))
+  +/a + f64(b)
+}
+
 // A scan with a counter, and every state of one.
 fn counted[T, D](h0: f64[D], w: f64, xs: f64[T, D]) -> f64 {
   let (h, c) = scan(xs, (h0, i64(1)), (s, x) => {
@@ -214,6 +225,13 @@ fn newton_counts_its_steps_and_stops() {
     assert_eq!(out[1].data, [5.0]);
     let args = vec![Value::scalar(DType::F64, 2.0), int(50)];
     check_gradient(&p, "droot", "root", 1, &args, "newton");
+    // A run-time parameter in the state: the loop and the unrolled steps
+    // agree (it stops after 2 of 5 steps from 0.3 + 0.2).
+    let x = Value::f64(&[0.3, 0.2]);
+    let looped = run_both(&p, "until_k", &[x.clone(), int(7), int(5)]).unwrap();
+    let unrolled = run_both(&p, "until_k5", &[x, int(7)]).unwrap();
+    assert_eq!(looped[0].data[0].to_bits(), unrolled[0].data[0].to_bits());
+    assert_eq!(looped[0].data[0], 0.5 * 2.25 + 9.0);
 }
 
 #[test]

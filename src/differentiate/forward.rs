@@ -180,23 +180,26 @@ impl Fwd<'_> {
     }
 
     /// Loop statement `s` of loop `l`, which has captures (on the copied
-    /// operands `args`), with a tangent in its initial state or a capture:
-    /// the loop over `[state, tangent]` ([`capture_tangent_loop_def`]),
-    /// whose captures are the loop's and the tangents of those that have
-    /// one. A `looptape` of every state keeps both: its rows' two parts.
+    /// operands `args`), with a tangent in its initial state, a capture or
+    /// a scan's sequence: the loop over `[state, tangent]`
+    /// ([`capture_tangent_loop_def`]), reading rows `[x ; dx]` where the
+    /// sequence has a tangent, whose captures are the loop's and the
+    /// tangents of those that have one. A `looptape` of every state keeps
+    /// both: its rows' two parts.
     fn capture_tangent_stmt(&mut self, s: &Stmt, args: &[VarId], l: usize) -> Result<(), AdError> {
         let f = self.f;
         let lp = &f.loops[l];
         let fixed = s.op.arity();
-        if lp.is_scan() && self.tan[s.args[1].index()].is_some() {
-            return Err(AdError::Unsupported(AdLimit::CapturingLoop));
-        }
+        let dxs = match lp.is_scan() {
+            true => self.tan[s.args[1].index()],
+            false => None,
+        };
         let with_tangent: Vec<usize> = (0..lp.captures)
             .filter(|&j| self.tan[s.args[fixed + j].index()].is_some())
             .collect();
         let id = self
             .b
-            .add_loop(capture_tangent_loop_def(lp, &with_tangent)?);
+            .add_loop(capture_tangent_loop_def(lp, &with_tangent, dxs.is_some())?);
         let e = AdError::from;
         let b = &mut self.b;
         let dx = match self.tan[s.args[0].index()] {
@@ -205,7 +208,16 @@ impl Fwd<'_> {
         };
         let p0 = b.pack_rows(&[args[0], dx], &packed_state(lp)).map_err(e)?;
         let mut ins = vec![p0];
-        ins.extend_from_slice(&args[1..]);
+        match dxs {
+            // The rows `[x ; dx]`, side by side.
+            Some(dxs) => {
+                let xs = b.flat_rows(args[1]).map_err(e)?;
+                let dxs = b.flat_rows(dxs).map_err(e)?;
+                ins.push(b.concat_columns(xs, dxs).map_err(e)?);
+                ins.extend_from_slice(&args[2..]);
+            }
+            None => ins.extend_from_slice(&args[1..]),
+        }
         for &j in &with_tangent {
             ins.extend(self.tan[s.args[fixed + j].index()]);
         }
@@ -546,22 +558,31 @@ fn tangent_loop_def(f: &Function, l: usize, walk: bool) -> Result<Loop, AdError>
 }
 
 /// The loop over `[state, tangent]` carrying the tangent of loop `lp`,
-/// which has captures: its body runs the old body on the state and the
-/// captures, and its JVP in the state and the captures `with_tangent`,
-/// whose tangents are captured after the loop's own captures.
-fn capture_tangent_loop_def(lp: &Loop, with_tangent: &[usize]) -> Result<Loop, AdError> {
+/// which has captures: its body runs the old body on the state, the row
+/// and the captures, and its JVP in the state, the row (with `seq`: the
+/// rows are then `[x ; dx]`, [`row_pair`]) and the captures
+/// `with_tangent`, whose tangents are captured after the loop's own.
+fn capture_tangent_loop_def(lp: &Loop, with_tangent: &[usize], seq: bool) -> Result<Loop, AdError> {
     let e = AdError::from;
     let body = &lp.body;
     let packed = packed_state(lp);
     let first_cap = 1 + usize::from(lp.is_scan());
     let wrt: Vec<usize> = std::iter::once(0)
+        .chain(seq.then_some(1))
         .chain(with_tangent.iter().map(|j| first_cap + j))
         .collect();
     let body_jvp = jvp(body, &wrt, &format!("{}.jvp", body.name))?;
     let mut bb = Builder::new(format!("{}.tangent", body.name), body.size_params.clone());
     let span = Default::default();
     let p = bb.param("p", packed.clone(), span);
-    let row = lp.row().map(|r| bb.param("x", r.clone(), span));
+    let (row, drow) = match lp.row() {
+        Some(r) if seq => {
+            let (x, dx) = row_pair(&mut bb, r)?;
+            (Some(x), Some(dx))
+        }
+        Some(r) => (Some(bb.param("x", r.clone(), span)), None),
+        None => (None, None),
+    };
     let cap_tys = lp.capture_types();
     let caps: Vec<VarId> = cap_tys
         .iter()
@@ -580,6 +601,7 @@ fn capture_tangent_loop_def(lp: &Loop, with_tangent: &[usize]) -> Result<Loop, A
         .iter()
         .copied()
         .chain(std::iter::once(ds))
+        .chain(drow)
         .chain(dcaps)
         .collect();
     let dnext = bb.inline(&body_jvp, &jvp_ins)?[0];
@@ -602,32 +624,11 @@ fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
     let lp = &f.loops[l];
     let packed = packed_state(lp);
     let row_ty = lp.row().ok_or(AdBug::NotAScan("the sequence"))?.clone();
-    let wx = Dim::product(&row_ty.shape).ok_or(AdBug::Unsized(Unsized::Row))?;
-    let both_ty = Type::array(row_ty.dtype, vec![Dim::Lit(2), wx.clone()]);
-    let width = wx.times(&Dim::Lit(2)).ok_or(AdBug::Unsized(Unsized::Row))?;
     let body_jvp = jvp(&lp.body, &[0, 1], &format!("{}.jvp", lp.body.name))?;
     let mut bb = Builder::new(format!("{}.tangent", lp.body.name), f.size_params.clone());
     let p = bb.param("p", packed.clone(), Default::default());
-    let row = bb.param(
-        "xdx",
-        Type::array(row_ty.dtype, vec![width]),
-        Default::default(),
-    );
+    let (x, dx) = row_pair(&mut bb, &row_ty)?;
     let e = AdError::from;
-    let both = bb
-        .push("", Op::Reshape, &[row], Some(&both_ty))
-        .map_err(e)?;
-    let mut part = |i: u64| -> Result<VarId, AdError> {
-        let v = bb.push("", Op::Index(i), &[both], None).map_err(e)?;
-        if row_ty.is_scalar() {
-            return bb.push("", Op::Index(0), &[v], None).map_err(e);
-        }
-        if *bb.ty(v) == row_ty {
-            return Ok(v);
-        }
-        bb.push("", Op::Reshape, &[v], Some(&row_ty)).map_err(e)
-    };
-    let (x, dx) = (part(0)?, part(1)?);
     let s = bb.push("s", Op::Index(0), &[p], None).map_err(e)?;
     let ds = bb.push("ds", Op::Index(1), &[p], None).map_err(e)?;
     let next = bb.inline(&lp.body, &[s, x])?[0];
@@ -640,6 +641,35 @@ fn seq_tangent_loop_def(f: &Function, l: usize) -> Result<Loop, AdError> {
         settles: false,
         captures: 0,
     })
+}
+
+/// A tangent loop's row parameter `[x ; dx]` (a scan's row of type
+/// `row_ty` and its tangent, flattened side by side; added to `bb`), taken
+/// apart: `(x, dx)`.
+fn row_pair(bb: &mut Builder, row_ty: &Type) -> Result<(VarId, VarId), AdError> {
+    let e = AdError::from;
+    let wx = Dim::product(&row_ty.shape).ok_or(AdBug::Unsized(Unsized::Row))?;
+    let both_ty = Type::array(row_ty.dtype, vec![Dim::Lit(2), wx.clone()]);
+    let width = wx.times(&Dim::Lit(2)).ok_or(AdBug::Unsized(Unsized::Row))?;
+    let row = bb.param(
+        "xdx",
+        Type::array(row_ty.dtype, vec![width]),
+        Default::default(),
+    );
+    let both = bb
+        .push("", Op::Reshape, &[row], Some(&both_ty))
+        .map_err(e)?;
+    let mut part = |i: u64| -> Result<VarId, AdError> {
+        let v = bb.push("", Op::Index(i), &[both], None).map_err(e)?;
+        if row_ty.is_scalar() {
+            return bb.push("", Op::Index(0), &[v], None).map_err(e);
+        }
+        if bb.ty(v) == row_ty {
+            return Ok(v);
+        }
+        bb.push("", Op::Reshape, &[v], Some(row_ty)).map_err(e)
+    };
+    Ok((part(0)?, part(1)?))
 }
 
 /// Scan loop `lp` (its tangent loop numbered `id`, see

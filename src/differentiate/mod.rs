@@ -304,7 +304,7 @@ impl AdLimit {
                 "differentiate it in reverse mode (`@grad`), or write it in the language with `@custom_jvp`"
             }
             AdLimit::CapturingLoop => {
-                "both modes go through such a loop, its every state (`scan_all`) and its gradient, with respect to its initial state and the values its step reads (in reverse mode, of the state's element type), and reverse mode with respect to a scan's sequence of that type; forward mode not yet with respect to the sequence"
+                "both modes go through such a loop, its every state (`scan_all`) and its gradient, with respect to its initial state, the values its step reads and a scan's sequence (in reverse mode, those of the state's element type)"
             }
             AdLimit::LoopGradient => {
                 "reverse mode goes through the gradient of a loop or a `scan` with respect to its initial state and the values its step reads, but not yet with respect to the scan's sequence, nor through a gradient with respect to a sequence or through every state of `scan_all`: use `@jvp` of the gradient (forward over reverse), or `@grad` with respect to scalar parameters only (done by forward mode), or give the scan an integer length and a state a loop cannot carry so that it is unrolled"

@@ -330,6 +330,9 @@ impl<'a> FnCx<'a> {
                 Val::Tuple(out)
             }
             (a, b) => {
+                // A run-time `i64` parameter (or the index of `tabulate`)
+                // is a number like any other here.
+                let (a, b) = (self.number(a), self.number(b));
                 let mask_ty = self.ty(m);
                 // The branches' common type: a typed branch types a number,
                 // and a scalar branch (or condition) is broadcast to an array.
