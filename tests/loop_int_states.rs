@@ -318,6 +318,7 @@ fn a_float_remainder_is_an_error_at_the_operator() {
 }");
     assert!(e.contains("`%` needs i64 operands"), "{e}");
     assert!(e.contains("this has type f64"), "{e}");
+    assert!(e.contains("start it at `i64(0)`"), "{e}");
     let e = err("fn f(x: f64) -> f64 = x % 2.0");
     assert!(e.contains("`%` needs i64 operands"), "{e}");
 }

@@ -688,7 +688,7 @@ impl<'a> FnCx<'a> {
                     self.error(
                         Diagnostic::new(op_span, format!("`{op_text}` needs i64 operands"))
                             .with_label(span, format!("this has type {t}"))
-                            .with_note("the remainder is of integers only; a whole number held in a float converts with `i64(...)`, which truncates toward zero"),
+                            .with_note("the remainder is of integers only; a whole number held in a float converts with `i64(...)`, which truncates toward zero (a loop's counter started at a bare `0` counts in f64: start it at `i64(0)`)"),
                     );
                     return false;
                 }
