@@ -8,8 +8,9 @@
 
 mod common;
 
-use common::{arr, check_both_modes_and_second_order, check_gradient, err, int, prog, run_both};
-use egrad::internals::ir::Function;
+use common::{
+    arr, check_both_modes_and_second_order, check_gradient, err, int, loop_states, prog, run_both,
+};
 use egrad::internals::types::DType;
 use egrad::Value;
 
@@ -145,15 +146,6 @@ fn rows_loss[N](X: f64[N, 2], k: i64, n: i64) -> f64 = +/rows(X, k, n)
 @grad(X)
 fn drows[N](X: f64[N, 2], k: i64, n: i64) -> f64[N, 2] = rows_loss(X, k, n)
 "#;
-
-/// The loop statements of `f`'s IR, and each one's state type.
-fn loop_states(f: &Function) -> Vec<String> {
-    f.stmts
-        .iter()
-        .filter_map(|s| s.op.loop_id())
-        .map(|l| f.loops[l].state().to_string())
-        .collect()
-}
 
 fn ints_of(shape: &[usize], data: &[i64]) -> Value {
     Value::array(

@@ -9,9 +9,9 @@
 mod common;
 
 use common::{
-    arr, check_both_modes_and_second_order, check_gradient, check_jvp, err, int, prog, run_both,
+    arr, check_both_modes_and_second_order, check_gradient, check_jvp, err, int, loop_states, prog,
+    run_both,
 };
-use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
 
 const PROGRAM: &str = r#"
@@ -117,15 +117,6 @@ fn drows_mixed[N](y: f64[3], X: f64[N, 2], n: i64) -> (f64[3], f64[N, 2]) = rows
 @vmap(xss)
 fn all_batch[B, T, D](h0: f64[D], w: f64, xss: f64[B, T, D]) -> f64[B] = all_states(h0, w, xss)
 "#;
-
-/// The loop statements of `f`'s IR, and each one's state type.
-fn loop_states(f: &Function) -> Vec<String> {
-    f.stmts
-        .iter()
-        .filter_map(|s| s.op.loop_id())
-        .map(|l| f.loops[l].state().to_string())
-        .collect()
-}
 
 #[test]
 fn a_state_of_several_shapes_is_one_loop_over_a_flat_vector() {

@@ -285,6 +285,16 @@ pub fn check_both_modes_and_second_order(
     check_gradient(p, dg, g, nwrt, args, &format!("second order {what}"));
 }
 
+/// The loop statements of `f`'s IR, and each one's state type.
+#[allow(dead_code)]
+pub fn loop_states(f: &egrad::Function) -> Vec<String> {
+    f.stmts
+        .iter()
+        .filter_map(|s| s.op.loop_id())
+        .map(|l| f.loops[l].state().to_string())
+        .collect()
+}
+
 /// Parse and check `src` (named `<input>`); panics with the diagnostics.
 #[allow(dead_code)]
 pub fn prog(src: &str) -> egrad::Program {
