@@ -117,11 +117,10 @@ fn products(c: &mut Criterion) {
     }
     let g = optimize_gradient(&program, &opts).expect("gradient");
     let ir = g.gradient_ir();
-    let stored = g.stored();
     time(
         c,
         "matmul/mlp2 gradient",
-        &|o| backend::compile_keeping(&ir, o, &stored).expect("compile"),
+        &|o| backend::compile(&ir, o).expect("compile"),
         &inputs,
     );
 }

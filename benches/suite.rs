@@ -395,8 +395,7 @@ fn sized_options(program: &Program, b: &Benchmark, inputs: &[Value]) -> Options 
 fn parse_to_callable(name: &str, source: &str, opts: &Options) -> CompiledFunction {
     let program = Program::parse_named(name, source).expect("parse");
     let g = optimize_gradient(&program, opts).expect("optimize_gradient");
-    backend::compile_keeping(&g.gradient_ir(), &BackendOptions::default(), &g.stored())
-        .expect("compile gradient")
+    backend::compile(&g.gradient_ir(), &BackendOptions::default()).expect("compile gradient")
 }
 
 fn egrad_for(b: &Benchmark, source: &str) -> (Egrad, Options) {

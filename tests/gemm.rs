@@ -274,12 +274,21 @@ fn mlp2_gradient_is_the_same_through_kernel_and_loop_nest() {
         .contains("(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)"));
     let want = interp::run(&ir, &refs).unwrap();
     assert_eq!(want.len(), 4);
+    // The gradient alone, and the value-and-gradient program with the
+    // residuals it stores kept in memory (the products then read them).
+    let vg = g.value_and_grad_ir();
+    let want_vg = interp::run(vg, &refs).unwrap();
+    assert_eq!(&want_vg[1..], &want[..]);
     for o in &BACKENDS {
-        let got = compile_keeping(&ir, o, &g.stored())
+        let got = compile(&ir, o).unwrap().call(&refs).unwrap();
+        for (w, g) in want.iter().zip(&got) {
+            assert!(same_bits(w, g), "{o:?}");
+        }
+        let got = compile_keeping(vg, o, &g.stored())
             .unwrap()
             .call(&refs)
             .unwrap();
-        for (w, g) in want.iter().zip(&got) {
+        for (w, g) in want_vg.iter().zip(&got) {
             assert!(same_bits(w, g), "{o:?}");
         }
     }

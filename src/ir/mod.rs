@@ -19,7 +19,8 @@
 //! The room also holds what runs and prices an IR function without the
 //! front end: argument binding and the reference interpreter ([`interp`]),
 //! the memory limit ([`memory`]), the one reachability walk and dead-code
-//! removal ([`needed`]), the packing of rows (`rows`) and what the checker
+//! removal ([`needed`]), sharing common subexpressions
+//! ([`share_common`]), the packing of rows (`rows`) and what the checker
 //! asks of differentiation ([`transform`]).
 
 mod builder;
@@ -28,11 +29,13 @@ pub mod interp;
 pub mod memory;
 pub mod needed;
 pub(crate) mod rows;
+mod share;
 mod text;
 pub mod transform;
 
 pub use builder::Builder;
 pub use error::{At, IrError};
+pub use share::share_common;
 pub use text::{parse_functions, IrParseError};
 
 use crate::error::span::Span;

@@ -188,6 +188,17 @@ impl Op {
         }
     }
 
+    /// Whether the op's two operands may be swapped, bit for bit (NaN
+    /// payloads aside, as `rulesets/algebra.rules` says of `+` and `*`):
+    /// `add`, `mul`, `max`, `min` (each treats its operands alike, signed
+    /// zeros included), `eq` and `ne`.
+    pub fn is_commutative(&self) -> bool {
+        matches!(
+            self,
+            Op::Add | Op::Mul | Op::Max | Op::Min | Op::Eq | Op::Ne
+        )
+    }
+
     /// The op's family: how its result's elements come from its operands.
     pub fn family(&self) -> Family {
         match self {
