@@ -138,7 +138,7 @@ fn compile() -> egrad::Result<egrad::CompiledGradient> {
 /// allocation once `ws` is bound (after its first call).
 fn one(
     native: &CompiledFunction,
-    ws: &mut egrad::Workspace<'_>,
+    ws: &mut egrad::Workspace,
     p: &Params,
     b: &Batch,
     i: usize,

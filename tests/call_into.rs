@@ -165,7 +165,7 @@ fn outs(bufs: &mut [OutBuf]) -> Vec<NativeOut<'_>> {
 fn same_as_call(
     native: &CompiledFunction,
     values: &[Value],
-    ws: &mut Workspace<'_>,
+    ws: &mut Workspace,
     what: &str,
 ) -> usize {
     let refs: Vec<&Value> = values.iter().collect();
@@ -511,7 +511,7 @@ fn refused(
     native: &CompiledFunction,
     args: &[NativeArg<'_>],
     bufs: &mut [OutBuf],
-    ws: &mut Workspace<'_>,
+    ws: &mut Workspace,
     param: Option<usize>,
     needle: &str,
 ) {
@@ -681,6 +681,48 @@ fn wrong_output_lengths_after_new_sizes_are_errors() {
         &samples(DType::F32, &[&[6], &[6], &[]]),
         &mut ws,
         "N=6",
+    );
+}
+
+/// `bind_workspace` gives each result's shape at the arguments' sizes
+/// (what a caller that allocates its own outputs sizes them by), and the
+/// `call_into` after it binds nothing again. A workspace holds no borrow
+/// of its function: kept after the function is dropped, it is refused by
+/// the next function compiled, even one of the same program (which may
+/// live at the same address).
+#[test]
+fn bound_workspaces_give_output_shapes_and_belong_to_one_function() {
+    let f = ir(F32_LOSS_AND_GRAD);
+    let native = backend::compile(&f, &BackendOptions::verified()).expect("compile");
+    let mut ws = native.workspace();
+    assert_eq!(ws.output_shape(0), None);
+    for n in [4usize, 9, 0, 4] {
+        let values = samples(DType::F32, &[&[n], &[n], &[]]);
+        let owned = owned(&values);
+        let a = args(&owned);
+        native.bind_workspace(&a, &mut ws).expect("bind");
+        assert_eq!(ws.output_shape(0), Some(&[][..]));
+        assert_eq!(ws.output_shape(1), Some(&[n][..]));
+        assert_eq!(ws.output_shape(2), None);
+        // Bound already: the call allocates nothing.
+        let mut bufs = out_bufs(&native, &a);
+        let mut o = outs(&mut bufs);
+        let (allocs, r) = allocations(|| native.call_into(&a, &mut o, &mut ws));
+        r.expect("call_into");
+        assert_eq!(allocs, 0, "N={n}");
+    }
+    drop(native);
+    let again = backend::compile(&f, &BackendOptions::verified()).expect("compile");
+    let values = samples(DType::F32, &[&[4], &[4], &[]]);
+    let owned = owned(&values);
+    let err = again
+        .bind_workspace(&args(&owned), &mut ws)
+        .expect_err("a workspace of a dropped function");
+    assert!(
+        err.message
+            .contains("made for another compiled function (`lg`), not `lg`"),
+        "{}",
+        err.message
     );
 }
 

@@ -24,7 +24,9 @@
 use crate::errors::{guarded, to_py};
 use crate::options::type_name;
 use egrad::ArgError;
-use egrad::{CompiledFunction, DType, Error, Function, NativeArg, NativeOut, SourceFile};
+use egrad::{
+    CompiledFunction, DType, Error, Function, NativeArg, NativeOut, SourceFile, Workspace,
+};
 use numpy::{
     Element, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
@@ -32,6 +34,7 @@ use numpy::{
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
+use std::sync::Mutex;
 
 /// Whether an argument that cannot be read in place may be converted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,12 +451,40 @@ fn native_out<'a>(g: &'a mut OutGuard<'_>, is_bool: bool) -> Result<NativeOut<'a
     })
 }
 
+/// The spare [`Workspace`]s of one compiled function: a call takes one
+/// (or makes one when all are in use by other threads' calls) and gives
+/// it back, so a call at the shapes of the last one allocates no scratch
+/// and binds no sizes again (the checks of the arguments against the
+/// signature still run, on the workspace's cached shapes).
+#[derive(Default)]
+pub struct Workspaces(Mutex<Vec<Workspace>>);
+
+/// The most workspaces kept per function: the most threads expected to
+/// call one function at once.
+const SPARE_WORKSPACES: usize = 16;
+
+impl Workspaces {
+    fn take(&self, native: &CompiledFunction) -> Workspace {
+        let spare = self.0.lock().ok().and_then(|mut v| v.pop());
+        spare.unwrap_or_else(|| native.workspace())
+    }
+
+    fn give(&self, ws: Workspace) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < SPARE_WORKSPACES {
+                v.push(ws);
+            }
+        }
+    }
+}
+
 /// Call `native` on Python arguments; the results in order, as NumPy arrays
 /// (a scalar as a 0-d array). `file` is the source argument errors point
-/// into.
+/// into; `spare` holds `native`'s workspaces (and no other function's).
 pub fn call<'py>(
     py: Python<'py>,
     native: &CompiledFunction,
+    spare: &Workspaces,
     file: &SourceFile,
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
@@ -474,14 +505,15 @@ pub fn call<'py>(
         .map(Held::native)
         .collect::<Result<_, Error>>()
         .map_err(|e| to_py(py, &e))?;
-    let shapes = native
-        .output_shapes(&nargs)
+    let mut ws = spare.take(native);
+    native
+        .bind_workspace(&nargs, &mut ws)
         .map_err(|e| to_py(py, &e.into_error(f, file)))?;
     let dtypes: Vec<DType> = f.rets.iter().map(|r| f.ty(*r).dtype).collect();
     let outs: Vec<Out<'py>> = dtypes
         .iter()
-        .zip(&shapes)
-        .map(|(&d, s)| Out::new(py, d, s))
+        .enumerate()
+        .map(|(k, &d)| Out::new(py, d, ws.output_shape(k).unwrap_or_default()))
         .collect();
     {
         let mut guards: Vec<OutGuard<'py>> =
@@ -496,12 +528,12 @@ pub fn call<'py>(
         // nothing in it touches Python, so other threads may run meanwhile.
         let ran = py.detach(|| {
             guarded(|| {
-                let mut ws = native.workspace();
                 native
                     .call_into(&nargs, &mut nouts, &mut ws)
                     .map_err(|e| e.into_error(f, file))
             })
         });
+        spare.give(ws);
         ran.map_err(|e| to_py(py, &e))?;
     }
     outs.into_iter().map(Out::finish).collect()

@@ -7,7 +7,7 @@
 //! released while egrad parses, optimizes and compiles, and while native
 //! code runs.
 
-use crate::args::{call, CopyPolicy};
+use crate::args::{call, CopyPolicy, Workspaces};
 use crate::errors::{guarded, py_result, to_py};
 use crate::options::{type_name, OptSpec};
 use egrad::optimize_ir;
@@ -69,6 +69,8 @@ struct FunctionEntry {
     /// The checked IR, before the e-graph.
     before: Function,
     native: CompiledFunction,
+    /// `native`'s workspaces, reused across calls.
+    spare: Workspaces,
 }
 
 /// A compiled gradient and what it was compiled from.
@@ -78,6 +80,8 @@ struct GradientEntry {
     options: Options,
     grad: GradProgram,
     compiled: CompiledGradient,
+    /// The workspaces of `compiled`'s native function, reused across calls.
+    spare: Workspaces,
 }
 
 /// How `grad` returns the gradients: one array, or a tuple in `wrt` order.
@@ -188,6 +192,7 @@ impl PyProgram {
                     options,
                     before,
                     native,
+                    spare: Workspaces::default(),
                 })
             })
         });
@@ -219,6 +224,7 @@ impl PyProgram {
                     options,
                     grad,
                     compiled,
+                    spare: Workspaces::default(),
                 })
             })
         });
@@ -408,7 +414,15 @@ impl PyFunction {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let e = &self.entry;
-        let rs = call(py, &e.native, e.program.file(), args, kwargs, self.copy)?;
+        let rs = call(
+            py,
+            &e.native,
+            &e.spare,
+            e.program.file(),
+            args,
+            kwargs,
+            self.copy,
+        )?;
         one_or_tuple(py, rs)
     }
 
@@ -489,6 +503,7 @@ impl PyGradient {
         let mut rs = call(
             py,
             e.compiled.native(),
+            &e.spare,
             e.program.file(),
             args,
             kwargs,

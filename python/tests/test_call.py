@@ -135,3 +135,22 @@ def test_without_prelude():
     assert float(egrad.compile(src).function("f")(np.arange(3.0))) == 5.0
     with pytest.raises(egrad.EgradTypeError, match="dot"):
         egrad.compile(src, prelude=False)
+
+
+def test_calls_at_other_shapes_and_after_errors_reuse_nothing_stale(kinds):
+    # Each function keeps its workspaces between calls; one bound for
+    # other shapes, or left by a refused call, must size itself again.
+    rowsums = kinds.function("rowsums")
+    for rows, cols in [(3, 4), (5, 2), (3, 4), (1, 7), (0, 3), (5, 2)]:
+        X = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols) - 2.5
+        out = rowsums(X)
+        assert out.shape == (rows,)
+        np.testing.assert_array_equal(out, X.sum(axis=1))
+        with pytest.raises(egrad.EgradTypeError):
+            rowsums(np.ones(3))
+    g = kinds.grad("total", wrt="X")
+    for n in [4, 9, 4]:
+        X = np.full((n, 2), 0.5)
+        value, dX = g.value_and_grad(X)
+        assert float(value) == X.sum()
+        np.testing.assert_array_equal(dX, np.ones((n, 2)))

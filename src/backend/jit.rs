@@ -616,6 +616,9 @@ unsafe impl Sync for OwnedModule {}
 pub struct CompiledFunction {
     /// `Some` until dropped; the entry pointer is valid only while it lives.
     module: OwnedModule,
+    /// This function's number, never given to another in the process: the
+    /// owner of its [`Workspace`](super::Workspace)s.
+    pub(super) number: u64,
     pub(super) entry: Entry,
     pub(super) func: Function,
     pub(super) plan: Plan,
@@ -668,8 +671,11 @@ pub fn compile_keeping(
     // SAFETY: the function was declared with the signature
     // (pointer, pointer) -> () in the ISA's default (C) calling convention.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+    /// The next [`CompiledFunction::number`].
+    static NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     Ok(CompiledFunction {
         module: OwnedModule(Some(module)),
+        number: NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         entry,
         func: f.clone(),
         plan,

@@ -11,7 +11,6 @@ use crate::ir::interp::{
 };
 use crate::ir::memory;
 use crate::types::{DType, Type};
-use std::marker::PhantomData;
 
 /// A borrowed run-time argument for [`CompiledFunction::call_into`], in the
 /// native layout: a dense row-major array of `f64` or `f32` with its shape
@@ -246,12 +245,14 @@ struct ArgKey {
 /// reuses everything as it is (no heap allocation at all), and a call with
 /// other shapes re-binds the sizes and resizes the scratch buffers in place
 /// (allocating only when a buffer must grow). A workspace belongs to the
-/// function that made it (it borrows it); giving it to another function is
-/// an error.
-pub struct Workspace<'f> {
-    /// The address of the function that made this workspace: unique while
-    /// it is borrowed for `'f`.
-    owner: usize,
+/// function that made it (each compiled function has a number of its own,
+/// never reused in the process); giving it to another function is an
+/// error. It holds no borrow of that function, so it can be kept beside it
+/// (a pool of workspaces next to a shared function, as the Python
+/// package keeps).
+pub struct Workspace {
+    /// The number of the function that made this workspace.
+    owner: u64,
     owner_name: String,
     /// Whether the fields below are sized for the arguments in `key` and
     /// `shapes`.
@@ -261,6 +262,10 @@ pub struct Workspace<'f> {
     shapes: Vec<usize>,
     /// Elements of each output.
     out_lens: Vec<usize>,
+    /// The shape of each output, concatenated (`out_ranks` says where
+    /// each ends).
+    out_shapes: Vec<usize>,
+    out_ranks: Vec<usize>,
     /// One value per size parameter, in order.
     dim_vals: Vec<i64>,
     /// One buffer per scratch slot of the plan.
@@ -272,20 +277,31 @@ pub struct Workspace<'f> {
     /// The buffer table handed to native code: rewritten on every call
     /// before it runs, so between calls its pointers are never used.
     ptrs: Vec<*mut u8>,
-    _function: PhantomData<&'f CompiledFunction>,
 }
 
 // SAFETY: the raw pointers in `ptrs` are only written and handed to native
 // code inside `call_into`, which takes the workspace by `&mut` and rewrites
 // every entry first; they never point into memory the workspace shares with
 // another thread after the call returns. Everything else is owned data.
-unsafe impl Send for Workspace<'_> {}
+unsafe impl Send for Workspace {}
 
-impl Workspace<'_> {
+impl Workspace {
     /// Bytes of the scratch buffers for the shapes last bound (inputs and
     /// outputs not counted), as [`Prepared::scratch_bytes`](super::Prepared::scratch_bytes).
     pub fn scratch_bytes(&self) -> usize {
         self.scratch_bytes
+    }
+
+    /// The shape of result `k` at the arguments the workspace was last
+    /// bound for ([`CompiledFunction::bind_workspace`]); `None` before it
+    /// is bound, or past the last result.
+    pub fn output_shape(&self, k: usize) -> Option<&[usize]> {
+        if !self.bound {
+            return None;
+        }
+        let end = *self.out_ranks.get(k)?;
+        let start = if k == 0 { 0 } else { self.out_ranks[k - 1] };
+        self.out_shapes.get(start..end)
     }
 
     /// Do `args` have the dtypes, shapes and `i64` values the workspace is
@@ -309,7 +325,7 @@ impl Workspace<'_> {
     }
 }
 
-impl std::fmt::Debug for Workspace<'_> {
+impl std::fmt::Debug for Workspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workspace")
             .field("function", &self.owner_name)
@@ -328,20 +344,21 @@ fn elements(shape: &[usize]) -> Option<usize> {
 impl CompiledFunction {
     /// An empty [`Workspace`] for [`call_into`](Self::call_into) on this
     /// function; nothing is allocated for buffers until its first call.
-    pub fn workspace(&self) -> Workspace<'_> {
+    pub fn workspace(&self) -> Workspace {
         Workspace {
-            owner: self as *const CompiledFunction as usize,
+            owner: self.number,
             owner_name: self.func.name.clone(),
             bound: false,
             key: Vec::new(),
             shapes: Vec::new(),
             out_lens: Vec::new(),
+            out_shapes: Vec::new(),
+            out_ranks: Vec::new(),
             dim_vals: Vec::new(),
             scratch: Vec::new(),
             scratch_bytes: 0,
             ints: Vec::new(),
             ptrs: Vec::new(),
-            _function: PhantomData,
         }
     }
 
@@ -358,6 +375,36 @@ impl CompiledFunction {
             .iter()
             .map(|r| concrete_shape(self.func.ty(*r), &dims))
             .collect())
+    }
+
+    /// Check `args` as [`call_into`](Self::call_into) checks them and bind
+    /// `ws` for them (allocating nothing when it is bound for their dtypes,
+    /// shapes and `i64` values already): then
+    /// [`Workspace::output_shape`] gives each result's shape, and a
+    /// [`call_into`](Self::call_into) with these arguments and `ws` binds
+    /// nothing again. What a caller that allocates the outputs itself
+    /// calls first, instead of [`output_shapes`](Self::output_shapes).
+    pub fn bind_workspace(
+        &self,
+        args: &[NativeArg<'_>],
+        ws: &mut Workspace,
+    ) -> Result<(), ArgError> {
+        if ws.owner != self.number {
+            return Err(ArgError {
+                limit: false,
+                site: None,
+                param: None,
+                message: format!(
+                    "this workspace was made for another compiled function (`{}`), not `{}`",
+                    ws.owner_name, self.func.name
+                ),
+            });
+        }
+        self.check_data(args)?;
+        if !ws.matches(args) {
+            self.bind(args, ws)?;
+        }
+        Ok(())
     }
 
     /// Run the native code on borrowed arguments, writing the results into
@@ -386,24 +433,10 @@ impl CompiledFunction {
         &self,
         args: &[NativeArg<'_>],
         outs: &mut [NativeOut<'_>],
-        ws: &mut Workspace<'_>,
+        ws: &mut Workspace,
     ) -> Result<(), ArgError> {
+        self.bind_workspace(args, ws)?;
         let f = &self.func;
-        if ws.owner != self as *const CompiledFunction as usize {
-            return Err(ArgError {
-                limit: false,
-                site: None,
-                param: None,
-                message: format!(
-                    "this workspace was made for another compiled function (`{}`), not `{}`",
-                    ws.owner_name, f.name
-                ),
-            });
-        }
-        self.check_data(args)?;
-        if !ws.matches(args) {
-            self.bind(args, ws)?;
-        }
         if outs.len() != f.rets.len() {
             return Err(ArgError {
                 limit: false,
@@ -527,7 +560,7 @@ impl CompiledFunction {
     /// Bind the sizes of `args` and size `ws` for them: the values of the
     /// size parameters, the output lengths, the scratch buffers (resized in
     /// place) and the buffer table. `ws` is marked bound only on success.
-    fn bind(&self, args: &[NativeArg<'_>], ws: &mut Workspace<'_>) -> Result<(), ArgError> {
+    fn bind(&self, args: &[NativeArg<'_>], ws: &mut Workspace) -> Result<(), ArgError> {
         let f = &self.func;
         ws.bound = false;
         // An `i64` beyond 2^53 would not survive the float `bind_args`
@@ -569,8 +602,12 @@ impl CompiledFunction {
                 .push(i64::try_from(d).map_err(|_| too_big("size parameter"))?);
         }
         ws.out_lens.clear();
+        ws.out_shapes.clear();
+        ws.out_ranks.clear();
         for r in &f.rets {
             ws.out_lens.push(sized(f.ty(*r))?);
+            ws.out_shapes.extend(concrete_shape(f.ty(*r), &dims));
+            ws.out_ranks.push(ws.out_shapes.len());
         }
         let mut scratch_lens = Vec::with_capacity(self.plan.scratch.len());
         let mut scratch_bytes = 0usize;
