@@ -28,6 +28,7 @@ const WAYS: [(&str, BackendOptions); 3] = [
             verify: false,
             simd: false,
             gemm: false,
+            wide: true,
         },
     ),
     (
@@ -36,6 +37,7 @@ const WAYS: [(&str, BackendOptions); 3] = [
             verify: false,
             simd: true,
             gemm: false,
+            wide: true,
         },
     ),
     (
@@ -44,6 +46,7 @@ const WAYS: [(&str, BackendOptions); 3] = [
             verify: false,
             simd: true,
             gemm: true,
+            wide: true,
         },
     ),
 ];

@@ -89,7 +89,7 @@ pub struct CacheKey {
     pub optimize: bool,
     /// The sizes the cost model prices at (`N=1000`), not a call's sizes.
     pub model_sizes: String,
-    /// `simd=.. gemm=..` ([`BackendOptions`](crate::backend::BackendOptions)).
+    /// `simd=.. gemm=.. wide=..` ([`BackendOptions`](crate::backend::BackendOptions)).
     pub backend: String,
     /// What was asked of the function (its gradient, `--wrt`, ...).
     pub transform: String,
@@ -222,8 +222,8 @@ impl CacheKey {
                 }
             },
             backend: format!(
-                "simd={} gemm={}",
-                options.backend.simd, options.backend.gemm
+                "simd={} gemm={} wide={}",
+                options.backend.simd, options.backend.gemm, options.backend.wide
             ),
             transform,
             cpu: cpu_features(),

@@ -100,8 +100,8 @@ fn changed_backend_option_recompiles_and_is_named() {
     let r = cache.last_recompile().unwrap();
     assert_eq!(r.changes.len(), 1, "{r}");
     assert_eq!(r.changes[0].component, "backend");
-    assert_eq!(r.changes[0].before, "simd=true gemm=true");
-    assert_eq!(r.changes[0].now, "simd=true gemm=false");
+    assert_eq!(r.changes[0].before, "simd=true gemm=true wide=true");
+    assert_eq!(r.changes[0].now, "simd=true gemm=false wide=true");
     // The same options again: a hit.
     cache.gradient(&program, &gemm).unwrap();
     assert_eq!((cache.hits(), cache.misses()), (1, 2));

@@ -397,7 +397,10 @@ fn backend_flags_reach_the_backend() {
         "--no-gemm",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("backend: simd=true gemm=false"), "{out}");
+    assert!(
+        out.contains("backend: simd=true gemm=false wide=true"),
+        "{out}"
+    );
     let o = std::env::temp_dir().join(format!("egrad-gemm-{}.o", std::process::id()));
     let (code, _, err) = egrad(&[
         "build",

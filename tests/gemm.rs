@@ -19,6 +19,7 @@ const GEMM: BackendOptions = BackendOptions {
     verify: true,
     simd: true,
     gemm: true,
+    wide: true,
 };
 
 /// Every way native code can run a product: the kernel, and the loop nest
@@ -29,11 +30,13 @@ const BACKENDS: [BackendOptions; 3] = [
         verify: true,
         simd: true,
         gemm: false,
+        wide: true,
     },
     BackendOptions {
         verify: true,
         simd: false,
         gemm: false,
+        wide: false,
     },
 ];
 

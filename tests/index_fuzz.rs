@@ -356,6 +356,7 @@ fn subject(name: &str, ir: Function) -> Subject {
                 verify: true,
                 simd,
                 gemm: false,
+                wide: simd,
             };
             let c = compile(f, &opts).unwrap_or_else(|e| panic!("{name} ({which}): {e}\n{f}"));
             let label = match (which, simd) {

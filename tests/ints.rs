@@ -19,6 +19,7 @@ fn both(src: &str, args: &[&Value]) -> (Result<Vec<Value>, String>, Result<Vec<V
             verify: true,
             simd,
             gemm: false,
+            wide: simd,
         };
         let c = compile(f, &opts).unwrap();
         outs.push(c.call(args).map_err(|e| e.to_string()));

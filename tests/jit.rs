@@ -12,6 +12,7 @@ const OPTS: BackendOptions = BackendOptions {
     verify: true,
     simd: true,
     gemm: false,
+    wide: true,
 };
 
 const SEED_GRAD: &str = "fn dloss_dw[N](%w: f32[N], %x: f32[N], %y: f32) -> f32[N] {
@@ -464,11 +465,13 @@ fn kernels_match_interpreter_bit_for_bit() {
 }
 
 /// SIMD and scalar code keep the same order of operations (reductions in
-/// egrad's fixed order in both), so they agree bit for bit.
+/// egrad's fixed order in both), so they agree bit for bit; so do the
+/// math functions' block kernels and their inline SIMD code.
 #[test]
 fn simd_and_scalar_code_agree_bit_for_bit() {
     let scalar = BackendOptions {
         simd: false,
+        wide: false,
         ..OPTS
     };
     let mut rng = Lcg(5);
@@ -476,6 +479,15 @@ fn simd_and_scalar_code_agree_bit_for_bit() {
         for f in cases(dtype) {
             let vector = compile(&f, &OPTS).unwrap();
             let plain = compile(&f, &scalar).unwrap();
+            // SIMD with the math kernels inline rather than blocked.
+            let inline = compile(
+                &f,
+                &BackendOptions {
+                    wide: false,
+                    ..OPTS
+                },
+            )
+            .unwrap();
             for n in [1, 2, 5, 8, 13, 33] {
                 for m in [1, 4, 9, 17] {
                     let args = args_for(&f, n, m, &mut rng);
@@ -483,6 +495,13 @@ fn simd_and_scalar_code_agree_bit_for_bit() {
                     let a = vector.call(&refs).unwrap();
                     let b = plain.call(&refs).unwrap();
                     assert_bits_eq(&f, &a, &b, &format!("{dtype} N={n} M={m} simd vs scalar"));
+                    let c = inline.call(&refs).unwrap();
+                    assert_bits_eq(
+                        &f,
+                        &a,
+                        &c,
+                        &format!("{dtype} N={n} M={m} blocked vs inline"),
+                    );
                     check(&plain, &args, &format!("{dtype} N={n} M={m} scalar"));
                 }
             }

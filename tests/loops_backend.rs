@@ -14,6 +14,7 @@ const OPTS: BackendOptions = BackendOptions {
     verify: true,
     simd: true,
     gemm: false,
+    wide: true,
 };
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The option names, in the order the docs list them.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "lam",
     "dims",
     "no_optimize",
@@ -22,6 +22,7 @@ pub const NAMES: [&str; 10] = [
     "time_limit",
     "simd",
     "gemm",
+    "wide",
     "rules",
 ];
 
@@ -38,6 +39,7 @@ pub struct OptSpec {
     pub time_limit: Option<f64>,
     pub simd: Option<bool>,
     pub gemm: Option<bool>,
+    pub wide: Option<bool>,
     pub rules: Option<PathBuf>,
 }
 
@@ -87,6 +89,7 @@ impl OptSpec {
                 "time_limit" => o.time_limit = get(&v, "time_limit", "a number of seconds")?,
                 "simd" => o.simd = get(&v, "simd", "a bool")?,
                 "gemm" => o.gemm = get(&v, "gemm", "a bool")?,
+                "wide" => o.wide = get(&v, "wide", "a bool")?,
                 "rules" => o.rules = get(&v, "rules", "a path (str or os.PathLike)")?,
                 other if allowed.contains(&other) => {}
                 other => {
@@ -114,6 +117,7 @@ impl OptSpec {
             time_limit: self.time_limit.or(base.time_limit),
             simd: self.simd.or(base.simd),
             gemm: self.gemm.or(base.gemm),
+            wide: self.wide.or(base.wide),
             rules: self.rules.clone().or_else(|| base.rules.clone()),
         }
     }
@@ -149,6 +153,7 @@ impl OptSpec {
         o.rules_dir = self.rules.clone();
         o.backend.simd = self.simd.unwrap_or(true);
         o.backend.gemm = self.gemm.unwrap_or(true);
+        o.backend.wide = self.wide.unwrap_or(true);
         Ok(o)
     }
 
@@ -160,7 +165,7 @@ impl OptSpec {
         let mut k = String::new();
         let _ = write!(
             k,
-            "lam={:x};no_optimize={};fast_math={};nodes={};iters={};time={:x};simd={};gemm={};rules={:?};dims=",
+            "lam={:x};no_optimize={};fast_math={};nodes={};iters={};time={:x};simd={};gemm={};wide={};rules={:?};dims=",
             self.lam.unwrap_or(DEFAULT_LAMBDA).to_bits(),
             self.no_optimize.unwrap_or(false),
             self.fast_math.unwrap_or(false),
@@ -169,6 +174,7 @@ impl OptSpec {
             self.time_limit.unwrap_or(defaults.time.as_secs_f64()).to_bits(),
             self.simd.unwrap_or(true),
             self.gemm.unwrap_or(true),
+            self.wide.unwrap_or(true),
             self.rules,
         );
         for (name, n) in self.dims.iter().flatten() {

@@ -117,7 +117,7 @@ def test_options_change_nothing_numerically(kinds):
     x = np.linspace(-1, 1, 33)
     y = np.cos(x)
     base = kinds.function("axpy")(0.25, x, y)
-    for opts in (dict(no_optimize=True), dict(simd=False), dict(gemm=False), dict(lam=100.0),
+    for opts in (dict(no_optimize=True), dict(simd=False), dict(gemm=False), dict(wide=False), dict(lam=100.0),
                  dict(dims={"N": 33}), dict(fast_math=False, node_limit=50, iter_limit=2, time_limit=0.5)):
         out = kinds.function("axpy", **opts)(0.25, x, y)
         assert out.tobytes() == base.tobytes(), opts

@@ -4,7 +4,7 @@
 //! [`cranelift_module::Module`]: the object-file writer
 //! ([`super::object`]) uses it too.
 
-use super::lower::{Import, LoopRefs, Plan, Translator, STATUS_SLOTS};
+use super::lower::{Import, Kernels, LoopRefs, Plan, Translator, STATUS_SLOTS};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::ir::interp::{bind_args, concrete_shape, ArgError};
@@ -47,12 +47,16 @@ pub(crate) enum Libm {
     /// A native kernel (`crate::ops::kernels`): `(id, n, ptrs, lens, out,
     /// out_len)`, all `i64`, no result.
     Kernel,
+    /// A math function over a whole array through its block kernel
+    /// (`crate::vmath::egrad_vmath_block_f64`): `(function, x, y, n)`, all
+    /// `i64`, no result.
+    Block,
 }
 
 // New functions go at the end: the order fixes the import ids in CLIF dumps.
 // The math table's C functions are declared as they are first called, so a
 // new row changes no other program's dump.
-const LIBM: [Libm; 7] = [
+const LIBM: [Libm; 8] = [
     Libm::Sin,
     Libm::Cos,
     Libm::Pow,
@@ -60,6 +64,7 @@ const LIBM: [Libm; 7] = [
     Libm::RowDot,
     Libm::ColSum,
     Libm::Kernel,
+    Libm::Block,
 ];
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
@@ -106,6 +111,7 @@ impl Libm {
             Libm::Gemm => 10,
             Libm::RowDot | Libm::ColSum => 9,
             Libm::Kernel => 6,
+            Libm::Block => 4,
             Libm::Sin | Libm::Cos | Libm::Math(_) => 1,
         }
     }
@@ -132,6 +138,8 @@ impl Libm {
             (ColSum, F32) => "egrad_scolsum",
             (ColSum, F64 | I64 | Bool) => "egrad_dcolsum",
             (Kernel, _) => "egrad_kernel_call",
+            (Block, F32) => "egrad_vmath_block_f32",
+            (Block, F64 | I64 | Bool) => "egrad_vmath_block_f64",
         }
     }
 
@@ -166,6 +174,14 @@ impl Libm {
             (Kernel, _) => (
                 "egrad_kernel_call",
                 crate::ops::kernels::egrad_kernel_call as *const u8,
+            ),
+            (Block, F32) => (
+                "egrad_vmath_block_f32",
+                crate::vmath::egrad_vmath_block_f32 as *const u8,
+            ),
+            (Block, F64 | I64 | Bool) => (
+                "egrad_vmath_block_f64",
+                crate::vmath::egrad_vmath_block_f64 as *const u8,
             ),
         }
     }
@@ -272,7 +288,11 @@ pub(crate) fn lower<M: Module>(
     if module.target_config().pointer_type() != types::I64 {
         return Err(Error::internal("backend: only 64-bit hosts are supported"));
     }
-    let plan = Plan::new(f, keep, opts.gemm)?;
+    let kernels = Kernels {
+        gemm: opts.gemm,
+        wide: opts.wide,
+    };
+    let plan = Plan::new(f, keep, kernels)?;
 
     let sig = abi_signature(module);
     let id = module
@@ -317,7 +337,7 @@ fn declare_libm<M: Module>(
     let mut s = module.make_signature();
     if matches!(
         which,
-        Libm::Gemm | Libm::RowDot | Libm::ColSum | Libm::Kernel
+        Libm::Gemm | Libm::RowDot | Libm::ColSum | Libm::Kernel | Libm::Block
     ) {
         // Sizes, pointers and strides; writes its result through `c`.
         for _ in 0..which.arity() {

@@ -59,6 +59,7 @@ mod vector;
 // (issue 15: exp, log, tanh, ... still go through libm here).
 mod vmath_clif;
 
+pub(crate) use plan::Kernels;
 pub(crate) use vmath_clif::emit as emit_kernel;
 #[cfg(test)]
 mod vmath_clif_test;
@@ -168,6 +169,9 @@ pub(crate) struct Plan {
     spill: Vec<Option<u32>>,
     /// The spill buffer: one 8-byte slot per spilled scalar.
     spill_buf: Option<usize>,
+    /// The statements a block kernel computes over their whole array
+    /// (`plan::block_fn`, where `plan::cheap_operand` allows it).
+    blocked: Vec<bool>,
 }
 
 /// A function of more statements than this is compiled in parts (see

@@ -102,6 +102,15 @@ pub struct BackendOptions {
     /// interpreter's; the kernel is faster. An object file has no kernel to
     /// call, so `compile_object` always uses the loop nest.
     pub gemm: bool,
+    /// A math function with an all-arithmetic kernel (`exp`, `log`,
+    /// `log1p`, `expm1`, `tanh`) over a float array is computed by its
+    /// block kernel (on by default): the same op sequence per element,
+    /// compiled by rustc for the widest vectors the CPU has (256-bit AVX2
+    /// where it has them), instead of inline in Cranelift's 128-bit
+    /// vectors; its operand and result are arrays in memory then. The
+    /// bits are the same either way. An object file has no kernel to
+    /// call, so `compile_object` always emits the kernels inline.
+    pub wide: bool,
 }
 
 impl BackendOptions {
@@ -120,6 +129,7 @@ impl Default for BackendOptions {
             verify: cfg!(debug_assertions),
             simd: true,
             gemm: true,
+            wide: true,
         }
     }
 }

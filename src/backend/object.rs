@@ -56,10 +56,12 @@ pub fn compile_object(
     entries: &[ObjectEntry<'_>],
     opts: &BackendOptions,
 ) -> Result<ObjectCode, Error> {
-    // No kernel to call from an object file: the loop nest, which gives
-    // the same bits (`BackendOptions::gemm`).
+    // No kernel to call from an object file: the loop nest and the inline
+    // math kernels, which give the same bits (`BackendOptions::gemm`,
+    // `BackendOptions::wide`).
     let opts = &BackendOptions {
         gemm: false,
+        wide: false,
         ..*opts
     };
     let isa = host_isa(opts.verify, true)?;

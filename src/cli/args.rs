@@ -194,6 +194,12 @@ pub struct OptArgs {
     /// (the same results, bit for bit; slower: for comparing).
     #[arg(long)]
     pub no_gemm: bool,
+    /// Math functions (exp, log, log1p, expm1, tanh) inline in Cranelift's
+    /// 128-bit vectors instead of egrad's block kernels, which run 256-bit
+    /// vectors where the CPU has them (the same results, bit for bit;
+    /// slower: for comparing).
+    #[arg(long)]
+    pub no_wide: bool,
     /// Check the program without the prelude (dot, mean, softmax, ...).
     #[arg(long)]
     pub no_prelude: bool,

@@ -161,6 +161,7 @@ fn options(opt: &OptArgs) -> Result<Options> {
     o.rules_dir = opt.rules.clone();
     o.backend.simd = !opt.no_simd;
     o.backend.gemm = !opt.no_gemm;
+    o.backend.wide = !opt.no_wide;
     o.progress = progress::hook(opt.quiet);
     Ok(o)
 }

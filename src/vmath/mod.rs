@@ -163,12 +163,14 @@
 //! sin 71 (59), cos 70 (58) plus the fallback's lane test and branch; one
 //! division in log and tanh, two in log1p.
 
+mod block;
 mod exp;
 mod expm1;
 mod log;
 mod scalar;
 mod sincos;
 
+pub use block::{block_id, blocked, egrad_vmath_block_f32, egrad_vmath_block_f64};
 use exp::{exp32, exp64};
 use expm1::{expm1_32, expm1_64, tanh32, tanh64};
 use log::{log1p32, log1p64, log32, log64};

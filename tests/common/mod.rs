@@ -354,11 +354,14 @@ pub fn run_both(
     let refs: Vec<&egrad::Value> = args.iter().collect();
     let render = |e| arg_error(ir, p.file(), e).to_string();
     let want = run(ir, &refs).map_err(render);
+    // SIMD with the block kernels of the math functions, and scalar code
+    // with the kernels inline.
     for simd in [true, false] {
         let opts = BackendOptions {
             verify: true,
             simd,
             gemm: false,
+            wide: simd,
         };
         let got = compile(ir, &opts).unwrap().call(&refs).map_err(render);
         match (&got, &want) {

@@ -31,6 +31,7 @@ def compile(
     time_limit: Optional[float] = None,
     simd: Optional[bool] = None,
     gemm: Optional[bool] = None,
+    wide: Optional[bool] = None,
     rules: Optional[Union[str, os.PathLike]] = None,
 ) -> Program:
     """Parse and check a program given as text (``name`` is what diagnostics
@@ -51,6 +52,7 @@ def compile_file(
     time_limit: Optional[float] = None,
     simd: Optional[bool] = None,
     gemm: Optional[bool] = None,
+    wide: Optional[bool] = None,
     rules: Optional[Union[str, os.PathLike]] = None,
 ) -> Program:
     """Read, parse and check a ``.eg`` file; diagnostics name it as given."""
@@ -81,6 +83,7 @@ class Program:
         time_limit: Optional[float] = None,
         simd: Optional[bool] = None,
         gemm: Optional[bool] = None,
+        wide: Optional[bool] = None,
         rules: Optional[Union[str, os.PathLike]] = None,
     ) -> Function:
         """Function ``name``, optimized and compiled as ``egrad run`` does."""
@@ -99,6 +102,7 @@ class Program:
         time_limit: Optional[float] = None,
         simd: Optional[bool] = None,
         gemm: Optional[bool] = None,
+        wide: Optional[bool] = None,
         rules: Optional[Union[str, os.PathLike]] = None,
     ) -> Gradient:
         """The gradient of a ``@grad`` function (no ``wrt``), or of a scalar
@@ -120,6 +124,7 @@ class Program:
         time_limit: Optional[float] = None,
         simd: Optional[bool] = None,
         gemm: Optional[bool] = None,
+        wide: Optional[bool] = None,
         rules: Optional[Union[str, os.PathLike]] = None,
     ) -> str:
         """What ``egrad explain`` prints: the compile-cache key, static and

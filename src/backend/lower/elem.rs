@@ -2,11 +2,14 @@
 //! materialised values in their own loops, returned values stored, and
 //! element `i` of a value computed as its consumers read it.
 
+use super::plan::block_fn;
 use super::vector::Source;
 use super::{access, cl_type, Access, Read, Translator, INLINE_KERNELS};
+use crate::backend::jit::Libm;
 use crate::error::Error;
 use crate::ir::VarId;
 use crate::ops::{ElementCall, Op};
+use crate::vmath::{block_id, VFn};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
 use std::collections::HashMap;
 
@@ -146,6 +149,13 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// The loop writing a materialised statement `v` into buffer `k`.
     fn translate_materialise(&mut self, v: VarId, k: usize) -> Result<(), Error> {
+        if let Some(s) = self.defs.get(v.index()).copied().flatten() {
+            let stmt = &self.f.stmts[s];
+            let blocked = self.plan.blocked.get(v.index()).copied().unwrap_or(false);
+            if let Some(vf) = block_fn(self.f, stmt).filter(|_| blocked) {
+                return self.translate_block(stmt.args[0], vf, v, k);
+            }
+        }
         if self.simd && !self.vectorizable(v)? {
             return self.scalar_code(&mut |t| t.translate_materialise(v, k));
         }
@@ -161,6 +171,26 @@ impl<'a, 'b> Translator<'a, 'b> {
         let len = self.translate_len(ty.clone())?;
         let base = self.buf(k)?;
         self.translate_map(Source::Tree(v), ty.dtype, base, len)
+    }
+
+    /// `v = vf(a)` over the whole array by `vf`'s block kernel
+    /// (`crate::vmath::egrad_vmath_block_f64`), from `a`'s buffer (the plan
+    /// gives it one) into `v`'s buffer `k`.
+    fn translate_block(&mut self, a: VarId, vf: VFn, v: VarId, k: usize) -> Result<(), Error> {
+        let ty = self.f.ty(v).clone();
+        let Read::Buf(ka) = self.read(a)? else {
+            return Err(Error::internal(format!(
+                "backend: the operand of the block kernel of %{} is not in memory",
+                self.f.var_name(v)
+            )));
+        };
+        let src = self.buf(ka)?;
+        let dst = self.buf(k)?;
+        let len = self.translate_len(ty.clone())?;
+        let id = self.b.ins().iconst(types::I64, block_id(vf));
+        let kernel = self.libm_ref(Libm::Block, ty.dtype);
+        self.b.ins().call(kernel, &[id, src, dst, len]);
+        Ok(())
     }
 
     /// Returned scalars, returned parameters and repeated returns, stored

@@ -8,8 +8,9 @@ use super::{
 };
 use crate::error::Error;
 use crate::ir::{Function, Loop, Stmt, VarId};
-use crate::ops::Op;
+use crate::ops::{Native, Op};
 use crate::types::{Dim, Type};
+use crate::vmath::VFn;
 
 /// A value used more than once is recomputed in each consumer's loop when
 /// its element tree costs at most this many flops per element (a broadcast
@@ -104,6 +105,66 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
     view
 }
 
+/// Which of egrad's own kernels native code may call (what
+/// `BackendOptions` turns on): the matrix kernels (`gemm`), the block
+/// kernels of the math functions (`wide`). An object file calls neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kernels {
+    pub gemm: bool,
+    pub wide: bool,
+}
+
+/// The math function statement `s` computes with a block kernel when
+/// `wide` is on ([`crate::vmath::blocked`]): one whose kernel is all
+/// arithmetic, over a float array.
+pub(super) fn block_fn(f: &Function, s: &Stmt) -> Option<VFn> {
+    let Op::Math(m) = s.op else {
+        return None;
+    };
+    let Native::Kernel(vf) = m.native() else {
+        return None;
+    };
+    let ty = f.ty(s.var);
+    (crate::vmath::blocked(vf) && !ty.is_scalar() && !ty.dtype.is_int()).then_some(vf)
+}
+
+/// The most block kernels in a chain (a blocked function of a blocked
+/// function's result, ...): each adds arrays in memory where inline
+/// kernels would fuse, so a long chain stays inline past this.
+const MAX_BLOCK_CHAIN: u32 = 4;
+
+/// Whether `a` is in memory already (a parameter, a loop nest's result, a
+/// blocked function's result) or cheap to write there: a splat, an index
+/// map of such values, or element-wise arithmetic on them, at most `depth`
+/// levels down, with no math function computed inline (which is what
+/// blocking avoids). `Some(k)`: yes, with chains of `k` blocked functions
+/// below (`chain`: each value's, 0 where none).
+fn cheap_operand(
+    f: &Function,
+    defs: &[Option<usize>],
+    chain: &[u32],
+    a: VarId,
+    depth: usize,
+) -> Option<u32> {
+    let Some(d) = defs[a.index()] else {
+        return Some(0);
+    };
+    let s = &f.stmts[d];
+    match access(s.op) {
+        _ if chain[a.index()] > 0 => Some(chain[a.index()]),
+        Access::Nest => Some(0),
+        _ if matches!(s.op, Op::Bcast | Op::Zero | Op::Const(_)) => Some(0),
+        Access::IndexMap | Access::Elementwise
+            if depth > 0 && s.op.element_call() == crate::ops::ElementCall::None =>
+        {
+            s.args.iter().try_fold(0, |k, &x| {
+                cheap_operand(f, defs, chain, x, depth - 1).map(|j| k.max(j))
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The most views [`view_only`] follows down to the matrix in memory.
 const MAX_VIEW_CHAIN: usize = 32;
 
@@ -118,9 +179,9 @@ impl Callee {
     fn new(
         f: &Function,
         scratch: &mut Vec<Type>,
-        (first, views): (usize, bool),
+        (first, kernels): (usize, Kernels),
     ) -> Result<Callee, Error> {
-        let plan = Plan::new(f, &[], views)?;
+        let plan = Plan::new(f, &[], kernels)?;
         let mine = plan
             .scratch
             .iter()
@@ -149,6 +210,8 @@ struct Needs {
     matmul_operand: Vec<bool>,
     /// An operand of a native kernel.
     kernel_operand: Vec<bool>,
+    /// Computed by a block kernel over its whole array.
+    blocked: Vec<bool>,
     /// Output positions of each returned value, in order.
     ret_pos: Vec<Vec<usize>>,
 }
@@ -163,12 +226,14 @@ struct Reads {
 impl Plan {
     /// The plan for `f`; the values in `keep` (the residuals the optimizer
     /// chose to store) are materialised even where recomputing them in
-    /// each consumer would be cheap. With `views` (the matrix kernels are
-    /// called), a matrix product reads a transposed, sliced or reversed
-    /// matrix in memory in place ([`view_only`]).
-    pub fn new(f: &Function, keep: &[VarId], views: bool) -> Result<Plan, Error> {
+    /// each consumer would be cheap. With `kernels.gemm` (the matrix
+    /// kernels are called), a matrix product reads a transposed, sliced or
+    /// reversed matrix in memory in place ([`view_only`]); with
+    /// `kernels.wide`, a math function with a block kernel is computed over
+    /// its whole array by that kernel ([`block_fn`]).
+    pub fn new(f: &Function, keep: &[VarId], kernels: Kernels) -> Result<Plan, Error> {
         let nv = f.vars.len();
-        let needs = Self::needs(f, keep, views)?;
+        let needs = Self::needs(f, keep, kernels)?;
         let n_inputs = f.params.len();
         let n_outputs = f.rets.len();
         let mut r = Reads {
@@ -224,13 +289,13 @@ impl Plan {
                 Self::loop_stmt_bufs(f, s, lp, &read, &needs.ret_pos[v], &mut scratch, first)?;
             loop_bufs[v] = Some(lb);
             if body && loops[l].body.is_none() {
-                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, (first, views))?);
+                loops[l].body = Some(Callee::new(&lp.body, &mut scratch, (first, kernels))?);
             }
             if vjp && loops[l].vjp.is_none() {
                 let vf = lp.vjp.as_ref().ok_or_else(|| {
                     Error::internal(format!("backend: loop {l} has no VJP for `loopvjp`"))
                 })?;
-                loops[l].vjp = Some(Callee::new(vf, &mut scratch, (first, views))?);
+                loops[l].vjp = Some(Callee::new(vf, &mut scratch, (first, kernels))?);
             }
         }
         let mut plan = Plan {
@@ -245,13 +310,14 @@ impl Plan {
             parts: std::iter::once(0..f.stmts.len()).collect(),
             spill: vec![None; nv],
             spill_buf: None,
+            blocked: needs.blocked.clone(),
         };
         plan.split(f);
         Ok(plan)
     }
 
     /// The [`Needs`] of `f`'s values, `keep` being the residuals to store.
-    fn needs(f: &Function, keep: &[VarId], views: bool) -> Result<Needs, Error> {
+    fn needs(f: &Function, keep: &[VarId], kernels: Kernels) -> Result<Needs, Error> {
         let nv = f.vars.len();
         let mut kept = vec![false; nv];
         for v in keep {
@@ -270,7 +336,7 @@ impl Plan {
         }
         let n_inputs = f.params.len();
         let defs = f.definitions();
-        let view_only = if views {
+        let view_only = if kernels.gemm {
             view_only(f, &uses, &kept)
         } else {
             vec![false; nv]
@@ -285,6 +351,14 @@ impl Plan {
         let mut matmul_operand = vec![false; nv];
         // A native kernel reads its operands from memory, whole.
         let mut kernel_operand = vec![false; nv];
+        // Computed by a block kernel (`block_fn`): where its operand is in
+        // memory already or cheap to write there (`cheap`), so that what
+        // blocking adds is one array written and read back, never a chain
+        // of them in place of one fused loop (a deep chain of `tanh` and
+        // `sin` stays one loop).
+        // `chain`: how many blocked functions end at each value (0: not
+        // blocked).
+        let mut chain = vec![0u32; nv];
         // Nested shifts in each value's element tree, if it is inlined.
         let mut shift_nest = vec![0usize; nv];
         for s in &f.stmts {
@@ -335,6 +409,22 @@ impl Plan {
                     kernel_operand[a.index()] = true;
                 }
             }
+            // A block kernel reads its operand from memory and writes its
+            // own buffer.
+            if kernels.wide && block_fn(f, s).is_some() {
+                let below = s.args.iter().try_fold(0, |k, &a| {
+                    cheap_operand(f, &defs, &chain, a, 2).map(|j| k.max(j))
+                });
+                if let Some(below) = below.filter(|&k| k < MAX_BLOCK_CHAIN) {
+                    chain[s.var.index()] = below + 1;
+                }
+            }
+            if chain[s.var.index()] > 0 {
+                for a in &s.args {
+                    needs_buffer[a.index()] = true;
+                    kernel_operand[a.index()] = true;
+                }
+            }
         }
         // Output positions of each returned value, in order.
         let mut ret_pos: Vec<Vec<usize>> = vec![Vec::new(); nv];
@@ -351,6 +441,7 @@ impl Plan {
             needs_buffer,
             matmul_operand,
             kernel_operand,
+            blocked: chain.iter().map(|&k| k > 0).collect(),
             ret_pos,
         })
     }
@@ -413,6 +504,7 @@ impl Plan {
                 || nodes > MAX_TREE_NODES
                 || operands > MAX_TREE_OPERANDS
                 || access(s.op) == Access::Nest
+                || needs.blocked[v]
                 || (needs.matmul_operand[v] && flops > 0.0)
                 || (uses[v] > 1 && kept[v]);
             let splat = match s.op {
