@@ -351,13 +351,12 @@ impl Plan {
         let mut matmul_operand = vec![false; nv];
         // A native kernel reads its operands from memory, whole.
         let mut kernel_operand = vec![false; nv];
-        // Computed by a block kernel (`block_fn`): where its operand is in
-        // memory already or cheap to write there (`cheap`), so that what
-        // blocking adds is one array written and read back, never a chain
-        // of them in place of one fused loop (a deep chain of `tanh` and
-        // `sin` stays one loop).
-        // `chain`: how many blocked functions end at each value (0: not
-        // blocked).
+        // How many blocked functions end at each value (0: not blocked). A
+        // math function is computed by a block kernel (`block_fn`) where its
+        // operand is in memory already or cheap to write there
+        // (`cheap_operand`), so that what blocking adds is an array written
+        // and read back, never a long chain of them in place of one fused
+        // loop (a deep chain of `tanh` and `sin` stays one loop).
         let mut chain = vec![0u32; nv];
         // Nested shifts in each value's element tree, if it is inlined.
         let mut shift_nest = vec![0usize; nv];
