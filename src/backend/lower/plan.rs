@@ -310,7 +310,7 @@ impl Plan {
             parts: std::iter::once(0..f.stmts.len()).collect(),
             spill: vec![None; nv],
             spill_buf: None,
-            blocked: needs.blocked.clone(),
+            blocked: needs.blocked,
         };
         plan.split(f);
         Ok(plan)
