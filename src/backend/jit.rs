@@ -711,6 +711,20 @@ pub(super) fn check_status(dims: &[i64]) -> Result<(), ArgError> {
     }
 }
 
+/// `v` (all zeros) with every page of its memory written once, so that
+/// the system maps them now (see [`NativeBuf::zeros`]). The writes are
+/// volatile: storing a zero over a zero would otherwise be dropped.
+fn touched<T: Copy + Default>(mut v: Vec<T>) -> Vec<T> {
+    const PAGE: usize = 4096;
+    let step = (PAGE / std::mem::size_of::<T>().max(1)).max(1);
+    let p = v.as_mut_ptr();
+    for i in (0..v.len()).step_by(step) {
+        // SAFETY: `i < v.len()`, so `p.add(i)` is in the allocation.
+        unsafe { std::ptr::write_volatile(p.add(i), T::default()) };
+    }
+    v
+}
+
 /// A buffer in the dtype's native layout.
 pub(super) enum NativeBuf {
     F32(Vec<f32>),
@@ -727,11 +741,17 @@ impl NativeBuf {
         }
     }
 
+    /// `n` zeros, their pages already mapped: a large zeroed allocation is
+    /// mapped lazily by the system, and the first write to each page
+    /// faults (about a microsecond each here), so a buffer first written
+    /// by the native code would make its first run slower than the next
+    /// by that much. Allocating is `prepare`'s part, so the pages are
+    /// touched here.
     pub(super) fn zeros(dtype: DType, n: usize) -> NativeBuf {
         match dtype {
-            DType::F32 => NativeBuf::F32(vec![0.0; n]),
-            DType::F64 => NativeBuf::F64(vec![0.0; n]),
-            DType::I64 | DType::Bool => NativeBuf::I64(vec![0; n]),
+            DType::F32 => NativeBuf::F32(touched(vec![0.0; n])),
+            DType::F64 => NativeBuf::F64(touched(vec![0.0; n])),
+            DType::I64 | DType::Bool => NativeBuf::I64(touched(vec![0; n])),
         }
     }
 

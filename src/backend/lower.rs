@@ -45,6 +45,7 @@ use cranelift_frontend::FunctionBuilder;
 mod builder;
 mod concat;
 mod elem;
+mod homes;
 mod index;
 mod loop_stmt;
 mod loop_vjp;

@@ -3,8 +3,8 @@
 //! state buffers and callee scratch of the loop statements.
 
 use super::{
-    access, is_matrix_view, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read, PART_STMTS,
-    SPLIT_STMTS,
+    access, homes, is_matrix_view, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read,
+    PART_STMTS, SPLIT_STMTS,
 };
 use crate::error::Error;
 use crate::ir::{Function, Loop, Stmt, VarId};
@@ -241,8 +241,6 @@ impl Plan {
             home: vec![None; nv],
             stores: Vec::new(),
         };
-        let mut scratch = Vec::new();
-
         for (k, p) in f.params.iter().enumerate() {
             let v = p.var.index();
             r.read[v] = if f.ty(p.var).is_scalar() {
@@ -261,16 +259,8 @@ impl Plan {
             stores,
         } = r;
         Self::fuse_shared(f, &mut read, &shared_only);
-        for s in &f.stmts {
-            let v = s.var.index();
-            if read[v] == Read::Buf(usize::MAX) {
-                let k = n_inputs + n_outputs + scratch.len();
-                scratch.push(f.ty(s.var).clone());
-                read[v] = Read::Buf(k);
-                home[v] = Some(k);
-            }
-        }
         let first = n_inputs + n_outputs;
+        let mut scratch = homes::number_homes(f, &mut read, &mut home, &needs.kept, first);
         let mut loops = vec![LoopPlan::default(); f.loops.len()];
         let mut loop_bufs = vec![None; nv];
         for s in &f.stmts {
