@@ -3,7 +3,8 @@
 //! does.
 //!
 //! The functions of `SRC` (gathers `x[idx]` of vectors, of matrix rows and
-//! of columns; scalar run-time indices in every position of `A[a, b]`, in
+//! of columns; index maps composed in native code, a gathered matrix
+//! transposed and gathered again; scalar run-time indices in every position of `A[a, b]`, in
 //! `A[k]` and `A[k][j]`; `tabulate` over index arrays; `scatter_add` of
 //! elements and of rows, with a scalar; index arithmetic; several index
 //! sites in one function; `i64` values gathered; and `@grad` functions
@@ -67,6 +68,8 @@ use common::rng::Rng;
 const SRC: &str = "fn gv[N, L](x: f64[N], idx: i64[L]) -> f64[L] = x[idx]
 fn gm[N, M, L](A: f64[N, M], idx: i64[L]) -> f64[L, M] = A[idx]
 fn gc[N, M, L](A: f64[N, M], jdx: i64[L]) -> f64[N, L] = transpose(transpose(A)[jdx])
+fn tg[N, M, L](A: f64[N, M], idx: i64[L]) -> f64[M, L] = transpose(A[idx]) * 2.0
+fn tgt[N, M, L](A: f64[N, M], idx: i64[L], jdx: i64[L]) -> f64[L, L] = transpose(A[idx])[jdx] + 1.0
 fn gi[N, L](c: i64[N], idx: i64[L]) -> i64[L] = c[idx] * 2
 fn sv[N](x: f64[N], k: i64) -> f64 = x[k]
 fn sab[N, M](A: f64[N, M], k: i64, j: i64) -> f64 = A[k, j]

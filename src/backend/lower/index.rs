@@ -260,7 +260,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Reshape => self.within_row(None, &mut |t| t.translate_elem(a, i)),
             Op::Repeat | Op::Spread | Op::Transpose if self.row.is_some() => {
                 match self.row_read(s, i) {
-                    Some(j) => self.translate_leaf(a, j),
+                    Some(j) => self.within_row(None, &mut |t| t.translate_elem(a, j)),
                     None => self.within_row(None, &mut |t| t.translate_index_map(s, i)),
                 }
             }
@@ -282,7 +282,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let c = self.b.ins().urem(i, m);
                 let cn = self.b.ins().imul(c, nn);
                 let j = self.b.ins().iadd(cn, r);
-                self.translate_leaf(a, j)
+                // An index map under it is computed at `j` (`plan::composes`).
+                self.within_row(None, &mut |t| t.translate_elem(a, j))
             }
             Op::Reverse => {
                 // Same shape [L, s..]: i = r * row + c reads (L-1-r) * row + c,
@@ -334,7 +335,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let mut read = |t: &mut Self| {
                     let kr = t.b.ins().imul(k, row);
                     let jj = t.b.ins().iadd(kr, c);
-                    t.translate_leaf(a, jj)
+                    t.within_row(None, &mut |t| t.translate_elem(a, jj))
                 };
                 // Indices that provably lie inside need no check.
                 if super::range::within(self.f, self.defs, idx, &at.shape[0]) {

@@ -105,6 +105,31 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
     view
 }
 
+/// Index maps read through at most this many index maps below them (see
+/// [`composes`]): a longer chain gets a buffer.
+const MAX_INDEX_NEST: usize = 4;
+
+/// Does index map `s` compute its operand `k` in place, at the index it
+/// reads, rather than read it from a buffer? A `transpose`'s operand, or
+/// the rows a `gather` reads, when that operand is itself an index map (a
+/// gathered matrix transposed, `transpose(cams[cam_of])`; a `gather` of a
+/// `transpose`): the two maps compose into one read of the buffer under
+/// them, with no copy in between. The scalar lowering computes such an
+/// element (`Translator::translate_index_map` reads its operand with
+/// `translate_elem`); the vector lowering takes these maps lane by lane.
+fn composes(f: &Function, defs: &[Option<usize>], nest: &[usize], s: &Stmt, k: usize) -> bool {
+    let reads_through = matches!((s.op, k), (Op::Transpose, 0) | (Op::Gather(_), 0));
+    let Some(&a) = s.args.get(k) else {
+        return false;
+    };
+    reads_through
+        && nest[a.index()] < MAX_INDEX_NEST
+        && defs[a.index()].is_some_and(|d| {
+            let op = f.stmts[d].op;
+            access(op) == Access::IndexMap && !matches!(op, Op::Dim(_) | Op::Iota)
+        })
+}
+
 /// Which of egrad's own kernels native code may call (what
 /// `BackendOptions` turns on): the matrix kernels (`gemm`), the block
 /// kernels of the math functions (`wide`). An object file calls neither.
@@ -350,6 +375,8 @@ impl Plan {
         let mut chain = vec![0u32; nv];
         // Nested shifts in each value's element tree, if it is inlined.
         let mut shift_nest = vec![0usize; nv];
+        // Nested index maps read through each other (see `composes`).
+        let mut index_nest = vec![0usize; nv];
         for s in &f.stmts {
             let below = s.args.iter().map(|a| shift_nest[a.index()]).max();
             let below = below.unwrap_or(0);
@@ -370,8 +397,12 @@ impl Plan {
                             && defs[a.index()]
                                 .is_some_and(|d| matches!(f.stmts[d].op, Op::Pad(_) | Op::Reverse))
                     };
-                    for &a in &s.args {
-                        if !(window(a) || (view && view_only[a.index()])) {
+                    for (k, &a) in s.args.iter().enumerate() {
+                        if !view && composes(f, &defs, &index_nest, s, k) {
+                            let below = index_nest[a.index()] + 1;
+                            let nest = &mut index_nest[s.var.index()];
+                            *nest = (*nest).max(below);
+                        } else if !(window(a) || (view && view_only[a.index()])) {
                             needs_buffer[a.index()] = true;
                         }
                     }
