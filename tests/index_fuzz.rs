@@ -591,3 +591,36 @@ fn pick[N](x: f64[N], ix: i64[3]) -> f64[3] = x[ix]";
     assert!(native.call(&[&short]).is_err());
     assert!(run(f, &[&short]).is_err());
 }
+
+/// A long chain of index maps that compose (`transpose` of `gather` of
+/// `transpose` ...), with elementwise ops between some of them: native
+/// code computes in place at most a few levels and gives the rest
+/// buffers (the lowering recurses once per level), and gives the
+/// interpreter's bits, with the SIMD path and without; an index out of
+/// range anywhere in the chain is the interpreter's error.
+#[test]
+fn a_long_chain_of_composed_index_maps_equals_the_interpreter() {
+    let mut body = String::from("A");
+    for k in 0..60 {
+        body = match k % 3 {
+            0 => format!("transpose({body})[idx]"),
+            1 => format!("transpose({body}[idx])"),
+            _ => format!("(transpose({body}) * 0.5)[idx]"),
+        };
+    }
+    let src = format!("fn chain[N](A: f64[N, N], idx: i64[N]) -> f64[N, N] = {body}\n");
+    let p = common::prog(&src);
+    let n = 7;
+    let a = common::arr(&[n, n], 3);
+    let idx = |v: Vec<i64>| {
+        Value::array(
+            DType::I64,
+            vec![n],
+            v.into_iter().map(|k| k as f64).collect(),
+        )
+    };
+    let ok = common::run_both(&p, "chain", &[a.clone(), idx(vec![3, 0, 6, 6, 1, 2, 5])]);
+    assert!(ok.is_ok(), "{ok:?}");
+    let bad = common::run_both(&p, "chain", &[a, idx(vec![3, 0, 6, 7, 1, 2, 5])]);
+    assert!(bad.is_err(), "index 7 of 7 rows is out of range: {bad:?}");
+}

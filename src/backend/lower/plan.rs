@@ -105,8 +105,10 @@ fn view_only(f: &Function, uses: &[usize], kept: &[bool]) -> Vec<bool> {
     view
 }
 
-/// Index maps read through at most this many index maps below them (see
-/// [`composes`]): a longer chain gets a buffer.
+/// An index map reads through an operand whose element tree nests at most
+/// this many index maps computed in place (row shifts and composed maps,
+/// see [`composes`]); a deeper one gets a buffer, so the lowering's
+/// recursion stays shallow however long a chain of maps is.
 const MAX_INDEX_NEST: usize = 4;
 
 /// Does index map `s` compute its operand `k` in place, at the index it
@@ -375,8 +377,6 @@ impl Plan {
         let mut chain = vec![0u32; nv];
         // Nested shifts in each value's element tree, if it is inlined.
         let mut shift_nest = vec![0usize; nv];
-        // Nested index maps read through each other (see `composes`).
-        let mut index_nest = vec![0usize; nv];
         for s in &f.stmts {
             let below = s.args.iter().map(|a| shift_nest[a.index()]).max();
             let below = below.unwrap_or(0);
@@ -398,9 +398,11 @@ impl Plan {
                                 .is_some_and(|d| matches!(f.stmts[d].op, Op::Pad(_) | Op::Reverse))
                     };
                     for (k, &a) in s.args.iter().enumerate() {
-                        if !view && composes(f, &defs, &index_nest, s, k) {
-                            let below = index_nest[a.index()] + 1;
-                            let nest = &mut index_nest[s.var.index()];
+                        if !view && composes(f, &defs, &shift_nest, s, k) {
+                            // Computed in place like a shift: one more
+                            // level of the element tree's nesting.
+                            let below = shift_nest[a.index()] + 1;
+                            let nest = &mut shift_nest[s.var.index()];
                             *nest = (*nest).max(below);
                         } else if !(window(a) || (view && view_only[a.index()])) {
                             needs_buffer[a.index()] = true;
