@@ -3,9 +3,9 @@
 //! every rule, a tiny IR function whose body is the rule's left side with
 //! inputs for its variables (constants for the ones a `nonzero`/`pow2`
 //! guard asks for; types that satisfy the guards, arrays `[N]` where the
-//! left side allows), saturated with the whole rule set the way
-//! `rewrites::saturate` does it, then extracted under the default cost
-//! model. The test asserts the rule fired (egg's per-iteration `applied`
+//! left side allows, matrices `[N, M]` where only they type it),
+//! saturated with the whole rule set the way `rewrites::saturate` does
+//! it, then extracted under the default cost model. The test asserts the rule fired (egg's per-iteration `applied`
 //! table holds its name) and compares the extracted program with
 //! `tests/golden/rules/<rule name, `/` as `.`>.extracted`.
 //!
@@ -77,22 +77,31 @@ enum Slot {
     Type(Type),
 }
 
-/// The left side as a function, with `array` choosing an array type `[N]`
-/// (else a scalar) for each variable; `None` if that is ill-typed or the
-/// guards exclude it.
-fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
+/// The shape a variable of a left side is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Scalar,
+    /// `[N]`
+    Vector,
+    /// `[N, M]` (for rules about matrices, such as `transpose`'s)
+    Matrix,
+}
+
+/// The left side as a function, with `shape` choosing a scalar, a vector
+/// `[N]` or a matrix `[N, M]` for each variable; `None` if that is
+/// ill-typed or the guards exclude it.
+fn build(rule: &Rule, shape: &BTreeMap<Var, Shape>) -> Option<Function> {
     let dtype = dtype_of(rule);
     let scalar = Type::scalar(dtype);
     let vector = Type::parse(&format!("{dtype}[N]")).expect("a type");
-    let ty = |v: &Var| {
-        if array[v] {
-            vector.clone()
-        } else {
-            scalar.clone()
-        }
+    let matrix = Type::parse(&format!("{dtype}[N, M]")).expect("a type");
+    let ty = |v: &Var| match shape[v] {
+        Shape::Scalar => scalar.clone(),
+        Shape::Vector => vector.clone(),
+        Shape::Matrix => matrix.clone(),
     };
     for g in &rule.guards {
-        let is_array = array[&g.var()];
+        let is_array = shape[&g.var()] != Shape::Scalar;
         let ok = match g {
             Guard::Array(_) => is_array,
             Guard::Scalar(_)
@@ -122,8 +131,14 @@ fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
             }
         }
     }
-    let uses_n = array.iter().any(|(_, a)| *a);
-    let mut b = Builder::new("rule", if uses_n { vec!["N".into()] } else { vec![] });
+    let mut sizes = Vec::new();
+    if shape.values().any(|s| *s != Shape::Scalar) {
+        sizes.push("N".to_string());
+    }
+    if shape.values().any(|s| *s == Shape::Matrix) {
+        sizes.push("M".to_string());
+    }
+    let mut b = Builder::new("rule", sizes);
     let mut slots: Vec<Slot> = Vec::with_capacity(ast.len());
     let mut bound: BTreeMap<Var, Slot> = BTreeMap::new();
     // Parameters first, in the order the variables appear.
@@ -190,18 +205,34 @@ fn build(rule: &Rule, array: &BTreeMap<Var, bool>) -> Option<Function> {
 }
 
 /// The left side as a function: the well-typed choice with the most array
-/// variables (ties: the first in variable order).
+/// variables, vectors before matrices (ties: the first in variable
+/// order).
 fn instantiate(rule: &Rule) -> Function {
     let vars = rule.lhs.vars();
-    let mut masks: Vec<u32> = (0..1u32 << vars.len()).collect();
-    masks.sort_by_key(|m| (std::cmp::Reverse(m.count_ones()), *m));
-    for mask in masks {
-        let array = vars
+    // Each choice: which variables are arrays (a mask), and which of those
+    // are matrices.
+    let mut choices: Vec<(u32, u32)> = (0..1u32 << vars.len())
+        .flat_map(|arrays| {
+            (0..1u32 << vars.len())
+                .filter(move |m| m & !arrays == 0)
+                .map(move |matrices| (arrays, matrices))
+        })
+        .collect();
+    choices.sort_by_key(|&(a, m)| (std::cmp::Reverse(a.count_ones()), m.count_ones(), a, m));
+    for (arrays, matrices) in choices {
+        let shape = vars
             .iter()
             .enumerate()
-            .map(|(k, v)| (*v, mask & (1 << k) != 0))
+            .map(|(k, v)| {
+                let s = match (arrays & (1 << k) != 0, matrices & (1 << k) != 0) {
+                    (false, _) => Shape::Scalar,
+                    (true, false) => Shape::Vector,
+                    (true, true) => Shape::Matrix,
+                };
+                (*v, s)
+            })
             .collect();
-        if let Some(f) = build(rule, &array) {
+        if let Some(f) = build(rule, &shape) {
             return f;
         }
     }

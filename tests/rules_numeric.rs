@@ -160,7 +160,7 @@ fn eval_all(
                     .iter()
                     .map(|c| &out[usize::from(*c)])
                     .collect();
-                let shape = vec![3; t.rank()];
+                let shape = literal_shape(&t);
                 let dtype = if promote { DType::F64 } else { t.dtype };
                 op.eval(&args, dtype, &shape)
             }
@@ -269,9 +269,32 @@ fn guards_on(rule: &Rule, v: Var) -> Vec<&Guard> {
     rule.guards.iter().filter(|g| g.var() == v).collect()
 }
 
+/// The extents of `t`, whose dimensions are all literals (the
+/// assignments give arrays literal shapes).
+fn literal_shape(t: &Type) -> Vec<usize> {
+    t.shape
+        .iter()
+        .map(|d| match d {
+            Dim::Lit(n) => *n as usize,
+            other => panic!("a sampled type has the size {other:?}"),
+        })
+        .collect()
+}
+
 /// Every scalar / length-3 shape assignment of each dtype the rule applies
-/// to that its type guards admit and that types its left side.
+/// to that its type guards admit and that types its left side; where none
+/// does (a rule about matrices, such as `transpose`'s), every assignment
+/// of scalars and 3 x 2 matrices.
 fn lhs_assignments(rule: &Rule) -> Vec<BTreeMap<Var, Bound>> {
+    let vectors = shaped_assignments(rule, &[Dim::Lit(3)]);
+    if !vectors.is_empty() {
+        return vectors;
+    }
+    shaped_assignments(rule, &[Dim::Lit(3), Dim::Lit(2)])
+}
+
+/// [`lhs_assignments`] with the arrays of shape `array_shape`.
+fn shaped_assignments(rule: &Rule, array_shape: &[Dim]) -> Vec<BTreeMap<Var, Bound>> {
     let (vv, tv) = vars_of(rule);
     let n = vv.len() + tv.len();
     let mut out = Vec::new();
@@ -286,7 +309,7 @@ fn lhs_assignments(rule: &Rule) -> Vec<BTreeMap<Var, Bound>> {
                         continue 'mask;
                     }
                 }
-                let shape = if array { vec![Dim::Lit(3)] } else { vec![] };
+                let shape = if array { array_shape.to_vec() } else { vec![] };
                 let t = Type::array(dtype, shape);
                 env.insert(
                     *v,
@@ -363,7 +386,8 @@ fn inputs(
     for (v, b) in env {
         let Bound::Val(t) = b else { continue };
         let constant = guards_on(rule, *v).into_iter().find(|g| g.needs_constant());
-        let n = if t.is_scalar() { 1 } else { 3 };
+        let shape = literal_shape(t);
+        let n: usize = shape.iter().product();
         let data: Vec<f64> = (0..n)
             .map(|_| match constant {
                 Some(g) => rng.constant(g, t.dtype, fast),
@@ -371,7 +395,6 @@ fn inputs(
                 None => rng.sample(),
             })
             .collect();
-        let shape = if t.is_scalar() { vec![] } else { vec![3] };
         vals.insert(*v, Value::array(t.dtype, shape, data));
     }
     vals
