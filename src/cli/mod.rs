@@ -23,6 +23,7 @@ mod inputs;
 
 pub use args::*;
 mod json;
+mod output;
 use std::time::Duration;
 
 /// Run the CLI; returns the process exit code.
@@ -52,26 +53,40 @@ pub fn main_with(cli: Cli) -> i32 {
             let stdout = std::io::stdout();
             return match egrad::serve_gradbench(stdin.lock(), stdout.lock()) {
                 Ok(()) => 0,
+                // The harness closed its end: nothing more to answer.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
                 Err(e) => {
-                    eprintln!("egrad gradbench: {e}");
+                    output::stderr(&format!("egrad gradbench: {e}\n"));
                     1
                 }
             };
         }
     };
     match result {
-        Ok(out) => {
-            print!("{}", out.render(json));
-            out.code
-        }
+        Ok(out) => output::exit_code(output::stdout(|w| out.write(w, json)), out.code),
         Err(e) => {
-            eprint!("{e}");
-            if json {
-                println!("{}", json::error(name, &e));
+            output::stderr(&e.to_string());
+            let code = e.exit_code();
+            if !json {
+                return code;
             }
-            e.exit_code()
+            let text = json::error(name, &e);
+            output::exit_code(output::stdout(|w| writeln!(w, "{text}")), code)
         }
     }
+}
+
+/// Print what clap says of the command line (help, the version, or a
+/// usage error); returns the exit code. Help goes to stdout, whose
+/// failures are told as for any output (`output::exit_code`).
+pub fn parse_error(e: &clap::Error) -> i32 {
+    let code = e.exit_code();
+    let printed = e.print();
+    if e.use_stderr() {
+        return code;
+    }
+    use std::io::Write;
+    output::exit_code(printed.and_then(|()| std::io::stdout().flush()), code)
 }
 
 /// The name of a command, as typed.
@@ -106,14 +121,13 @@ impl Output {
         }
     }
 
-    fn render(&self, json: bool) -> String {
+    /// Write the text, or the JSON with `json`, to `w`.
+    fn write(&self, w: &mut dyn std::io::Write, json: bool) -> std::io::Result<()> {
         if json {
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&self.json).expect("JSON values always serialize")
-            )
+            serde_json::to_writer_pretty(&mut *w, &self.json)?;
+            w.write_all(b"\n")
         } else {
-            self.text.clone()
+            w.write_all(self.text.as_bytes())
         }
     }
 }
