@@ -151,7 +151,7 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
     }
     let random = a.inputs.suite.is_none();
     let args = inputs::build_inputs(&primal, &a.inputs, random, &dims)?;
-    let vals = inputs::values(&args);
+    let vals = inputs::values(&args)?;
     let refs: Vec<&Value> = vals.iter().collect();
     let sizes =
         interp::bind_args(&primal, &refs).map_err(|e| e.into_error(&primal, program.file()))?;
@@ -246,7 +246,7 @@ fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Out
     }
     let random = a.inputs.suite.is_none();
     let args = inputs::build_inputs(&jf, &a.inputs, random, &dims)?;
-    let vals = inputs::values(&args);
+    let vals = inputs::values(&args)?;
     let refs: Vec<&Value> = vals.iter().collect();
     let sizes = interp::bind_args(&jf, &refs).map_err(|e| e.into_error(&jf, program.file()))?;
     for (k, n) in sizes {

@@ -324,8 +324,10 @@ fn results_output(
     results: Vec<(String, Value)>,
     o: &OutputArgs,
     named: bool,
+    json: bool,
     extra: serde_json::Value,
 ) -> Result<Output> {
+    let results_json = inputs::results_json(&results, json)?;
     let mut text = inputs::emit(&results, o.print, named);
     let written: Vec<String> = match &o.out {
         Some(p) => inputs::write_outputs(p, &results)?
@@ -340,11 +342,14 @@ fn results_output(
     let mut j = json!({
         "command": command,
         "function": function,
-        "results": results.iter().map(|(k, v)| inputs::value_json(k, v)).collect::<Vec<_>>(),
         "written": written,
     });
-    if let (Some(m), Some(e)) = (j.as_object_mut(), extra.as_object()) {
-        m.extend(e.clone());
+    if let Some(m) = j.as_object_mut() {
+        // Moved in: `json!` would copy it.
+        m.insert("results".into(), serde_json::Value::Array(results_json));
+        if let Some(e) = extra.as_object() {
+            m.extend(e.clone());
+        }
     }
     Ok(Output::new(text, j))
 }
@@ -371,7 +376,7 @@ fn run(a: &RunArgs) -> Result<Output> {
     let f = program.ir(&a.function)?.clone();
     let args = inputs::build_inputs(&f, &a.inputs, false, &opts.dims)?;
     if a.inputs.suite.is_some() {
-        price_at_inputs(&f, &program, &inputs::values(&args), &mut opts)?;
+        price_at_inputs(&f, &program, &inputs::values(&args)?, &mut opts)?;
     }
     let results = if a.interp {
         inputs::interpret(&f, &args).map_err(|e| e.into_error(&f, program.file()))?
@@ -390,6 +395,7 @@ fn run(a: &RunArgs) -> Result<Output> {
         named,
         &a.output,
         false,
+        a.json,
         json!({ "backend": if a.interp { "interpreter" } else { "native" } }),
     )
 }
@@ -479,7 +485,7 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
         f32: false,
         seed: a.seed,
     };
-    let vals = inputs::values(&inputs::build_inputs(&primal, &given, false, &opts.dims)?);
+    let vals = inputs::values(&inputs::build_inputs(&primal, &given, false, &opts.dims)?)?;
     if a.suite.is_some() || !a.args.is_empty() || !a.npz.is_empty() {
         // Price at the sizes of the inputs given (--dim wins).
         price_at_inputs(&primal, program, &vals, &mut opts)?;
@@ -623,7 +629,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
     let primal = primal_of(&program, &a.function)?;
     let args = if a.inputs.any() {
         let args = inputs::build_inputs(&primal, &a.inputs, false, &opts.dims)?;
-        price_at_inputs(&primal, &program, &inputs::values(&args), &mut opts)?;
+        price_at_inputs(&primal, &program, &inputs::values(&args)?, &mut opts)?;
         Some(args)
     } else {
         None
@@ -674,7 +680,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
         if !out.is_empty() {
             out.push('\n');
         }
-        let r = results_output("grad", &a.function, named, &a.output, true, j)?;
+        let r = results_output("grad", &a.function, named, &a.output, true, a.json, j)?;
         out.push_str(&r.text);
         j = r.json;
         if let Some(m) = j.as_object_mut() {
