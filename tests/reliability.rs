@@ -103,3 +103,79 @@ fn a_full_stdout_is_an_io_error_on_one_line() {
     let (code, err) = with_stdout_full(&["gradbench"]);
     assert_eq!(code, 0, "no request, nothing written: {err}");
 }
+
+/// egrad's exit code, stdout and stderr for `args`.
+fn run(args: &[&str]) -> (i32, String, String) {
+    common::egrad(args)
+}
+
+#[test]
+fn fdcheck_perturbs_only_float_parameters() {
+    // An i64 array filled by --random (was: "give the run-time count
+    // `kind` with --arg kind=N", whose advice then failed too).
+    let (code, out, err) = run(&["fdcheck", "examples/match.eg", "--fn", "loss"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Integers and bools named by --wrt are told, not moved (were a
+    // mismatch, "must be a whole number, got 5.000005", ...).
+    for (file, f, int, float, extra) in [
+        ("examples/match.eg", "loss", "kind", "x", None),
+        ("examples/match.eg", "penalty", "robust", "r", None),
+        ("examples/decay.eg", "decay", "n", "a", Some("n=5")),
+        ("examples/random.eg", "loss", "seed", "mu", Some("seed=3")),
+    ] {
+        let mut args = vec!["fdcheck", file, "--fn", f, "--wrt", int, "--wrt", float];
+        if let Some(d) = extra {
+            args.extend(["--dim", d]);
+        }
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(
+            out.contains(&format!("{int}: ")) && out.contains("not checked"),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("{float}: ")) && out.contains("ok: "),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn random_fills_i64_arrays_with_small_counts() {
+    // `piece` matches each element of `kind: i64[N]` against 0, 1 and the
+    // rest; --random used to refuse it with advice that failed next.
+    for interp in [false, true] {
+        let mut args = vec!["run", "examples/match.eg", "--fn", "piece", "--random"];
+        args.extend(["--dim", "N=64", "--json"]);
+        if interp {
+            args.push("--interp");
+        }
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("\"result\""), "{out}");
+    }
+    // The scalar count's advice works as given.
+    let (code, _, err) = run(&["run", "examples/decay.eg", "--fn", "ddecay", "--random"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--dim n=N"), "{err}");
+    let args = ["run", "examples/decay.eg", "--fn", "ddecay", "--random"];
+    let (code, _, err) = run(&[&args[..], &["--dim", "n=50", "--dim", "N=4"]].concat());
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_rules_folder_without_rule_files_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("egrad-empty-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "rules go here\n").unwrap();
+    let d = dir.display().to_string();
+    let args = ["run", "examples/loss.eg", "--fn", "loss", "--random"];
+    // Was exit 0, optimized with no rules at all.
+    let (code, _, err) = run(&[&args[..], &["--dim", "N=3", "--rules", &d]].concat());
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{d}: no rules here")) && err.contains("*.rules"),
+        "{err}"
+    );
+}

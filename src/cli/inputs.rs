@@ -29,7 +29,9 @@ pub struct InputArgs {
     /// parameters of their names (repeatable; --arg overrides one).
     #[arg(long = "args", value_name = "@FILE.npz")]
     pub npz: Vec<String>,
-    /// Fill every argument not given with --arg with uniform values in [-1, 1).
+    /// Fill every argument not given with --arg with uniform values in
+    /// [-1, 1) (bools true or false, i64 arrays 0 to 3; an i64 scalar is a
+    /// run-time count: give it with --dim NAME=N).
     #[arg(long, conflicts_with = "suite")]
     pub random: bool,
     /// Fill the arguments (by position) with the inputs of a benchmark of the

@@ -512,8 +512,10 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
     Ok(Output::new(e.to_string(), j))
 }
 
-/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`;
-/// refused before allocating when they and `held_before` bytes already
+/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`
+/// (a `bool` true for the upper half; an `i64` array's elements in
+/// `0..=`[`RANDOM_INT_MAX`]; an `i64` scalar, a run-time count, its
+/// `--dim`); refused before allocating when they and `held_before` bytes already
 /// held would pass the memory limit.
 fn random_args(
     f: &egrad::Function,
@@ -525,7 +527,7 @@ fn random_args(
     let mut held: Option<u64> = Some(held_before);
     for (i, p) in f.params.iter().enumerate() {
         let (name, ty) = (f.var_name(p.var), f.ty(p.var));
-        if ty.dtype == DType::I64 {
+        if ty.dtype == DType::I64 && ty.shape.is_empty() {
             // A run-time count: its --dim value, not a random number.
             let n = *dims.get(name).ok_or_else(|| {
                 Error::Usage(format!(
@@ -574,12 +576,25 @@ fn random_args(
             // A bool: true for the upper half.
             .map(|x| match ty.dtype {
                 DType::Bool => f64::from(u8::from(x >= 0.0)),
+                DType::I64 => random_int(x),
                 _ => x,
             })
             .collect();
         out.push(Value::array(ty.dtype, shape, data));
     }
     Ok(out)
+}
+
+/// The largest element `--random` puts in an `i64` array: small and
+/// non-negative, so a case of a `match` or an index into an array of four
+/// elements or more.
+pub const RANDOM_INT_MAX: i64 = 3;
+
+/// An element of a random `i64` array from a uniform `x` in [-1, 1): each
+/// of `0..=RANDOM_INT_MAX` as likely.
+fn random_int(x: f64) -> f64 {
+    let k = ((x + 1.0) / 2.0 * (RANDOM_INT_MAX + 1) as f64).floor();
+    k.clamp(0.0, RANDOM_INT_MAX as f64)
 }
 
 /// The function a gradient command differentiates: a `@grad` function's
