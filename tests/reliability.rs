@@ -179,3 +179,44 @@ fn a_rules_folder_without_rule_files_is_an_error() {
         "{err}"
     );
 }
+
+/// Write `text` to a fresh file under the temp folder; its path.
+fn temp_program(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("egrad-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn diagnostics_are_bounded_in_number_and_width() {
+    // 100 unknown names, one a function: all were printed.
+    let text: String = (0..100)
+        .map(|i| format!("fn f{i}(x: f64) -> f64 = x + y{i}\n"))
+        .collect();
+    let p = temp_program("errors100.eg", &text);
+    let (code, _, err) = run(&["check", p.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("\nerror: ").count() + 1, 20, "{err}");
+    assert!(err.contains("\n80 more error(s) in "), "{err}");
+    assert!(
+        err.trim_end().ends_with("not shown (the first 20 are)"),
+        "{err}"
+    );
+    // One line of 100,000 characters: was echoed whole.
+    let pad = " ".repeat(50_000);
+    let line = format!("fn f(x: f64) -> f64 = x +{pad}q{pad}\n");
+    let p2 = temp_program("longline.eg", &line);
+    let (code, _, err) = run(&["check", p2.to_str().unwrap()]);
+    std::fs::remove_file(&p).unwrap();
+    std::fs::remove_file(&p2).unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.len() < 1000, "{} bytes: {err}", err.len());
+    assert!(
+        err.contains("1 | …") && err.contains(" q ") && err.contains(" …\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(":1:50026"),
+        "the column is the real one: {err}"
+    );
+}
