@@ -83,9 +83,13 @@ pub mod interp {
 }
 
 /// The memory limit every run and compile checks its allocations against
-/// (`--memory-limit`; by default 3/4 of this machine's memory).
+/// (`--memory-limit`; by default 3/4 of the memory this process may use:
+/// the least of physical memory, its cgroup's limit and the address space
+/// left under `RLIMIT_AS`).
 pub mod memory {
-    pub use crate::ir::memory::{bytes_of, check, default_limit, describe, limit, set_limit};
+    pub use crate::ir::memory::{
+        budget, bytes_of, check, default_limit, describe, limit, set_limit, Budget,
+    };
 }
 
 /// NumPy array files (`.npy`, `.npz`): arguments read in place, results

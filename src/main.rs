@@ -5,6 +5,9 @@ mod cli;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
-    std::process::exit(cli::main_with(cli));
+    let code = match cli::Cli::try_parse() {
+        Ok(cli) => cli::main_with(cli),
+        Err(e) => cli::parse_error(&e),
+    };
+    std::process::exit(code);
 }

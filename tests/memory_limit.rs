@@ -92,3 +92,69 @@ fn ddecay(a: f64) -> f64 = decay(a)",
     }
     memory::set_limit(before);
 }
+
+/// Run the binary under `prlimit --as=BYTES` (an address-space limit,
+/// RLIMIT_AS): its exit code and stderr; `None` without `prlimit`.
+fn egrad_under_address_limit(bytes: u64, args: &[&str]) -> Option<(i32, String)> {
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--as={bytes}"))
+        .arg(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+#[test]
+fn an_address_space_limit_is_honoured_with_the_bytes_needed() {
+    const AS: u64 = 4 << 30;
+    let Some((code, err)) = egrad_under_address_limit(
+        AS,
+        &[
+            "run",
+            "examples/loss.eg",
+            "--fn",
+            "dloss_dw",
+            "--random",
+            "--dim",
+            "N=1000000000",
+            "--quiet",
+        ],
+    ) else {
+        eprintln!("SKIPPED: `prlimit` (util-linux) is not installed, so no run under RLIMIT_AS");
+        return;
+    };
+    // Was an abort (exit 134): the memory limit read only MemTotal.
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error: the random arguments up to `w: f32[N]` needs 8000000000 bytes")
+            && err.contains("more than the memory limit of")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    // Runs that pass the first checks and then allocate more (the JSON of
+    // the results, the interpreter's values, the arguments' copies) were
+    // aborts too: each now runs or is refused with the bytes it needs.
+    for extra in [
+        &["N=100000000", "--json"][..],
+        &["N=60000000", "--interp"],
+        &["N=200000000", "--interp"],
+    ] {
+        let mut args = vec!["run", "examples/loss.eg", "--fn", "dloss_dw"];
+        args.extend(["--random", "--quiet", "--dim"]);
+        args.extend(extra);
+        let (code, err) = egrad_under_address_limit(AS, &args).unwrap();
+        assert!(code == 0 || code == 1, "{extra:?}: exit {code}: {err}");
+        if code == 1 {
+            assert!(err.contains(" needs ") && err.contains(" bytes"), "{err}");
+        }
+        assert!(
+            !err.contains("memory allocation") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+}

@@ -206,7 +206,9 @@ pub struct OptArgs {
     /// The most memory one run may ask for (interpreter or native code:
     /// arguments, results and scratch), in bytes or with a suffix K, M, G,
     /// T (powers of 1024); a run that needs more is refused with the number
-    /// of bytes it needs. Default: 3/4 of this machine's memory.
+    /// of bytes it needs. Default: 3/4 of the memory this process may use
+    /// (the least of physical memory, its cgroup's limit and the address
+    /// space left under RLIMIT_AS).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Show no progress on stderr (shown only on a terminal, once a command

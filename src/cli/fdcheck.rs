@@ -151,7 +151,7 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
     }
     let random = a.inputs.suite.is_none();
     let args = inputs::build_inputs(&primal, &a.inputs, random, &dims)?;
-    let vals = inputs::values(&args);
+    let vals = inputs::values(&args)?;
     let refs: Vec<&Value> = vals.iter().collect();
     let sizes =
         interp::bind_args(&primal, &refs).map_err(|e| e.into_error(&primal, program.file()))?;
@@ -181,6 +181,15 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
             .position(|p| primal.var_name(p.var) == w.as_str())
             .ok_or_else(|| Error::internal(format!("fdcheck: no parameter `{w}`")))?;
         let dtype = vals[i].dtype;
+        if dtype.is_int() {
+            // An `i64` or a `bool` (`--wrt` may name one: its gradient is
+            // zero) has no finite difference: moved, it is another count
+            // or not a whole number at all. Only floats are perturbed.
+            text.push_str(&format!(
+                "{w}: {dtype}, not checked: only float parameters have finite differences\n"
+            ));
+            continue;
+        }
         let tol = a.tol.unwrap_or_else(|| default_tol(dtype));
         tol_used.push(tol);
         let picked = sample(vals[i].len(), a.max_elements);
@@ -246,7 +255,7 @@ fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Out
     }
     let random = a.inputs.suite.is_none();
     let args = inputs::build_inputs(&jf, &a.inputs, random, &dims)?;
-    let vals = inputs::values(&args);
+    let vals = inputs::values(&args)?;
     let refs: Vec<&Value> = vals.iter().collect();
     let sizes = interp::bind_args(&jf, &refs).map_err(|e| e.into_error(&jf, program.file()))?;
     for (k, n) in sizes {

@@ -29,7 +29,9 @@ pub struct InputArgs {
     /// parameters of their names (repeatable; --arg overrides one).
     #[arg(long = "args", value_name = "@FILE.npz")]
     pub npz: Vec<String>,
-    /// Fill every argument not given with --arg with uniform values in [-1, 1).
+    /// Fill every argument not given with --arg with uniform values in
+    /// [-1, 1) (bools true or false, i64 arrays 0 to 3; an i64 scalar is a
+    /// run-time count: give it with --dim NAME=N).
     #[arg(long, conflicts_with = "suite")]
     pub random: bool,
     /// Fill the arguments (by position) with the inputs of a benchmark of the
@@ -118,8 +120,19 @@ impl Input {
 
 /// The arguments of `f` as values (a copy of mapped files), for the
 /// interpreter and the timing loops.
-pub fn values(inputs: &[Input]) -> Vec<Value> {
-    inputs.iter().map(|i| i.array.to_value()).collect()
+/// Refused before copying when the copies (f64 elements) would not fit
+/// the memory limit.
+pub fn values(inputs: &[Input]) -> Result<Vec<Value>> {
+    value_copies(inputs).map_err(Error::Limit)
+}
+
+/// [`values`], its refusal as a message.
+fn value_copies(inputs: &[Input]) -> std::result::Result<Vec<Value>, String> {
+    let bytes = inputs.iter().try_fold(0u64, |b, i| {
+        b.checked_add(memory::bytes_of(i.array.len(), 8)?)
+    });
+    memory::check(bytes, "the arguments as values")?;
+    Ok(inputs.iter().map(|i| i.array.to_value()).collect())
 }
 
 /// `text` of `--arg NAME=@FILE`/`--args @FILE`: the path after `@`.
@@ -324,7 +337,7 @@ pub fn build_inputs(
 /// Run `f` in the reference interpreter on `inputs` (copied into values),
 /// naming the file of an argument an error is about.
 pub fn interpret(f: &Function, inputs: &[Input]) -> std::result::Result<Vec<Value>, ArgError> {
-    let vals = values(inputs);
+    let vals = value_copies(inputs).map_err(ArgError::too_large)?;
     let refs: Vec<&Value> = vals.iter().collect();
     egrad::interp::run(f, &refs).map_err(|e| with_file(inputs, e))
 }
@@ -356,13 +369,17 @@ pub fn call_native(
         .output_shapes(&args)
         .map_err(|e| with_file(inputs, e))?;
     let f = native.function();
-    // The results' buffers, checked against the memory limit first.
-    let mut total: Option<u64> = Some(0);
+    // The results' buffers and their values (f64 elements), checked
+    // against the memory limit first, with the arguments held.
+    let mut total: Option<u64> = Some(inputs.iter().map(|i| i.array.owned_bytes()).sum());
     for (r, shape) in f.rets.iter().zip(&shapes) {
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
-        total = total.and_then(|t| t.checked_add(memory::bytes_of(n?, f.ty(*r).dtype.bytes())?));
+        let dtype = f.ty(*r).dtype;
+        let size = dtype.bytes() + if dtype == DType::F64 { 0 } else { 8 };
+        total = total.and_then(|t| t.checked_add(memory::bytes_of(n?, size)?));
     }
-    memory::check(total, &format!("the results of `{}`", f.name)).map_err(ArgError::too_large)?;
+    memory::check(total, &format!("the arguments and results of `{}`", f.name))
+        .map_err(ArgError::too_large)?;
     let mut bufs = Vec::new();
     for (r, shape) in f.rets.iter().zip(&shapes) {
         let n = shape.iter().product();
@@ -526,6 +543,21 @@ pub fn json_number(x: f64) -> Json {
     }
 }
 
+/// The results as JSON ([`value_json`]), only with `json` (only `--json`
+/// prints them), and checked against the memory limit first: a JSON
+/// number takes several times the bytes of the value it shows.
+pub fn results_json(results: &[(String, Value)], json: bool) -> Result<Vec<Json>> {
+    if !json {
+        return Ok(Vec::new());
+    }
+    let per_element = std::mem::size_of::<Json>() + 8;
+    let bytes = results.iter().try_fold(0u64, |b, (_, v)| {
+        b.checked_add(memory::bytes_of(v.data.len(), per_element)?)
+    });
+    memory::check(bytes, "the JSON of the results").map_err(Error::Limit)?;
+    Ok(results.iter().map(|(k, v)| value_json(k, v)).collect())
+}
+
 /// A named result as JSON: dtype, shape, every element (integers and
 /// bools as such) and a summary.
 pub fn value_json(name: &str, v: &Value) -> Json {
@@ -539,18 +571,23 @@ pub fn value_json(name: &str, v: &Value) -> Json {
         })
         .collect();
     let (lo, hi, mean, odd) = summary(v);
-    json!({
-        "name": name,
-        "dtype": v.dtype.to_string(),
-        "shape": v.shape,
-        "data": data,
-        "summary": {
+    // Built in place: `json!` would copy `data` (it serializes what it is
+    // given), twice the memory for a large result.
+    let mut m = serde_json::Map::new();
+    m.insert("name".into(), json!(name));
+    m.insert("dtype".into(), json!(v.dtype.to_string()));
+    m.insert("shape".into(), json!(v.shape));
+    m.insert("data".into(), Json::Array(data));
+    m.insert(
+        "summary".into(),
+        json!({
             "min": json_number(lo),
             "max": json_number(hi),
             "mean": json_number(mean),
             "not_finite": odd,
-        },
-    })
+        }),
+    );
+    Json::Object(m)
 }
 
 /// Write named results to `path`: `.npy` (exactly one result), `.npz`

@@ -23,6 +23,7 @@ mod inputs;
 
 pub use args::*;
 mod json;
+mod output;
 use std::time::Duration;
 
 /// Run the CLI; returns the process exit code.
@@ -52,26 +53,40 @@ pub fn main_with(cli: Cli) -> i32 {
             let stdout = std::io::stdout();
             return match egrad::serve_gradbench(stdin.lock(), stdout.lock()) {
                 Ok(()) => 0,
+                // The harness closed its end: nothing more to answer.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
                 Err(e) => {
-                    eprintln!("egrad gradbench: {e}");
+                    output::stderr(&format!("egrad gradbench: {e}\n"));
                     1
                 }
             };
         }
     };
     match result {
-        Ok(out) => {
-            print!("{}", out.render(json));
-            out.code
-        }
+        Ok(out) => output::exit_code(output::stdout(|w| out.write(w, json)), out.code),
         Err(e) => {
-            eprint!("{e}");
-            if json {
-                println!("{}", json::error(name, &e));
+            output::stderr(&e.to_string());
+            let code = e.exit_code();
+            if !json {
+                return code;
             }
-            e.exit_code()
+            let text = json::error(name, &e);
+            output::exit_code(output::stdout(|w| writeln!(w, "{text}")), code)
         }
     }
+}
+
+/// Print what clap says of the command line (help, the version, or a
+/// usage error); returns the exit code. Help goes to stdout, whose
+/// failures are told as for any output (`output::exit_code`).
+pub fn parse_error(e: &clap::Error) -> i32 {
+    let code = e.exit_code();
+    let printed = e.print();
+    if e.use_stderr() {
+        return code;
+    }
+    use std::io::Write;
+    output::exit_code(printed.and_then(|()| std::io::stdout().flush()), code)
 }
 
 /// The name of a command, as typed.
@@ -106,14 +121,13 @@ impl Output {
         }
     }
 
-    fn render(&self, json: bool) -> String {
+    /// Write the text, or the JSON with `json`, to `w`.
+    fn write(&self, w: &mut dyn std::io::Write, json: bool) -> std::io::Result<()> {
         if json {
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&self.json).expect("JSON values always serialize")
-            )
+            serde_json::to_writer_pretty(&mut *w, &self.json)?;
+            w.write_all(b"\n")
         } else {
-            self.text.clone()
+            w.write_all(self.text.as_bytes())
         }
     }
 }
@@ -310,8 +324,10 @@ fn results_output(
     results: Vec<(String, Value)>,
     o: &OutputArgs,
     named: bool,
+    json: bool,
     extra: serde_json::Value,
 ) -> Result<Output> {
+    let results_json = inputs::results_json(&results, json)?;
     let mut text = inputs::emit(&results, o.print, named);
     let written: Vec<String> = match &o.out {
         Some(p) => inputs::write_outputs(p, &results)?
@@ -326,11 +342,14 @@ fn results_output(
     let mut j = json!({
         "command": command,
         "function": function,
-        "results": results.iter().map(|(k, v)| inputs::value_json(k, v)).collect::<Vec<_>>(),
         "written": written,
     });
-    if let (Some(m), Some(e)) = (j.as_object_mut(), extra.as_object()) {
-        m.extend(e.clone());
+    if let Some(m) = j.as_object_mut() {
+        // Moved in: `json!` would copy it.
+        m.insert("results".into(), serde_json::Value::Array(results_json));
+        if let Some(e) = extra.as_object() {
+            m.extend(e.clone());
+        }
     }
     Ok(Output::new(text, j))
 }
@@ -357,7 +376,7 @@ fn run(a: &RunArgs) -> Result<Output> {
     let f = program.ir(&a.function)?.clone();
     let args = inputs::build_inputs(&f, &a.inputs, false, &opts.dims)?;
     if a.inputs.suite.is_some() {
-        price_at_inputs(&f, &program, &inputs::values(&args), &mut opts)?;
+        price_at_inputs(&f, &program, &inputs::values(&args)?, &mut opts)?;
     }
     let results = if a.interp {
         inputs::interpret(&f, &args).map_err(|e| e.into_error(&f, program.file()))?
@@ -376,6 +395,7 @@ fn run(a: &RunArgs) -> Result<Output> {
         named,
         &a.output,
         false,
+        a.json,
         json!({ "backend": if a.interp { "interpreter" } else { "native" } }),
     )
 }
@@ -465,7 +485,7 @@ fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option
         f32: false,
         seed: a.seed,
     };
-    let vals = inputs::values(&inputs::build_inputs(&primal, &given, false, &opts.dims)?);
+    let vals = inputs::values(&inputs::build_inputs(&primal, &given, false, &opts.dims)?)?;
     if a.suite.is_some() || !a.args.is_empty() || !a.npz.is_empty() {
         // Price at the sizes of the inputs given (--dim wins).
         price_at_inputs(&primal, program, &vals, &mut opts)?;
@@ -492,8 +512,10 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
     Ok(Output::new(e.to_string(), j))
 }
 
-/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`;
-/// refused before allocating when they and `held_before` bytes already
+/// Uniform arguments in [-1, 1) for every parameter of `f`, at `dims`
+/// (a `bool` true for the upper half; an `i64` array's elements in
+/// `0..=`[`RANDOM_INT_MAX`]; an `i64` scalar, a run-time count, its
+/// `--dim`); refused before allocating when they and `held_before` bytes already
 /// held would pass the memory limit.
 fn random_args(
     f: &egrad::Function,
@@ -505,7 +527,7 @@ fn random_args(
     let mut held: Option<u64> = Some(held_before);
     for (i, p) in f.params.iter().enumerate() {
         let (name, ty) = (f.var_name(p.var), f.ty(p.var));
-        if ty.dtype == DType::I64 {
+        if ty.dtype == DType::I64 && ty.shape.is_empty() {
             // A run-time count: its --dim value, not a random number.
             let n = *dims.get(name).ok_or_else(|| {
                 Error::Usage(format!(
@@ -554,12 +576,25 @@ fn random_args(
             // A bool: true for the upper half.
             .map(|x| match ty.dtype {
                 DType::Bool => f64::from(u8::from(x >= 0.0)),
+                DType::I64 => random_int(x),
                 _ => x,
             })
             .collect();
         out.push(Value::array(ty.dtype, shape, data));
     }
     Ok(out)
+}
+
+/// The largest element `--random` puts in an `i64` array: small and
+/// non-negative, so a case of a `match` or an index into an array of four
+/// elements or more.
+pub const RANDOM_INT_MAX: i64 = 3;
+
+/// An element of a random `i64` array from a uniform `x` in [-1, 1): each
+/// of `0..=RANDOM_INT_MAX` as likely.
+fn random_int(x: f64) -> f64 {
+    let k = ((x + 1.0) / 2.0 * (RANDOM_INT_MAX + 1) as f64).floor();
+    k.clamp(0.0, RANDOM_INT_MAX as f64)
 }
 
 /// The function a gradient command differentiates: a `@grad` function's
@@ -609,7 +644,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
     let primal = primal_of(&program, &a.function)?;
     let args = if a.inputs.any() {
         let args = inputs::build_inputs(&primal, &a.inputs, false, &opts.dims)?;
-        price_at_inputs(&primal, &program, &inputs::values(&args), &mut opts)?;
+        price_at_inputs(&primal, &program, &inputs::values(&args)?, &mut opts)?;
         Some(args)
     } else {
         None
@@ -660,7 +695,7 @@ fn grad(a: &GradArgs) -> Result<Output> {
         if !out.is_empty() {
             out.push('\n');
         }
-        let r = results_output("grad", &a.function, named, &a.output, true, j)?;
+        let r = results_output("grad", &a.function, named, &a.output, true, a.json, j)?;
         out.push_str(&r.text);
         j = r.json;
         if let Some(m) = j.as_object_mut() {

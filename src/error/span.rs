@@ -195,6 +195,42 @@ impl Diagnostic {
     }
 }
 
+/// The most diagnostics of one file printed; past them one line says how
+/// many more there were.
+pub const MAX_DIAGNOSTICS: usize = 20;
+
+/// A source line longer than this many characters is shown cut around
+/// the caret, with `…` where text is left out.
+pub const MAX_LINE_CHARS: usize = 120;
+
+/// Of a long line, how many characters are shown before the caret.
+const CONTEXT_BEFORE: usize = 40;
+
+/// The part of `text` (a line of `chars` characters) shown for a caret at
+/// character `at` (0-based): the whole line when it is short, else
+/// [`MAX_LINE_CHARS`] characters around the caret with `…` at each end
+/// cut. Returns the text shown and the character it starts at, less one
+/// when a `…` comes first (so the caret's column in the text shown is
+/// `at - start`).
+fn visible(text: &str, chars: usize, at: usize) -> (String, usize) {
+    if chars <= MAX_LINE_CHARS {
+        return (text.to_string(), 0);
+    }
+    let from = at
+        .saturating_sub(CONTEXT_BEFORE)
+        .min(chars - MAX_LINE_CHARS);
+    let to = from + MAX_LINE_CHARS;
+    let mut shown = String::new();
+    if from > 0 {
+        shown.push('…');
+    }
+    shown.extend(text.chars().skip(from).take(MAX_LINE_CHARS));
+    if to < chars {
+        shown.push('…');
+    }
+    (shown, from.saturating_sub(usize::from(from > 0)))
+}
+
 fn snippet(file: &SourceFile, span: Span, label: Option<&str>) -> String {
     let (file, span) = file.resolve(span);
     let (line, col) = file.line_col(span.start);
@@ -210,16 +246,20 @@ fn snippet(file: &SourceFile, span: Span, label: Option<&str>) -> String {
         let e = floor_char_boundary(&file.text, e.max(s));
         file.text[s..e].chars().take_while(|c| *c != '\n').count()
     };
+    let (shown, start) = visible(text, line_chars, col - 1);
+    let shown_chars = shown.chars().count();
+    // In the text shown: the caret's column, and no caret past its end.
+    let caret_col = col - 1 - start;
     let caret_len = span_chars
         .max(1)
-        .min(line_chars.saturating_sub(col - 1).max(1));
+        .min(shown_chars.saturating_sub(caret_col).max(1));
     let mut out = String::new();
     out.push_str(&format!("{pad}--> {}:{line}:{col}\n", file.name));
     out.push_str(&format!("{pad} |\n"));
-    out.push_str(&format!("{line} | {text}\n"));
-    let indent: String = text
+    out.push_str(&format!("{line} | {shown}\n"));
+    let indent: String = shown
         .chars()
-        .take(col - 1)
+        .take(caret_col)
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
     out.push_str(&format!("{pad} | {indent}{}", "^".repeat(caret_len)));
@@ -242,13 +282,20 @@ pub struct Diagnostics {
 
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.items.iter().enumerate() {
+        for (i, d) in self.items.iter().take(MAX_DIAGNOSTICS).enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
             write!(f, "{}", d.render(&self.file))?;
         }
-        Ok(())
+        match self.items.len().saturating_sub(MAX_DIAGNOSTICS) {
+            0 => Ok(()),
+            more => writeln!(
+                f,
+                "\n{more} more error(s) in {} not shown (the first {MAX_DIAGNOSTICS} are)",
+                self.file.name
+            ),
+        }
     }
 }
 
@@ -283,6 +330,64 @@ mod tests {
         assert!(d
             .render(&SourceFile::new("a.eg", "x").with_attached(100, SourceFile::new("p", "")))
             .contains("p:1:1"));
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let line = format!("let a = {}zz{}", "x".repeat(500), "y".repeat(500));
+        let f = SourceFile::new("a.eg", line.clone());
+        let start = line.find("zz").unwrap();
+        let r = Diagnostic::new(Span::new(start, start + 2), "unknown name `zz`").render(&f);
+        let lines: Vec<&str> = r.lines().collect();
+        assert_eq!(lines[1], " --> a.eg:1:509");
+        let shown = lines[3].strip_prefix("1 | ").unwrap();
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert_eq!(shown.chars().count(), MAX_LINE_CHARS + 2);
+        // The caret is under `zz` in the text shown.
+        let caret = lines[4].strip_prefix("  | ").unwrap();
+        let at = caret.find('^').unwrap();
+        assert_eq!(caret.trim_start(), "^^");
+        let under: String = shown.chars().skip(at).take(2).collect();
+        assert_eq!(under, "zz");
+        // Near either end, one `…` only; a short line is shown whole.
+        let r = Diagnostic::new(Span::new(0, 3), "x").render(&f);
+        let shown = r.lines().nth(3).unwrap();
+        assert!(
+            shown.starts_with("1 | let") && shown.ends_with('…'),
+            "{shown}"
+        );
+        let end = line.len();
+        let r = Diagnostic::new(Span::new(end - 1, end), "x").render(&f);
+        let (shown, caret) = (r.lines().nth(3).unwrap(), r.lines().nth(4).unwrap());
+        assert!(
+            shown.starts_with("1 | …") && shown.ends_with('y'),
+            "{shown}"
+        );
+        let chars = |s: &str| s.chars().count();
+        assert_eq!(
+            chars(caret),
+            chars(shown),
+            "the caret under the last character"
+        );
+        let r = Diagnostic::new(Span::new(0, 1), "x").render(&SourceFile::new("a.eg", "ab"));
+        assert!(r.contains("1 | ab\n  | ^\n"), "{r}");
+    }
+
+    #[test]
+    fn at_most_twenty_diagnostics_are_shown() {
+        let f = SourceFile::new("a.eg", "x\n");
+        let items = (0..100).map(|i| Diagnostic::new(Span::new(0, 1), format!("e{i}")));
+        let d = Diagnostics {
+            file: f,
+            items: items.collect(),
+        };
+        let text = d.to_string();
+        assert_eq!(text.matches("error: ").count(), MAX_DIAGNOSTICS);
+        assert!(
+            text.contains("error: e19\n") && !text.contains("e20"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n80 more error(s) in a.eg not shown (the first 20 are)\n"));
     }
 
     #[test]

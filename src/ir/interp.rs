@@ -446,7 +446,22 @@ pub fn concrete_shape(t: &Type, dims: &Dims) -> Vec<usize> {
 /// Run `f` on `args`.
 pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
     let dims = bind_args(f, args)?;
-    exec(f, args.iter().map(|a| (*a).clone()).collect(), &dims)
+    let bytes = args.iter().try_fold(0u64, |b, a| {
+        b.checked_add(memory::bytes_of(a.data.len(), 8)?)
+    });
+    memory::check(bytes, &format!("interpreting `{}`", f.name)).map_err(ArgError::too_large)?;
+    let args: Vec<Value> = args.iter().map(|a| (*a).clone()).collect();
+    // Read once a run, not once a loop step (it reads `/proc`).
+    let outer = BUDGET.replace(Some(memory::budget()));
+    let out = exec(f, args, &dims);
+    BUDGET.set(outer);
+    out
+}
+
+thread_local! {
+    /// The memory budget of the run in progress on this thread
+    /// ([`memory::budget`] when it began).
+    static BUDGET: std::cell::Cell<Option<memory::Budget>> = const { std::cell::Cell::new(None) };
 }
 
 /// An index of a `gather` or `scatter` outside its array: the first one,
@@ -473,6 +488,11 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgEr
         held = held.and_then(|h| h.checked_add(memory::bytes_of(a.data.len(), 8)?));
         env[p.var.index()] = Some(a);
     }
+    // The arguments are held already: mapped, and counted.
+    let budget = BUDGET
+        .get()
+        .unwrap_or_else(memory::budget)
+        .counting_held(held.unwrap_or(0));
     let live = f.live();
     for s in f.stmts.iter().filter(|s| live[s.var.index()]) {
         let ty = f.ty(s.var);
@@ -480,8 +500,9 @@ fn exec(f: &Function, args: Vec<Value>, dims: &Dims) -> Result<Vec<Value>, ArgEr
         let n = shape.iter().try_fold(1usize, |a, &k| a.checked_mul(k));
         held = held.and_then(|h| h.checked_add(memory::bytes_of(n?, 8)?));
         // The message is made only on failure: this runs per statement.
-        if held.is_none_or(|h| h > memory::limit()) {
-            memory::check(held, &format!("interpreting `{}`", f.name))
+        if held.is_none_or(|h| !budget.allows(h)) {
+            budget
+                .check(held, &format!("interpreting `{}`", f.name))
                 .map_err(ArgError::too_large)?;
         }
         let vals: Vec<&Value> = s

@@ -45,7 +45,11 @@ pub struct RuleError {
 
 impl fmt::Display for RuleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        match self.line {
+            // About the file or folder as a whole.
+            0 => write!(f, "{}: {}", self.file, self.message),
+            line => write!(f, "{}:{line}: {}", self.file, self.message),
+        }
     }
 }
 
@@ -360,6 +364,22 @@ impl RuleSet {
             let text = std::fs::read_to_string(&p).map_err(io_err)?;
             set.add_file(&p.display().to_string(), &text)?;
         }
+        // Optimizing with no rules at all is never what a folder of rules
+        // meant: a wrong folder, or files not named `*.rules`.
+        if set.rules.is_empty() {
+            return Err(RuleError {
+                file: dir.display().to_string(),
+                line: 0,
+                message: format!(
+                    "no rules here: a rules folder holds files named `*.rules` with one rule or more ({})",
+                    if fast_math {
+                        "fastmath.rules included"
+                    } else {
+                        "fastmath.rules only with --fast-math"
+                    }
+                ),
+            });
+        }
         Ok(set)
     }
 
@@ -644,6 +664,29 @@ mod tests {
             b.sort();
             assert_eq!(a, b, "fast math: {fast}");
         }
+    }
+
+    #[test]
+    fn a_rules_folder_without_rules_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("egrad-no-rules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = RuleSet::load_dir(&dir, false).unwrap_err();
+        assert!(e.to_string().contains("no rules here"), "{e}");
+        // Files of another name, only comments, or fast math alone.
+        std::fs::write(
+            dir.join("algebra.txt"),
+            "add-comm: (add ?a ?b) => (add ?b ?a)\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("empty.rules"), "# nothing yet\n").unwrap();
+        std::fs::write(
+            dir.join("fastmath.rules"),
+            "fm: (add ?a ?b) => (add ?b ?a)\n",
+        )
+        .unwrap();
+        assert!(RuleSet::load_dir(&dir, false).is_err());
+        assert_eq!(RuleSet::load_dir(&dir, true).unwrap().rules.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

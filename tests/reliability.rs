@@ -1,0 +1,222 @@
+//! Reliability II (issue 38), through the binary: output failures are
+//! errors, never panics (a closed pipe exits quietly, a full disk is an io
+//! error).
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+/// The gradient of the seed program on 100,000 random elements: with
+/// `--json`, megabytes of output, more than a pipe holds.
+const BIG_RUN: [&str; 9] = [
+    "run",
+    "examples/loss.eg",
+    "--fn",
+    "dloss_dw",
+    "--random",
+    "--dim",
+    "N=100000",
+    "--json",
+    "--quiet",
+];
+
+/// Run egrad with `args`, its stdout a pipe whose reader closes at once:
+/// the exit code and stderr.
+fn with_stdout_closed(args: &[&str], stdin: &[u8]) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run egrad");
+    drop(child.stdout.take());
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        // The child may be gone already: that is no failure of the test.
+        let _ = input.write_all(stdin);
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Run egrad with `args` and stdout on `/dev/full`: the exit code and
+/// stderr.
+fn with_stdout_full(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full exists on Linux");
+    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
+        .args(args)
+        .stdout(Stdio::from(full))
+        .output()
+        .expect("run egrad");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_exits_quietly_with_the_commands_code() {
+    // Was exit 101 with "failed printing to stdout: Broken pipe".
+    let (code, err) = with_stdout_closed(&BIG_RUN, b"");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+    // Plain text too, and help.
+    let (code, err) = with_stdout_closed(&BIG_RUN[..8], b"");
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, err) = with_stdout_closed(&["--help"], b"");
+    assert_eq!((code, err.as_str()), (0, ""));
+    // A failed command keeps its code; its diagnostic still reaches stderr.
+    let (code, err) = with_stdout_closed(&["run", "no/such.eg", "--fn", "f", "--json"], b"");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("error: cannot read no/such.eg"), "{err}");
+    // The GradBench tool, whose harness went away.
+    let (code, err) = with_stdout_closed(&["gradbench"], b"{\"id\": 0, \"kind\": \"start\"}\n");
+    assert_eq!((code, err.as_str()), (0, ""));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_io_error_on_one_line() {
+    let enospc = "error: cannot write standard output: No space left on device (os error 28)\n";
+    for args in [&BIG_RUN[..], &BIG_RUN[..8], &["--help"]] {
+        // Was exit 101 with "failed printing to stdout: No space left".
+        let (code, err) = with_stdout_full(args);
+        assert_eq!((code, err.as_str()), (1, enospc), "{args:?}");
+    }
+    // The command's own error comes first and keeps its exit code.
+    let (code, err) = with_stdout_full(&["run", "examples/loss.eg", "--fn", "nope", "--json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.ends_with(enospc) && !err.contains("panicked"), "{err}");
+    let (code, err) = with_stdout_full(&["gradbench"]);
+    assert_eq!(code, 0, "no request, nothing written: {err}");
+}
+
+/// egrad's exit code, stdout and stderr for `args`.
+fn run(args: &[&str]) -> (i32, String, String) {
+    common::egrad(args)
+}
+
+#[test]
+fn fdcheck_perturbs_only_float_parameters() {
+    // An i64 array filled by --random (was: "give the run-time count
+    // `kind` with --arg kind=N", whose advice then failed too).
+    let (code, out, err) = run(&["fdcheck", "examples/match.eg", "--fn", "loss"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Integers and bools named by --wrt are told, not moved (were a
+    // mismatch, "must be a whole number, got 5.000005", ...).
+    for (file, f, int, float, extra) in [
+        ("examples/match.eg", "loss", "kind", "x", None),
+        ("examples/match.eg", "penalty", "robust", "r", None),
+        ("examples/decay.eg", "decay", "n", "a", Some("n=5")),
+        ("examples/random.eg", "loss", "seed", "mu", Some("seed=3")),
+    ] {
+        let mut args = vec!["fdcheck", file, "--fn", f, "--wrt", int, "--wrt", float];
+        if let Some(d) = extra {
+            args.extend(["--dim", d]);
+        }
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(
+            out.contains(&format!("{int}: ")) && out.contains("not checked"),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("{float}: ")) && out.contains("ok: "),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn random_fills_i64_arrays_with_small_counts() {
+    // `piece` matches each element of `kind: i64[N]` against 0, 1 and the
+    // rest; --random used to refuse it with advice that failed next.
+    for interp in [false, true] {
+        let mut args = vec!["run", "examples/match.eg", "--fn", "piece", "--random"];
+        args.extend(["--dim", "N=64", "--json"]);
+        if interp {
+            args.push("--interp");
+        }
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("\"result\""), "{out}");
+    }
+    // The scalar count's advice works as given.
+    let (code, _, err) = run(&["run", "examples/decay.eg", "--fn", "ddecay", "--random"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--dim n=N"), "{err}");
+    let args = ["run", "examples/decay.eg", "--fn", "ddecay", "--random"];
+    let (code, _, err) = run(&[&args[..], &["--dim", "n=50", "--dim", "N=4"]].concat());
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_rules_folder_without_rule_files_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("egrad-empty-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "rules go here\n").unwrap();
+    let d = dir.display().to_string();
+    let args = ["run", "examples/loss.eg", "--fn", "loss", "--random"];
+    // Was exit 0, optimized with no rules at all.
+    let (code, _, err) = run(&[&args[..], &["--dim", "N=3", "--rules", &d]].concat());
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{d}: no rules here")) && err.contains("*.rules"),
+        "{err}"
+    );
+}
+
+/// Write `text` to a fresh file under the temp folder; its path.
+fn temp_program(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("egrad-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn diagnostics_are_bounded_in_number_and_width() {
+    // 100 unknown names, one a function: all were printed.
+    let text: String = (0..100)
+        .map(|i| format!("fn f{i}(x: f64) -> f64 = x + y{i}\n"))
+        .collect();
+    let p = temp_program("errors100.eg", &text);
+    let (code, _, err) = run(&["check", p.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("\nerror: ").count() + 1, 20, "{err}");
+    assert!(err.contains("\n80 more error(s) in "), "{err}");
+    assert!(
+        err.trim_end().ends_with("not shown (the first 20 are)"),
+        "{err}"
+    );
+    // One line of 100,000 characters: was echoed whole.
+    let pad = " ".repeat(50_000);
+    let line = format!("fn f(x: f64) -> f64 = x +{pad}q{pad}\n");
+    let p2 = temp_program("longline.eg", &line);
+    let (code, _, err) = run(&["check", p2.to_str().unwrap()]);
+    std::fs::remove_file(&p).unwrap();
+    std::fs::remove_file(&p2).unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.len() < 1000, "{} bytes: {err}", err.len());
+    assert!(
+        err.contains("1 | …") && err.contains(" q ") && err.contains(" …\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(":1:50026"),
+        "the column is the real one: {err}"
+    );
+}
