@@ -191,10 +191,8 @@ pub fn explore(
     if lambdas.is_empty() {
         return Err(Error::Usage("explore: no λ values given".into()));
     }
-    if let Some(l) = lambdas.iter().find(|l| !(l.is_finite() && **l >= 0.0)) {
-        return Err(Error::Usage(format!(
-            "explore: λ = {l} is not a non-negative number"
-        )));
+    for &l in lambdas {
+        crate::extract::cost::check_lambda(l).map_err(|e| Error::Usage(format!("explore: {e}")))?;
     }
     let mut points: Vec<Point> = Vec::new();
     let mut texts: Vec<String> = Vec::new();

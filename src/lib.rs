@@ -59,7 +59,7 @@ pub use call::{Arg, CompiledFn, CompiledGradient};
 pub use error::span::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use error::{Error, ErrorKind, Result, EXIT_INTERNAL};
 pub use extract::cost::CostModel;
-pub use extract::cost::{DEFAULT_DIM, DEFAULT_LAMBDA};
+pub use extract::cost::{DEFAULT_DIM, DEFAULT_LAMBDA, MAX_LAMBDA};
 pub use internals::aot::{build, BuildOptions, Built};
 pub use internals::explore::{
     explore, time_interleaved, Exploration, Point, Timed, Timing, DEFAULT_LAMBDAS,

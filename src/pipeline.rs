@@ -212,7 +212,9 @@ impl Options {
         self
     }
 
-    /// λ, flops per stored residual byte: larger λ recomputes more.
+    /// λ, flops per stored residual byte: larger λ recomputes more. From 0
+    /// to [`MAX_LAMBDA`](crate::MAX_LAMBDA); `optimize_gradient` refuses
+    /// any other as a usage error.
     pub fn lambda(mut self, lambda: f64) -> Options {
         self.lambda = Some(lambda);
         self
@@ -547,6 +549,9 @@ pub fn optimize_gradient_ir(
     options: &Options,
     file: &SourceFile,
 ) -> Result<GradProgram> {
+    if let Some(l) = options.lambda {
+        crate::extract::cost::check_lambda(l).map_err(Error::Usage)?;
+    }
     if primal.rets.len() != 1 || !primal.ty(primal.rets[0]).is_scalar() {
         let shown: Vec<String> = primal.ret_types().iter().map(Type::to_string).collect();
         return Err(Error::Usage(format!(

@@ -220,3 +220,49 @@ fn diagnostics_are_bounded_in_number_and_width() {
         "the column is the real one: {err}"
     );
 }
+
+/// λ beyond `MAX_LAMBDA` (where λ times a residual's bytes overflowed to
+/// infinity and the extractor panicked: `explore --lambdas 1e308`) is a
+/// usage error, from the CLI and from the library; `MAX_LAMBDA` itself
+/// works.
+#[test]
+fn lambda_beyond_its_maximum_is_a_usage_error() {
+    for flag in ["--lambdas", "--lambda"] {
+        let cmd = if flag == "--lambdas" {
+            "explore"
+        } else {
+            "grad"
+        };
+        let (code, _, err) = run(&[cmd, "examples/decay.eg", "--fn", "ddecay", flag, "1e308"]);
+        assert_eq!(code, 2, "{cmd} {flag} 1e308: {err}");
+        assert!(err.contains("from 0 to 1e50"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let (code, _, err) = run(&[
+        "explore",
+        "examples/decay.eg",
+        "--fn",
+        "ddecay",
+        "--lambdas",
+        "1e50",
+        "--no-run",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let p = egrad::Program::from_file("examples/decay.eg").unwrap();
+    for l in [1e308, 1e51, -1.0, f64::NAN] {
+        let o = egrad::Options::default().function("ddecay").lambda(l);
+        match egrad::optimize_gradient(&p, &o) {
+            Err(egrad::Error::Usage(m)) => assert!(m.contains("λ"), "{m}"),
+            Err(e) => panic!("λ = {l}: {e}"),
+            Ok(_) => panic!("λ = {l} was taken"),
+        }
+    }
+    assert!(egrad::optimize_gradient(
+        &p,
+        &egrad::Options::default()
+            .function("ddecay")
+            .lambda(egrad::MAX_LAMBDA)
+    )
+    .is_ok());
+}

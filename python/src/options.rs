@@ -133,9 +133,10 @@ impl OptSpec {
             ))
         })?;
         let lam = self.lam.unwrap_or(DEFAULT_LAMBDA);
-        if !(lam.is_finite() && lam >= 0.0) {
+        if !(lam.is_finite() && (0.0..=egrad::MAX_LAMBDA).contains(&lam)) {
             return Err(Error::Usage(format!(
-                "lam must be a non-negative number (flops per residual byte), not {lam}"
+                "lam must be a non-negative number (flops per residual byte) of at most {:e}, not {lam}",
+                egrad::MAX_LAMBDA
             )));
         }
         let mut o = Options::default()

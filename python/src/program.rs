@@ -368,9 +368,10 @@ fn explain_text(
     let Some(l) = lam_before else {
         return Ok(out);
     };
-    if !(l.is_finite() && l >= 0.0) {
+    if !(l.is_finite() && (0.0..=egrad::MAX_LAMBDA).contains(&l)) {
         return Err(Error::Usage(format!(
-            "lam_before must be a non-negative number (flops per residual byte), not {l}"
+            "lam_before must be a non-negative number (flops per residual byte) of at most {:e}, not {l}",
+            egrad::MAX_LAMBDA
         )));
     }
     let before = options.clone().lambda(l);

@@ -134,6 +134,9 @@ def test_bad_options():
     prog = egrad.compile("fn f(x: f64) -> f64 = x * x")
     with pytest.raises(egrad.EgradUsageError, match="lam must be a non-negative number"):
         prog.grad("f", wrt="x", lam=float("nan"))
+    # Beyond MAX_LAMBDA, lam times a residual's bytes could overflow.
+    with pytest.raises(egrad.EgradUsageError, match="of at most 1e50"):
+        prog.grad("f", wrt="x", lam=1e308)
     with pytest.raises(TypeError, match="unexpected keyword argument `lamda`"):
         prog.grad("f", wrt="x", lamda=1.0)
     with pytest.raises(TypeError, match="option `dims` must be a mapping"):

@@ -365,10 +365,18 @@ fn non_negative(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// λ: a non-negative, finite number of flops per byte.
+/// λ: a number of flops per byte from 0 to `egrad::MAX_LAMBDA`.
 fn flops_per_byte(s: &str) -> std::result::Result<f64, String> {
+    let bad = || {
+        format!(
+            "λ must be a number of flops per residual byte from 0 to {:e}, not {s}",
+            egrad::MAX_LAMBDA
+        )
+    };
     non_negative(s)
-        .map_err(|_| format!("λ must be a non-negative number (flops per residual byte), not {s}"))
+        .ok()
+        .filter(|&l| l <= egrad::MAX_LAMBDA)
+        .ok_or_else(bad)
 }
 
 /// Seconds that fit a `Duration` (1e300 is finite but does not).

@@ -37,6 +37,25 @@ pub const STMT_OVERHEAD: f64 = 1.0;
 /// transcendental results are stored.
 pub const DEFAULT_LAMBDA: f64 = 0.25;
 
+/// The largest λ the cost model takes. At this λ one stored byte already
+/// costs more flops than any program computes, so a larger λ would choose
+/// nothing else; and λ times a residual's bytes stays finite and under
+/// the price of memory past the limit (at λ = 1e308 it overflowed to
+/// infinity, and no program had a finite cost).
+pub const MAX_LAMBDA: f64 = 1e50;
+
+/// `lambda` as the cost model takes it: a finite number in
+/// `0 ..= MAX_LAMBDA`; else what is wrong with it.
+pub fn check_lambda(lambda: f64) -> Result<f64, String> {
+    if lambda.is_finite() && (0.0..=MAX_LAMBDA).contains(&lambda) {
+        Ok(lambda)
+    } else {
+        Err(format!(
+            "λ = {lambda} is not a number of flops per residual byte from 0 to {MAX_LAMBDA:e}"
+        ))
+    }
+}
+
 /// A cost in flops. Saturating: adding to [`Cost::INFINITY`] stays infinite.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
 pub struct Cost(f64);
