@@ -319,10 +319,15 @@ pub(crate) struct Translator<'a, 'b> {
     ints: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
-    /// Every lane of the element tree being computed lies inside every
-    /// `pad`/`unindex` at its top level (the interior loop of
-    /// [`Translator::translate_map`]): no bounds test.
-    pads_inside: bool,
+    /// The `pad`s and `unindex`es whose edges the segments of
+    /// [`Translator::translate_map`]'s loop end at, each with its shift
+    /// (see [`Translator::shift`]): each holds all lanes of a vector or
+    /// none (no lane-by-lane code).
+    edges: std::rc::Rc<std::collections::HashSet<(usize, crate::types::size::Size)>>,
+    /// Inside that loop, how far the index of the element being
+    /// computed lies from the loop's index (row shifts add their offsets);
+    /// `None` elsewhere, or below an index map that is not a shift.
+    shift: Option<crate::types::size::Size>,
 }
 
 /// Inside a row or column reduction (`sumtail`, `maxtail`, `mintail`,
@@ -369,7 +374,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             gemm: opts.gemm,
             ints: f.vars.iter().any(|v| v.ty.dtype.is_int()),
             row: None,
-            pads_inside: false,
+            edges: Default::default(),
+            shift: None,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use super::{log2_bytes, Translator};
 use crate::error::Error;
+use crate::types::size::Size;
 use crate::types::{DType, Dim, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData};
@@ -61,6 +62,52 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.translate_counted(start, end, step, &mut |t, i| body(t, i).map(|()| None))
     }
 
+    /// Elements `0 .. len` in segments that end at `len` and at each of
+    /// `bounds` (signed; those outside `0 .. len` ignored): in a segment,
+    /// `vector(i)` for elements `i .. i + w` while they fit, then
+    /// `scalar(i)` for each element left. One copy of each body; leaves the
+    /// builder after the loop.
+    pub(super) fn translate_segments(
+        &mut self,
+        bounds: &[ir::Value],
+        len: ir::Value,
+        w: i64,
+        vector: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+        scalar: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let i = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(i, zero);
+        let header = self.b.create_block();
+        let segment = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(header);
+        let from = self.b.use_var(i);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, from, len);
+        self.b.ins().brif(more, segment, &[], exit, &[]);
+
+        self.b.switch_to_block(segment);
+        // The segment ends at the first bound after `from`, or at `len`.
+        let mut to = len;
+        for &b in bounds {
+            let later = self.b.ins().icmp(IntCC::SignedGreaterThan, b, from);
+            let end = self.b.ins().select(later, b, len);
+            to = self.b.ins().smin(to, end);
+        }
+        let span = self.b.ins().isub(to, from);
+        let whole = self.b.ins().band_imm_s(span, -w);
+        let split = self.b.ins().iadd(from, whole);
+        self.translate_range(from, split, w, vector)?;
+        self.translate_range(split, to, 1, scalar)?;
+        self.b.def_var(i, to);
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
     /// `for i in 0..len { if body(i) != 0 { break } }`: `body` returns
     /// an `i64` flag that ends the loop early; leaves the builder after
     /// the loop.
@@ -105,6 +152,20 @@ impl<'a, 'b> Translator<'a, 'b> {
 
         self.b.switch_to_block(exit);
         Ok(())
+    }
+
+    /// The value of a size expression under the bound size parameters.
+    pub(super) fn translate_size(&mut self, size: &Size) -> Result<ir::Value, Error> {
+        let mut sum = self.b.ins().iconst(types::I64, 0);
+        for (coef, params) in size.terms() {
+            let mut term = self.b.ins().iconst(types::I64, coef);
+            for p in params {
+                let v = self.size_param(p)?;
+                term = self.b.ins().imul(term, v);
+            }
+            sum = self.b.ins().iadd(sum, term);
+        }
+        Ok(sum)
     }
 
     /// The value of size parameter `p` (loaded from `dims`).

@@ -6,6 +6,7 @@ use super::{access, cl_type, Access, Read, RowCtx, Translator};
 use crate::error::Error;
 use crate::ir::VarId;
 use crate::ops::Op;
+use crate::types::size::Size;
 use crate::types::{DType, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder};
@@ -48,19 +49,52 @@ impl<'a, 'b> Translator<'a, 'b> {
         })
     }
 
-    /// `body` with the row context `row` and no known-inside `pad`s (a
-    /// shift's operand is computed at another index); both restored after.
+    /// `body` with the row context `row` and no known shift (an index
+    /// map's operand is computed at another index); both restored after.
     pub(super) fn within_row<T>(
         &mut self,
         row: Option<RowCtx>,
         body: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
     ) -> Result<T, Error> {
+        self.within_shift(row, None, body)
+    }
+
+    /// `body` with the row context `row` and the shift `shift` (see
+    /// [`Translator::shift`]); both restored after.
+    pub(super) fn within_shift<T>(
+        &mut self,
+        row: Option<RowCtx>,
+        shift: Option<Size>,
+        body: &mut dyn FnMut(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let outer = std::mem::replace(&mut self.row, row);
-        let pads = std::mem::replace(&mut self.pads_inside, false);
+        let outer_shift = std::mem::replace(&mut self.shift, shift);
         let out = body(self);
         self.row = outer;
-        self.pads_inside = pads;
+        self.shift = outer_shift;
         out
+    }
+
+    /// The shift of the operand of row shift `s` (`slice`, `index`, `pad`,
+    /// `unindex`, `reshape`) computed at shift `shift`: plus the elements
+    /// of the offset the shift adds. `None` for other ops.
+    pub(super) fn operand_shift(&self, s: usize, shift: Option<&Size>) -> Option<Size> {
+        let stmt = &self.f.stmts[s];
+        let shift = shift?;
+        let by = |c: u64, ty: &Type| {
+            let row = ty
+                .shape
+                .get(1..)?
+                .iter()
+                .try_fold(Size::constant(1), |n, d| n.mul(&d.size()?))?;
+            row.scale(i64::try_from(c).ok()?)
+        };
+        match stmt.op {
+            Op::Reshape => Some(shift.clone()),
+            Op::Slice(c) | Op::Index(c) => shift.add(&by(c, self.f.ty(*stmt.args.first()?))?),
+            Op::Pad(c) | Op::Unindex(c) => shift.sub(&by(c, self.f.ty(stmt.var))?),
+            _ => None,
+        }
     }
 
     /// Where `pad`/`unindex` statement `s` puts its operand: the first

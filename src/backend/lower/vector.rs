@@ -7,11 +7,14 @@
 //! computed as one vector: buffer reads are vector loads, scalars and
 //! broadcasts are splats, arithmetic is the vector instruction, row shifts
 //! are their operand's vector at the offset (a `pad` when all lanes are
-//! inside it, and with no bounds test at all in the interior of a loop
-//! over the tree), a `repeat` that does not wrap is a load and a `spread`
-//! within one row a splat; what has no vector form (libm calls,
-//! `transpose`, `reverse`, the lanes at a pad's edge) is computed lane by
-//! lane with the scalar lowering and put together. Every
+//! inside it, zeros when none is), a `repeat` that does not wrap is a load
+//! and a `spread` within one row a splat; what has no vector form (libm
+//! calls, `transpose`, `reverse`) is computed lane by lane with the scalar
+//! lowering and put together. A loop over a tree with pads runs in
+//! segments between their edges (each pad's at its offset below the row
+//! shifts above it, [`Translator::shift`]): vectors where a whole one fits
+//! in a segment, so no vector straddles an edge, and the scalar code for
+//! the elements left; the tree's vector code is then one copy. Every
 //! lane computes exactly what the scalar code computes for that element,
 //! so element-wise results are bit-for-bit the scalar path's; the `n mod W`
 //! elements left over run the scalar code.
@@ -29,11 +32,13 @@ use super::{access, cl_type, Access, Read, Translator};
 use crate::error::Error;
 use crate::ir::VarId;
 use crate::ops::{Native, Op, FOLD_LANES};
+use crate::types::size::Size;
 use crate::types::{DType, Type};
 use crate::vmath::VFn;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// The vector type of a dtype: 128 bits.
 pub(super) fn vec_type(d: DType) -> ir::Type {
@@ -78,6 +83,13 @@ type ColumnTerm<'t, 'a, 'b> = dyn FnMut(
 /// element by element at known indices, without a loop: loop bodies of
 /// small states, tuples packed as rows.
 const UNROLL_ELEMS: u64 = 16;
+
+/// The most (value, shift) pairs [`Translator::pad_edges`] walks: a pad
+/// it does not reach keeps its lane-by-lane code.
+const EDGE_WALK: usize = 512;
+
+/// The most distinct pad edges a loop's segments end at.
+const MAX_EDGES: usize = 24;
 
 /// The element source of a mapping loop.
 #[derive(Clone, Copy)]
@@ -224,18 +236,24 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Slice(c) | Op::Index(c) => {
                 let j = self.row_offset(a, c, i)?;
                 let row = self.shifted_row(s);
-                self.within_row(row, &mut |t| t.translate_elem_vec(a, j))
+                let shift = self.operand_shift(s, self.shift.as_ref());
+                self.within_shift(row, shift, &mut |t| t.translate_elem_vec(a, j))
             }
-            Op::Reshape => self.within_row(None, &mut |t| t.translate_elem_vec(a, i)),
+            Op::Reshape => {
+                let shift = self.shift.clone();
+                self.within_shift(None, shift, &mut |t| t.translate_elem_vec(a, i))
+            }
             Op::Pad(_) | Op::Unindex(_) => {
                 let row = self.shifted_row(s);
                 // Element i reads i - start when that is inside the operand
                 // (n elements); a vector when all its lanes are inside.
                 let (start, n) = self.pad_range(s)?;
                 let j = self.b.ins().isub(i, start);
-                if self.pads_inside {
-                    return self.within_row(row, &mut |t| t.translate_elem_vec(a, j));
-                }
+                // A pad whose edges the loop's segments know: its lanes
+                // are all inside it or all outside (zeros).
+                let known =
+                    (self.shift.as_ref()).is_some_and(|d| self.edges.contains(&(s, d.clone())));
+                let shift = self.operand_shift(s, self.shift.as_ref());
                 let first_in = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
                 let room = self.b.ins().isub(n, j);
                 let all_in = self
@@ -243,11 +261,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .ins()
                     .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, w);
                 let inside = self.b.ins().band(first_in, all_in);
+                let zeros = &mut |t: &mut Self| Ok(t.vconst(dtype, 0.0));
                 self.translate_if(
                     inside,
                     vt,
-                    &mut |t| t.within_row(row.clone(), &mut |t| t.translate_elem_vec(a, j)),
-                    gather,
+                    &mut |t| {
+                        t.within_shift(row.clone(), shift.clone(), &mut |t| {
+                            t.translate_elem_vec(a, j)
+                        })
+                    },
+                    if known { zeros } else { gather },
                 )
             }
             // Inside a row reduction the lanes lie in one row: a load, or
@@ -441,30 +464,33 @@ impl<'a, 'b> Translator<'a, 'b> {
         let mut rest = zero;
         if self.simd {
             let w = lanes(dtype);
-            let main = self.b.ins().band_imm_s(len, -w);
-            let vectors = |t: &mut Self, from: ir::Value, to: ir::Value, inside: bool| {
-                t.pads_inside = inside;
-                let done = t.translate_range(from, to, w, &mut |t, i| {
-                    let x = match src {
-                        Source::Tree(v) => t.translate_tree_vec(v, i)?,
-                        Source::Elem(v) => t.translate_elem_vec(v, i)?,
-                    };
-                    t.vstore(dtype, base, i, x);
-                    Ok(())
-                });
-                t.pads_inside = false;
-                done
+            let vector = &mut |t: &mut Self, i: ir::Value| {
+                let x = match src {
+                    Source::Tree(v) => t.translate_tree_vec(v, i)?,
+                    Source::Elem(v) => t.translate_elem_vec(v, i)?,
+                };
+                t.vstore(dtype, base, i, x);
+                Ok(())
             };
-            match self.pad_interior(src, w, main)? {
-                // Vectors at multiples of W: before the interior, inside
-                // every top-level pad (no bounds tests), after it.
-                Some((lo, hi)) => {
-                    vectors(self, zero, lo, false)?;
-                    vectors(self, lo, hi, true)?;
-                    vectors(self, hi, main, false)?;
-                }
-                None => vectors(self, zero, main, false)?,
+            if let Some((bounds, edges)) = self.pad_edges(src)? {
+                // Segments between the pads' edges: in each, vectors while
+                // a whole one fits (every pad holds all of a vector's lanes
+                // or none of them: one copy of the tree, nothing computed
+                // lane by lane), then the scalar code up to the next edge.
+                let outer = std::mem::replace(&mut self.edges, edges);
+                let done = self.within_shift(None, Some(Size::constant(0)), &mut |t| {
+                    let scalar = &mut |t: &mut Self, i: ir::Value| {
+                        let x = elem(t, i)?;
+                        t.translate_store(dtype, base, i, x);
+                        Ok(())
+                    };
+                    t.translate_segments(&bounds, len, w, vector, scalar)
+                });
+                self.edges = outer;
+                return done;
             }
+            let main = self.b.ins().band_imm_s(len, -w);
+            self.translate_range(zero, main, w, vector)?;
             rest = main;
         }
         let simd = self.simd;
@@ -516,52 +542,107 @@ impl<'a, 'b> Translator<'a, 'b> {
         })
     }
 
-    /// For a tree with `pad`s (or `unindex`es) at its top level: the
-    /// vectors `lo .. hi` (multiples of `w`, within `0 .. main`) whose
-    /// lanes all lie inside every one of them. `None` without such pads.
-    fn pad_interior(
+    /// For a tree with `pad`s (or `unindex`es): the pads reached from
+    /// the root through element-wise ops and row shifts, each with its
+    /// shift (see [`Translator::shift`]), and their edges: the indices of
+    /// the tree where each starts and ends. `None` without such pads.
+    #[allow(clippy::type_complexity)]
+    fn pad_edges(
         &mut self,
         src: Source,
-        w: i64,
-        main: ir::Value,
-    ) -> Result<Option<(ir::Value, ir::Value)>, Error> {
+    ) -> Result<Option<(Vec<ir::Value>, Rc<HashSet<(usize, Size)>>)>, Error> {
         let root = match src {
             Source::Tree(v) => v,
             Source::Elem(v) if self.read(v)? == Read::Inline => v,
             Source::Elem(_) => return Ok(None),
         };
-        let pads: Vec<usize> = self
-            .tree_nodes(root)?
-            .into_iter()
-            .filter(|&s| matches!(self.f.stmts[s].op, Op::Pad(_) | Op::Unindex(_)))
-            .collect();
+        let def = |t: &Self, v: VarId| {
+            t.defs
+                .get(v.index())
+                .copied()
+                .flatten()
+                .ok_or_else(|| Error::internal("backend: inlined value has no statement"))
+        };
+        // Each (value, shift) once: a DAG, not its paths.
+        let mut seen = HashSet::from([(root, Size::constant(0))]);
+        let mut stack = vec![(root, Size::constant(0))];
+        let mut pads = HashSet::new();
+        while let Some((v, d)) = stack.pop() {
+            let s = def(self, v)?;
+            let stmt = &self.f.stmts[s];
+            let next: Vec<(VarId, Size)> = match access(stmt.op) {
+                Access::Elementwise => stmt.args.iter().map(|&a| (a, d.clone())).collect(),
+                Access::IndexMap => {
+                    let next = self.operand_shift(s, Some(&d));
+                    if matches!(stmt.op, Op::Pad(_) | Op::Unindex(_)) {
+                        pads.insert((s, d));
+                    }
+                    match (stmt.args.first(), next) {
+                        (Some(&a), Some(d)) => vec![(a, d)],
+                        _ => vec![],
+                    }
+                }
+                Access::Reduce | Access::Nest => vec![],
+            };
+            for (a, d) in next {
+                if seen.len() < EDGE_WALK
+                    && self.read(a)? == Read::Inline
+                    && seen.insert((a, d.clone()))
+                {
+                    stack.push((a, d));
+                }
+            }
+        }
         if pads.is_empty() {
             return Ok(None);
         }
-        let (mut lo, mut hi) = (None, None);
-        for s in pads {
-            let (start, n) = self.pad_range(s)?;
-            let end = self.b.ins().iadd(start, n);
-            lo = Some(match lo {
-                None => start,
-                Some(l) => self.b.ins().umax(l, start),
-            });
-            hi = Some(match hi {
-                None => end,
-                Some(h) => self.b.ins().umin(h, end),
-            });
+        // Pad s at shift d holds element i of the tree when
+        // start <= i + d < start + n. Pads share most edges (a concat's
+        // parts, the same shift repeated): each distinct edge is one test
+        // per segment, and there are at most `MAX_EDGES`; a pad beyond them
+        // keeps its lane-by-lane code.
+        let mut sorted: Vec<_> = pads.into_iter().collect();
+        sorted.sort_unstable();
+        let mut edges = std::collections::BTreeSet::new();
+        let mut known = HashSet::new();
+        for (s, d) in sorted {
+            let Some((first, end)) = self.pad_edge_sizes(s, &d) else {
+                continue;
+            };
+            let new = usize::from(!edges.contains(&first)) + usize::from(!edges.contains(&end));
+            if edges.len() + new > MAX_EDGES {
+                continue;
+            }
+            edges.extend([first, end]);
+            known.insert((s, d));
         }
-        let (Some(lo), Some(hi)) = (lo, hi) else {
+        if known.is_empty() {
             return Ok(None);
+        }
+        let bounds = edges
+            .iter()
+            .map(|e| self.translate_size(e))
+            .collect::<Result<_, _>>()?;
+        Ok(Some((bounds, Rc::new(known))))
+    }
+
+    /// Where pad (or `unindex`) statement `s` at shift `d` starts and ends,
+    /// as indices of the tree: its first element less `d`, plus its
+    /// operand's length.
+    fn pad_edge_sizes(&self, s: usize, d: &Size) -> Option<(Size, Size)> {
+        let stmt = &self.f.stmts[s];
+        let (Op::Pad(c) | Op::Unindex(c)) = stmt.op else {
+            return None;
         };
-        // Round lo up and hi down to whole vectors, keep lo <= hi <= main.
-        let lo = self.b.ins().iadd_imm_s(lo, w - 1);
-        let lo = self.b.ins().band_imm_s(lo, -w);
-        let lo = self.b.ins().umin(lo, main);
-        let hi = self.b.ins().band_imm_s(hi, -w);
-        let hi = self.b.ins().umin(hi, main);
-        let hi = self.b.ins().umax(hi, lo);
-        Ok(Some((lo, hi)))
+        let len = |dims: &[crate::types::Dim]| {
+            dims.iter()
+                .try_fold(Size::constant(1), |n, d| n.mul(&d.size()?))
+        };
+        let row = len(self.f.ty(stmt.var).shape.get(1..)?)?;
+        let n = len(&self.f.ty(*stmt.args.first()?).shape)?;
+        let first = row.scale(i64::try_from(c).ok()?)?.sub(d)?;
+        let end = first.add(&n)?;
+        Some((first, end))
     }
 
     /// The reduction (identity `init`, step `step`) of elements
