@@ -65,6 +65,11 @@ fn rows[N, K](X: f64[N, K], r: f64[1, K]) -> f64[N, K] {
 }
 
 fn loss[N](x: f64[N], y: f64[N]) -> f64 = +/(rk4(x, rk4(x, y)) * y)
+
+// GradBench ode's gradient at one step: the last component's.
+fn last[N](x: f64[N]) -> f64 = reverse(rk4(x, 0 * x))[0]
+@grad(x)
+fn dlast[N](x: f64[N]) -> f64[N] = last(x)
 @grad(x, y)
 fn dloss[N](x: f64[N], y: f64[N]) -> (f64[N], f64[N]) = loss(x, y)
 "#;
