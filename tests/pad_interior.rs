@@ -12,7 +12,7 @@ mod common;
 use common::arr;
 use egrad::internals::backend::{compile, BackendOptions};
 use egrad::internals::ir::interp::run;
-use egrad::internals::ir::Function;
+use egrad::internals::ir::{parse_functions, Function};
 use egrad::internals::pipeline::{optimize_ir, Options};
 use egrad::internals::types::value::Value;
 use egrad::internals::types::{DType, Dim};
@@ -66,6 +66,13 @@ fn rows[N, K](X: f64[N, K], r: f64[1, K]) -> f64[N, K] {
 
 fn loss[N](x: f64[N], y: f64[N]) -> f64 = +/(rk4(x, rk4(x, y)) * y)
 
+// A gradient that adds overlapping pads (at 0 and 3, as Rosenbrock's at
+// 0 and 1): segments inside both run vectors with no test, the others
+// test each pad.
+fn far[N](x: f64[N]) -> f64 = +/(tabulate[N-3](i => (x[i + 3] - x[i] * x[i]) * (x[i + 3] - x[i] * x[i])))
+@grad(x)
+fn dfar[N](x: f64[N]) -> f64[N] = far(x)
+
 // GradBench ode's gradient at one step: the last component's.
 fn last[N](x: f64[N]) -> f64 = reverse(rk4(x, 0 * x))[0]
 @grad(x)
@@ -73,6 +80,30 @@ fn dlast[N](x: f64[N]) -> f64[N] = last(x)
 @grad(x, y)
 fn dloss[N](x: f64[N], y: f64[N]) -> (f64[N], f64[N]) = loss(x, y)
 "#;
+
+/// IR functions: one pad at offset 3 (or two overlapping ones) under an
+/// element-wise op, so a segment of vectors lies before it, inside it
+/// (no tests) and after it.
+const IR: &str = "fn onepad[N](%x: f64[N], %y: f64[N]) -> f64[N] {
+  %0: f64[N-3] = slice 3 %x
+  %1: f64[N-3] = slice 0 %x
+  %2: f64[N-3] = mul %0 %1
+  %3: f64[N] = pad 3 %2
+  %4: f64[N] = mul %y %3
+  ret %4
+}
+fn twopads[N](%x: f64[N], %y: f64[N]) -> f64[N] {
+  %0: f64[N-3] = slice 3 %x
+  %1: f64[N-3] = slice 0 %y
+  %2: f64[N-3] = mul %0 %1
+  %3: f64[N] = pad 3 %2
+  %4: f64[N-2] = slice 0 %x
+  %5: f64[N] = pad 0 %4
+  %6: f64[N] = mul %5 %3
+  %7: f64[N] = sub %y %6
+  ret %7
+}
+";
 
 /// Random arguments for `f`: `n` elements along `N`, `k` along `K`.
 fn args(f: &Function, n: usize, k: usize, seed: u64) -> Vec<Value> {
@@ -151,5 +182,8 @@ fn nested_pads_under_shifts_equal_the_interpreter() {
         check(f, name);
         let o = optimize_ir(f, &Options::default().function(name)).unwrap();
         check(&o.after, &format!("{name}, optimized"));
+    }
+    for f in parse_functions(IR).unwrap_or_else(|e| panic!("{e}")) {
+        check(&f, &f.name);
     }
 }

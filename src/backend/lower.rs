@@ -324,6 +324,8 @@ pub(crate) struct Translator<'a, 'b> {
     /// (see [`Translator::shift`]): each holds all lanes of a vector or
     /// none (no lane-by-lane code).
     edges: std::rc::Rc<std::collections::HashSet<(usize, crate::types::size::Size)>>,
+    /// In a segment of that loop inside every one of those pads: no test.
+    edges_inside: bool,
     /// Inside that loop, how far the index of the element being
     /// computed lies from the loop's index (row shifts add their offsets);
     /// `None` elsewhere, or below an index map that is not a shift.
@@ -375,6 +377,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             ints: f.vars.iter().any(|v| v.ty.dtype.is_int()),
             row: None,
             edges: Default::default(),
+            edges_inside: false,
             shift: None,
         }
     }

@@ -64,15 +64,18 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Elements `0 .. len` in segments that end at `len` and at each of
     /// `bounds` (signed; those outside `0 .. len` ignored): in a segment,
-    /// `vector(i)` for elements `i .. i + w` while they fit, then
-    /// `scalar(i)` for each element left. One copy of each body; leaves the
-    /// builder after the loop.
+    /// `vector(i, inside)` for elements `i .. i + w` while they fit (from
+    /// a multiple of `w`: a segment that starts elsewhere runs the scalar
+    /// code up to one first), then `scalar(i)` for each element left. With `ranges` (each `first ..
+    /// end`, between bounds), `inside` is true in a segment that lies in
+    /// all of them (a second copy of the vector body), else false. Leaves
+    /// the builder after the loop.
     pub(super) fn translate_segments(
         &mut self,
-        bounds: &[ir::Value],
+        (bounds, ranges): (&[ir::Value], &[(ir::Value, ir::Value)]),
         len: ir::Value,
         w: i64,
-        vector: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
+        vector: &mut dyn FnMut(&mut Self, ir::Value, bool) -> Result<(), Error>,
         scalar: &mut dyn FnMut(&mut Self, ir::Value) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let i = self.b.declare_var(types::I64);
@@ -96,10 +99,46 @@ impl<'a, 'b> Translator<'a, 'b> {
             let end = self.b.ins().select(later, b, len);
             to = self.b.ins().smin(to, end);
         }
+        // Vectors from an aligned `from` (a multiple of `w`, as a loop with
+        // no pads stores them); from another, the scalar code up to the
+        // next multiple, and a new segment there.
         let span = self.b.ins().isub(to, from);
         let whole = self.b.ins().band_imm_s(span, -w);
-        let split = self.b.ins().iadd(from, whole);
-        self.translate_range(from, split, w, vector)?;
+        let vectors_end = self.b.ins().iadd(from, whole);
+        let misaligned = self.b.ins().band_imm_s(from, w - 1);
+        let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
+        let split = self.b.ins().select(aligned, vectors_end, from);
+        let up = self.b.ins().iadd_imm_s(from, w - 1);
+        let up = self.b.ins().band_imm_s(up, -w);
+        let up = self.b.ins().smin(up, to);
+        let to = self.b.ins().select(aligned, to, up);
+        if ranges.is_empty() {
+            self.translate_range(from, split, w, &mut |t, i| vector(t, i, false))?;
+        } else {
+            // No bound lies inside the segment: it is in a range when its
+            // first element is.
+            let mut all = self.b.ins().iconst(types::I8, 1);
+            for &(first, end) in ranges {
+                let after = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, first, from);
+                let before = self.b.ins().icmp(IntCC::SignedLessThan, from, end);
+                let both = self.b.ins().band(after, before);
+                all = self.b.ins().band(all, both);
+            }
+            let (inside, outside, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.ins().brif(all, inside, &[], outside, &[]);
+            for (block, flag) in [(inside, true), (outside, false)] {
+                self.b.switch_to_block(block);
+                self.b.seal_block(block);
+                self.translate_range(from, split, w, &mut |t, i| vector(t, i, flag))?;
+                self.b.ins().jump(join, &[]);
+            }
+            self.b.switch_to_block(join);
+            self.b.seal_block(join);
+        }
         self.translate_range(split, to, 1, scalar)?;
         self.b.def_var(i, to);
         self.b.ins().jump(header, &[]);

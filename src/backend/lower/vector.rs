@@ -91,6 +91,20 @@ const EDGE_WALK: usize = 512;
 /// The most distinct pad edges a loop's segments end at.
 const MAX_EDGES: usize = 24;
 
+/// The most distinct pad ranges for which a loop over a tree has a second
+/// copy of its vector code, for the segments inside all of them.
+const INTERIOR_PADS: usize = 4;
+
+/// What [`Translator::pad_edges`] finds: every distinct edge, the distinct
+/// ranges (`first .. end`) of the pads (none when more than
+/// [`INTERIOR_PADS`], or when two are provably disjoint), and the pads
+/// with their shifts.
+type PadEdges = (
+    Vec<ir::Value>,
+    Vec<(ir::Value, ir::Value)>,
+    Rc<HashSet<(usize, Size)>>,
+);
+
 /// The element source of a mapping loop.
 #[derive(Clone, Copy)]
 pub(super) enum Source {
@@ -254,6 +268,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let known =
                     (self.shift.as_ref()).is_some_and(|d| self.edges.contains(&(s, d.clone())));
                 let shift = self.operand_shift(s, self.shift.as_ref());
+                if known && self.edges_inside {
+                    return self.within_shift(row, shift, &mut |t| t.translate_elem_vec(a, j));
+                }
                 let first_in = self.b.ins().icmp(IntCC::UnsignedLessThan, j, n);
                 let room = self.b.ins().isub(n, j);
                 let all_in = self
@@ -464,19 +481,23 @@ impl<'a, 'b> Translator<'a, 'b> {
         let mut rest = zero;
         if self.simd {
             let w = lanes(dtype);
-            let vector = &mut |t: &mut Self, i: ir::Value| {
+            let vector = &mut |t: &mut Self, i: ir::Value, inside: bool| {
+                t.edges_inside = inside;
                 let x = match src {
-                    Source::Tree(v) => t.translate_tree_vec(v, i)?,
-                    Source::Elem(v) => t.translate_elem_vec(v, i)?,
+                    Source::Tree(v) => t.translate_tree_vec(v, i),
+                    Source::Elem(v) => t.translate_elem_vec(v, i),
                 };
-                t.vstore(dtype, base, i, x);
+                t.edges_inside = false;
+                t.vstore(dtype, base, i, x?);
                 Ok(())
             };
-            if let Some((bounds, edges)) = self.pad_edges(src)? {
+            if let Some((bounds, ranges, edges)) = self.pad_edges(src)? {
                 // Segments between the pads' edges: in each, vectors while
                 // a whole one fits (every pad holds all of a vector's lanes
-                // or none of them: one copy of the tree, nothing computed
-                // lane by lane), then the scalar code up to the next edge.
+                // or none of them: nothing computed lane by lane), then the
+                // scalar code up to the next edge. A segment inside every
+                // pad (when a few pads may all hold one) runs a copy of the
+                // tree with no test at all.
                 let outer = std::mem::replace(&mut self.edges, edges);
                 let done = self.within_shift(None, Some(Size::constant(0)), &mut |t| {
                     let scalar = &mut |t: &mut Self, i: ir::Value| {
@@ -484,13 +505,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                         t.translate_store(dtype, base, i, x);
                         Ok(())
                     };
-                    t.translate_segments(&bounds, len, w, vector, scalar)
+                    t.translate_segments((&bounds, &ranges), len, w, vector, scalar)
                 });
                 self.edges = outer;
                 return done;
             }
             let main = self.b.ins().band_imm_s(len, -w);
-            self.translate_range(zero, main, w, vector)?;
+            self.translate_range(zero, main, w, &mut |t, i| vector(t, i, false))?;
             rest = main;
         }
         let simd = self.simd;
@@ -546,11 +567,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// the root through element-wise ops and row shifts, each with its
     /// shift (see [`Translator::shift`]), and their edges: the indices of
     /// the tree where each starts and ends. `None` without such pads.
-    #[allow(clippy::type_complexity)]
-    fn pad_edges(
-        &mut self,
-        src: Source,
-    ) -> Result<Option<(Vec<ir::Value>, Rc<HashSet<(usize, Size)>>)>, Error> {
+    fn pad_edges(&mut self, src: Source) -> Result<Option<PadEdges>, Error> {
         let root = match src {
             Source::Tree(v) => v,
             Source::Elem(v) if self.read(v)? == Read::Inline => v,
@@ -603,27 +620,56 @@ impl<'a, 'b> Translator<'a, 'b> {
         // keeps its lane-by-lane code.
         let mut sorted: Vec<_> = pads.into_iter().collect();
         sorted.sort_unstable();
-        let mut edges = std::collections::BTreeSet::new();
+        let mut edges: std::collections::BTreeMap<Size, ir::Value> = Default::default();
         let mut known = HashSet::new();
+        let mut ranges = Vec::new();
+        let (mut sizes, mut disjoint) = (Vec::new(), false);
         for (s, d) in sorted {
             let Some((first, end)) = self.pad_edge_sizes(s, &d) else {
                 continue;
             };
-            let new = usize::from(!edges.contains(&first)) + usize::from(!edges.contains(&end));
+            let new =
+                usize::from(!edges.contains_key(&first)) + usize::from(!edges.contains_key(&end));
             if edges.len() + new > MAX_EDGES {
                 continue;
             }
-            edges.extend([first, end]);
+            // Two pads that provably hold no element in common (a concat's
+            // parts) never both hold a segment.
+            let apart = |(f, e): &(Size, Size)| {
+                let gap = |a: &Size, b: &Size| {
+                    a.sub(b)
+                        .and_then(|g| g.as_constant())
+                        .is_some_and(|g| g <= 0)
+                };
+                gap(e, &first) || gap(&end, f)
+            };
+            disjoint |= sizes.iter().any(apart);
+            sizes.push((first.clone(), end.clone()));
+            let mut range = [first, end].into_iter().map(|e| match edges.get(&e) {
+                Some(&v) => Ok(v),
+                None => {
+                    let v = self.translate_size(&e)?;
+                    edges.insert(e, v);
+                    Ok::<_, Error>(v)
+                }
+            });
+            let (Some(first), Some(end)) = (range.next(), range.next()) else {
+                continue;
+            };
+            let range = (first?, end?);
+            if !ranges.contains(&range) {
+                ranges.push(range);
+            }
             known.insert((s, d));
         }
         if known.is_empty() {
             return Ok(None);
         }
-        let bounds = edges
-            .iter()
-            .map(|e| self.translate_size(e))
-            .collect::<Result<_, _>>()?;
-        Ok(Some((bounds, Rc::new(known))))
+        if disjoint || ranges.len() > INTERIOR_PADS {
+            ranges.clear();
+        }
+        let bounds = edges.into_values().collect();
+        Ok(Some((bounds, ranges, Rc::new(known))))
     }
 
     /// Where pad (or `unindex`) statement `s` at shift `d` starts and ends,
