@@ -31,11 +31,14 @@ use crate::ir::{Function, Param, Stmt, VarId, VarInfo};
 use crate::ops::Op;
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
-use crate::residuals::{cut, Cut, ResidualKind};
+use crate::residuals::{cut, Cut};
 use crate::types::size::Size;
 use crate::types::{DType, Dim, Type};
 use std::collections::HashSet;
 use std::fmt::Write as _;
+
+#[path = "aot/residuals.rs"]
+mod residuals;
 
 /// Split `g`'s optimized value-and-gradient program into forward and
 /// pullback along `g.residuals` (`residuals::cut`),
@@ -543,14 +546,20 @@ fn emit_entry(
         "static inline size_t {public}_scratch_bytes({}) {{",
         sizes.signature(&[])
     );
-    let mut sum = vec!["(size_t)0".to_string()];
-    for ty in &layout.scratch {
-        sum.push(format!("EGRAD_ROUND16({})", sizes.bytes(ty)));
-    }
     for (_, c) in &sizes.names {
         let _ = writeln!(h, "    (void){c};");
     }
-    let _ = writeln!(h, "    return {};\n}}\n", saturating_sum(&sum));
+    // One statement per buffer (a nested sum would nest as deep as there
+    // are buffers, past what a C compiler parses).
+    let _ = writeln!(h, "    size_t egrad_n = 0;");
+    for ty in &layout.scratch {
+        let _ = writeln!(
+            h,
+            "    egrad_n = egrad_add(egrad_n, EGRAD_ROUND16({}));",
+            sizes.bytes(ty)
+        );
+    }
+    let _ = writeln!(h, "    return egrad_n;\n}}\n");
 
     let _ = writeln!(h, "/* {public}: {summary}");
     for a in args {
@@ -661,18 +670,6 @@ static inline size_t egrad_round(size_t n, size_t to) {
 
 ";
 
-/// `a + b + ...` in the header's saturating arithmetic.
-fn saturating_sum(terms: &[String]) -> String {
-    // The leading `(size_t)0` of an offset list only matters alone.
-    let terms = match terms {
-        [zero, rest @ ..] if zero == "(size_t)0" && !rest.is_empty() => rest,
-        _ => terms,
-    };
-    let mut it = terms.iter().cloned();
-    let first = it.next().unwrap_or_else(|| "(size_t)0".into());
-    it.fold(first, |a, t| format!("egrad_add({a}, {t})"))
-}
-
 const HEADER_END: &str = "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
 /// Emit `PREFIX_check_sizes`.
@@ -757,77 +754,6 @@ fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> R
     Ok(h)
 }
 
-/// The residual layout's comment and its size and offset functions; the
-/// stored residuals, each with its C name, type and offset expression.
-fn emit_residual_layout(
-    h: &mut String,
-    prefix: &str,
-    sizes: &Sizes,
-    g: &GradProgram,
-) -> Vec<(String, Type, String)> {
-    let _ = writeln!(
-        h,
-        "/* Residual layout: the values the pullback reads (the plan the JIT compiles; --lambda,\n * --dim and the optimizer decide what is stored and what is recomputed).\n * The residual buffer holds the stored ones, each at an 8-byte aligned offset, in order;\n * it must be 8-byte aligned ({prefix}residual_bytes bytes)."
-    );
-    let mut offset = vec!["(size_t)0".to_string()];
-    let mut offsets = Vec::new();
-    let mut res_namer = Namer::default();
-    for r in &g.residuals.residuals {
-        match r.kind {
-            ResidualKind::Input => {
-                let _ = writeln!(
-                    h,
-                    " *   %{}: {}  input `{}`, read in place: pass it to {prefix}pullback",
-                    r.name, r.ty, r.name
-                );
-            }
-            ResidualKind::Constant => {
-                let _ = writeln!(
-                    h,
-                    " *   %{}: {}  constant, recomputed by the pullback, not stored",
-                    r.name, r.ty
-                );
-            }
-            ResidualKind::Stored => {
-                let c = res_namer.name(&r.name);
-                let _ = writeln!(
-                    h,
-                    " *   %{}: {}  stored: {c} at {prefix}residual_offset_{c}(), {} bytes",
-                    r.name,
-                    r.ty,
-                    sizes.bytes(&r.ty)
-                );
-                offsets.push((c, r.ty.clone(), saturating_sum(&offset)));
-                offset.push(format!("EGRAD_ROUND8({})", sizes.bytes(&r.ty)));
-            }
-        }
-    }
-    let _ = writeln!(h, " */");
-    let _ = writeln!(
-        h,
-        "#ifndef EGRAD_ROUND8\n#define EGRAD_ROUND8(n) egrad_round((n), (size_t)8)\n#endif\n"
-    );
-    let voids: String = sizes
-        .names
-        .iter()
-        .map(|(_, c)| format!("    (void){c};\n"))
-        .collect();
-    let _ = writeln!(
-        h,
-        "/* Bytes of the residual buffer {prefix}forward writes and {prefix}pullback reads. */\nstatic inline size_t {prefix}residual_bytes({}) {{\n{voids}    return {};\n}}\n",
-        sizes.signature(&[]),
-        saturating_sum(&offset)
-    );
-    for (c, ty, off) in &offsets {
-        let _ = writeln!(
-            h,
-            "/* Offset of residual {c} ({ty}) in the residual buffer. */\nstatic inline size_t {prefix}residual_offset_{c}({}) {{\n{voids}    return {off};\n}}\n",
-            sizes.signature(&[])
-        );
-    }
-    offsets
-}
-
 fn gradient_header(
     opts: &BuildOptions,
     g: &GradProgram,
@@ -875,13 +801,7 @@ fn gradient_header(
     emit_check(&mut h, &prefix, &sizes, &[vg, &sp.forward, &sp.pullback]);
 
     // The residual layout.
-    let offsets = emit_residual_layout(&mut h, &prefix, &sizes, g);
-    let res_slot = |c: &str| {
-        format!(
-            "(void *)((char *){residuals} + {prefix}residual_offset_{c}({}))",
-            sizes.args()
-        )
-    };
+    let offsets = residuals::emit_layout(&mut h, &prefix, &sizes, g);
 
     // The inputs `ix` (every one for value_and_grad and forward), as an
     // entry takes them.
@@ -897,12 +817,7 @@ fn gradient_header(
     let every: Vec<usize> = (0..inputs.len()).collect();
     // The stored residuals' slots (an entry with none ignores the buffer).
     let push_residuals = |slots: &mut Vec<String>, locals: &mut Vec<String>| {
-        for (c, _, _) in &offsets {
-            slots.push(res_slot(c));
-        }
-        if offsets.is_empty() {
-            locals.push(format!("(void){residuals};"));
-        }
+        residuals::slots(&prefix, &sizes, (&residuals, offsets.len()), slots, locals)
     };
     // The gradients, as outputs.
     let push_grads = |args: &mut Vec<CArg>, slots: &mut Vec<String>, what: &str| {

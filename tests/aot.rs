@@ -507,3 +507,71 @@ fn huge_sizes_saturate_in_the_header_instead_of_wrapping() {
     let c = build_and_run("huge", "examples/sizes.eg", "dloss", HUGE_MAIN);
     assert_eq!(c, vec![1.0; 5]);
 }
+
+/// The header of a gradient is linear in its size: each residual's offset
+/// is one step from the one before, not the whole sum spelled out (which
+/// made 8.3 MB of header for a chain of 250 `let`s and 32.5 MB for 500).
+/// Doubling the chain at most a little more than doubles the header, and
+/// `cc` compiles the longer one.
+#[test]
+fn the_header_grows_linearly_with_the_gradient() {
+    let dir = temp_dir("linear-header");
+    let mut bytes = Vec::new();
+    for k in [100usize, 200] {
+        let mut src = String::from("fn f[N](x: f64[N]) -> f64 {\n  let y0 = sin(x)\n");
+        for i in 1..k {
+            src.push_str(&format!("  let y{i} = sin(y{}) * x\n", i - 1));
+        }
+        src.push_str(&format!("  +/(y{})\n}}\n", k - 1));
+        let file = dir.join(format!("chain{k}.eg"));
+        std::fs::write(&file, src).unwrap();
+        let (obj, header) = (
+            dir.join(format!("chain{k}.o")),
+            dir.join(format!("chain{k}.h")),
+        );
+        let out = egrad(&[
+            "build",
+            file.to_str().unwrap(),
+            "--fn",
+            "f",
+            "--grad",
+            "--no-optimize",
+            "--lambda",
+            "0",
+            "-q",
+            "-o",
+            obj.to_str().unwrap(),
+            "--header",
+            header.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&header).unwrap();
+        // Every stored residual has its offset function.
+        assert!(text.matches("f_residual_offset_").count() >= k, "{k}");
+        bytes.push(text.len());
+    }
+    let ratio = bytes[1] as f64 / bytes[0] as f64;
+    assert!(
+        ratio < 2.3,
+        "header bytes {bytes:?}: doubling the program multiplied them by {ratio:.2}"
+    );
+    let main_c = dir.join("main.c");
+    std::fs::write(
+        &main_c,
+        "#include \"chain200.h\"\nint main(void) { return f_residual_bytes(10) > 0 ? 0 : 1; }\n",
+    )
+    .unwrap();
+    let status = Command::new("cc")
+        .args(["-c", "-o"])
+        .arg(dir.join("main.o"))
+        .arg(&main_c)
+        .arg("-I")
+        .arg(&dir)
+        .status()
+        .expect("run cc");
+    assert!(status.success());
+}
