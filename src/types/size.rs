@@ -110,6 +110,13 @@ impl Size {
         Size::canonical(terms)
     }
 
+    /// The product of dimensions (an element count; `None` for a tape's
+    /// rows other than `p + 1`, or on overflow).
+    pub fn product(dims: &[Dim]) -> Option<Size> {
+        dims.iter()
+            .try_fold(Size::constant(1), |n, d| n.mul(&d.size()?))
+    }
+
     /// The value when no size parameter occurs.
     pub fn as_constant(&self) -> Option<i64> {
         match self.terms.as_slice() {

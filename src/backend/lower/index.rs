@@ -81,14 +81,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     pub(super) fn operand_shift(&self, s: usize, shift: Option<&Size>) -> Option<Size> {
         let stmt = &self.f.stmts[s];
         let shift = shift?;
-        let by = |c: u64, ty: &Type| {
-            let row = ty
-                .shape
-                .get(1..)?
-                .iter()
-                .try_fold(Size::constant(1), |n, d| n.mul(&d.size()?))?;
-            row.scale(i64::try_from(c).ok()?)
-        };
+        let by =
+            |c: u64, ty: &Type| Size::product(ty.shape.get(1..)?)?.scale(i64::try_from(c).ok()?);
         match stmt.op {
             Op::Reshape => Some(shift.clone()),
             Op::Slice(c) | Op::Index(c) => shift.add(&by(c, self.f.ty(*stmt.args.first()?))?),

@@ -680,12 +680,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         let (Op::Pad(c) | Op::Unindex(c)) = stmt.op else {
             return None;
         };
-        let len = |dims: &[crate::types::Dim]| {
-            dims.iter()
-                .try_fold(Size::constant(1), |n, d| n.mul(&d.size()?))
-        };
-        let row = len(self.f.ty(stmt.var).shape.get(1..)?)?;
-        let n = len(&self.f.ty(*stmt.args.first()?).shape)?;
+        let row = Size::product(self.f.ty(stmt.var).shape.get(1..)?)?;
+        let n = Size::product(&self.f.ty(*stmt.args.first()?).shape)?;
         let first = row.scale(i64::try_from(c).ok()?)?.sub(d)?;
         let end = first.add(&n)?;
         Some((first, end))
