@@ -26,17 +26,14 @@ pub fn split_at(
         }
         p
     };
+    // First-use order; `taken` keeps it linear in the adjoint's length.
     let mut residuals: Vec<VarId> = Vec::new();
-    for s in &vg.stmts[primal_len + 1..] {
-        for a in &s.args {
-            if is_primal[a.index()] && !residuals.contains(a) {
-                residuals.push(*a);
-            }
-        }
-    }
-    for r in &vg.rets[1..] {
-        if is_primal[r.index()] && !residuals.contains(r) {
-            residuals.push(*r);
+    let mut taken = vec![false; vg.vars.len()];
+    let adjoint_reads = vg.stmts[primal_len + 1..].iter().flat_map(|s| &s.args);
+    for a in adjoint_reads.chain(&vg.rets[1..]) {
+        if is_primal[a.index()] && !taken[a.index()] {
+            taken[a.index()] = true;
+            residuals.push(*a);
         }
     }
 

@@ -221,7 +221,7 @@ impl<'a> FnCx<'a> {
         for a in args {
             self.lower(a, &[]);
         }
-        let d = if self.env.iter().any(|(k, _)| k == name) {
+        let d = if self.env.contains(name) {
             Diagnostic::new(callee.span, format!("`{name}` is a value, not a function"))
         } else if self.scopes.prelude.is_empty() && prelude::exports(name) {
             Diagnostic::new(callee.span, format!("unknown function `{name}`")).with_note(format!(

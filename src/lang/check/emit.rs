@@ -31,7 +31,7 @@ impl<'a> FnCx<'a> {
             item: i,
             sizes: &sig.size_params,
             b: Builder::new(items[i].name.name.clone(), sig.size_params.clone()),
-            env: Vec::new(),
+            env: Default::default(),
             errs: Vec::new(),
             internal: None,
             too_large: false,

@@ -510,7 +510,7 @@ impl<'a> FnCx<'a> {
     }
 
     fn lookup(&mut self, n: &str, span: Span) -> Val {
-        if let Some((_, v)) = self.env.iter().rev().find(|(k, _)| k == n) {
+        if let Some(v) = self.env.get(n) {
             let v = v.clone();
             return self.lift(v);
         }

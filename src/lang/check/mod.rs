@@ -36,6 +36,7 @@ mod counted_loop;
 mod custom;
 mod derive;
 mod emit;
+mod env;
 mod expr;
 mod fn_calls;
 mod graph;
@@ -530,7 +531,7 @@ struct FnCx<'a> {
     item: usize,
     sizes: &'a [String],
     b: Builder,
-    env: Vec<(String, Val)>,
+    env: env::Env,
     errs: Vec<Diagnostic>,
     internal: Option<String>,
     too_large: bool,

@@ -66,11 +66,7 @@ impl<'a> FnCx<'a> {
             if sizes.contains(&id.name) {
                 return Some(Size::param(&id.name));
             }
-            let value = env
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == id.name)
-                .and_then(|(_, v)| v.as_static_int());
+            let value = env.get(&id.name).and_then(Val::as_static_int);
             match value {
                 Some(n) => {
                     statics.push(n);

@@ -11,6 +11,7 @@
 //! result (`L * M` rows of one element each) is reshaped into `L` rows of
 //! `M`, a stack of the enclosing level.
 
+use super::env::Env;
 use super::{result_expr, FnCx, Level, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::ir::interp::pack_site;
@@ -135,7 +136,7 @@ impl<'a> FnCx<'a> {
     /// the enclosing level, lifted like any of its values when read), and
     /// the enclosing level's state is kept in [`FnCx::outer`]. Returns the
     /// environment to put back afterwards; None after reporting an error.
-    fn enter_nested(&mut self, len: Dim, span: Span) -> Option<Vec<(String, Val)>> {
+    fn enter_nested(&mut self, len: Dim, span: Span) -> Option<Env> {
         let (total, _) = self.batch.clone()?;
         let Some(inner) = total.times(&len) else {
             self.error(Diagnostic::unsupported(
@@ -145,12 +146,9 @@ impl<'a> FnCx<'a> {
             return None;
         };
         let saved = self.env.clone();
-        for k in 0..self.env.len() {
-            let v = self.env[k].1.clone();
-            if has_index(&v) {
-                self.env[k].1 = self.index_numbers(v);
-            }
-        }
+        let mut env = take(&mut self.env);
+        env.update(|v| has_index(v).then(|| self.index_numbers(v.clone())));
+        self.env = env;
         let own_len = self.own_len.take()?;
         self.outer.push(Level {
             batch: self.batch.take()?,
