@@ -160,35 +160,67 @@ impl Graph {
         }
     }
 
-    /// Per class, the node of least tree cost (ties by height): always an
-    /// acyclic choice. `NONE` for a class with no finite program.
+    /// Per class, the node of least tree cost (ties by height, then by
+    /// node): always an acyclic choice. `NONE` for a class with no finite
+    /// program. Knuth's generalization of Dijkstra's algorithm: a node's
+    /// (cost, height) is above each of its children's, so the class of
+    /// least tentative (cost, height) is final, and each node is priced
+    /// once, when its last child becomes final (re-pricing a class's
+    /// parents whenever it improved took quadratic time on long chains).
     fn tree_best(&self) -> Vec<usize> {
+        use std::cmp::Reverse;
         let n = self.ids.len();
-        let parents = &self.parents;
         let mut best: Vec<(f64, u32, usize)> = vec![(f64::INFINITY, u32::MAX, NONE); n];
-        let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
-        let mut queued = vec![true; n];
-        while let Some(c) = queue.pop_front() {
-            queued[c] = false;
-            let mut changed = false;
-            for (i, ks) in self.kids[c].iter().enumerate() {
-                let own = self.own[c][i];
-                if !own.is_finite() || ks.iter().any(|&k| best[k].2 == NONE) {
-                    continue;
-                }
-                let cost = own + ks.iter().map(|&k| best[k].0).sum::<f64>();
-                let height = 1 + ks.iter().map(|&k| best[k].1).max().unwrap_or(0);
-                if (cost, height) < (best[c].0, best[c].1) {
-                    best[c] = (cost, height, i);
-                    changed = true;
+        let mut done = vec![false; n];
+        // Per node, its children not final yet; per class, the nodes
+        // (class, node) that have it as a child, once per occurrence.
+        let mut waiting: Vec<Vec<usize>> = self
+            .kids
+            .iter()
+            .map(|ns| ns.iter().map(Vec::len).collect())
+            .collect();
+        let mut users: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+        for (c, ns) in self.kids.iter().enumerate() {
+            for (i, ks) in ns.iter().enumerate() {
+                for &k in ks {
+                    users[k].push((c, i));
                 }
             }
-            if changed {
-                for &p in &parents[c] {
-                    if !queued[p] {
-                        queued[p] = true;
-                        queue.push_back(p);
-                    }
+        }
+        // (cost's bits, height, class): costs are never negative, so their
+        // bits order as they do.
+        type Frontier = std::collections::BinaryHeap<Reverse<(u64, u32, usize)>>;
+        let mut heap = Frontier::new();
+        let offer = |c: usize, i: usize, best: &mut Vec<(f64, u32, usize)>, heap: &mut Frontier| {
+            let own = self.own[c][i];
+            if !own.is_finite() {
+                return;
+            }
+            let ks = &self.kids[c][i];
+            let cost = own + ks.iter().map(|&k| best[k].0).sum::<f64>();
+            let height = 1 + ks.iter().map(|&k| best[k].1).max().unwrap_or(0);
+            let b = best[c];
+            if (cost, height) < (b.0, b.1) || ((cost, height) == (b.0, b.1) && i < b.2) {
+                best[c] = (cost, height, i);
+                heap.push(Reverse((cost.to_bits(), height, c)));
+            }
+        };
+        for (c, ns) in waiting.iter().enumerate() {
+            for (i, &w) in ns.iter().enumerate() {
+                if w == 0 {
+                    offer(c, i, &mut best, &mut heap);
+                }
+            }
+        }
+        while let Some(Reverse((bits, height, c))) = heap.pop() {
+            if done[c] || (bits, height) != (best[c].0.to_bits(), best[c].1) {
+                continue;
+            }
+            done[c] = true;
+            for &(p, i) in &users[c] {
+                waiting[p][i] -= 1;
+                if waiting[p][i] == 0 && !done[p] {
+                    offer(p, i, &mut best, &mut heap);
                 }
             }
         }
@@ -236,11 +268,55 @@ pub(crate) struct Selection<'g> {
     epoch: u32,
     /// When set, every class whose reference count changes is logged.
     log: Option<Vec<usize>>,
+    /// A topological labelling of the selection, kept through every
+    /// switch: a chosen node's class is above each of its children, or
+    /// [`CYCLIC`] (a class that may reach a cycle of the selection among
+    /// the classes no root reaches). A class reaches only classes below it
+    /// or cyclic ones, so the cycle test of [`Selection::admissible`]
+    /// walks only those (it walked the whole program: quadratic).
+    level: Vec<u32>,
+}
+
+/// The level of a class that may reach a cycle of the selection.
+const CYCLIC: u32 = u32::MAX;
+
+/// A topological labelling of selection `sel`: leaves at 0, each class one
+/// above its highest child, [`CYCLIC`] for the classes that reach a cycle.
+fn levels(g: &Graph, sel: &[usize]) -> Vec<u32> {
+    let n = sel.len();
+    let kids = |c: usize| -> &[usize] {
+        match sel[c] {
+            NONE => &[],
+            i => &g.kids[c][i],
+        }
+    };
+    // Kahn's order from the leaves: a class is labelled once all its
+    // children are; the ones never labelled reach a cycle.
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut waiting: Vec<usize> = (0..n).map(|c| kids(c).len()).collect();
+    for c in 0..n {
+        for &k in kids(c) {
+            users[k].push(c);
+        }
+    }
+    let mut level = vec![CYCLIC; n];
+    let mut ready: Vec<usize> = (0..n).filter(|&c| waiting[c] == 0).collect();
+    while let Some(c) = ready.pop() {
+        level[c] = kids(c).iter().map(|&k| level[k] + 1).max().unwrap_or(0);
+        for &u in &users[c] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    level
 }
 
 impl<'g> Selection<'g> {
     pub(crate) fn new(g: &'g Graph, sel: Vec<usize>) -> Selection<'g> {
         let n = g.ids.len();
+        let level = levels(g, &sel);
         Selection {
             g,
             sel,
@@ -249,6 +325,40 @@ impl<'g> Selection<'g> {
             mark: vec![0; n],
             epoch: 0,
             log: None,
+            level,
+        }
+    }
+
+    /// Make node `i` class `c`'s choice for good (reached or not), keeping
+    /// the levels a topological labelling: `c` gets one above its new
+    /// children, and the classes that choose a node over it rise above it.
+    fn choose(&mut self, c: usize, i: usize) {
+        if self.live(c) {
+            self.switch(c, i);
+        } else {
+            self.sel[c] = i;
+        }
+        let g = self.g;
+        let sel = &self.sel;
+        let level = &mut self.level;
+        level[c] = g.kids[c][i]
+            .iter()
+            .map(|&k| level[k].saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        let mut stack = vec![c];
+        while let Some(x) = stack.pop() {
+            for &p in &g.parents[x] {
+                let j = sel[p];
+                if j != NONE
+                    && level[p] != CYCLIC
+                    && level[p] <= level[x]
+                    && g.kids[p][j].contains(&x)
+                {
+                    level[p] = level[x].saturating_add(1);
+                    stack.push(p);
+                }
+            }
         }
     }
 
@@ -286,16 +396,28 @@ impl<'g> Selection<'g> {
         }
     }
 
-    /// Does the current selection reach `target` from `from`?
+    /// Does the current selection reach `target` from `from`? Only the
+    /// classes above `target`, or cyclic ones, can (see [`Selection::level`]).
     fn reaches(&mut self, from: &[usize], target: usize) -> bool {
-        reaches(
-            self.g,
-            &self.sel,
-            &mut self.mark,
-            &mut self.epoch,
-            from,
-            target,
-        )
+        let level = &self.level;
+        let above = |k: &usize| *k == target || level[*k] == CYCLIC || level[*k] > level[target];
+        self.epoch += 1;
+        let e = self.epoch;
+        let mut stack: Vec<usize> = from.iter().copied().filter(above).collect();
+        while let Some(c) = stack.pop() {
+            if c == target {
+                return true;
+            }
+            if self.mark[c] == e {
+                continue;
+            }
+            self.mark[c] = e;
+            let i = self.sel[c];
+            if i != NONE {
+                stack.extend(self.g.kids[c][i].iter().copied().filter(above));
+            }
+        }
+        false
     }
 
     /// Can node `i` of class `c` be chosen: finite, every child has a
@@ -385,11 +507,7 @@ impl<'g> Selection<'g> {
                 let eps = 1e-12 * (1.0 + self.total.abs());
                 if let Some((i, d)) = self.best_alternative(c) {
                     if d < -eps {
-                        if self.live(c) {
-                            self.switch(c, i);
-                        } else {
-                            self.sel[c] = i;
-                        }
+                        self.choose(c, i);
                         changed = true;
                     }
                 }
@@ -438,9 +556,15 @@ impl Selection<'_> {
                     continue;
                 }
                 tries += 1;
-                let (sel, rc, total) = (self.sel.clone(), self.rc.clone(), self.total);
+                let saved = (
+                    self.sel.clone(),
+                    self.rc.clone(),
+                    self.total,
+                    self.level.clone(),
+                );
+                let total = self.total;
                 self.log = Some(Vec::new());
-                self.switch(c, i);
+                self.choose(c, i);
                 let touched = self.log.take().unwrap_or_default();
                 let g = self.g;
                 let mut near: Vec<usize> = touched
@@ -465,11 +589,7 @@ impl Selection<'_> {
                         if let Some((j, d)) = self.best_alternative(k) {
                             if d < -eps {
                                 changed = true;
-                                if self.live(k) {
-                                    self.switch(k, j);
-                                } else {
-                                    self.sel[k] = j;
-                                }
+                                self.choose(k, j);
                             }
                         }
                     }
@@ -484,9 +604,7 @@ impl Selection<'_> {
                     }
                     break;
                 }
-                self.sel = sel;
-                self.rc = rc;
-                self.total = total;
+                (self.sel, self.rc, self.total, self.level) = saved;
             }
         }
         if kept {
@@ -495,9 +613,12 @@ impl Selection<'_> {
     }
 }
 
-/// The starting selection: the program as inserted, tree-best elsewhere.
-pub(crate) fn initial(g: &Graph, original: &[(Id, Node)]) -> Vec<usize> {
-    let mut sel = g.tree_best();
+/// The starting selection: the program as inserted, tree-best elsewhere
+/// and wherever an inserted node would close a cycle (the rules merge a
+/// value with an operand of its own, as `y * 1` with `y`, and the node
+/// inserted for it then reads its own class), so it is acyclic.
+fn initial<'g>(g: &'g Graph, original: &[(Id, Node)]) -> Selection<'g> {
+    let mut s = Selection::new(g, g.tree_best());
     let mut taken = vec![false; g.ids.len()];
     for (id, node) in original {
         let Some(&c) = g.index.get(id) else { continue };
@@ -506,12 +627,12 @@ pub(crate) fn initial(g: &Graph, original: &[(Id, Node)]) -> Vec<usize> {
         }
         taken[c] = true;
         if let Ok(i) = g.nodes[c].binary_search(node) {
-            if g.own[c][i].is_finite() {
-                sel[c] = i;
+            if i != s.sel[c] && g.own[c][i].is_finite() && !s.reaches(&g.kids[c][i], c) {
+                s.choose(c, i);
             }
         }
     }
-    sel
+    s
 }
 
 /// A primal value the pullback reads, and how the extractor obtains it.
@@ -544,7 +665,7 @@ fn choose(
     original: &[(Id, Node)],
 ) -> (IndexMap<Id, Node>, Vec<ChoiceAt>) {
     let g = Graph::new(eg, model);
-    let mut s = Selection::new(&g, initial(&g, original));
+    let mut s = initial(&g, original);
     let mut rooted = true;
     for r in roots {
         let c = g.index[&eg.find(*r)];

@@ -3,6 +3,7 @@
 //! ([`saturate`]).
 
 pub mod lang;
+mod rule_types;
 pub mod rules;
 
 use crate::ir::{Function, VarId};
@@ -348,6 +349,9 @@ pub fn saturate(
 /// It only watches: saturation runs the same with or without it.
 pub type IterationHook = Box<dyn FnMut(usize, usize, usize)>;
 
+/// egg's default match limit of its backoff scheduler.
+const DEFAULT_MATCH_LIMIT: usize = 1_000;
+
 /// [`saturate`], telling `hook` (if any) as each iteration starts.
 pub fn saturate_observed(
     ins: Inserted,
@@ -362,7 +366,13 @@ pub fn saturate_observed(
         names,
         original,
     } = ins;
+    // egg's backoff scheduler bans a rule for a while once it matches more
+    // than its limit (1,000 by default): scaled with the program, a rule
+    // that matches once per statement is banned as often in a long program
+    // as in a short one, so the iterations do not grow with its length.
+    let match_limit = DEFAULT_MATCH_LIMIT.max(egraph.number_of_classes());
     let mut runner = Runner::default()
+        .with_scheduler(egg::BackoffScheduler::default().with_initial_match_limit(match_limit))
         .with_egraph(egraph)
         .with_node_limit(limits.nodes)
         .with_iter_limit(limits.iterations)
