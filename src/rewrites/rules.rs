@@ -8,8 +8,9 @@
 //! names) and errors name `file:line`.
 
 use super::lang::{Analysis, Node, TypeLit, EG};
+use super::rule_types::check_rule_types;
 use crate::ops::{parse_number, Lit, Op};
-use crate::types::DType;
+use crate::types::{DType, Type};
 use egg::{Applier, Condition, ConditionalApplier, Id, Pattern, Rewrite, Subst, Var};
 use std::collections::HashSet;
 use std::fmt;
@@ -188,6 +189,17 @@ impl Guard {
     }
 }
 
+/// May a rule instance of `dtype` (None: not generic) rewrite a class of
+/// type `ty`? An instance only its dtype's values; any rule never `i64` or
+/// `bool` ones: the rules are real (floating-point) arithmetic, so
+/// integers (indices, counts) are left as written.
+pub(crate) fn dtype_allows(dtype: Option<DType>, ty: Option<&Type>) -> bool {
+    match dtype {
+        Some(d) => ty.is_some_and(|t| t.dtype == d),
+        None => ty.is_none_or(|t| !t.dtype.is_int()),
+    }
+}
+
 /// All guards of a rule must hold, and the matched class must have the
 /// dtype of a generic rule's instance (and never `i64`: integer division
 /// and overflow make real arithmetic's identities false).
@@ -199,21 +211,8 @@ struct Guards {
 
 impl Condition<Node, Analysis> for Guards {
     fn check(&self, egraph: &mut EG, eclass: Id, subst: &Subst) -> bool {
-        let dtype_ok = match self.dtype {
-            Some(d) => egraph[eclass]
-                .data
-                .ty
-                .as_ref()
-                .is_some_and(|t| t.dtype == d),
-            // The rules are real (floating-point) arithmetic: `i64` values
-            // (indices, counts) are left as written.
-            None => egraph[eclass]
-                .data
-                .ty
-                .as_ref()
-                .is_none_or(|t| !t.dtype.is_int()),
-        };
-        dtype_ok && self.guards.iter().all(|g| g.holds(egraph, subst))
+        dtype_allows(self.dtype, egraph[eclass].data.ty.as_ref())
+            && self.guards.iter().all(|g| g.holds(egraph, subst))
     }
 
     fn vars(&self) -> Vec<Var> {
@@ -363,6 +362,14 @@ impl RuleSet {
         for p in paths {
             let text = std::fs::read_to_string(&p).map_err(io_err)?;
             set.add_file(&p.display().to_string(), &text)?;
+        }
+        // The bundled rules are checked by a test; a folder's when loaded.
+        for r in &set.rules {
+            check_rule_types(r).map_err(|message| RuleError {
+                file: r.file.clone(),
+                line: r.line,
+                message,
+            })?;
         }
         // Optimizing with no rules at all is never what a folder of rules
         // meant: a wrong folder, or files not named `*.rules`.
