@@ -19,7 +19,7 @@ use crate::error::span::{Diagnostic, SourceFile};
 use crate::error::{Error, Result};
 use crate::extract::cost::{Cost, CostModel};
 use crate::extract::extract;
-use crate::extract::ResidualChoice;
+use crate::extract::{ExtractError, ResidualChoice};
 use crate::ir::Function;
 use crate::program::Program;
 use crate::residuals::{plan, ResidualPlan};
@@ -367,7 +367,7 @@ pub fn optimize_split(
         })));
     }
     let (ins, report) = saturate_consistent(f, primal_len, inserted, options)?;
-    let mut ex = extract(&ins, f, &model).map_err(Error::internal)?;
+    let mut ex = extract(&ins, f, &model).map_err(|e| extraction_failed(e, f))?;
     // Loop bodies (and their VJPs) are functions of their own: each goes
     // through the e-graph too.
     for l in &mut ex.function.loops {
@@ -397,6 +397,20 @@ pub fn optimize_split(
 /// through rounded constants, and then everything computed from those
 /// constants may be wrong: the fast-math e-graph is dropped and `f` is
 /// saturated again with the exact rules, which the report says.
+/// An extraction that failed: a cost model that leaves a value of `f` no
+/// program of finite cost (sizes or a λ so large that every way to compute
+/// it is priced past any number) is the caller's to change, and is told as
+/// a limit; anything else is a bug in egrad.
+fn extraction_failed(e: ExtractError, f: &Function) -> Error {
+    match e {
+        ExtractError::NoProgram { .. } => Error::Limit(format!(
+            "`{}` has no program of finite cost under the cost model: at the sizes and λ given, every way to compute one of its values is priced past any number; give smaller sizes (--dim) or a smaller λ",
+            f.name
+        )),
+        e => Error::internal(e),
+    }
+}
+
 fn saturate_consistent(
     f: &Function,
     primal_len: Option<usize>,
@@ -847,4 +861,21 @@ pub fn compile_function(program: &Program, options: &Options) -> Result<Compiled
         backend::compile(&optimized.after, &options.backend)?,
         program.file().clone(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::ir::Builder;
+
+    #[test]
+    fn a_cost_model_with_no_finite_program_is_a_limit_not_a_bug() {
+        let f = Builder::new("f".to_string(), Vec::new()).finish(Vec::new());
+        let e = extraction_failed(ExtractError::NoProgram { class: 0.into() }, &f);
+        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+        assert!(e.to_string().contains("no program of finite cost"), "{e}");
+        let e = extraction_failed(ExtractError::Untyped { class: 0.into() }, &f);
+        assert_eq!(e.kind(), ErrorKind::Internal, "{e}");
+    }
 }

@@ -266,3 +266,77 @@ fn lambda_beyond_its_maximum_is_a_usage_error() {
     )
     .is_ok());
 }
+
+/// Every construct nested or chained 20,000 deep is a limit error at
+/// file:line or a program, never a crash of the thread's stack: a chain of
+/// `[0]` indexes (`x[0][0]...`) overflowed the checker's stack (exit 134).
+#[test]
+fn deep_nesting_of_every_construct_is_a_limit_never_a_crash() {
+    let n = 20_000;
+    let deep = |open: &str, core: &str, close: &str| {
+        format!("{}{core}{}", open.repeat(n), close.repeat(n))
+    };
+    let cases: Vec<(&str, String)> = vec![
+        ("an index chain", format!("x{}", "[0]".repeat(n))),
+        ("nested indexes", deep("x[", "0", "]")),
+        ("parentheses", deep("(", "x[0]", ")")),
+        ("negations", format!("{}x[0]", "-".repeat(n))),
+        ("sums", format!("{}x", "+/".repeat(n))),
+        ("calls", deep("sin(", "x[0]", ")")),
+        ("an operator chain", format!("x[0]{}", " + x[0]".repeat(n))),
+        ("tuples", deep("(x[0], ", "x[0]", ")")),
+        ("blocks", deep("{ let a = ", "x[0]", "; a }")),
+        ("ifs", deep("if x[0] > 0 { ", "x[0]", " } else { x[0] }")),
+        (
+            "else-if chains",
+            format!("{}x[0]{}", "if x[0] > 0 { x[0] } else ".repeat(n), ""),
+        ),
+        ("tabulates", deep("+/(tabulate[2](i => ", "x[0]", "))")),
+    ];
+    for (what, body) in cases {
+        let p = temp_program(
+            "deep.eg",
+            &format!("fn f(x: f64[3]) -> f64 {{\n  {body}\n}}\n"),
+        );
+        let (code, _, err) = run(&["check", p.to_str().unwrap()]);
+        std::fs::remove_file(&p).unwrap();
+        assert!(
+            code == 1 && err.contains("nested too deeply") && err.contains("deep.eg:2:"),
+            "{what}: exit {code}: {}",
+            &err[..err.len().min(600)]
+        );
+    }
+}
+
+/// A rules file whose rule changes a value's type is an error at
+/// file:line when loaded (it was accepted, and merged classes of two
+/// types for the extractor to fail on).
+#[test]
+fn an_ill_typed_rules_file_is_an_error_at_its_line() {
+    let dir = std::env::temp_dir().join(format!("egrad-bad-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.rules");
+    std::fs::write(
+        &file,
+        "comm: (mul ?a ?b) => (mul ?b ?a)\n# a type error:\nsum-of-add: (add ?a ?b) => (sum ?a)\n",
+    )
+    .unwrap();
+    let d = dir.display().to_string();
+    let args = [
+        "grad",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--rules",
+        &d,
+    ];
+    let (code, _, err) = run(&args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 2, "{err}");
+    let at = format!(
+        "{}:3: rule `sum-of-add` changes a value's type",
+        file.display()
+    );
+    assert!(err.contains(&at), "{err}");
+    assert!(err.contains("`sum` does not take"), "{err}");
+}

@@ -808,26 +808,35 @@ impl Parser {
         r
     }
 
-    /// A primary expression and any `[...]` indexing after it.
+    /// A primary expression and any `[...]` indexing after it. Each index
+    /// of a chain (`x[0][1][2]`) nests one level deeper, as the links of an
+    /// operator chain do: the checker walks it recursively.
     fn postfix(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
+        let saved = self.depth;
         while self.at(&Tok::LBracket) {
-            let start = e.span;
-            self.bump();
-            let mut indices = vec![self.expr()?];
-            while self.eat(&Tok::Comma) {
-                indices.push(self.expr()?);
-            }
-            let end = self.expect(&Tok::RBracket)?;
+            let link = self.enter().and_then(|()| self.index_link());
+            let (indices, end) = link.inspect_err(|_| self.depth = saved)?;
+            let base = Box::new(e);
+            let span = base.span.to(end);
             e = Expr {
-                span: start.to(end),
-                kind: ExprKind::Index {
-                    base: Box::new(e),
-                    indices,
-                },
+                span,
+                kind: ExprKind::Index { base, indices },
             };
         }
+        self.depth = saved;
         Ok(e)
+    }
+
+    /// One `[i, ...]`: its indices and the closing bracket's span.
+    fn index_link(&mut self) -> PResult<(Vec<Expr>, Span)> {
+        self.bump();
+        let mut indices = vec![self.expr()?];
+        while self.eat(&Tok::Comma) {
+            indices.push(self.expr()?);
+        }
+        let end = self.expect(&Tok::RBracket)?;
+        Ok((indices, end))
     }
 
     fn unary_inner(&mut self) -> PResult<Expr> {
