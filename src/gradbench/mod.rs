@@ -11,7 +11,8 @@
 //!   missing feature named in `error`;
 //! - `evaluate` → the module's function run on the input, through egrad's
 //!   own pipeline (parse, AD, e-graph, Cranelift): `min_runs` and
-//!   `min_seconds` are honored, with one `evaluate` timing per run (the
+//!   `min_seconds` are honored up to [`MAX_RUNS`] runs, with one `evaluate`
+//!   timing per run (the
 //!   native call only: no JSON, no argument conversion), a `prepare`
 //!   timing (binding the arguments and allocating the outputs and
 //!   scratch) and a `compile` timing when the call compiled;
@@ -184,7 +185,7 @@ impl Tool {
         timings.push(timing("prepare", start.elapsed()));
         let mut total = Duration::ZERO;
         let mut runs = 0;
-        while runs < min_runs.max(1) || total.as_secs_f64() < min_seconds {
+        while runs < min_runs.max(1) || (total.as_secs_f64() < min_seconds && runs < MAX_RUNS) {
             let t = Instant::now();
             prepared
                 .run()
@@ -200,13 +201,19 @@ impl Tool {
     }
 }
 
+/// The most runs one evaluate times: each is a timing in the response
+/// (a few dozen bytes of it), so a `min_runs` or `min_seconds` without
+/// bound would grow the response until memory ran out. `min_runs` above it
+/// is refused; `min_seconds` stops there.
+pub const MAX_RUNS: u64 = 1_000_000;
+
 /// `min_runs` and `min_seconds` of an input (defaults 1 and 0).
 fn repetitions(input: &Json) -> Result<(u64, f64), String> {
     let runs = match input.get("min_runs") {
         None | Some(Json::Null) => 1,
-        Some(v) => v
-            .as_u64()
-            .ok_or("`min_runs` must be a non-negative integer")?,
+        Some(v) => v.as_u64().filter(|&r| r <= MAX_RUNS).ok_or(format!(
+            "`min_runs` must be an integer from 0 to {MAX_RUNS}"
+        ))?,
     };
     let seconds = match input.get("min_seconds") {
         None | Some(Json::Null) => 0.0,
@@ -324,6 +331,46 @@ mod tests {
         );
         assert_eq!(r["output"].as_array().unwrap().len(), 2);
         assert_eq!(t.compiles().0, 1);
+    }
+
+    #[test]
+    fn extreme_sizes_and_run_counts_are_errors_not_aborts() {
+        let mut t = Tool::new();
+        let ask_input = |t: &mut Tool, module: &str, function: &str, input: &str| {
+            let line = format!(
+                r#"{{"id": 1, "kind": "evaluate", "module": "{module}", "function": "{function}", "input": {input}}}"#
+            );
+            ask(t, &line)
+        };
+        // A run count past `MAX_RUNS`: the timings grew without bound.
+        let r = ask_input(
+            &mut t,
+            "lse",
+            "primal",
+            r#"{"x": [1.0], "min_runs": 18446744073709551615}"#,
+        );
+        assert_eq!(r["success"], json!(false), "{r}");
+        assert!(r["error"].as_str().unwrap().contains("`min_runs`"), "{r}");
+        // Sizes whose arrays egrad makes itself (were allocated, and
+        // aborted): refused with the bytes they need.
+        let cam = "[0,0,0,0,0,0,1,0,0,0,0]";
+        let ba = format!(
+            r#"{{"n": 1000000000000000, "m": 1, "p": 1, "cam": {cam}, "x": [0,0,1], "w": 1, "feat": [0,0]}}"#
+        );
+        let llsq = r#"{"x": [1.0], "n": 1000000000000000000}"#;
+        for (module, function, input) in
+            [("ba", "objective", ba.as_str()), ("llsq", "primal", llsq)]
+        {
+            let r = ask_input(&mut t, module, function, input);
+            assert_eq!(r["success"], json!(false), "{module}: {r}");
+            let e = r["error"].as_str().unwrap();
+            assert!(
+                e.contains("needs") && e.contains("memory limit"),
+                "{module}: {e}"
+            );
+        }
+        let r = ask_input(&mut t, "lse", "primal", r#"{"x": [1.0], "min_runs": 3}"#);
+        assert_eq!(r["success"], json!(true), "{r}");
     }
 
     #[test]

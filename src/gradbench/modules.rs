@@ -401,6 +401,14 @@ fn count(input: &Json, name: &str) -> Result<u64, String> {
         })
 }
 
+/// Refuse an input whose arrays, made from its sizes rather than read from
+/// the message, would need more memory than the limit
+/// ([`crate::ir::memory`]): `elements` numbers (None: more than a `u64`
+/// counts), checked before any is made.
+fn fits_memory(elements: Option<u64>, what: &str) -> Result<(), String> {
+    crate::ir::memory::check(elements.and_then(|e| e.checked_mul(8)), what)
+}
+
 fn f64s(shape: Vec<usize>, data: Vec<f64>) -> Value {
     Value::array(DType::F64, shape, data)
 }
@@ -505,6 +513,8 @@ fn llsq_call<const GRAD: bool>(input: &Json) -> Result<Call, String> {
             "`n` must be at least 2 (the grid has step 2/(n-1)), found {n}"
         ));
     }
+    // The grid, and the result's row per point for the gradient.
+    fits_memory(n.checked_mul(2), &format!("the grid of n = {n} points"))?;
     let n = usize::try_from(n).map_err(|_| "`n` is too large".to_string())?;
     let t: Vec<f64> = (0..n)
         .map(|i| -1.0 + 2.0 * i as f64 / (n - 1) as f64)
@@ -831,6 +841,15 @@ fn ba_sizes(input: &Json) -> Result<(usize, usize, usize), String> {
             "`n`, `m` and `p` must be positive, found {n}, {m}, {p}"
         ));
     }
+    // The cameras, points and observations made from one of each (11, 3
+    // and 6 numbers), and as many again for the results.
+    let numbers = [(n, 11), (m, 3), (p, 6)]
+        .iter()
+        .try_fold(0u64, |acc, &(k, w)| {
+            (k as u64).checked_mul(w).and_then(|x| acc.checked_add(x))
+        })
+        .and_then(|x| x.checked_mul(2));
+    fits_memory(numbers, &format!("a problem of n = {n}, m = {m}, p = {p}"))?;
     Ok((n, m, p))
 }
 
