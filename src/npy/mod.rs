@@ -433,7 +433,7 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, Array)>> {
                     &map[e.data.clone()],
                     e.size,
                 )
-                .map_err(|err| bad(&member, format!("cannot inflate it: {err:?}")))?;
+                .map_err(|err| bad(&member, format!("cannot inflate it: {err}")))?;
                 if bytes.len() != e.size {
                     return Err(bad(
                         &member,
@@ -464,6 +464,43 @@ mod zip;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deflated member that stops half way: one short error, where the
+    /// error's debug form printed every byte inflated so far (megabytes).
+    #[test]
+    fn a_member_that_fails_to_inflate_is_one_short_error() {
+        let npy = to_npy(&Value::array(DType::F64, vec![1 << 20], vec![0.0; 1 << 20]));
+        let deflated = miniz_oxide::deflate::compress_to_vec(&npy, 6);
+        let cut = deflated[..deflated.len() / 2].to_vec();
+        let mut zip = zip::write(&[("x.npy".to_string(), cut)]).unwrap();
+        // `zip::write` stores: make the member deflated, of the whole
+        // array's size and CRC, in its local header and the directory.
+        let n = zip.len();
+        let dir = u32::from_le_bytes(zip[n - 6..n - 2].try_into().unwrap()) as usize;
+        let (size, crc) = (npy.len() as u32, zip::crc32(&npy));
+        for (method, crc_at, size_at) in [(8, 14, 22), (dir + 10, dir + 16, dir + 24)] {
+            zip[method..method + 2].copy_from_slice(&8u16.to_le_bytes());
+            zip[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+            zip[size_at..size_at + 4].copy_from_slice(&size.to_le_bytes());
+        }
+        let path = std::env::temp_dir().join(format!("egrad-cut-{}.npz", std::process::id()));
+        std::fs::write(&path, &zip).unwrap();
+        let Err(e) = read_npz(&path) else {
+            panic!("a truncated member is an error");
+        };
+        std::fs::remove_file(&path).unwrap();
+        let e = e.to_string();
+        assert!(
+            e.len() < 400,
+            "{} bytes: {}",
+            e.len(),
+            &e[..e.len().min(400)]
+        );
+        assert!(
+            e.contains("x.npy") && e.contains("cannot inflate it"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn crc32_is_zips() {
