@@ -279,10 +279,12 @@ fn hold<'py>(
             ),
         ));
     }
+    // `numpy.require` copies what is not C-contiguous and aligned
+    // (`asarray` kept an unaligned array of the right dtype as it was).
     let kw = PyDict::new(py);
     kw.set_item("dtype", want)?;
-    kw.set_item("order", "C")?;
-    let c = np.getattr("asarray")?.call((&a,), Some(&kw))?;
+    kw.set_item("requirements", ("C_CONTIGUOUS", "ALIGNED"))?;
+    let c = np.getattr("require")?.call((&a,), Some(&kw))?;
     match held_in_place(ty.dtype, &c)? {
         Some(h) => Ok(h),
         None => Err(Problem::Py(to_py(

@@ -43,6 +43,27 @@ def test_non_contiguous_is_converted_by_default(prog):
         np.testing.assert_array_equal(out, M)  # same values, row-major
 
 
+def unaligned(values, dtype):
+    """A C-contiguous array of `values` whose data starts one byte past
+    an aligned address."""
+    values = np.asarray(values, dtype)
+    buf = np.zeros(values.nbytes + 1, np.uint8)
+    a = buf[1:].view(dtype).reshape(values.shape)
+    a[...] = values
+    assert a.flags.c_contiguous and not a.flags.aligned
+    return a
+
+
+def test_unaligned_is_copied_by_default(prog):
+    # Was an EgradInternalError: the conversion kept it unaligned.
+    x = unaligned(np.arange(10.0), np.float64)
+    assert float(prog.function("sumsq")(x)) == float((x * x).sum())
+    X = unaligned(np.arange(12.0).reshape(3, 4), np.float64)
+    np.testing.assert_array_equal(prog.function("ident")(X), X)
+    with pytest.raises(egrad.EgradTypeError, match="not aligned"):
+        prog.function("sumsq", copy=False)(x)
+
+
 def test_copy_false_refuses_non_contiguous_with_the_reason(prog):
     strict = prog.function("sumsq", copy=False)
     with pytest.raises(egrad.EgradTypeError) as e:

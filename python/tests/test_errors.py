@@ -147,6 +147,14 @@ def test_bad_options():
         prog.explain("f", wrt="x", lam_before=-2.0)
 
 
+def test_deep_inputs_are_a_limit_error_not_a_crash():
+    # A chain of 20,000 indexes overflowed the checker's stack on Python's
+    # own thread: the interpreter itself crashed (a segfault).
+    for body in ["x" + "[0]" * 20000, "(" * 20000 + "x[0]" + ")" * 20000]:
+        with pytest.raises(egrad.EgradLimitError, match="nested too deeply"):
+            egrad.compile("fn f(x: f64[3]) -> f64 {\n  " + body + "\n}\n")
+
+
 def test_error_classes_by_kind():
     assert set(egrad.errors.CLASSES) == {
         "syntax", "type", "unsupported", "limit", "usage", "io", "runtime", "internal",
