@@ -6,7 +6,7 @@ use crate::error::span::Span;
 use crate::ops::{Lit, Op, OpTypeError};
 use crate::types::{DType, Type};
 use smallvec::SmallVec;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Builds a function, keeping variable names unique and checking types.
 #[derive(Debug)]
@@ -14,6 +14,10 @@ pub struct Builder {
     pub(super) f: Function,
     used: HashSet<String>,
     next_tmp: usize,
+    /// Per hint, a `k` below which every `hint.k` is taken: where the
+    /// search for a free one starts (from 1 each time, a value used as
+    /// often as a program is long was named in quadratic time).
+    next_suffix: HashMap<String, usize>,
 }
 
 impl Builder {
@@ -31,6 +35,7 @@ impl Builder {
             },
             used: HashSet::new(),
             next_tmp: 0,
+            next_suffix: HashMap::new(),
         }
     }
 
@@ -48,13 +53,13 @@ impl Builder {
         } else if !self.used.contains(hint) {
             hint.to_string()
         } else {
-            let mut k = 1;
+            let next = self.next_suffix.entry(hint.to_string()).or_insert(1);
             loop {
-                let n = format!("{hint}.{k}");
+                let n = format!("{hint}.{next}");
+                *next += 1;
                 if !self.used.contains(&n) {
                     break n;
                 }
-                k += 1;
             }
         };
         self.used.insert(name.clone());
@@ -223,6 +228,12 @@ impl Builder {
     pub fn truncate(&mut self, stmts: usize, vars: usize) {
         self.f.stmts.truncate(stmts);
         for v in self.f.vars.drain(vars..) {
+            // `hint.k` is free again: the next search for one starts there.
+            if let Some((hint, k)) = v.name.rsplit_once('.') {
+                if let (Some(next), Ok(k)) = (self.next_suffix.get_mut(hint), k.parse()) {
+                    *next = (*next).min(k);
+                }
+            }
             self.used.remove(&v.name);
         }
     }

@@ -65,8 +65,10 @@ pub fn plan(vg: &Function, dim: &dyn Fn(&str) -> u64) -> ResidualPlan {
         forward[s.var.index()] |= k;
     }
     let mut reads = Vec::new();
+    let mut taken = vec![false; vg.vars.len()];
     let mut push = |v: VarId| {
-        if forward[v.index()] && !reads.contains(&v) {
+        if forward[v.index()] && !taken[v.index()] {
+            taken[v.index()] = true;
             reads.push(v);
         }
     };
