@@ -92,7 +92,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "gradbench",
         &[
-            "error", "types", "program", "pipeline", "cache", "backend", "call",
+            "error", "types", "ir", "program", "pipeline", "cache", "backend", "call",
         ],
     ),
 ];
