@@ -1,6 +1,7 @@
 //! Fuzzing the inputs that are not programs (issue 38): GradBench protocol
-//! messages to `egrad gradbench`, and `--rules` folders of bundled rules
-//! mutated, each through the binary. A bug is a panic, an internal error,
+//! messages to `egrad gradbench`, `--rules` folders of bundled rules
+//! mutated, and `.npy`/`.npz` argument files mutated, each through the
+//! binary. A bug is a panic, an internal error,
 //! a crash (a signal), a hang (no answer in `HANG`), or a protocol answer
 //! missing for a line. Every other outcome is fine: a malformed message
 //! gets an error answer, a bad rules file a usage error at its line.
@@ -275,6 +276,65 @@ fn rules_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
     }
 }
 
+/// Valid argument files for `examples/loss.eg`'s `dloss_dw` (`w`, `x`:
+/// `f32[4]`, `y`: `f32`) with a few byte-level mutations (bytes flipped,
+/// replaced, cut, dropped or repeated), read by `egrad run` as an `.npz`
+/// (`--args`) or one `.npy` (`--arg w=@`). An error (a bad file) is fine.
+fn container_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
+    use egrad::{npy, Value};
+    let mut rng = Rng(seed);
+    let dir = work.join(format!("npz-{seed:x}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = Value::f32(&[1.0, -2.0, 0.5, 3.0]);
+    let npz = rng.chance(0.5);
+    let path = dir.join(if npz { "args.npz" } else { "w.npy" });
+    if npz {
+        let arrays = [
+            ("w".to_string(), v.clone()),
+            ("x".to_string(), v.clone()),
+            ("y".to_string(), Value::f32(&[0.25])),
+        ];
+        npy::write_npz(&path, &arrays).unwrap();
+    } else {
+        npy::write_npy(&path, &v).unwrap();
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    for _ in 0..1 + rng.below(3) {
+        if bytes.is_empty() {
+            break;
+        }
+        let i = rng.below(bytes.len());
+        match rng.below(5) {
+            0 => bytes[i] ^= 1 << rng.below(8),
+            1 => bytes[i] = rng.pick(&[0u8, 0xff, 0x7f, b'{', b'(', b'9']),
+            2 => bytes.truncate(i),
+            3 => {
+                let k = rng.below(bytes.len() - i + 1);
+                bytes.drain(i..i + k);
+            }
+            _ => {
+                let b = bytes[rng.below(bytes.len())];
+                bytes.insert(i, b);
+            }
+        }
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let file = format!("@{}", path.display());
+    let w = format!("w={file}");
+    let mut args = vec!["run", "examples/loss.eg", "--fn", "dloss_dw", "--quiet"];
+    if npz {
+        args.extend(["--args", file.as_str()]);
+    } else {
+        args.extend(["--arg", w.as_str(), "--random"]);
+    }
+    let (code, out, err) = run(&args, b"");
+    std::fs::remove_dir_all(&dir).unwrap();
+    match bug(code, &out, &err) {
+        Some(b) => Err(format!("{b}\n{} bytes: {bytes:?}", bytes.len())),
+        None => Ok(()),
+    }
+}
+
 #[test]
 fn fuzz_inputs() {
     let secs = env_u64("EGRAD_FUZZ_INPUT_SECS").unwrap_or(4);
@@ -282,15 +342,22 @@ fn fuzz_inputs() {
     let work = std::env::temp_dir().join(format!("egrad-fuzz-inputs-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let start = Instant::now();
-    let (mut protocol, mut rules, mut failures) = (0, 0, Vec::new());
+    let (mut protocol, mut rules, mut containers, mut failures) = (0, 0, 0, Vec::new());
     let mut seed = first;
     loop {
-        let r = if seed.is_multiple_of(2) {
-            protocol += 1;
-            protocol_case(seed)
-        } else {
-            rules += 1;
-            rules_case(seed, &work)
+        let r = match seed % 3 {
+            0 => {
+                protocol += 1;
+                protocol_case(seed)
+            }
+            1 => {
+                rules += 1;
+                rules_case(seed, &work)
+            }
+            _ => {
+                containers += 1;
+                container_case(seed, &work)
+            }
         };
         if let Err(e) = r {
             failures.push(format!("seed {seed:#x}: {e}"));
@@ -302,7 +369,7 @@ fn fuzz_inputs() {
     }
     let _ = std::fs::remove_dir_all(&work);
     println!(
-        "fuzz_inputs: {protocol} GradBench sessions, {rules} rules folders, {} failures",
+        "fuzz_inputs: {protocol} GradBench sessions, {rules} rules folders, {containers} npy/npz files, {} failures",
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
