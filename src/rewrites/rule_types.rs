@@ -139,8 +139,8 @@ pub(crate) fn check_rule_types(rule: &Rule) -> Result<(), String> {
     Ok(())
 }
 
-/// A pattern node's type, or the type literal it denotes (`Err` for a
-/// node without a type: `Ok` holds (value type, denoted type)).
+/// What a pattern node is: `(its type, the type literal it denotes)`,
+/// each where it has one; None for a node that does not type.
 type Typed = Option<(Option<Type>, Option<Type>)>;
 
 /// The types of a pattern's nodes, bottom-up, its variables standing for
