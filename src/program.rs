@@ -10,9 +10,10 @@ use crate::error::span::{Diagnostics, SourceFile, Span};
 use crate::error::Error;
 use crate::ir::Function;
 use crate::lang::ast::Module;
-use crate::lang::check::{check, CheckError, CheckedFn};
+use crate::lang::check::{check, expand, CheckError, CheckedFn};
 use crate::lang::parser::parse;
 use crate::lang::prelude;
+use std::sync::OnceLock;
 
 pub use crate::lang::check::{GradSpec, JvpSpec};
 
@@ -65,6 +66,10 @@ pub struct Program {
     file: SourceFile,
     ast: Module,
     functions: Vec<(String, CheckedFn)>,
+    /// Per function with calls kept as calls: its IR with them inlined,
+    /// made when first asked for (a chain of calls costs the functions
+    /// asked for, not every function with its callees copied in).
+    expanded: Vec<OnceLock<Result<Function, String>>>,
     /// Functions with static parameters, and those parameters' names.
     templates: Vec<(String, Vec<String>)>,
 }
@@ -105,6 +110,7 @@ impl Program {
             Ok(checked) => Ok(Program {
                 file,
                 ast,
+                expanded: checked.functions.iter().map(|_| OnceLock::new()).collect(),
                 functions: checked.functions,
                 templates: checked.templates,
             }),
@@ -158,6 +164,19 @@ impl Program {
             .map(|(_, c)| c)
     }
 
+    /// The IR of the function at `at` in `functions`, its calls inlined.
+    fn full_ir(&self, at: usize) -> Result<&Function, Error> {
+        let (_, c) = &self.functions[at];
+        if !c.has_calls() {
+            return Ok(&c.ir);
+        }
+        let get = |k: usize| self.functions.get(k).map(|(_, c)| c);
+        self.expanded[at]
+            .get_or_init(|| expand(c, &get))
+            .as_ref()
+            .map_err(|e| Error::Internal(e.clone()))
+    }
+
     /// The function's IR as callers see it (the gradient for `@grad`
     /// functions).
     pub fn ir(&self, name: &str) -> Result<&Function, Error> {
@@ -168,8 +187,8 @@ impl Program {
                 names.join(", ")
             )));
         }
-        match self.get(name) {
-            Some(c) => Ok(&c.ir),
+        match self.functions.iter().position(|(n, _)| n == name) {
+            Some(at) => self.full_ir(at),
             None => {
                 let names: Vec<String> = self
                     .function_names()
@@ -210,5 +229,150 @@ impl Program {
         self.get(function)
             .and_then(|c| c.ir.params.get(param))
             .map(|p| p.span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::check::check_with;
+
+    /// Every function of `source` checked with calls kept as calls
+    /// (expanded) or inlined as checked: its IR (and what a transform
+    /// differentiated) as text, or the errors; and how many functions kept
+    /// a call as a call.
+    fn checked(source: &str, defer: bool, max: usize) -> (Vec<String>, usize) {
+        let (ast, errs) = parse(source);
+        if !errs.is_empty() {
+            return (vec![format!("{errs:?}")], 0);
+        }
+        let prelude_items = if prelude::called_by(&ast) {
+            prelude::items().expect("the prelude parses")
+        } else {
+            &[]
+        };
+        let checked = match check_with(&ast, prelude_items, &Ad, max, defer) {
+            Ok(c) => c,
+            Err(CheckError::Source(d)) => return (vec![format!("{d:?}")], 0),
+            Err(CheckError::Internal(m)) => return (vec![m], 0),
+        };
+        let get = |k: usize| checked.functions.get(k).map(|(_, c)| c);
+        let mut out = Vec::new();
+        let mut kept = 0;
+        for (name, c) in &checked.functions {
+            let ir = if c.has_calls() {
+                kept += 1;
+                expand(c, &get).unwrap_or_else(|e| panic!("{name}: {e}"))
+            } else {
+                c.ir.clone()
+            };
+            out.push(format!("{name}:\n{ir}"));
+            if let Some(g) = &c.grad {
+                out.push(format!("primal {:?}:\n{}", g.wrt, g.primal));
+            }
+            if let Some(j) = &c.jvp {
+                out.push(format!("jvp {:?}:\n{}", j.pairs, j.f));
+            }
+        }
+        (out, kept)
+    }
+
+    /// Programs whose calls are kept as calls in the corners: results that
+    /// are parameters or repeated, names repeated across callee and caller,
+    /// sizes `N-1` three levels down, a loop given up and lowered again,
+    /// calls inside `tabulate` and loops, rules and gradients of functions
+    /// with calls, and the errors a call reports.
+    const TRICKY: &[&str] = &[
+        "fn h[N](x: f64[N]) -> f64[N] { let t = x * 2.0; let u = t + 1.0; u * t }
+         fn same[N](x: f64[N]) -> (f64[N], f64[N]) { let y = h(x) * x; (y, y) }
+         fn pass[N](x: f64[N], z: f64) -> (f64[N], f64) { (x, z) }
+         fn fwd[N](x: f64[N], z: f64) -> (f64[N], f64) { pass(x, z) }
+         fn m(a: f64[4]) -> f64 {
+           let (u, v) = same(a); let (w, z) = fwd(u, 3.0); let t = +/w; let u = +/v;
+           let (a2, b2) = same(a * 2.0);
+           let t = t * u * z; t + +/(h(a)) + +/a2 * +/b2
+         }
+         @grad(a) fn dm(a: f64[4]) -> f64[4] { m(a) }",
+        "fn d1[N](x: f64[N]) -> f64[N-1] = tabulate[N-1](i => x[i + 1] - x[i])
+         fn d2[N](x: f64[N]) -> f64[N-2] = d1(d1(x))
+         fn d3[N](x: f64[N]) -> f64 { let y = d2(x); +/d1(y) }
+         fn top(x: f64[6]) -> f64 = d3(x) + d3(d1(x))",
+        "fn d1[N](x: f64[N]) -> f64[N-1] = tabulate[N-1](i => x[i + 1] - x[i])
+         fn d3[N](x: f64[N]) -> f64 = +/d1(d1(d1(x)))
+         fn bad(x: f64[2]) -> f64 = d3(x)",
+        "fn g[N](x: f64[N], a: f64) -> f64 = +/tanh(x * a)
+         fn decay[N](n: i64, x: f64[N], a: f64) -> f64 {
+           let s = g(x, a);
+           let y = +/iterate(n, x, s => s * 0.99 + 0.01 * g(s, a));
+           y + s + g(x, 2.0)
+         }
+         fn twice[N](n: i64, x: f64[N]) -> f64 = decay(n, x, 0.5) + g(x, 0.5)
+         @grad(x) fn dtwice[N](n: i64, x: f64[N]) -> f64[N] = twice(n, x)",
+        "fn g(x: f64) -> f64 = sin(x) * x
+         fn rows[N](x: f64[N]) -> f64[N] = tabulate[N](i => g(x[i]))
+         fn u[N](x: f64[N]) -> f64 = +/rows(x) + g(x[0]) + +/iterate(3, x, s => s * g(s[0]))
+         @custom_vjp(u_vjp) fn w[N](x: f64[N]) -> f64 = u(x)
+         fn u_vjp[N](x: f64[N], c: f64) -> f64[N] = rows(x) * c + g(c)
+         fn top[N](x: f64[N]) -> f64 = w(x) + u(x)
+         @grad(x) fn dtop[N](x: f64[N]) -> f64[N] = top(x)
+         @jvp(x) fn jtop[N](x: f64[N], dx: f64[N]) -> f64 = top(x)",
+        "fn n_of[N](x: f64[N]) -> i64 = N + 1
+         fn mean[N](x: f64[N]) -> f64 = +/x / N
+         fn k[N](x: f64[N]) -> f64 { let n = n_of(x); mean(x) * x[0] / n }
+         fn top(x: f64[3]) -> f64 = k(x) + k(x * 2.0)",
+        "fn g(x: f64) -> f64 = sin(x)
+         fn f(x: f64) -> f64 = g(x)
+         fn big(x: f64) -> f64 = f(f(f(f(x))))",
+        "fn g(x: f64) -> f64 = sin(x)
+         fn f(x: f64) -> f64 = g(x) + y",
+    ];
+
+    /// The calls kept as calls give exactly the IR, names included, and
+    /// the errors, of every call inlined as it is checked: for every
+    /// program of the repository and the corners above, with the
+    /// statement limit as it is and low.
+    #[test]
+    fn calls_kept_as_calls_expand_to_the_inlined_functions() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs: Vec<std::path::PathBuf> = ["examples", "tests", "gradbench", "benches"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        while let Some(d) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "eg") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let mut programs: Vec<(String, String)> = files
+            .iter()
+            .map(|f| (f.display().to_string(), std::fs::read_to_string(f).unwrap()))
+            .collect();
+        for (k, p) in TRICKY.iter().enumerate() {
+            programs.push((format!("TRICKY[{k}]"), p.to_string()));
+        }
+        let mut kept = 0;
+        for (name, text) in &programs {
+            let (deferred, k) = checked(text, true, MAX_OPERATIONS);
+            let (inlined, _) = checked(text, false, MAX_OPERATIONS);
+            assert_eq!(deferred, inlined, "{name}");
+            kept += k;
+            // Where the statement limit stops a function too.
+            let (deferred, _) = checked(text, true, 30);
+            let (inlined, _) = checked(text, false, 30);
+            assert_eq!(deferred, inlined, "{name}, at most 30 statements");
+        }
+        assert!(files.len() > 50, "{} programs", files.len());
+        assert!(kept > 10, "only {kept} functions kept a call as a call");
+        println!("{} programs, {kept} functions with calls kept", files.len());
     }
 }

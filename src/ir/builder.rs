@@ -18,6 +18,19 @@ pub struct Builder {
     /// search for a free one starts (from 1 each time, a value used as
     /// often as a program is long was named in quadratic time).
     next_suffix: HashMap<String, usize>,
+    /// With [`Builder::record_origins`]: how each variable was named.
+    origins: Option<Vec<Origin>>,
+}
+
+/// How a variable was named, so that a function can be built again with
+/// the same names (the checker's calls kept as calls, inlined later).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The hint [`Builder::fresh`] was given, or with `numbered` the hint
+    /// before the checker numbered it (`pred` for `pred.2`).
+    pub hint: String,
+    /// Whether the checker numbered the hint.
+    pub numbered: bool,
 }
 
 impl Builder {
@@ -36,6 +49,28 @@ impl Builder {
             used: HashSet::new(),
             next_tmp: 0,
             next_suffix: HashMap::new(),
+            origins: None,
+        }
+    }
+
+    /// Record from now on how each new variable is named
+    /// ([`Builder::origins`]).
+    pub fn record_origins(&mut self) {
+        self.origins.get_or_insert_with(Vec::new);
+    }
+
+    /// How each variable made since [`Builder::record_origins`] was named,
+    /// if recording.
+    pub fn origins(&self) -> Option<&[Origin]> {
+        self.origins.as_deref()
+    }
+
+    /// The last variable made was named from `hint` numbered by the
+    /// caller (recorded only).
+    pub fn note_numbered(&mut self, hint: &str) {
+        if let Some(o) = self.origins.as_mut().and_then(|o| o.last_mut()) {
+            o.hint = hint.to_string();
+            o.numbered = true;
         }
     }
 
@@ -63,6 +98,12 @@ impl Builder {
             }
         };
         self.used.insert(name.clone());
+        if let Some(o) = &mut self.origins {
+            o.push(Origin {
+                hint: hint.to_string(),
+                numbered: false,
+            });
+        }
         let id = VarId(self.f.vars.len() as u32);
         self.f.vars.push(VarInfo { name, ty });
         id
@@ -96,6 +137,18 @@ impl Builder {
             args: args.iter().copied().collect(),
         });
         Ok(v)
+    }
+
+    /// A statement of known result type `ty` (copied from a function
+    /// already checked), not typed again.
+    pub fn push_typed(&mut self, hint: &str, op: Op, args: &[VarId], ty: Type) -> VarId {
+        let v = self.fresh(hint, ty);
+        self.f.stmts.push(Stmt {
+            var: v,
+            op,
+            args: args.iter().copied().collect(),
+        });
+        v
     }
 
     /// A scalar literal of the given dtype.
@@ -227,6 +280,9 @@ impl Builder {
     /// lowering attempt given up); the names become free again.
     pub fn truncate(&mut self, stmts: usize, vars: usize) {
         self.f.stmts.truncate(stmts);
+        if let Some(o) = &mut self.origins {
+            o.truncate(vars);
+        }
         for v in self.f.vars.drain(vars..) {
             // `hint.k` is free again: the next search for one starts there.
             if let Some((hint, k)) = v.name.rsplit_once('.') {

@@ -33,7 +33,7 @@ mod share;
 mod text;
 pub mod transform;
 
-pub use builder::Builder;
+pub use builder::{Builder, Origin};
 pub use error::{At, IrError};
 pub use share::share_common;
 pub use text::{parse_functions, IrParseError};

@@ -36,8 +36,17 @@ impl<'a> FnCx<'a> {
             rets[0] = self.attach_rules(f, sig, y)?;
         }
         let b = std::mem::replace(&mut self.b, Builder::new("", Vec::new()));
+        let origins = b.origins().map(<[_]>::to_vec);
         let mut ir = b.finish(rets);
         ir.prune_rules();
+        if !self.deferred.is_empty() {
+            // Validated once its calls are inlined.
+            let calls = self.take_calls(&ir, origins.unwrap_or_default());
+            return Some(CheckedFn {
+                calls,
+                ..CheckedFn::inlined(ir)
+            });
+        }
         if let Err(e) = ir.validate() {
             self.bug(format!("`{fname}`: {e}"));
             return None;
@@ -55,9 +64,8 @@ impl<'a> FnCx<'a> {
             };
             return match self.transforms.derive(&fname, request) {
                 Ok(d) => Some(CheckedFn {
-                    ir: d.ir,
-                    grad: None,
                     jvp: Some(JvpSpec { f: ir, pairs }),
+                    ..CheckedFn::inlined(d.ir)
                 }),
                 Err(e) => {
                     self.transform_failure(&fname, f.name.span, e);
@@ -65,11 +73,7 @@ impl<'a> FnCx<'a> {
                 }
             };
         }
-        Some(CheckedFn {
-            ir,
-            grad: None,
-            jvp: None,
-        })
+        Some(CheckedFn::inlined(ir))
     }
 
     /// The parameters of a function with signature `sig` bound in the
@@ -178,30 +182,21 @@ impl<'a> FnCx<'a> {
                 self.bug(format!("value and gradient of `{fname}`: {e}"));
                 return None;
             }
-            return Some(CheckedFn {
-                ir,
-                grad: None,
-                jvp: None,
-            });
+            return Some(CheckedFn::inlined(ir));
         }
         if let Err(e) = ir.validate() {
             self.bug(format!("gradient of `{fname}`: {e}"));
             return None;
         }
         if !derived.reverse {
-            return Some(CheckedFn {
-                ir,
-                grad: None,
-                jvp: None,
-            });
+            return Some(CheckedFn::inlined(ir));
         }
         Some(CheckedFn {
-            ir,
             grad: Some(GradSpec {
                 primal,
                 wrt: wrt_ir,
             }),
-            jvp: None,
+            ..CheckedFn::inlined(ir)
         })
     }
 

@@ -34,7 +34,7 @@ const STACK_LEN: &str = "tabulate#L";
 
 /// A callee variable name, as a hint for the inlined copy (numbered
 /// temporaries stay temporaries; `pred.2` becomes `pred`).
-fn base_name(name: &str) -> &str {
+pub(super) fn base_name(name: &str) -> &str {
     let base = name.split('.').next().unwrap_or("");
     if base.chars().all(|c| c.is_ascii_digit()) {
         ""
@@ -387,7 +387,12 @@ impl<'a> FnCx<'a> {
         span: Span,
         stacks: Option<&HashSet<VarId>>,
     ) -> Val {
-        if !self.inline_fits(callee, subst, span) {
+        let dims: Vec<Dim> = callee
+            .vars
+            .iter()
+            .flat_map(|v| v.ty.shape.iter().cloned())
+            .collect();
+        if !self.fits(&callee.name, callee.stmts.len(), &dims, subst, span) {
             return Val::Err;
         }
         // The callee's loops join the caller's, renumbered, their types at
@@ -506,12 +511,20 @@ impl<'a> FnCx<'a> {
         }
     }
 
-    /// Whether `callee` may be inlined at the sizes `subst`: the function
+    /// Whether the function `callee` (of `len` statements, its variables'
+    /// dimensions `dims`) may be inlined at the sizes `subst`: the function
     /// stays within the statement limit, and none of the callee's sizes
     /// (`N-k`) goes negative; if not, reported.
-    fn inline_fits(&mut self, callee: &Function, subst: &HashMap<String, Dim>, span: Span) -> bool {
+    pub(super) fn fits(
+        &mut self,
+        callee: &str,
+        len: usize,
+        dims: &[Dim],
+        subst: &HashMap<String, Dim>,
+        span: Span,
+    ) -> bool {
         let max = self.scopes.max_stmts;
-        if self.b.function().stmts.len() + callee.stmts.len() > max {
+        if self.stmt_count() + len > max {
             if !self.too_large {
                 self.too_large = true;
                 let name = self.b.function().name.clone();
@@ -525,18 +538,15 @@ impl<'a> FnCx<'a> {
             return false;
         }
         // A callee size `N-k` must stay non-negative at a literal size.
-        for v in &callee.vars {
-            for d in &v.ty.shape {
-                if subst_dim(d, subst).is_none() {
-                    self.error(Diagnostic::new(
-                        span,
-                        format!(
-                            "`{}` uses arrays of length {d}, which is negative at the sizes of this call",
-                            callee.name
-                        ),
-                    ));
-                    return false;
-                }
+        for d in dims {
+            if subst_dim(d, subst).is_none() {
+                self.error(Diagnostic::new(
+                    span,
+                    format!(
+                        "`{callee}` uses arrays of length {d}, which is negative at the sizes of this call"
+                    ),
+                ));
+                return false;
             }
         }
         true
@@ -574,7 +584,7 @@ pub(super) fn subst_type(t: &Type, subst: &HashMap<String, Dim>) -> Type {
 
 /// A callee's dimension in the caller's terms (None if `N-k`, or another
 /// size, goes negative).
-fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
+pub(super) fn subst_dim(d: &Dim, subst: &HashMap<String, Dim>) -> Option<Dim> {
     match d {
         Dim::Lit(_) => Some(d.clone()),
         Dim::Param(p) => Some(subst.get(p).cloned().unwrap_or_else(|| d.clone())),

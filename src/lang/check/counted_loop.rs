@@ -378,6 +378,24 @@ impl<'a> FnCx<'a> {
     /// if it failed).
     fn lower_step<'e>(
         &mut self,
+        types: (&[Type], &[bool], &Option<Dim>),
+        state: &Val,
+        seq: Option<&Seq<'e>>,
+        step: (&Pattern, &Expr, Option<Cond>),
+        init_span: Span,
+        hints: &[&str],
+    ) -> (Vec<VarId>, Val, Option<Row<'e>>, Val) {
+        // The step's statements move into the loop's body: its calls are
+        // inlined, not kept as calls.
+        self.no_defer += 1;
+        let out = self.lower_step_here(types, state, seq, step, init_span, hints);
+        self.no_defer -= 1;
+        out
+    }
+
+    /// [`Self::lower_step`], its calls inlined.
+    fn lower_step_here<'e>(
+        &mut self,
         (leaf_tys, masks, batch_len): (&[Type], &[bool], &Option<Dim>),
         state: &Val,
         seq: Option<&Seq<'e>>,

@@ -99,7 +99,7 @@ impl<'a> FnCx<'a> {
                 ok = false;
                 continue;
             };
-            let (Some(rsig), Some(lowered)) = (
+            let (Some(rsig), Some(_)) = (
                 self.sigs.get(j).and_then(|s| s.as_ref()),
                 self.lowered.get(j).and_then(|c| c.as_ref()),
             ) else {
@@ -155,7 +155,7 @@ impl<'a> FnCx<'a> {
                 ok = false;
                 continue;
             }
-            let ir: Function = lowered.ir.clone();
+            let ir: Function = self.full_ir(j)?.into_owned();
             if *is_vjp {
                 rule.vjp = Some(ir);
             } else {

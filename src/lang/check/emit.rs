@@ -46,6 +46,11 @@ impl<'a> FnCx<'a> {
             lift_of: HashMap::new(),
             index_numbers: HashMap::new(),
             picks: HashMap::new(),
+            defer: false,
+            no_defer: 0,
+            deferred: Vec::new(),
+            inlined_len: 0,
+            forgot: false,
         }
     }
 
@@ -176,21 +181,12 @@ impl<'a> FnCx<'a> {
         args: &[VarId],
         annot: Option<&Type>,
     ) -> Val {
-        // Number repeated names here (`pred`, `pred.1`, ...) so that the
-        // builder's own uniquing never has to search far.
-        let name = if hint.is_empty() {
-            String::new()
-        } else {
-            let k = self.hint_uses.entry(hint.to_string()).or_insert(0);
-            *k += 1;
-            if *k == 1 {
-                hint.to_string()
-            } else {
-                format!("{hint}.{}", *k - 1)
-            }
-        };
+        let name = numbered(&mut self.hint_uses, hint);
         match self.b.push(&name, op, args, annot) {
-            Ok(v) => Val::Var(v),
+            Ok(v) => {
+                self.b.note_numbered(hint);
+                Val::Var(v)
+            }
             Err(e) => self.bug(format!("lowering `{}`: {e}", self.b.function().name)),
         }
     }
@@ -300,5 +296,21 @@ impl<'a> FnCx<'a> {
             Val::Err => Some(Val::Err),
             _ => None,
         }
+    }
+}
+
+/// The name for a value hinted `hint`: repeated hints are numbered here
+/// (`pred`, `pred.1`, ...), counted in `uses`, so that the builder's own
+/// uniquing never has to search far.
+pub(super) fn numbered(uses: &mut HashMap<String, usize>, hint: &str) -> String {
+    if hint.is_empty() {
+        return String::new();
+    }
+    let k = uses.entry(hint.to_string()).or_insert(0);
+    *k += 1;
+    if *k == 1 {
+        hint.to_string()
+    } else {
+        format!("{hint}.{}", *k - 1)
     }
 }

@@ -86,10 +86,18 @@ impl<'a> FnCx<'a> {
             // The callee has errors of its own (already reported).
             return Val::Err;
         };
+        // Only the callee's own loops: one with calls kept as calls
+        // calls none with loops.
         if self.loops_on_stacks(&callee_fn.ir, &arg_vars) {
             return self.call_on_stacks(call, &subst, hints, e.span);
         }
-        self.inline(&callee_fn.ir, &arg_vars, &subst, hints, e.span)
+        if let Some(v) = self.defer_call(fi, &arg_vars, &subst, hints, e.span) {
+            return v;
+        }
+        match self.full_ir(fi) {
+            Some(ir) => self.inline(&ir, &arg_vars, &subst, hints, e.span),
+            None => Val::Err,
+        }
     }
 
     /// A selection between two numbers (see `FnCx::picks`) passed to

@@ -86,7 +86,7 @@ impl<'a> FnCx<'a> {
     /// once (at `span`, with `note`) and the caller stops.
     fn unrolled_too_large(&mut self, span: Span, what: &str, note: &str) -> bool {
         let max = self.scopes.max_stmts;
-        if self.b.function().stmts.len() <= max {
+        if self.stmt_count() <= max {
             return false;
         }
         if !self.too_large {
@@ -714,6 +714,7 @@ impl<'a> FnCx<'a> {
     /// variables from `vars` on), and forget that any of them was a stack.
     pub(super) fn forget(&mut self, stmts: usize, vars: usize) {
         self.b.truncate(stmts, vars);
+        self.forgot = true;
         self.batched.retain(|v| v.index() < vars);
         // Lifted copies made in the part undone (nested `tabulate`s).
         let kept = |k: &VarId, v: &mut VarId| k.index() < vars && v.index() < vars;

@@ -16,7 +16,10 @@
 //!    [`Function`] in one walk. A call is inlined: the callee's IR is copied
 //!    with its size parameters replaced by the caller's dimensions. A
 //!    `@grad` function's body is lowered as a primal function and
-//!    differentiated with [`reverse`]; callers inline the gradient.
+//!    differentiated with [`reverse`]; callers inline the gradient. In an
+//!    ordinary function, a call of another ordinary function is kept as a
+//!    call and inlined when the IR is asked for ([`expand`], see `defer`),
+//!    so that a chain of calls is checked in linear time.
 //!
 //! Number literals have no dtype of their own: they are kept as constants
 //! (constant sub-expressions are folded in `f64`) until they meet a typed
@@ -34,6 +37,7 @@ mod builtins;
 mod calls;
 mod counted_loop;
 mod custom;
+mod defer;
 mod derive;
 mod emit;
 mod env;
@@ -61,6 +65,7 @@ use std::collections::{HashMap, HashSet};
 use builtins::is_reserved;
 pub use builtins::{ARRAY_BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS};
 pub use calls::MAX_SPECIALIZATION_DEPTH;
+pub(crate) use defer::expand;
 pub use derive::derived_name;
 use graph::{callee_first_order, collect_calls, through_templates};
 pub use loops::UNROLL_STMTS;
@@ -103,6 +108,9 @@ pub struct CheckedFn {
     pub grad: Option<GradSpec>,
     /// For `@jvp` functions: what was pushed forward.
     pub jvp: Option<JvpSpec>,
+    /// The calls kept as calls: `ir` is complete only without them
+    /// ([`expand`] gives it then).
+    pub(crate) calls: defer::Calls,
 }
 
 /// What checking produces: the lowered functions, and the functions with
@@ -284,6 +292,18 @@ pub fn check(
     transforms: &dyn Transforms,
     max_stmts: usize,
 ) -> Result<Checked, CheckError> {
+    check_with(module, prelude, transforms, max_stmts, true)
+}
+
+/// [`check`]; with `defer_calls` false, every call is inlined as it is
+/// checked (the reference the calls kept as calls are tested against).
+pub(crate) fn check_with(
+    module: &Module,
+    prelude: &[FnDef],
+    transforms: &dyn Transforms,
+    max_stmts: usize,
+    defer_calls: bool,
+) -> Result<Checked, CheckError> {
     let mut errs: Vec<Diagnostic> = Vec::new();
     let (expanded, failed) = derive::expand(module, &mut errs);
     let module = &expanded;
@@ -347,8 +367,19 @@ pub fn check(
             templates.push((i, names));
             continue;
         }
+        // An ordinary function keeps its calls as calls ([`defer`]),
+        // unless it gave up a lowering attempt: then it is lowered again.
+        let plain = sig.grad.is_none() && sig.jvp.is_none() && sig.custom.is_empty();
         let mut cx = FnCx::new(transforms, &sigs, &lowered, &scopes, items, i, sig);
-        let result = cx.lower_fn(items[i], sig, &[]);
+        cx.defer = defer_calls && plain;
+        if cx.defer {
+            cx.b.record_origins();
+        }
+        let mut result = cx.lower_fn(items[i], sig, &[]);
+        if cx.forgot && result.as_ref().is_some_and(CheckedFn::has_calls) {
+            cx = FnCx::new(transforms, &sigs, &lowered, &scopes, items, i, sig);
+            result = cx.lower_fn(items[i], sig, &[]);
+        }
         errs.append(&mut cx.errs);
         if internal.is_none() {
             internal = cx.internal.take();
@@ -375,9 +406,14 @@ pub fn check(
             out.templates.push((items[i].name.name.clone(), names));
         }
     }
+    // A call kept as a call names its callee by its place in `functions`.
+    let mut place = vec![usize::MAX; n];
     for (i, (f, l)) in module.items.iter().zip(lowered).enumerate() {
         match l {
-            Some(c) => out.functions.push((f.name.name.clone(), c)),
+            Some(c) => {
+                place[i] = out.functions.len();
+                out.functions.push((f.name.name.clone(), c));
+            }
             None if sigs[i].as_ref().is_some_and(Sig::is_template) => {}
             None => {
                 return Err(CheckError::Internal(format!(
@@ -385,6 +421,11 @@ pub fn check(
                     f.name.name
                 )))
             }
+        }
+    }
+    for (_, c) in &mut out.functions {
+        for call in &mut c.calls.calls {
+            call.callee = place.get(call.callee).copied().unwrap_or(usize::MAX);
         }
     }
     Ok(out)
@@ -568,6 +609,17 @@ struct FnCx<'a> {
     /// without context: the condition and the two numbers, so that where
     /// the selection meets an `f32` value it is made again in `f32`.
     picks: HashMap<VarId, (VarId, f64, f64)>,
+    /// Whether calls may be kept as calls in this body ([`defer`]).
+    defer: bool,
+    /// Inside a counted loop's step (whose statements are moved into the
+    /// loop's body): calls are inlined.
+    no_defer: usize,
+    /// The calls kept as calls, in order.
+    deferred: Vec<defer::Deferred>,
+    /// The statements of the calls kept as calls, inlined.
+    inlined_len: usize,
+    /// Whether a lowering attempt was given up ([`FnCx::forget`]).
+    forgot: bool,
 }
 
 /// An enclosing `tabulate`'s lowering state, kept while a nested one is
