@@ -11,11 +11,22 @@ use crate::types::{DType, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, types, InstBuilder};
 
+/// How many instructions down [`Translator::known`] looks: an index the
+/// lowering computed from constants is a few deep.
+const KNOWN_DEPTH: u32 = 64;
+
 impl<'a, 'b> Translator<'a, 'b> {
     /// The value of `v` when it is an integer constant (`iconst`, or an
     /// `imul`/`iadd`/`isub` of known values; the `_imm` builders emit an
     /// `iconst` and the plain instruction) at this point of the lowering.
     fn known(&self, v: ir::Value) -> Option<i64> {
+        self.known_within(v, KNOWN_DEPTH)
+    }
+
+    /// [`Self::known`], looking at most `depth` instructions down (a
+    /// chain of integer arithmetic as long as the program is would
+    /// otherwise be walked recursively).
+    fn known_within(&self, v: ir::Value, depth: u32) -> Option<i64> {
         use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
         let dfg = &self.b.func.dfg;
         let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
@@ -26,8 +37,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 opcode: Opcode::Iconst,
                 imm,
             } => Some(imm.bits()),
-            InstructionData::Binary { opcode, args } => {
-                let (a, b) = (self.known(args[0])?, self.known(args[1])?);
+            InstructionData::Binary { opcode, args }
+                if depth > 0 && matches!(opcode, Opcode::Imul | Opcode::Iadd | Opcode::Isub) =>
+            {
+                let a = self.known_within(args[0], depth - 1)?;
+                let b = self.known_within(args[1], depth - 1)?;
                 match opcode {
                     Opcode::Imul => a.checked_mul(b),
                     Opcode::Iadd => a.checked_add(b),
