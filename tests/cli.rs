@@ -212,6 +212,25 @@ fn source_errors_name_the_place() {
 }
 
 #[test]
+fn check_names_the_first_functions_and_counts_the_rest() {
+    let dir = std::env::temp_dir().join(format!("egrad-cli-names-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("many.eg");
+    let src: String = (0..25)
+        .map(|k| format!("fn f{k}(x: f64) -> f64 = x * {k}\n"))
+        .collect();
+    std::fs::write(&path, src).unwrap();
+    let (code, out, err) = egrad(&["check", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("ok: 25 function(s): f0, f1,"), "{out}");
+    assert!(out.contains("f19, and 5 more"), "{out}");
+    assert!(!out.contains("f20"), "{out}");
+    let (_, json, _) = egrad(&["check", path.to_str().unwrap(), "--json"]);
+    assert!(json.contains("\"f24\""), "{json}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn explore_shows_the_tradeoff_as_a_table_json_and_svg() {
     let dir = std::env::temp_dir().join(format!("egrad-explore-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -137,11 +137,24 @@ fn load(file: &PathBuf, no_prelude: bool) -> Result<Program> {
     Program::from_file_with(file, &ParseOptions::default().prelude(!no_prelude))
 }
 
+/// How many function names `egrad check` prints.
+const CHECK_NAMES: usize = 20;
+
 fn check(a: &CheckArgs) -> Result<Output> {
     let p = load(&a.file, a.no_prelude)?;
     let names = p.function_names();
+    // The first names only: a generated program may have thousands.
+    let shown = names.iter().take(CHECK_NAMES).copied().collect::<Vec<_>>();
+    let more = match names.len().saturating_sub(CHECK_NAMES) {
+        0 => String::new(),
+        k => format!(", and {k} more (--json lists every one)"),
+    };
     Ok(Output::new(
-        format!("ok: {} function(s): {}\n", names.len(), names.join(", ")),
+        format!(
+            "ok: {} function(s): {}{more}\n",
+            names.len(),
+            shown.join(", ")
+        ),
         json!({
             "command": "check",
             "file": a.file.display().to_string(),
