@@ -375,4 +375,25 @@ mod tests {
         assert!(kept > 10, "only {kept} functions kept a call as a call");
         println!("{} programs, {kept} functions with calls kept", files.len());
     }
+
+    /// A chain of functions, each calling the one before, keeps each
+    /// function's own statements only: linear in the chain (inlined as
+    /// checked, the 2,000 functions held 2 million statements).
+    #[test]
+    fn a_chain_of_calls_keeps_each_function_once() {
+        let n = 2000;
+        let mut src = String::from("fn g0(x: f64) -> f64 = sin(x)\n");
+        for k in 1..n {
+            src.push_str(&format!(
+                "fn g{k}(x: f64) -> f64 = sin(g{}(x)) * x\n",
+                k - 1
+            ));
+        }
+        let p = Program::parse(&src).unwrap();
+        let held: usize = p.functions.iter().map(|(_, c)| c.ir.stmts.len()).sum();
+        assert!(held < 4 * n, "{held} statements held for {n} functions");
+        // The last one, asked for, has every call inlined.
+        let last = p.ir(&format!("g{}", n - 1)).unwrap();
+        assert_eq!(last.stmts.len(), 2 * n - 1);
+    }
 }
