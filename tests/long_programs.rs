@@ -109,3 +109,51 @@ fn a_long_unrolled_loop_with_loops_inside_equals_the_interpreter() {
     ];
     compare(&p, "f", &[args.to_vec()], 1500);
 }
+
+/// Long chains of each kind (`let`s, calls, integer arithmetic used as an
+/// index) go through every stage (check, AD, the e-graph, extraction,
+/// Cranelift, the run) on a thread of 1 MiB of stack: no stage recurses
+/// once per statement (20,000 frames of even 64 bytes would overflow it).
+#[test]
+fn long_chains_compile_and_run_on_a_small_stack() {
+    use egrad::{compile_function, optimize_gradient, Arg, Options, Program};
+    let n = 20_000;
+    let mut lets = String::from("fn f(x: f64) -> f64 {\n  let y = x\n");
+    let mut ints = String::from("fn k(x: f64[10], k: i64, j: i64) -> f64 {\n");
+    for _ in 0..n {
+        lets += "  let y = sin(y) * x\n";
+        ints += "  let k = k * j\n";
+    }
+    lets += "  y\n}\n@grad(x) fn df(x: f64) -> f64 = f(x)\n";
+    ints += "  x[k % 10]\n}\n";
+    let mut calls = String::from("fn g0(x: f64) -> f64 = sin(x)\n");
+    for i in 1..n / 4 {
+        calls += &format!("fn g{i}(x: f64) -> f64 = sin(g{}(x)) * x\n", i - 1);
+    }
+    calls += &format!("@grad(x) fn dg(x: f64) -> f64 = g{}(x)\n", n / 4 - 1);
+    let run = move || {
+        for (src, f) in [(&lets, "f"), (&calls, "dg")] {
+            let p = Program::parse(src).unwrap();
+            let g = optimize_gradient(&p, &Options::default().function(f)).unwrap();
+            let (v, d) = g
+                .compile()
+                .unwrap()
+                .value_and_grad(&[Arg::scalar(0.5)])
+                .unwrap();
+            assert!(v.as_scalar().is_finite() && d[0].data[0].is_finite());
+        }
+        let p = Program::parse(&ints).unwrap();
+        let k = compile_function(&p, &Options::default().function("k")).unwrap();
+        let x: Vec<f64> = (0..10).map(f64::from).collect();
+        let out = k
+            .call(&[Arg::f64(&x), Arg::Scalar(3.0), Arg::Scalar(1.0)])
+            .unwrap();
+        assert_eq!(out[0].data, vec![3.0]);
+    };
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+}
