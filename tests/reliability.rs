@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use common::child::{os_args, run_egrad, How, Stdout};
 
 /// The gradient of the seed program on 100,000 random elements: with
 /// `--json`, megabytes of output, more than a pipe holds.
@@ -24,47 +23,22 @@ const BIG_RUN: [&str; 9] = [
 /// Run egrad with `args`, its stdout a pipe whose reader closes at once:
 /// the exit code and stderr.
 fn with_stdout_closed(args: &[&str], stdin: &[u8]) -> (i32, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run egrad");
-    drop(child.stdout.take());
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().unwrap();
-        // The child may be gone already: that is no failure of the test.
-        let _ = input.write_all(stdin);
-    }
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    (status.code().unwrap_or(-1), err)
+    with_stdout(args, stdin, Stdout::Closed)
 }
 
 /// Run egrad with `args` and stdout on `/dev/full`: the exit code and
 /// stderr.
 fn with_stdout_full(args: &[&str]) -> (i32, String) {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full exists on Linux");
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .stdout(Stdio::from(full))
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    with_stdout(args, b"", Stdout::Full)
+}
+
+fn with_stdout(args: &[&str], stdin: &[u8], stdout: Stdout) -> (i32, String) {
+    let how = How {
+        stdout,
+        ..How::default()
+    };
+    let o = run_egrad(&os_args(args), stdin, &how);
+    (o.code.unwrap_or(-1), o.err)
 }
 
 #[test]
