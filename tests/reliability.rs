@@ -314,3 +314,35 @@ fn an_ill_typed_rules_file_is_an_error_at_its_line() {
     assert!(err.contains(&at), "{err}");
     assert!(err.contains("`sum` does not take"), "{err}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_program_file_without_end_is_read_only_to_the_memory_limit() {
+    // `/dev/zero` as the program was read to the end: under an address
+    // space limit until the allocator failed ("cannot read /dev/zero: out
+    // of memory"), without one until the kernel killed the process (the
+    // input fuzzer's command lines). The limit here keeps the old code
+    // from taking the machine's memory.
+    let how = How {
+        address_space: Some(1 << 30),
+        ..How::default()
+    };
+    let args = ["run", "/dev/zero", "--fn", "f", "--memory-limit", "64M"];
+    let o = run_egrad(&os_args(&args), b"", &how);
+    assert_eq!(o.code, Some(1), "{}", o.err);
+    assert!(
+        o.err.starts_with("error: reading /dev/zero needs ")
+            && o.err
+                .contains("more than the memory limit of 67108864 bytes"),
+        "{}",
+        o.err
+    );
+    // `check` has no --memory-limit: the default, from RLIMIT_AS.
+    let o = run_egrad(&os_args(&["check", "/dev/zero"]), b"", &how);
+    assert_eq!(o.code, Some(1), "{}", o.err);
+    assert!(
+        o.err.starts_with("error: reading /dev/zero needs "),
+        "{}",
+        o.err
+    );
+}
