@@ -346,3 +346,40 @@ fn a_program_file_without_end_is_read_only_to_the_memory_limit() {
         o.err
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_rules_file_that_is_no_regular_file_is_an_error() {
+    // A `*.rules` link to `/dev/zero` was read to the end: under an
+    // address-space limit until the allocator failed ("out of memory",
+    // naming the folder), without one until the kernel killed egrad. The
+    // limit here keeps the old code from taking the machine's memory.
+    let dir = std::env::temp_dir().join(format!("egrad-rules-zero-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("endless.rules");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let how = How {
+        address_space: Some(1 << 30),
+        ..How::default()
+    };
+    let d = dir.display().to_string();
+    let args = [
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--random",
+        "--dim",
+        "N=3",
+        "--rules",
+        &d,
+    ];
+    let o = run_egrad(&os_args(&args), b"", &how);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.code, Some(2), "{}", o.err);
+    assert_eq!(
+        o.err,
+        format!("error: {}: not a regular file\n", link.display()),
+    );
+}
