@@ -1,26 +1,48 @@
-//! Fuzzing the inputs that are not programs (issue 38): GradBench protocol
-//! messages to `egrad gradbench`, `--rules` folders of bundled rules
-//! mutated, and `.npy`/`.npz` argument files mutated, each through the
-//! binary. A bug is a panic, an internal error,
-//! a crash (a signal), a hang (no answer in `HANG`), or a protocol answer
-//! missing for a line. Every other outcome is fine: a malformed message
-//! gets an error answer, a bad rules file a usage error at its line.
+//! Fuzzing the inputs that are not programs (issue 38), each through the
+//! binary: GradBench protocol messages to `egrad gradbench`, `--rules`
+//! folders of bundled rules mutated, `.npy`/`.npz` argument files
+//! mutated, and command lines of every subcommand with its flags at their
+//! extremes (`fuzz_inputs/cli.rs`: the flags read from `-h`).
+//!
+//! Each case runs as its seed draws: a quarter of them under an
+//! address-space limit (RLIMIT_AS of 256 MiB to 4 GiB, set in the child;
+//! a command line with a size past any array always), and a sixth each
+//! once more with stdout closed (the pipe's reader gone) or on
+//! `/dev/full`.
+//!
+//! A bug is a panic, an internal error (exit 70), an exit code egrad does
+//! not have, a crash (a signal: SIGABRT of a failed allocation, SIGSEGV,
+//! SIGPIPE, SIGKILL of the kernel's OOM killer), a hang (no exit in
+//! `HANG`), a protocol answer missing for a line; with stdout closed, an
+//! exit code other than the command's or a broken-pipe message; with
+//! stdout full, an exit code other than the command's, except that output
+//! lost must be an io error with exit code 1, never a success. Every other
+//! outcome is fine: a malformed message gets an error answer, a bad rules
+//! file a usage error at its line, a bad flag value a usage error.
 //!
 //! Environment: `EGRAD_FUZZ_INPUT_SECS` (how long, 4 by default),
 //! `EGRAD_FUZZ_INPUT_SEED` (the first seed; a failure names its seed, so
-//! `EGRAD_FUZZ_INPUT_SEED=S EGRAD_FUZZ_INPUT_SECS=0` reruns it alone).
-//! The counts of each kind of input are printed at the end.
+//! `EGRAD_FUZZ_INPUT_SEED=S EGRAD_FUZZ_INPUT_SECS=0` reruns it alone),
+//! `EGRAD_FUZZ_INPUT_SHOW` (set: each command line that passed, with its
+//! exit code and first line of stderr, on stderr). The counts of each
+//! kind of input and condition are printed at the end.
 
+#[path = "fuzz_inputs/cli.rs"]
+mod cli;
 mod common;
 
+use common::child::{os_args, run_egrad, How, Outcome, Stdout};
 use common::env_u64;
 use common::rng::Rng;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 /// The longest one input may take.
 const HANG: Duration = Duration::from_secs(60);
+
+/// The address-space limits (RLIMIT_AS) cases run under: a tight one and
+/// a few roomy ones, all with room for the binary to start and compile.
+const ADDRESS_SPACES: &[u64] = &[256 << 20, 1 << 30, 2 << 30, 4 << 30];
 
 /// The modules and their functions, as `gradbench/` ships them.
 const MODULES: &[(&str, &[&str])] = &[
@@ -158,67 +180,146 @@ fn message(rng: &mut Rng, id: usize) -> String {
     }
 }
 
-/// Run `egrad` with `args` and `stdin` under the `HANG` limit: exit code
-/// (None: killed by a signal or the limit), stdout, stderr.
-fn run(args: &[&str], stdin: &[u8]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run egrad");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let start = Instant::now();
-    while child.try_wait().ok().flatten().is_none() && start.elapsed() < HANG {
-        std::thread::sleep(Duration::from_millis(5));
+/// Why an outcome is a bug, if it is: a signal, a hang, an internal
+/// error, a panic, or an exit code egrad does not have.
+fn bug(o: &Outcome) -> Option<String> {
+    let text = format!("{}{}", o.out, o.err);
+    let err = &o.err[..o.err.floor_char_boundary(800)];
+    if o.hung {
+        return Some(format!("a hang: still running after {HANG:?}"));
     }
-    if child.try_wait().ok().flatten().is_none() {
-        let _ = child.kill();
+    if let Some(sig) = o.signal {
+        return Some(format!("killed by signal {sig}: {err}"));
     }
-    let out = child.wait_with_output().expect("egrad's output");
-    let _ = feeder.join();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Why an outcome is a bug, if it is.
-fn bug(code: Option<i32>, out: &str, err: &str) -> Option<String> {
-    let text = format!("{out}{err}");
-    if code.is_none() {
-        return Some("killed: a crash or a hang".into());
+    if o.code == Some(70) || text.contains("internal compiler error") || text.contains("panicked") {
+        return Some(format!("exit {:?}: {err}", o.code));
     }
-    if code == Some(70) || text.contains("internal compiler error") || text.contains("panicked") {
-        return Some(format!("exit {code:?}: {}", &err[..err.len().min(800)]));
+    if !matches!(o.code, Some(0..=2)) {
+        return Some(format!(
+            "exit {:?}, not one of egrad's codes: {err}",
+            o.code
+        ));
     }
     None
 }
 
+/// What a case runs under besides its input: an address-space limit for
+/// a quarter of them, stdout closed or full for a sixth each.
+#[derive(Clone, Copy, Debug)]
+struct Conditions {
+    address_space: Option<u64>,
+    stdout: Stdout,
+}
+
+impl Conditions {
+    /// Drawn from a stream of their own, so a case's input is the same
+    /// whatever its conditions.
+    fn of(seed: u64) -> Conditions {
+        let mut rng = Rng(seed ^ 0xc0de_d1ce);
+        Conditions {
+            address_space: rng.chance(0.25).then(|| rng.pick(ADDRESS_SPACES)),
+            stdout: match rng.below(6) {
+                0 => Stdout::Closed,
+                1 => Stdout::Full,
+                _ => Stdout::Piped,
+            },
+        }
+    }
+}
+
+/// How many runs went under each condition.
+#[derive(Default)]
+struct Counts {
+    limited: usize,
+    closed: usize,
+    full: usize,
+    /// The exit codes of the command lines: 0, 1 and 2.
+    cli_codes: [usize; 3],
+}
+
+/// Run a command as `cond` says, then, for a closed or full stdout, once
+/// more that way: no bug either time; a closed stdout keeps the command's
+/// exit code and adds no message; a full one keeps it too, except that
+/// output lost is an io error (exit 1, ENOSPC), never a success.
+fn check_run(
+    args: &[OsString],
+    stdin: &[u8],
+    cond: Conditions,
+    counts: &mut Counts,
+) -> Result<Outcome, String> {
+    let mut how = How {
+        address_space: cond.address_space,
+        deadline: HANG,
+        ..How::default()
+    };
+    counts.limited += usize::from(cond.address_space.is_some());
+    let first = run_egrad(args, stdin, &how);
+    let limit = format!("under RLIMIT_AS {:?}", cond.address_space);
+    if let Some(b) = bug(&first) {
+        return Err(format!("{b} ({limit})"));
+    }
+    if cond.stdout == Stdout::Piped {
+        return Ok(first);
+    }
+    how.stdout = cond.stdout;
+    let again = run_egrad(args, stdin, &how);
+    let what = format!("stdout {:?} {limit}", cond.stdout);
+    if let Some(b) = bug(&again) {
+        return Err(format!("{b} ({what})"));
+    }
+    let wrong = match cond.stdout {
+        Stdout::Closed => {
+            counts.closed += 1;
+            let epipe = |e: &str| e.contains("Broken pipe") || e.contains("os error 32");
+            again.code != first.code || (epipe(&again.err) && !epipe(&first.err))
+        }
+        _ => {
+            counts.full += 1;
+            let enospc = again.code == Some(1) && again.err.contains("No space left on device");
+            if first.out.is_empty() {
+                again.code != first.code
+            } else if first.code == Some(0) {
+                !enospc
+            } else {
+                again.code != first.code && !enospc
+            }
+        }
+    };
+    if wrong {
+        return Err(format!(
+            "{what}: exit {:?}, stderr {:?}; with stdout piped: exit {:?}, {} bytes out, stderr {:?}",
+            again.code,
+            &again.err[..again.err.floor_char_boundary(800)],
+            first.code,
+            first.out.len(),
+            &first.err[..first.err.floor_char_boundary(800)]
+        ));
+    }
+    Ok(first)
+}
+
 /// One GradBench session of a few lines: every non-empty line answered
 /// with a JSON object, no bug.
-fn protocol_case(seed: u64) -> Result<(), String> {
+fn protocol_case(seed: u64, counts: &mut Counts) -> Result<(), String> {
     let mut rng = Rng(seed);
     let lines: Vec<String> = (0..1 + rng.below(4))
         .map(|i| message(&mut rng, i))
         .collect();
     let stdin = lines.join("\n") + "\n";
-    let (code, out, err) = run(&["gradbench"], stdin.as_bytes());
-    if let Some(b) = bug(code, &out, &err) {
-        return Err(format!("{b}\ninput:\n{stdin}"));
-    }
-    let answers = out.lines().count();
-    if code != Some(0) || answers != lines.len() {
+    let o = check_run(
+        &os_args(&["gradbench"]),
+        stdin.as_bytes(),
+        Conditions::of(seed),
+        counts,
+    )
+    .map_err(|b| format!("{b}\ninput:\n{stdin}"))?;
+    let answers = o.out.lines().count();
+    if o.code != Some(0) || answers != lines.len() {
         return Err(format!(
-            "exit {code:?}, {answers} answers to {} lines: {}\ninput:\n{stdin}",
+            "exit {:?}, {answers} answers to {} lines: {}\ninput:\n{stdin}",
+            o.code,
             lines.len(),
-            &err[..err.len().min(800)]
+            &o.err[..o.err.floor_char_boundary(800)]
         ));
     }
     Ok(())
@@ -227,7 +328,7 @@ fn protocol_case(seed: u64) -> Result<(), String> {
 /// A bundled rules file with a few of its tokens deleted, duplicated,
 /// swapped or replaced by another of its tokens, in a folder of its own,
 /// used to optimize a gradient: a usage error at a line, or a program.
-fn rules_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
+fn rules_case(seed: u64, work: &std::path::Path, counts: &mut Counts) -> Result<(), String> {
     let mut rng = Rng(seed);
     let files = [
         "algebra.rules",
@@ -256,6 +357,10 @@ fn rules_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
     let dir = work.join(format!("rules-{seed:x}"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("mutated.rules"), toks.concat()).unwrap();
+    // Now and then a rules file with no end besides.
+    if Rng(seed ^ 0xde5_2e50).chance(0.05) {
+        std::os::unix::fs::symlink("/dev/zero", dir.join("endless.rules")).unwrap();
+    }
     let d = dir.display().to_string();
     let example = rng.pick(&[
         ("examples/loss.eg", "dloss_dw"),
@@ -268,11 +373,11 @@ fn rules_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
     if rng.chance(0.5) {
         args.push("--fast-math");
     }
-    let (code, out, err) = run(&args, b"");
+    let r = check_run(&os_args(&args), b"", Conditions::of(seed), counts);
     std::fs::remove_dir_all(&dir).unwrap();
-    match bug(code, &out, &err) {
-        Some(b) => Err(format!("{b}\nrules ({name} mutated):\n{}", toks.concat())),
-        None => Ok(()),
+    match r {
+        Err(b) => Err(format!("{b}\nrules ({name} mutated):\n{}", toks.concat())),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -280,7 +385,7 @@ fn rules_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
 /// `f32[4]`, `y`: `f32`) with a few byte-level mutations (bytes flipped,
 /// replaced, cut, dropped or repeated), read by `egrad run` as an `.npz`
 /// (`--args`) or one `.npy` (`--arg w=@`). An error (a bad file) is fine.
-fn container_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
+fn container_case(seed: u64, work: &std::path::Path, counts: &mut Counts) -> Result<(), String> {
     use egrad::{npy, Value};
     let mut rng = Rng(seed);
     let dir = work.join(format!("npz-{seed:x}"));
@@ -327,12 +432,71 @@ fn container_case(seed: u64, work: &std::path::Path) -> Result<(), String> {
     } else {
         args.extend(["--arg", w.as_str(), "--random"]);
     }
-    let (code, out, err) = run(&args, b"");
+    let r = check_run(&os_args(&args), b"", Conditions::of(seed), counts);
     std::fs::remove_dir_all(&dir).unwrap();
-    match bug(code, &out, &err) {
-        Some(b) => Err(format!("{b}\n{} bytes: {bytes:?}", bytes.len())),
-        None => Ok(()),
+    match r {
+        Err(b) => Err(format!("{b}\n{} bytes: {bytes:?}", bytes.len())),
+        Ok(_) => Ok(()),
     }
+}
+
+/// The command line at its extremes ([`cli::case`]): one subcommand with a
+/// random subset of its flags, under its conditions, and under an
+/// address-space limit whenever a size is past any array.
+fn cli_case(
+    seed: u64,
+    work: &std::path::Path,
+    cli: &cli::Cli,
+    seen: &mut [Vec<bool>],
+    counts: &mut Counts,
+) -> Result<(), String> {
+    let mut rng = Rng(seed);
+    let plan = cli::case(&mut rng, cli, work, seen);
+    let mut cond = Conditions::of(seed);
+    if plan.huge && cond.address_space.is_none() {
+        cond.address_space = Some(rng.pick(ADDRESS_SPACES));
+    }
+    match check_run(&plan.args, b"", cond, counts) {
+        Ok(o) => {
+            counts.cli_codes[o.code.unwrap_or(0).clamp(0, 2) as usize] += 1;
+            if std::env::var_os("EGRAD_FUZZ_INPUT_SHOW").is_some() {
+                eprintln!(
+                    "{:?} {} :: {}",
+                    o.code,
+                    show_args(&plan.args),
+                    o.err.lines().next().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        Err(b) => Err(format!("{b}\nargs: {}", show_args(&plan.args))),
+    }
+}
+
+/// `args` as a shell would take them (long ones cut).
+fn show_args(args: &[OsString]) -> String {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| {
+            let a = a.to_string_lossy();
+            let a = if a.len() > 60 {
+                format!("{}…({} bytes)", &a[..a.floor_char_boundary(40)], a.len())
+            } else {
+                a.into_owned()
+            };
+            format!("'{}'", a.replace('\'', "'\\''"))
+        })
+        .collect();
+    format!("egrad {}", words.join(" "))
+}
+
+/// The names in the repository's root (the tests' working directory).
+fn root_entries() -> Vec<OsString> {
+    let mut names: Vec<OsString> = (std::fs::read_dir(".").unwrap())
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -340,24 +504,29 @@ fn fuzz_inputs() {
     let secs = env_u64("EGRAD_FUZZ_INPUT_SECS").unwrap_or(4);
     let first = env_u64("EGRAD_FUZZ_INPUT_SEED").unwrap_or(0x5eed_1a7e);
     let work = std::env::temp_dir().join(format!("egrad-fuzz-inputs-{}", std::process::id()));
-    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(work.join("dir")).unwrap();
+    std::fs::write(work.join("empty.eg"), "").unwrap();
+    let cli = cli::Cli::read();
+    // Cases write only under `work`: what the repository holds before.
+    let before = root_entries();
+    let mut seen: Vec<Vec<bool>> = cli
+        .commands
+        .iter()
+        .map(|(_, f)| vec![false; f.len()])
+        .collect();
     let start = Instant::now();
-    let (mut protocol, mut rules, mut containers, mut failures) = (0, 0, 0, Vec::new());
+    let mut counts = Counts::default();
+    let mut kinds = [0usize; 4];
+    let mut failures = Vec::new();
     let mut seed = first;
     loop {
-        let r = match seed % 3 {
-            0 => {
-                protocol += 1;
-                protocol_case(seed)
-            }
-            1 => {
-                rules += 1;
-                rules_case(seed, &work)
-            }
-            _ => {
-                containers += 1;
-                container_case(seed, &work)
-            }
+        let kind = (seed % 4) as usize;
+        kinds[kind] += 1;
+        let r = match kind {
+            0 => protocol_case(seed, &mut counts),
+            1 => rules_case(seed, &work, &mut counts),
+            2 => container_case(seed, &work, &mut counts),
+            _ => cli_case(seed, &work, &cli, &mut seen, &mut counts),
         };
         if let Err(e) = r {
             failures.push(format!("seed {seed:#x}: {e}"));
@@ -368,8 +537,38 @@ fn fuzz_inputs() {
         }
     }
     let _ = std::fs::remove_dir_all(&work);
+    let strays: Vec<OsString> = (root_entries().into_iter())
+        .filter(|n| !before.contains(n))
+        .collect();
+    if !strays.is_empty() {
+        failures.push(format!("files written outside the work folder: {strays:?}"));
+    }
+    let fuzzed: usize = seen.iter().flatten().filter(|&&s| s).count();
+    let unseen: Vec<String> = (cli.commands.iter().zip(&seen))
+        .flat_map(|((c, flags), s)| {
+            (flags.iter().zip(s))
+                .filter(|(_, &s)| !s)
+                .map(move |(f, _)| format!("{c} {}", f.long))
+        })
+        .collect();
+    if !unseen.is_empty() && unseen.len() < 20 {
+        println!(
+            "fuzz_inputs: flags not fuzzed in this run: {}",
+            unseen.join(", ")
+        );
+    }
     println!(
-        "fuzz_inputs: {protocol} GradBench sessions, {rules} rules folders, {containers} npy/npz files, {} failures",
+        "fuzz_inputs: {} GradBench sessions, {} rules folders, {} npy/npz files, {} command lines ({fuzzed} of the {} flags of {} subcommands; exit 0, 1, 2: {:?}); {} runs under RLIMIT_AS, {} with stdout closed, {} with stdout full; {} failures",
+        kinds[0],
+        kinds[1],
+        kinds[2],
+        kinds[3],
+        cli.flag_count(),
+        cli.commands.len(),
+        counts.cli_codes,
+        counts.limited,
+        counts.closed,
+        counts.full,
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

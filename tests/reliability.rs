@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use common::child::{os_args, run_egrad, How, Stdout};
 
 /// The gradient of the seed program on 100,000 random elements: with
 /// `--json`, megabytes of output, more than a pipe holds.
@@ -24,47 +23,22 @@ const BIG_RUN: [&str; 9] = [
 /// Run egrad with `args`, its stdout a pipe whose reader closes at once:
 /// the exit code and stderr.
 fn with_stdout_closed(args: &[&str], stdin: &[u8]) -> (i32, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run egrad");
-    drop(child.stdout.take());
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().unwrap();
-        // The child may be gone already: that is no failure of the test.
-        let _ = input.write_all(stdin);
-    }
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    (status.code().unwrap_or(-1), err)
+    with_stdout(args, stdin, Stdout::Closed)
 }
 
 /// Run egrad with `args` and stdout on `/dev/full`: the exit code and
 /// stderr.
 fn with_stdout_full(args: &[&str]) -> (i32, String) {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full exists on Linux");
-    let out = Command::new(env!("CARGO_BIN_EXE_egrad"))
-        .args(args)
-        .stdout(Stdio::from(full))
-        .output()
-        .expect("run egrad");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    with_stdout(args, b"", Stdout::Full)
+}
+
+fn with_stdout(args: &[&str], stdin: &[u8], stdout: Stdout) -> (i32, String) {
+    let how = How {
+        stdout,
+        ..How::default()
+    };
+    let o = run_egrad(&os_args(args), stdin, &how);
+    (o.code.unwrap_or(-1), o.err)
 }
 
 #[test]
@@ -339,4 +313,73 @@ fn an_ill_typed_rules_file_is_an_error_at_its_line() {
     );
     assert!(err.contains(&at), "{err}");
     assert!(err.contains("`sum` does not take"), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_program_file_without_end_is_read_only_to_the_memory_limit() {
+    // `/dev/zero` as the program was read to the end: under an address
+    // space limit until the allocator failed ("cannot read /dev/zero: out
+    // of memory"), without one until the kernel killed the process (the
+    // input fuzzer's command lines). The limit here keeps the old code
+    // from taking the machine's memory.
+    let how = How {
+        address_space: Some(1 << 30),
+        ..How::default()
+    };
+    let args = ["run", "/dev/zero", "--fn", "f", "--memory-limit", "64M"];
+    let o = run_egrad(&os_args(&args), b"", &how);
+    assert_eq!(o.code, Some(1), "{}", o.err);
+    assert!(
+        o.err.starts_with("error: reading /dev/zero needs ")
+            && o.err
+                .contains("more than the memory limit of 67108864 bytes"),
+        "{}",
+        o.err
+    );
+    // `check` has no --memory-limit: the default, from RLIMIT_AS.
+    let o = run_egrad(&os_args(&["check", "/dev/zero"]), b"", &how);
+    assert_eq!(o.code, Some(1), "{}", o.err);
+    assert!(
+        o.err.starts_with("error: reading /dev/zero needs "),
+        "{}",
+        o.err
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_rules_file_that_is_no_regular_file_is_an_error() {
+    // A `*.rules` link to `/dev/zero` was read to the end: under an
+    // address-space limit until the allocator failed ("out of memory",
+    // naming the folder), without one until the kernel killed egrad. The
+    // limit here keeps the old code from taking the machine's memory.
+    let dir = std::env::temp_dir().join(format!("egrad-rules-zero-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("endless.rules");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let how = How {
+        address_space: Some(1 << 30),
+        ..How::default()
+    };
+    let d = dir.display().to_string();
+    let args = [
+        "run",
+        "examples/loss.eg",
+        "--fn",
+        "dloss_dw",
+        "--random",
+        "--dim",
+        "N=3",
+        "--rules",
+        &d,
+    ];
+    let o = run_egrad(&os_args(&args), b"", &how);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.code, Some(2), "{}", o.err);
+    assert_eq!(
+        o.err,
+        format!("error: {}: not a regular file\n", link.display()),
+    );
 }

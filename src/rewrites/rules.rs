@@ -360,7 +360,11 @@ impl RuleSet {
         paths.sort();
         let mut set = RuleSet::default();
         for p in paths {
-            let text = std::fs::read_to_string(&p).map_err(io_err)?;
+            let text = read_rules_file(&p).map_err(|message| RuleError {
+                file: p.display().to_string(),
+                line: 0,
+                message,
+            })?;
             set.add_file(&p.display().to_string(), &text)?;
         }
         // The bundled rules are checked by a test; a folder's when loaded.
@@ -654,6 +658,18 @@ fn parse_guards(text: &str) -> Result<Vec<Guard>, String> {
         });
     }
     Ok(out)
+}
+
+/// A rules file's text: a regular file, its size within the memory
+/// limit. A `*.rules` link to `/dev/zero` was read until the allocator
+/// failed or the kernel killed the process (issue 38).
+fn read_rules_file(p: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(p).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    crate::ir::memory::check(Some(meta.len()), "the rules file")?;
+    std::fs::read_to_string(p).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

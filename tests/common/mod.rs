@@ -1,5 +1,6 @@
 //! Helpers shared by integration tests.
 
+pub mod child;
 pub mod rng;
 
 use std::path::PathBuf;
