@@ -132,7 +132,7 @@ impl Program {
     ) -> Result<Program, Error> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", &shown, e))?;
+        let text = read_program(path, &shown)?;
         Program::parse_with(&shown, &text, options)
     }
 
@@ -230,6 +230,50 @@ impl Program {
             .and_then(|c| c.ir.params.get(param))
             .map(|p| p.span)
     }
+}
+
+/// Programs are read under this many bytes ([`Program::parse_with`]
+/// refuses larger ones: the prelude's spans start there).
+const MAX_PROGRAM_BYTES: u64 = prelude::BASE as u64;
+
+/// A program's text, read under [`MAX_PROGRAM_BYTES`] and within the
+/// memory limit: a file with no end (`/dev/zero`) was read until the
+/// allocator failed or the kernel killed the process.
+fn read_program(path: &std::path::Path, shown: &str) -> Result<String, Error> {
+    use std::io::Read;
+    let io = |e: std::io::Error| Error::io("read", shown, e);
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        let len = bytes.len() + n;
+        if len as u64 >= MAX_PROGRAM_BYTES {
+            return Err(Error::Limit(format!(
+                "{shown} has {MAX_PROGRAM_BYTES} bytes or more: egrad reads programs under {MAX_PROGRAM_BYTES} bytes"
+            )));
+        }
+        if len > bytes.capacity() {
+            // The vector doubles: its new buffer, and the old one while
+            // it is copied.
+            let cap = bytes.capacity();
+            let need = len.max(2 * cap) + cap;
+            crate::ir::memory::check(Some(need as u64), &format!("reading {shown}"))
+                .map_err(Error::Limit)?;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -151,53 +151,7 @@ impl Output {
 
 /// Read and check a program, with the prelude unless `no_prelude`.
 fn load(file: &PathBuf, no_prelude: bool) -> Result<Program> {
-    let shown = file.display().to_string();
-    let text = read_program(file, &shown)?;
-    Program::parse_with(&shown, &text, &ParseOptions::default().prelude(!no_prelude))
-}
-
-/// Programs are read under this many bytes (`Program::parse_with`
-/// refuses larger ones).
-const MAX_PROGRAM_BYTES: u64 = 1 << 31;
-
-/// A program's text, read under [`MAX_PROGRAM_BYTES`] and within the
-/// memory limit: a file with no end (`/dev/zero`) was read until the
-/// allocator failed or the kernel killed the process (issue 38).
-fn read_program(file: &PathBuf, shown: &str) -> Result<String> {
-    use std::io::Read;
-    let io = |e: std::io::Error| Error::io("read", shown, e);
-    let mut f = std::fs::File::open(file).map_err(io)?;
-    let mut bytes: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io(e)),
-        };
-        let len = bytes.len() + n;
-        if len as u64 >= MAX_PROGRAM_BYTES {
-            return Err(Error::Limit(format!(
-                "{shown} has {MAX_PROGRAM_BYTES} bytes or more: egrad reads programs under {MAX_PROGRAM_BYTES} bytes"
-            )));
-        }
-        if len > bytes.capacity() {
-            // The vector doubles: its new buffer, and the old one while
-            // it is copied.
-            let cap = bytes.capacity();
-            let need = len.max(2 * cap) + cap;
-            egrad::memory::check(Some(need as u64), &format!("reading {shown}"))
-                .map_err(Error::Limit)?;
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-    }
-    String::from_utf8(bytes).map_err(|_| {
-        io(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ))
-    })
+    Program::from_file_with(file, &ParseOptions::default().prelude(!no_prelude))
 }
 
 /// How many function names `egrad check` prints.
