@@ -491,16 +491,7 @@ fn shape_case(seed: u64, work: &std::path::Path, counts: &mut Counts) -> Result<
         (true, 1) => vec!["grad", file, "--fn", "f"],
         _ => vec!["check", file],
     };
-    let mut cond = Conditions::of(seed);
-    // Open (issue 38): compiling a program that needs more memory than
-    // the address space allows aborts (SIGABRT of a failed allocation)
-    // rather than stopping with a limit error; 20,000 `let`s or calls need
-    // more than 256 MiB. Long programs get the roomy limits until that is
-    // fixed (`EGRAD_FUZZ_INPUT_SEED=0x7a0001ce` reproduced it).
-    if shape.depth >= 5000 {
-        cond.address_space = cond.address_space.map(|a| a.max(1 << 30));
-    }
-    let r = check_run(&os_args(&args), b"", cond, counts);
+    let r = check_run(&os_args(&args), b"", Conditions::of(seed), counts);
     std::fs::remove_file(&path).unwrap();
     r.map(|_| ()).map_err(|b| {
         format!(

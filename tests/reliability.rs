@@ -383,3 +383,41 @@ fn a_rules_file_that_is_no_regular_file_is_an_error() {
         format!("error: {}: not a regular file\n", link.display()),
     );
 }
+
+/// A long program under a tight address-space limit is a limit error at
+/// the function that does not fit, never an abort: checking 20,000 `let`s
+/// or 20,000 chained functions under 256 MiB failed an allocation (exit
+/// 134; the input fuzzer's programs of one shape).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_long_program_under_an_address_space_limit_is_a_limit_error() {
+    let n = 20_000;
+    let mut lets = String::from("fn f(x: f64[3]) -> f64 {\nlet a = x[0]\n");
+    lets += &"let a = sin(a) * x[1]\n".repeat(n);
+    lets += "a\n}\n@grad(x) fn df(x: f64[3]) -> f64[3] = f(x)\n";
+    let mut calls = String::from("fn g0(x: f64[3]) -> f64 = x[0]\n");
+    for k in 1..n {
+        calls += &format!("fn g{k}(x: f64[3]) -> f64 = sin(g{}(x)) * x[1]\n", k - 1);
+    }
+    let how = How {
+        address_space: Some(256 << 20),
+        ..How::default()
+    };
+    for (name, src) in [("lets", lets), ("calls", calls)] {
+        let p = temp_program(&format!("long_{name}.eg"), &src);
+        let o = run_egrad(&os_args(&["check", p.to_str().unwrap()]), b"", &how);
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(o.code, Some(1), "{name}: {:?} {}", o.signal, o.err);
+        assert!(
+            o.err.starts_with("error: compiling `")
+                && o.err.contains("operations in the program so far"),
+            "{name}: {}",
+            o.err
+        );
+    }
+    // A short program checks under the same limit.
+    let p = temp_program("long_ok.eg", "fn f(x: f64) -> f64 = sin(x)\n");
+    let o = run_egrad(&os_args(&["check", p.to_str().unwrap()]), b"", &how);
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(o.code, Some(0), "{}", o.err);
+}

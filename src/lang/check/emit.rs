@@ -2,7 +2,7 @@
 //! pushes and broadcasts, the types and descriptions of values, constants
 //! and coercion.
 
-use super::{CheckedFn, FnCx, Scopes, Sig, Val};
+use super::{CheckedFn, FnCx, Scopes, Sig, Val, COMPILE_BYTES_PER_STMT};
 use crate::error::span::Diagnostic;
 use crate::ir::transform::Transforms;
 use crate::ir::{Builder, VarId};
@@ -51,6 +51,7 @@ impl<'a> FnCx<'a> {
             deferred: Vec::new(),
             inlined_len: 0,
             forgot: false,
+            held_before: 0,
         }
     }
 
@@ -174,6 +175,46 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// The memory compiling the program would take with one statement
+    /// more ([`COMPILE_BYTES_PER_STMT`] each).
+    fn memory_needed(&self) -> u64 {
+        let ops = self.held_before + self.stmt_count() + 1;
+        (ops as u64).saturating_mul(COMPILE_BYTES_PER_STMT)
+    }
+
+    /// Whether the program so far, with one statement more, fits the
+    /// memory compiling may take; if not, reported once at the function.
+    fn fits_memory(&mut self) -> bool {
+        let bytes = self.memory_needed();
+        if self.scopes.memory.allows(bytes) {
+            return true;
+        }
+        if !self.too_large {
+            self.too_large = true;
+            let decl = self.items[self.item];
+            let ops = bytes / COMPILE_BYTES_PER_STMT;
+            let what = format!(
+                "compiling `{}` ({ops} operations in the program so far, at about {} each)",
+                decl.name.name,
+                crate::ir::memory::describe(COMPILE_BYTES_PER_STMT)
+            );
+            let message = match self.scopes.memory.check(Some(bytes), &what) {
+                Err(m) => m,
+                Ok(()) => what,
+            };
+            self.error(
+                Diagnostic::limit(decl.name.span, message)
+                    .with_note("raise the memory limit, or compile a smaller program"),
+            );
+        }
+        false
+    }
+
+    /// Whether checking stopped for want of memory ([`Self::fits_memory`]).
+    pub(super) fn out_of_memory(&self) -> bool {
+        !self.scopes.memory.allows(self.memory_needed())
+    }
+
     pub(super) fn push_plain(
         &mut self,
         hint: &str,
@@ -181,6 +222,9 @@ impl<'a> FnCx<'a> {
         args: &[VarId],
         annot: Option<&Type>,
     ) -> Val {
+        if !self.fits_memory() {
+            return Val::Err;
+        }
         let name = numbered(&mut self.hint_uses, hint);
         match self.b.push(&name, op, args, annot) {
             Ok(v) => {

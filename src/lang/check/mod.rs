@@ -55,6 +55,7 @@ mod tabulate;
 use super::ast::*;
 use super::prelude;
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::memory::Budget;
 use crate::ir::transform::Transforms;
 use crate::ir::{Builder, Function, VarId};
 use crate::ops::Op;
@@ -73,6 +74,15 @@ use signature::signature;
 
 /// The largest function (in IR statements, after inlining) we build.
 pub const MAX_STMTS: usize = 1_000_000;
+
+/// The memory compiling a program takes per IR statement, held while it
+/// is checked, differentiated, optimized and compiled (measured: about
+/// 4 KiB through `egrad check`, 15 KiB through `egrad run` of a gradient;
+/// twice that kept as a margin). A program whose statements, at this
+/// price, do not fit the memory limit (or the address space left) is a
+/// limit error while it is checked: compiling it would abort on a failed
+/// allocation under an address-space limit.
+pub const COMPILE_BYTES_PER_STMT: u64 = 32 << 10;
 
 /// Fold an op on untyped numbers with the reference evaluator in f64 (the
 /// same semantics the op has at run time).
@@ -264,6 +274,8 @@ struct Scopes {
     /// The most IR statements a function may have after unrolling and
     /// inlining ([`MAX_STMTS`] unless the caller sets another).
     max_stmts: usize,
+    /// The memory compiling may take ([`COMPILE_BYTES_PER_STMT`]).
+    memory: Budget,
 }
 
 impl Scopes {
@@ -348,8 +360,12 @@ pub(crate) fn check_with(
     let mut lowered: Vec<Option<CheckedFn>> = vec![None; n];
     let mut internal: Option<String> = None;
     let mut templates = Vec::new();
+    let (mut held, mut out_of_memory) = (0, false);
     for i in order {
         let Some(sig) = &sigs[i] else { continue };
+        if out_of_memory {
+            continue;
+        }
         if sig.is_template() {
             // Lowered where it is called, once its static values are known.
             let names = sig
@@ -375,11 +391,16 @@ pub(crate) fn check_with(
         if cx.defer {
             cx.b.record_origins();
         }
+        cx.held_before = held;
         let mut result = cx.lower_fn(items[i], sig, &[]);
         if cx.forgot && result.as_ref().is_some_and(CheckedFn::has_calls) {
             cx = FnCx::new(transforms, &sigs, &lowered, &scopes, items, i, sig);
+            cx.held_before = held;
             result = cx.lower_fn(items[i], sig, &[]);
         }
+        held += 1 + result.as_ref().map_or(0, |c| c.ir.stmts.len());
+        // Out of memory: the functions after it are not checked.
+        out_of_memory |= cx.out_of_memory();
         errs.append(&mut cx.errs);
         if internal.is_none() {
             internal = cx.internal.take();
@@ -481,6 +502,7 @@ fn name_scopes(
         prelude: in_prelude,
         first_prelude,
         max_stmts,
+        memory: crate::ir::memory::budget(),
     };
     (scopes, defined)
 }
@@ -620,6 +642,9 @@ struct FnCx<'a> {
     inlined_len: usize,
     /// Whether a lowering attempt was given up ([`FnCx::forget`]).
     forgot: bool,
+    /// The statements the functions checked before this one hold (each
+    /// counted one more), for the memory they take.
+    held_before: usize,
 }
 
 /// An enclosing `tabulate`'s lowering state, kept while a nested one is
