@@ -170,6 +170,10 @@ pub(crate) struct Plan {
     spill: Vec<Option<u32>>,
     /// The spill buffer: one 8-byte slot per spilled scalar.
     spill_buf: Option<usize>,
+    /// In a function compiled in parts: the input of each scalar
+    /// parameter, loaded where a part first reads it (each part loading
+    /// every one was quadratic in a gradient's residuals).
+    param_of: Vec<Option<u32>>,
     /// The statements a block kernel computes over their whole array
     /// (`plan::block_fn`, where `plan::cheap_operand` allows it).
     blocked: Vec<bool>,
@@ -431,8 +435,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         Ok(self.b)
     }
 
-    /// Load scalar parameters (one element each) once, at entry.
+    /// Load scalar parameters (one element each) once, at entry; a
+    /// function in parts loads each where a part first reads it
+    /// ([`Self::scalar`]).
     fn translate_params(&mut self) -> Result<(), Error> {
+        if !self.plan.param_of.is_empty() {
+            return Ok(());
+        }
         for (k, p) in self.f.params.iter().enumerate() {
             let ty = self.f.ty(p.var);
             if ty.is_scalar() {
@@ -456,13 +465,17 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// The value of scalar `v`: computed in this part, or (computed by an
-    /// earlier part) loaded from its spill slot where this part first
-    /// reads it.
+    /// earlier part, or a parameter of a function in parts) loaded from
+    /// its spill slot (its input) where this part first reads it.
     fn scalar(&mut self, v: VarId) -> Result<ir::Value, Error> {
         if let Some(x) = self.scalars.get(v.index()).copied().flatten() {
             return Ok(x);
         }
-        let Some((slot, k)) = self.spill_slot(v) else {
+        let param = self.plan.param_of.get(v.index()).copied().flatten();
+        let Some((slot, k)) = self
+            .spill_slot(v)
+            .or_else(|| param.map(|k| (0, k as usize)))
+        else {
             return Err(Error::internal(format!(
                 "backend: scalar %{} used before it is computed",
                 self.f.var_name(v)

@@ -327,6 +327,7 @@ impl Plan {
             parts: std::iter::once(0..f.stmts.len()).collect(),
             spill: vec![None; nv],
             spill_buf: None,
+            param_of: Vec::new(),
             blocked: needs.blocked,
         };
         plan.split(f);
@@ -682,6 +683,12 @@ impl Plan {
         }
         let k = n.div_ceil(PART_STMTS);
         self.parts = (0..k).map(|p| p * n / k..(p + 1) * n / k).collect();
+        self.param_of = vec![None; f.vars.len()];
+        for (i, p) in f.params.iter().enumerate() {
+            if f.ty(p.var).is_scalar() {
+                self.param_of[p.var.index()] = Some(i as u32);
+            }
+        }
         let mut part_of = vec![0; n];
         for (p, r) in self.parts.iter().enumerate() {
             part_of[r.clone()].fill(p);
