@@ -415,6 +415,22 @@ fn a_long_program_under_an_address_space_limit_is_a_limit_error() {
             o.err
         );
     }
+    // A function whose call (kept as a call) takes it past the limit, with
+    // nothing after the call: the error is at that function, not an
+    // internal error for the functions left unchecked after it.
+    let mut src = String::from("fn g(x: f64) -> f64 {\n");
+    src += &"  let x = sin(x) * 1.5\n".repeat(3000);
+    src += "  x\n}\nfn f(x: f64) -> f64 = g(x)\nfn h(x: f64) -> f64 = f(x)\n";
+    let p = temp_program("long_call.eg", &src);
+    let args = ["run", p.to_str().unwrap(), "--fn", "h", "--arg", "x=0.5"];
+    let o = run_egrad(
+        &os_args(&[&args[..], &["--memory-limit", "200000000"]].concat()),
+        b"",
+        &How::default(),
+    );
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(o.code, Some(1), "{}", o.err);
+    assert!(o.err.starts_with("error: compiling `f` ("), "{}", o.err);
     // A short program checks under the same limit.
     let p = temp_program("long_ok.eg", "fn f(x: f64) -> f64 = sin(x)\n");
     let o = run_egrad(&os_args(&["check", p.to_str().unwrap()]), b"", &how);

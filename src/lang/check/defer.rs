@@ -172,6 +172,9 @@ impl<'a> FnCx<'a> {
             outs.push(out);
         }
         self.inlined_len += callee.size();
+        if !self.fits_memory() {
+            return Some(Val::Err);
+        }
         self.deferred.push(Deferred {
             at_var,
             callee: fi,

@@ -52,6 +52,7 @@ impl<'a> FnCx<'a> {
             inlined_len: 0,
             forgot: false,
             held_before: 0,
+            out_of_memory: false,
         }
     }
 
@@ -184,11 +185,12 @@ impl<'a> FnCx<'a> {
 
     /// Whether the program so far, with one statement more, fits the
     /// memory compiling may take; if not, reported once at the function.
-    fn fits_memory(&mut self) -> bool {
+    pub(super) fn fits_memory(&mut self) -> bool {
         let bytes = self.memory_needed();
         if self.scopes.memory.allows(bytes) {
             return true;
         }
+        self.out_of_memory = true;
         if !self.too_large {
             self.too_large = true;
             let decl = self.items[self.item];
@@ -208,11 +210,6 @@ impl<'a> FnCx<'a> {
             );
         }
         false
-    }
-
-    /// Whether checking stopped for want of memory ([`Self::fits_memory`]).
-    pub(super) fn out_of_memory(&self) -> bool {
-        !self.scopes.memory.allows(self.memory_needed())
     }
 
     pub(super) fn push_plain(

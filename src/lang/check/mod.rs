@@ -402,7 +402,7 @@ pub(crate) fn check_with(
         }
         held += 1 + result.as_ref().map_or(0, |c| c.ir.stmts.len());
         // Out of memory: the functions after it are not checked.
-        out_of_memory |= cx.out_of_memory();
+        out_of_memory |= cx.out_of_memory;
         errs.append(&mut cx.errs);
         if internal.is_none() {
             internal = cx.internal.take();
@@ -647,6 +647,9 @@ struct FnCx<'a> {
     /// The statements the functions checked before this one hold (each
     /// counted one more), for the memory they take.
     held_before: usize,
+    /// Whether the program stopped fitting the memory compiling may take
+    /// (reported, see `FnCx::fits_memory`).
+    out_of_memory: bool,
 }
 
 /// An enclosing `tabulate`'s lowering state, kept while a nested one is
