@@ -387,12 +387,8 @@ impl<'a> FnCx<'a> {
         span: Span,
         stacks: Option<&HashSet<VarId>>,
     ) -> Val {
-        let dims: Vec<Dim> = callee
-            .vars
-            .iter()
-            .flat_map(|v| v.ty.shape.iter().cloned())
-            .collect();
-        if !self.fits(&callee.name, callee.stmts.len(), &dims, subst, span) {
+        let dims = callee.vars.iter().flat_map(|v| &v.ty.shape);
+        if !self.fits(&callee.name, callee.stmts.len(), dims, subst, span) {
             return Val::Err;
         }
         // The callee's loops join the caller's, renumbered, their types at
@@ -515,11 +511,11 @@ impl<'a> FnCx<'a> {
     /// dimensions `dims`) may be inlined at the sizes `subst`: the function
     /// stays within the statement limit, and none of the callee's sizes
     /// (`N-k`) goes negative; if not, reported.
-    pub(super) fn fits(
+    pub(super) fn fits<'d>(
         &mut self,
         callee: &str,
         len: usize,
-        dims: &[Dim],
+        dims: impl IntoIterator<Item = &'d Dim>,
         subst: &HashMap<String, Dim>,
         span: Span,
     ) -> bool {

@@ -156,7 +156,7 @@ impl<'a> FnCx<'a> {
         if !deferrable {
             return None;
         }
-        if !self.fits(&f.name, callee.size(), &callee.dims(), subst, span) {
+        if !self.fits(&f.name, callee.size(), callee.dims().iter(), subst, span) {
             return Some(Val::Err);
         }
         let at_var = self.b.function().vars.len();
