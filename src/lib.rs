@@ -92,6 +92,13 @@ pub mod memory {
     };
 }
 
+/// The work limit every run checks before it starts (`--work-limit`;
+/// by default 10^13 element operations): a run that would surely take
+/// longer is refused with the count, rather than left to run for years.
+pub mod work {
+    pub use crate::ir::work::{check, limit, set_limit, Work, DEFAULT_LIMIT};
+}
+
 /// NumPy array files (`.npy`, `.npz`): arguments read in place, results
 /// written.
 pub mod npy {

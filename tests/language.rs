@@ -186,6 +186,37 @@ fn comparisons_and_logic_on_arrays() {
 }
 
 #[test]
+fn a_function_returning_bool_gives_a_condition() {
+    // `if c(x)` was refused: "must be a bool, but it has type bool".
+    let p = prog(
+        "fn c(x: f64) -> bool = x > 0.0
+         fn finite[N](x: f64[N]) -> bool[N] = x == x && abs(x) < 1.0 / 0.0
+         fn pair(x: f64) -> (bool, f64) = (c(x), 2.0 * x)
+         fn again(x: f64) -> bool = c(x)
+         fn pick(x: f64, y: f64) -> f64 = if c(x) { y } else { -y }
+         fn logic(x: f64) -> f64 = if !c(x) || again(x - 1.0) && c(x) { 1.0 } else { 2.0 }
+         fn clean[N](x: f64[N]) -> f64[N] = if finite(x) { x } else { 0.0 }
+         fn unpack(x: f64) -> f64 {
+           let (b, y) = pair(x)
+           if b { y } else { 0.0 }
+         }",
+    );
+    let pick = |x: f64| run_both(&p, "pick", &[s64(x), s64(3.0)])[0].as_scalar();
+    assert_eq!((pick(0.5), pick(-0.5)), (3.0, -3.0));
+    let logic = |x: f64| run_both(&p, "logic", &[s64(x)])[0].as_scalar();
+    assert_eq!((logic(-1.0), logic(0.5), logic(2.0)), (1.0, 2.0, 1.0));
+    let x = Value::f64(&[1.0, f64::NAN, f64::INFINITY, -2.0]);
+    assert_eq!(
+        run_both(&p, "clean", &[x])[0].data,
+        vec![1.0, 0.0, 0.0, -2.0]
+    );
+    let unpack = |x: f64| run_both(&p, "unpack", &[s64(x)])[0].as_scalar();
+    assert_eq!((unpack(1.5), unpack(-1.5)), (3.0, 0.0));
+    let again = run_both(&p, "again", &[s64(1.0)]);
+    assert_eq!((again[0].dtype, again[0].as_scalar()), (DType::Bool, 1.0));
+}
+
+#[test]
 fn two_argument_builtins_and_extremum_reductions() {
     let p =
         prog("fn f[N](x: f64[N]) -> f64 = max/x - min/(max(x, 0)) + +/pow(abs(x), 2) + min(1, 2)");
@@ -448,6 +479,10 @@ fn iterate_until_stops_within_its_bound() {
         (
             "fn f(x: f64, n: f64) -> f64 = iterate_until(n, x, s => s > 1.0, s => s * 2.0)",
             "the count of `iterate_until` must be known at compile time",
+        ),
+        (
+            "fn f(x: f64) -> f64 = iterate_until(10000000000000000, x, s => s > 1.0, s => s * 2.0)",
+            "the count of `iterate_until` must be an integer below 9e15, but the count is 1e16",
         ),
     ] {
         let e = err(src);

@@ -178,6 +178,15 @@ fn grad_writes_the_value_and_gradients_to_npy_files() {
         err.contains("value, grad_W, grad_v") && err.contains("FILE.npz"),
         "{err}"
     );
+    // A path there that is no folder is not taken for one ("File exists").
+    for there in ["/dev/null", file.as_str()] {
+        let (code, _, err) = run_with(&["grad", &file, "--fn", "dmixed", "--out", there], &flags);
+        assert_eq!(code, 2, "{there}: {err}");
+        assert!(
+            err.contains("neither a .npy or .npz file nor a folder"),
+            "{there}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -76,6 +76,13 @@ fn a_full_stdout_is_an_io_error_on_one_line() {
     assert!(err.ends_with(enospc) && !err.contains("panicked"), "{err}");
     let (code, err) = with_stdout_full(&["gradbench"]);
     assert_eq!(code, 0, "no request, nothing written: {err}");
+    // The GradBench tool says it as the other commands do.
+    let (code, err) = with_stdout(
+        &["gradbench"],
+        b"{\"id\": 0, \"kind\": \"start\"}\n",
+        Stdout::Full,
+    );
+    assert_eq!((code, err.as_str()), (1, enospc));
 }
 
 /// egrad's exit code, stdout and stderr for `args`.
@@ -436,4 +443,70 @@ fn a_long_program_under_an_address_space_limit_is_a_limit_error() {
     let o = run_egrad(&os_args(&["check", p.to_str().unwrap()]), b"", &how);
     std::fs::remove_file(&p).unwrap();
     assert_eq!(o.code, Some(0), "{}", o.err);
+}
+
+#[test]
+fn a_run_of_extreme_length_is_refused_by_the_work_limit() {
+    // A reduction over a `tabulate` of 2^62 elements is one fused loop that
+    // allocates nothing: it ran for a century. So did a loop of 9e15 steps.
+    let p = temp_program(
+        "extreme.eg",
+        "fn g(x: f64[4]) -> f64 = +/tabulate[4611686018427387904](i => f64(i) * x[1])\n\
+         fn h(n: i64, x: f64) -> f64 = iterate(n, x, s => 0.5 * s + 1.0)\n\
+         fn r(n: i64, a: f64) -> f64 =\n  \
+           iterate_until(n, a, s => abs(s * s - a) < 1e-12, s => 0.5 * (s + a / s))\n",
+    );
+    let file = p.to_str().unwrap();
+    let how = How {
+        deadline: std::time::Duration::from_secs(30),
+        ..How::default()
+    };
+    let egrad = |args: &[&str]| {
+        let o = run_egrad(&os_args(&[&["run", file][..], args].concat()), b"", &how);
+        assert!(!o.hung, "{args:?} hung");
+        (o.code, o.out, o.err)
+    };
+    for interp in [&[][..], &["--interp"]] {
+        // At least one operation per element, and per step.
+        for (args, least) in [
+            (&["--fn", "g", "--arg", "x=[1,2,3,4]"][..], 4.6e18),
+            (
+                &["--fn", "h", "--arg", "n=9000000000000000", "--arg", "x=1"],
+                9.0e15,
+            ),
+        ] {
+            let (code, _, err) = egrad(&[args, interp].concat());
+            assert_eq!(code, Some(1), "{args:?} {interp:?}: {err}");
+            let ops: Option<f64> = err
+                .split("would take about ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next()?.parse().ok());
+            assert!(
+                err.starts_with("error: ")
+                    && ops.is_some_and(|n| n >= least)
+                    && err.contains(
+                        "element operations, more than the work limit of 1.0e13 (--work-limit"
+                    ),
+                "{args:?} {interp:?}: {err}"
+            );
+        }
+        // An `iterate_until` may stop at its first step: its count is a
+        // bound, not counted.
+        let until = ["--fn", "r", "--arg", "n=1000000000000000", "--arg", "a=2"];
+        let (code, out, err) = egrad(&[&until[..], interp].concat());
+        assert_eq!((code, out.trim()), (Some(0), "1.414213562373095"), "{err}");
+    }
+    // The limit is the user's: lowered, it refuses a short loop; raised,
+    // it lets a long one run.
+    let short = ["--fn", "h", "--arg", "n=1000", "--arg", "x=1"];
+    let (code, _, err) = egrad(&[&short[..], &["--work-limit", "10^2"]].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("more than the work limit of 100 "), "{err}");
+    let (code, out, err) = egrad(&[&short[..], &["--work-limit", "1e4"]].concat());
+    assert_eq!((code, out.trim()), (Some(0), "2"), "{err}");
+    for bad in ["0", "2.5e0", "1e20", "ten", "10^-2"] {
+        let (code, _, err) = egrad(&[&short[..], &["--work-limit", bad]].concat());
+        assert_eq!(code, Some(2), "{bad}: {err}");
+    }
+    std::fs::remove_file(&p).unwrap();
 }

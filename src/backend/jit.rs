@@ -816,11 +816,22 @@ impl CompiledFunction {
         for a in args {
             total = total.and_then(|t| t.checked_add(memory::bytes_of(a.len(), a.dtype.bytes())?));
         }
-        for ty in f.rets.iter().map(|r| f.ty(*r)).chain(&self.plan.scratch) {
+        for r in &f.rets {
+            let ty = f.ty(*r);
             let (_, n) = sized(ty)?;
             total = total.and_then(|t| t.checked_add(memory::bytes_of(n, ty.dtype.bytes())?));
         }
+        // Scratch of more bytes than a `u64` counts: the memory limit's
+        // own message, below.
+        for ty in &self.plan.scratch {
+            let n = sized(ty).ok().map(|(_, n)| n);
+            total = total.and_then(|t| t.checked_add(memory::bytes_of(n?, ty.dtype.bytes())?));
+        }
         memory::check(total, &format!("running `{}`", f.name)).map_err(ArgError::too_large)?;
+        self.plan
+            .work
+            .check(&dims, || format!("running `{}`", f.name))
+            .map_err(ArgError::too_large)?;
         let mut bufs: Vec<NativeBuf> = Vec::with_capacity(self.plan.n_buffers());
         for a in args {
             bufs.push(NativeBuf::from_value(a));

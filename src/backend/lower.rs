@@ -177,6 +177,9 @@ pub(crate) struct Plan {
     /// The statements a block kernel computes over their whole array
     /// (`plan::block_fn`, where `plan::cheap_operand` allows it).
     blocked: Vec<bool>,
+    /// What a run computes, by its sizes: checked against the work limit
+    /// before each run ([`crate::ir::work`]).
+    pub work: crate::ir::work::Work,
 }
 
 /// A function of more statements than this is compiled in parts (see

@@ -609,20 +609,24 @@ impl CompiledFunction {
             ws.out_shapes.extend(concrete_shape(f.ty(*r), &dims));
             ws.out_ranks.push(ws.out_shapes.len());
         }
+        let scratch_what = format!("the scratch space of `{}`", f.name);
+        // More bytes than a `u64` counts: the memory limit's own message.
+        let beyond =
+            || ArgError::too_large(memory::check(None, &scratch_what).err().unwrap_or_default());
         let mut scratch_lens = Vec::with_capacity(self.plan.scratch.len());
         let mut scratch_bytes = 0usize;
         for ty in &self.plan.scratch {
-            let n = sized(ty)?;
+            let n = sized(ty).map_err(|_| beyond())?;
             scratch_bytes = scratch_bytes
                 .checked_add(n * ty.dtype.bytes())
-                .ok_or_else(|| too_big("scratch space"))?;
+                .ok_or_else(beyond)?;
             scratch_lens.push(n);
         }
-        memory::check(
-            Some(scratch_bytes as u64),
-            &format!("the scratch space of `{}`", f.name),
-        )
-        .map_err(ArgError::too_large)?;
+        memory::check(Some(scratch_bytes as u64), &scratch_what).map_err(ArgError::too_large)?;
+        self.plan
+            .work
+            .check(&dims, || format!("running `{}`", f.name))
+            .map_err(ArgError::too_large)?;
         // Resize in place: a buffer keeps its memory when it is big enough.
         ws.scratch.truncate(self.plan.scratch.len());
         for (k, (ty, &n)) in self.plan.scratch.iter().zip(&scratch_lens).enumerate() {

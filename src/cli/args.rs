@@ -211,6 +211,13 @@ pub struct OptArgs {
     /// space left under RLIMIT_AS).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
+    /// The most element operations one run may take, counted from its
+    /// sizes before it starts (a lower bound: one per element of each
+    /// value computed in a loop of its own, per step of a loop): an integer,
+    /// `1e15` or `10^15`. A run that would surely take more is refused
+    /// with the count. Default: 10^13 (hours of one core).
+    #[arg(long, value_name = "OPS", value_parser = parse_ops)]
+    pub work_limit: Option<u64>,
     /// Show no progress on stderr (shown only on a terminal, once a command
     /// has run for a second).
     #[arg(long, short = 'q')]
@@ -241,6 +248,36 @@ fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
         return Err("the memory limit must be at least 1 byte".into());
     }
     Ok(v)
+}
+
+/// An operation count: digits, `1e15` or `10^15`, at least 1.
+fn parse_ops(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not an operation count (e.g. 1000000, 1e15, 10^15)");
+    let n: f64 = if let Some((b, e)) = t.split_once('^') {
+        let b: u32 = b.parse().map_err(|_| bad())?;
+        let e: i32 = e.parse().map_err(|_| bad())?;
+        f64::from(b).powi(e)
+    } else if t.bytes().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+        return match t.parse::<u64>() {
+            Ok(0) => Err("the work limit must be at least 1 operation".into()),
+            Ok(n) => Ok(n),
+            Err(_) => Err(format!("`{s}` is more operations than 2^64")),
+        };
+    } else if t.contains(['e', 'E']) {
+        t.parse().map_err(|_| bad())?
+    } else {
+        return Err(bad());
+    };
+    if !(n >= 1.0 && n.fract() == 0.0) {
+        return Err(format!(
+            "`{s}` is not a whole number of operations, at least 1"
+        ));
+    }
+    if n >= 18_446_744_073_709_551_616.0 {
+        return Err(format!("`{s}` is more operations than 2^64"));
+    }
+    Ok(n as u64)
 }
 
 #[derive(Args, Debug)]

@@ -616,6 +616,14 @@ pub fn write_outputs(path: &Path, results: &[(String, Value)]) -> Result<Vec<Pat
             Ok(vec![path.to_path_buf()])
         }
         _ => {
+            // Something there that is no folder (`/dev/null`, a file):
+            // "File exists" from `create_dir_all` said nothing useful.
+            if path.exists() && !path.is_dir() {
+                return Err(Error::Usage(format!(
+                    "--out {}: it is neither a .npy or .npz file nor a folder; give --out FILE.npy, FILE.npz or DIR",
+                    path.display()
+                )));
+            }
             std::fs::create_dir_all(path).map_err(|e| Error::io("create", path.display(), e))?;
             let mut out = Vec::new();
             for (k, v) in results {

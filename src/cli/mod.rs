@@ -43,6 +43,9 @@ pub fn main_with(cli: Cli) -> i32 {
     if let Some(bytes) = memory_limit(&cli.command) {
         egrad::memory::set_limit(bytes);
     }
+    if let Some(ops) = work_limit(&cli.command) {
+        egrad::work::set_limit(ops);
+    }
     let result = match cli.command {
         Command::Check(a) => check(&a),
         Command::Run(a) => run(&a),
@@ -60,7 +63,7 @@ pub fn main_with(cli: Cli) -> i32 {
                 // The harness closed its end: nothing more to answer.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
                 Err(e) => {
-                    output::stderr(&format!("egrad gradbench: {e}\n"));
+                    output::stderr(&format!("error: {e}\n"));
                     1
                 }
             };
@@ -95,13 +98,23 @@ pub fn parse_error(e: &clap::Error) -> i32 {
 
 /// The command's `--memory-limit`, if it has one.
 fn memory_limit(c: &Command) -> Option<u64> {
+    opt_args(c).and_then(|o| o.memory_limit)
+}
+
+/// The command's `--work-limit`, if it has one.
+fn work_limit(c: &Command) -> Option<u64> {
+    opt_args(c).and_then(|o| o.work_limit)
+}
+
+/// The command's optimization options, if it has them.
+fn opt_args(c: &Command) -> Option<&args::OptArgs> {
     match c {
-        Command::Run(a) => a.opt.memory_limit,
-        Command::Fdcheck(a) => a.opt.memory_limit,
-        Command::Grad(a) => a.opt.memory_limit,
-        Command::Explore(a) | Command::Bench(a) => a.opt.memory_limit,
-        Command::Build(a) => a.opt.memory_limit,
-        Command::Explain(a) => a.opt.memory_limit,
+        Command::Run(a) => Some(&a.opt),
+        Command::Fdcheck(a) => Some(&a.opt),
+        Command::Grad(a) => Some(&a.opt),
+        Command::Explore(a) | Command::Bench(a) => Some(&a.opt),
+        Command::Build(a) => Some(&a.opt),
+        Command::Explain(a) => Some(&a.opt),
         Command::Check(_) | Command::Gradbench => None,
     }
 }

@@ -233,7 +233,11 @@ pub fn serve(mut input: impl BufRead, mut output: impl Write) -> io::Result<()> 
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
+        if input
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| said("read standard input", e))?
+            == 0
+        {
             return Ok(());
         }
         let line = String::from_utf8_lossy(&buf);
@@ -241,10 +245,20 @@ pub fn serve(mut input: impl BufRead, mut output: impl Write) -> io::Result<()> 
             continue;
         }
         let response = tool.respond(&line);
-        serde_json::to_writer(&mut output, &response)?;
-        output.write_all(b"\n")?;
-        output.flush()?;
+        serde_json::to_writer(&mut output, &response)
+            .map_err(io::Error::from)
+            .and_then(|()| output.write_all(b"\n"))
+            .and_then(|()| output.flush())
+            .map_err(|e| said("write standard output", e))?;
     }
+}
+
+/// `e`, of the same kind, saying what failed, the streams named as the
+/// protocol names them (it runs over a tool's standard input and output):
+/// "cannot write standard output: No space left on device (os error 28)",
+/// as every other command says it.
+fn said(what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot {what}: {e}"))
 }
 
 #[cfg(test)]

@@ -450,6 +450,9 @@ pub fn run(f: &Function, args: &[&Value]) -> Result<Vec<Value>, ArgError> {
         b.checked_add(memory::bytes_of(a.data.len(), 8)?)
     });
     memory::check(bytes, &format!("interpreting `{}`", f.name)).map_err(ArgError::too_large)?;
+    super::work::Work::interpreted(f)
+        .check(&dims, || format!("interpreting `{}`", f.name))
+        .map_err(ArgError::too_large)?;
     let args: Vec<Value> = args.iter().map(|a| (*a).clone()).collect();
     // Read once a run, not once a loop step (it reads `/proc`).
     let outer = BUDGET.replace(Some(memory::budget()));

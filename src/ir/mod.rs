@@ -32,6 +32,7 @@ pub(crate) mod rows;
 mod share;
 mod text;
 pub mod transform;
+pub mod work;
 
 pub use builder::{Builder, Origin};
 pub use error::{At, IrError};

@@ -7,6 +7,7 @@ use super::{
     PART_STMTS, SPLIT_STMTS,
 };
 use crate::error::Error;
+use crate::ir::work::Work;
 use crate::ir::{Function, Loop, Stmt, VarId};
 use crate::ops::{Native, Op};
 use crate::types::{Dim, Type};
@@ -329,9 +330,40 @@ impl Plan {
             spill_buf: None,
             param_of: Vec::new(),
             blocked: needs.blocked,
+            work: Work::default(),
         };
+        plan.work = plan.count_work(f);
         plan.split(f);
         Ok(plan)
+    }
+
+    /// The work of a run ([`crate::ir::work`]): each statement computed in
+    /// a loop of its own (a scalar or a buffer; not one computed inside its
+    /// consumer's loop, a splat or a dead one), each loop statement its
+    /// steps of the body (and of the VJP, for `loopvjp`) as planned.
+    fn count_work(&self, f: &Function) -> Work {
+        let mut w = Work::default();
+        for s in &f.stmts {
+            if !matches!(self.read[s.var.index()], Read::Scalar | Read::Buf(_)) {
+                continue;
+            }
+            let Some(l) = s.op.loop_id() else {
+                w.add_stmt(f, s);
+                continue;
+            };
+            let (Some(lp), Some(planned)) = (f.loops.get(l), self.loops.get(l)) else {
+                continue;
+            };
+            let mut step = Work::default();
+            for c in planned.body.iter().chain(match s.op {
+                Op::LoopVjp(..) => planned.vjp.as_ref(),
+                _ => None,
+            }) {
+                step.merge(&c.plan.work);
+            }
+            w.add_steps(lp, &step, f.var_name(s.var));
+        }
+        w
     }
 
     /// The [`Needs`] of `f`'s values, `keep` being the residuals to store.

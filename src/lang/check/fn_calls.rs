@@ -79,8 +79,25 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         };
         let call = (fi, sig, &statics[..], &arg_vars[..]);
+        let v = self.call_checked(e, (name, generic), call, &subst, hints);
+        self.bool_results(v)
+    }
+
+    /// The call `e` of `name` (`generic`: its declaration has generic
+    /// element types), its arguments checked (`call`, with the signature
+    /// specialized): a template instantiated, a function with loops
+    /// inlined on stacks, a call kept as a call, or the callee inlined.
+    fn call_checked(
+        &mut self,
+        e: &Expr,
+        (name, generic): (&str, bool),
+        call: Call<'_>,
+        subst: &HashMap<String, Dim>,
+        hints: &[&str],
+    ) -> Val {
+        let (fi, sig, _, arg_vars) = call;
         if generic || sig.is_template() {
-            return self.call_template(e, name, call, &subst, hints);
+            return self.call_template(e, name, call, subst, hints);
         }
         let Some(callee_fn) = self.lowered.get(fi).and_then(|c| c.as_ref()) else {
             // The callee has errors of its own (already reported).
@@ -88,15 +105,29 @@ impl<'a> FnCx<'a> {
         };
         // Only the callee's own loops: one with calls kept as calls
         // calls none with loops.
-        if self.loops_on_stacks(&callee_fn.ir, &arg_vars) {
-            return self.call_on_stacks(call, &subst, hints, e.span);
+        if self.loops_on_stacks(&callee_fn.ir, arg_vars) {
+            return self.call_on_stacks(call, subst, hints, e.span);
         }
-        if let Some(v) = self.defer_call(fi, &arg_vars, &subst, hints, e.span) {
+        if let Some(v) = self.defer_call(fi, arg_vars, subst, hints, e.span) {
             return v;
         }
         match self.full_ir(fi) {
-            Some(ir) => self.inline(&ir, &arg_vars, &subst, hints, e.span),
+            Some(ir) => self.inline(&ir, arg_vars, subst, hints, e.span),
             None => Val::Err,
+        }
+    }
+
+    /// A `bool` result is a condition, as a `bool` parameter is (see
+    /// `body.rs`): an `i64` mask, so that `if`, `!`, `&&` and `||` take
+    /// it. Before, `if c(x) {..}` was refused with "must be a bool, but
+    /// it has type bool".
+    fn bool_results(&mut self, v: Val) -> Val {
+        match v {
+            Val::Var(x) if self.ty(x).dtype == DType::Bool => {
+                Val::Mask(self.mask_as(x, DType::I64))
+            }
+            Val::Tuple(vs) => Val::Tuple(vs.into_iter().map(|v| self.bool_results(v)).collect()),
+            v => v,
         }
     }
 

@@ -538,6 +538,12 @@ impl<'a> FnCx<'a> {
                     if until { "" } else { " or be a run-time `i64` parameter" },
                     self.describe(other)
                 )
+            } else if let Some(c) = match other {
+                Val::Const(c) if c.fract() == 0.0 => Some(*c),
+                _ => None,
+            } {
+                // A whole number too large to be read exactly.
+                format!("the count of `{name}` must be an integer below 9e15, but {what} is {c:e}")
             } else {
                 format!(
                     "the count of `{name}` must be an integer, but {what} is {}",
