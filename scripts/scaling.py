@@ -6,11 +6,15 @@ maximum resident set), then prints a Markdown table with the log-log slope
 of time and of memory over the top decade measured (the figure that shows
 how the cost grows; over all sizes the fixed start-up cost flattens it).
 
-Usage: scripts/scaling.py [EGRAD] [--max N] [--kinds a,b,...] [--runs R]
+Usage: scripts/scaling.py [EGRAD] [--max N] [--kinds a,b,...] [--runs R] [--instructions]
   EGRAD   the binary (default target/release/egrad)
   --max   the largest size (default 100000)
   --kinds the kinds to run (default all; see KINDS)
   --runs  runs per point, the fastest kept (default 1)
+  --instructions  also count the instructions each point executes, once
+          more under valgrind's callgrind (about 50 times slower): a count
+          that does not depend on the machine's load or its caches, so its
+          slope is the algorithm's alone
 
 A kind's size is its number of statements: `let`s, functions or indexes.
 Each `let` of the chains below is two IR operations (`sin` and `*`).
@@ -76,7 +80,21 @@ KINDS = {
 }
 
 
-def measure(egrad, kind, n, runs, work):
+def count_instructions(egrad, cmd, out):
+    """The instructions `egrad cmd` executes, by valgrind's callgrind."""
+    r = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.callgrind", egrad] + cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in r.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].strip())
+    raise SystemExit(f"callgrind counted nothing ({r.returncode}): {r.stderr[-2000:]}")
+
+
+def measure(egrad, kind, n, runs, work, instructions):
     make, args, _ = KINDS[kind]
     path = os.path.join(work, f"{kind}{n}.eg")
     with open(path, "w") as f:
@@ -98,9 +116,12 @@ def measure(egrad, kind, n, runs, work):
         point = (float(secs), int(kb) * 1024)
         best = point if best is None or point[0] < best[0] else best
     extra = ""
+    ir = count_instructions(egrad, cmd, out) if instructions else None
+    if ir is not None:
+        extra += f", {ir / 1e6:.1f} M instructions"
     if kind == "build":
-        extra = f", header {os.path.getsize(out + '.h') / 1e6:.2f} MB"
-    return best, extra
+        extra += f", header {os.path.getsize(out + '.h') / 1e6:.2f} MB"
+    return best, ir, extra
 
 
 def slope(points):
@@ -116,7 +137,7 @@ def slope(points):
 def main():
     argv = sys.argv[1:]
     egrad = "target/release/egrad"
-    top, kinds, runs = 100000, list(KINDS), 1
+    top, kinds, runs, instructions = 100000, list(KINDS), 1, False
     while argv:
         a = argv.pop(0)
         if a == "--max":
@@ -125,6 +146,8 @@ def main():
             kinds = argv.pop(0).split(",")
         elif a == "--runs":
             runs = int(argv.pop(0))
+        elif a == "--instructions":
+            instructions = True
         else:
             egrad = a
     sizes = [n for n in [10, 100, 1000, 3000, 10000, 30000, 100000] if n <= top]
@@ -133,19 +156,23 @@ def main():
         print("|---|---:|---:|---:|---|")
         summary = []
         for kind in kinds:
-            times, mems = [], []
+            times, mems, irs = [], [], []
             for n in sizes:
-                (secs, mem), extra = measure(egrad, kind, n, runs, work)
+                (secs, mem), ir, extra = measure(egrad, kind, n, runs, work, instructions)
                 times.append((n, secs))
                 mems.append((n, mem))
+                if ir is not None:
+                    irs.append((n, ir))
                 print(f"| {kind} | {n} | {secs:.2f} | {mem / 1e6:.0f} | {extra.lstrip(', ')} |", flush=True)
-            summary.append((kind, slope(times), slope(mems)))
+            summary.append((kind, slope(times), slope(mems), slope(irs) if irs else None))
         print()
-        print("| kind | what | time slope | memory slope |")
-        print("|---|---|---:|---:|")
-        for kind, ts, ms in summary:
+        ir_head = " instruction slope |" if instructions else ""
+        print(f"| kind | what | time slope | memory slope |{ir_head}")
+        print("|---|---|---:|---:|" + ("---:|" if instructions else ""))
+        for kind, ts, ms, irs in summary:
             show = lambda s: "n/a" if s is None else f"{s:.2f}"
-            print(f"| {kind} | {KINDS[kind][2]} | {show(ts)} | {show(ms)} |")
+            ir_col = f" {show(irs)} |" if instructions else ""
+            print(f"| {kind} | {KINDS[kind][2]} | {show(ts)} | {show(ms)} |{ir_col}")
 
 
 if __name__ == "__main__":
