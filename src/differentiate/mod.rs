@@ -17,6 +17,7 @@ mod captures;
 mod custom;
 pub mod derive;
 pub mod forward;
+mod onehot;
 pub mod reverse;
 mod split;
 pub mod template;

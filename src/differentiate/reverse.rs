@@ -159,7 +159,9 @@ pub fn reverse(f: &Function, wrt: &[usize]) -> Result<Reverse, AdError> {
         };
         rets.push(g);
     }
-    let mut vg = b.finish(rets);
+    let vg = b.finish(rets);
+    // One-hot cotangents (of `x[k]`) computed at their row only.
+    let (mut vg, primal_len) = super::onehot::sparse(vg, primal_len)?;
     // Name the gradients after their parameters.
     for (k, &i) in wrt.iter().enumerate() {
         let r = vg.rets[k + 1];

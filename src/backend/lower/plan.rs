@@ -133,6 +133,39 @@ fn composes(f: &Function, defs: &[Option<usize>], nest: &[usize], s: &Stmt, k: u
         })
 }
 
+/// How many live consumers of each value read all of it: not an `index`
+/// of one element, nor an element-wise op or a row shift whose own value
+/// is read only at some elements (`exp(x)[3]` reads `x` at element 3
+/// only).
+/// A value no consumer reads whole is computed in place at the elements
+/// read, however dear, rather than stored: the gradient of `v[3]`, `v` a
+/// `tabulate` of 10^12 elements, stored all of `v`'s operand.
+fn whole_uses(f: &Function, live: &[bool]) -> Vec<usize> {
+    let mut whole = vec![false; f.vars.len()];
+    let mut count = vec![0usize; f.vars.len()];
+    for r in &f.rets {
+        whole[r.index()] = true;
+    }
+    for s in f.stmts.iter().rev().filter(|s| live[s.var.index()]) {
+        let maps_rows = access(s.op) == Access::Elementwise || shifts(s.op);
+        let reads_whole = match s.op {
+            // One element (a row of a matrix is read whole: computing a
+            // dear tree in place at every element of a row it feeds
+            // several loops with, rather than once, is no saving).
+            Op::Index(_) if f.ty(s.var).is_scalar() => false,
+            _ if maps_rows => whole[s.var.index()],
+            _ => true,
+        };
+        if reads_whole {
+            for a in s.value_operands() {
+                whole[a.index()] = true;
+                count[a.index()] += 1;
+            }
+        }
+    }
+    count
+}
+
 /// Which of egrad's own kernels native code may call (what
 /// `BackendOptions` turns on): the matrix kernels (`gemm`), the block
 /// kernels of the math functions (`wide`). An object file calls neither.
@@ -227,6 +260,8 @@ impl Callee {
 struct Needs {
     /// Uses by live statements.
     uses: Vec<usize>,
+    /// Of those, uses that read the whole array ([`whole_uses`]).
+    whole_uses: Vec<usize>,
     /// A residual the optimizer chose to store.
     kept: Vec<bool>,
     /// A strided view of a matrix in memory that only matrix products read
@@ -384,6 +419,7 @@ impl Plan {
                 uses[a.index()] -= 1;
             }
         }
+        let whole_uses = whole_uses(f, &live);
         let n_inputs = f.params.len();
         let defs = f.definitions();
         let view_only = if kernels.gemm {
@@ -491,6 +527,7 @@ impl Plan {
         }
         Ok(Needs {
             uses,
+            whole_uses,
             kept,
             view_only,
             needs_buffer,
@@ -576,7 +613,9 @@ impl Plan {
                 home[v] = Some(o);
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
-            } else if must_buffer || (uses[v] > 1 && !cheap) {
+            } else if must_buffer || (needs.whole_uses[v] > 1 && !cheap) {
+                // (Consumers that read a row of it compute the tree at
+                // that row: no reason to store it, see `whole_uses`.)
                 // Its scratch buffer is numbered below.
                 read[v] = Read::Buf(usize::MAX);
                 shared_only[v] = !must_buffer;
