@@ -327,6 +327,14 @@ mod tests {
     /// calls inside `tabulate` and loops, rules and gradients of functions
     /// with calls, and the errors a call reports.
     const TRICKY: &[&str] = &[
+        // A `bool` result used as a condition: a conversion after the call.
+        "fn pos(x: f64) -> bool = x > 0.0
+         fn both(x: f64, y: f64) -> (bool, f64) { let t = x * y; (pos(t), t + 1.0) }
+         fn f(x: f64, y: f64) -> f64 {
+           let (b, t) = both(x, y); let u = t * 2.0;
+           if b && !pos(u) { u } else { t }
+         }
+         @grad(x, y) fn df(x: f64, y: f64) -> (f64, f64) { f(x, y) }",
         "fn h[N](x: f64[N]) -> f64[N] { let t = x * 2.0; let u = t + 1.0; u * t }
          fn same[N](x: f64[N]) -> (f64[N], f64[N]) { let y = h(x) * x; (y, y) }
          fn pass[N](x: f64[N], z: f64) -> (f64[N], f64) { (x, z) }

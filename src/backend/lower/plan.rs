@@ -614,8 +614,9 @@ impl Plan {
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
             } else if must_buffer || (needs.whole_uses[v] > 1 && !cheap) {
-                // (Consumers that read a row of it compute the tree at
-                // that row: no reason to store it, see `whole_uses`.)
+                // (Consumers that read one element of it compute the
+                // tree at that element: no reason to store it, see
+                // `whole_uses`.)
                 // Its scratch buffer is numbered below.
                 read[v] = Read::Buf(usize::MAX);
                 shared_only[v] = !must_buffer;
