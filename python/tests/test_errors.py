@@ -155,6 +155,16 @@ def test_deep_inputs_are_a_limit_error_not_a_crash():
             egrad.compile("fn f(x: f64[3]) -> f64 {\n  " + body + "\n}\n")
 
 
+def test_a_run_of_extreme_length_is_a_limit_error_not_a_hang():
+    # A sum over a tabulate of 2^62 elements allocates nothing: it ran for
+    # a century. The work limit refuses it before it starts.
+    prog = egrad.compile(
+        "fn g(x: f64[4]) -> f64 = +/tabulate[4611686018427387904](i => f64(i) * x[1])\n"
+    )
+    with pytest.raises(egrad.EgradLimitError, match="more than the work limit"):
+        prog.function("g")(np.arange(4.0))
+
+
 def test_error_classes_by_kind():
     assert set(egrad.errors.CLASSES) == {
         "syntax", "type", "unsupported", "limit", "usage", "io", "runtime", "internal",
