@@ -38,18 +38,19 @@ pub(super) fn sparse(vg: Function, primal_len: usize) -> Result<(Function, usize
     let Some(plan) = plan(&vg, primal_len) else {
         return Ok((vg, primal_len));
     };
+    let defs = vg.definitions();
+    let mut vg = vg;
+    let old = std::mem::take(&mut vg.stmts);
+    let names = vg.vars.iter().map(|v| v.name.clone()).collect();
+    vg.stmts.reserve(old.len() + plan.len());
     let mut r = Rewrite {
-        names: vg.vars.iter().map(|v| v.name.clone()).collect(),
-        f: Function {
-            stmts: Vec::with_capacity(vg.stmts.len() + plan.len()),
-            ..vg.clone()
-        },
+        names,
+        f: vg,
         rows: HashMap::new(),
         primal_rows: HashMap::new(),
         subst: HashMap::new(),
     };
     // The primal rows: of a parameter first, of a value where it is made.
-    let defs = vg.definitions();
     let mut wanted: Vec<(u64, VarId)> = plan.into_iter().collect();
     wanted.sort();
     for &(k, y) in &wanted {
@@ -61,14 +62,14 @@ pub(super) fn sparse(vg: Function, primal_len: usize) -> Result<(Function, usize
     for &(k, y) in &wanted {
         after.entry(y).or_default().push(k);
     }
-    for s in &vg.stmts[..primal_len] {
+    for s in &old[..primal_len] {
         r.f.stmts.push(s.clone());
         for &k in after.get(&s.var).into_iter().flatten() {
             r.index_primal(k, s.var);
         }
     }
     let new_primal_len = r.f.stmts.len();
-    for s in &vg.stmts[primal_len..] {
+    for s in &old[primal_len..] {
         r.pullback_stmt(s);
     }
     let mut f = r.f;

@@ -133,7 +133,7 @@ fn composes(f: &Function, defs: &[Option<usize>], nest: &[usize], s: &Stmt, k: u
         })
 }
 
-/// How many live consumers of each value read all of it: not an `index`
+/// Whether some live consumer of each value reads all of it: not an `index`
 /// of one element, nor an element-wise op or a row shift whose own value
 /// is read only at some elements (`exp(x)[3]` reads `x` at element 3
 /// only).
@@ -143,9 +143,8 @@ fn composes(f: &Function, defs: &[Option<usize>], nest: &[usize], s: &Stmt, k: u
 /// some consumer reads it whole, the usual rule decides: counting only
 /// those made a value that shares a dear tree with its consumers inline,
 /// and `examples/concat.eg`'s gradient 6% slower.)
-fn whole_uses(f: &Function, live: &[bool]) -> Vec<usize> {
+fn read_whole(f: &Function, live: &[bool]) -> Vec<bool> {
     let mut whole = vec![false; f.vars.len()];
-    let mut count = vec![0usize; f.vars.len()];
     for r in &f.rets {
         whole[r.index()] = true;
     }
@@ -162,11 +161,10 @@ fn whole_uses(f: &Function, live: &[bool]) -> Vec<usize> {
         if reads_whole {
             for a in s.value_operands() {
                 whole[a.index()] = true;
-                count[a.index()] += 1;
             }
         }
     }
-    count
+    whole
 }
 
 /// Which of egrad's own kernels native code may call (what
@@ -263,8 +261,8 @@ impl Callee {
 struct Needs {
     /// Uses by live statements.
     uses: Vec<usize>,
-    /// Of those, uses that read the whole array ([`whole_uses`]).
-    whole_uses: Vec<usize>,
+    /// Some use reads the whole array ([`read_whole`]).
+    read_whole: Vec<bool>,
     /// A residual the optimizer chose to store.
     kept: Vec<bool>,
     /// A strided view of a matrix in memory that only matrix products read
@@ -422,7 +420,7 @@ impl Plan {
                 uses[a.index()] -= 1;
             }
         }
-        let whole_uses = whole_uses(f, &live);
+        let read_whole = read_whole(f, &live);
         let n_inputs = f.params.len();
         let defs = f.definitions();
         let view_only = if kernels.gemm {
@@ -530,7 +528,7 @@ impl Plan {
         }
         Ok(Needs {
             uses,
-            whole_uses,
+            read_whole,
             kept,
             view_only,
             needs_buffer,
@@ -616,10 +614,10 @@ impl Plan {
                 home[v] = Some(o);
             } else if uses[v] == 0 {
                 read[v] = Read::Dead;
-            } else if must_buffer || (uses[v] > 1 && !cheap && needs.whole_uses[v] > 0) {
+            } else if must_buffer || (uses[v] > 1 && !cheap && needs.read_whole[v]) {
                 // (A value only single elements of which are read, however
                 // far down, is computed at those elements: no reason to
-                // store all of it, see `whole_uses`. One read whole
+                // store all of it, see `read_whole`. One read whole
                 // somewhere keeps the rule above: stored once, it also
                 // keeps its consumers' trees cheap to share.)
                 // Its scratch buffer is numbered below.
