@@ -291,6 +291,8 @@ pub(crate) fn lower<M: Module>(
     let kernels = Kernels {
         gemm: opts.gemm,
         wide: opts.wide,
+        // The JIT's runs go through `bind` or `prepare`.
+        checked: entry.libm == LibmNames::Jit,
     };
     let plan = Plan::new(f, keep, kernels)?;
 
@@ -831,6 +833,9 @@ impl CompiledFunction {
         self.plan
             .work
             .check(&dims, || format!("running `{}`", f.name))
+            .map_err(ArgError::too_large)?;
+        self.plan
+            .check_elements(&f.name, &dims)
             .map_err(ArgError::too_large)?;
         let mut bufs: Vec<NativeBuf> = Vec::with_capacity(self.plan.n_buffers());
         for a in args {

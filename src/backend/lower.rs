@@ -180,6 +180,15 @@ pub(crate) struct Plan {
     /// What a run computes, by its sizes: checked against the work limit
     /// before each run ([`crate::ir::work`]).
     pub work: crate::ir::work::Work,
+    /// The shapes of the values the function computes or reads (its
+    /// loops' bodies and VJPs included) whose element count depends on
+    /// its sizes, each once: a run where one has
+    /// [`index::MAX_NATIVE_ELEMENTS`] or more is refused
+    /// ([`Plan::check_elements`]).
+    pub shapes: Vec<Vec<Dim>>,
+    /// Whether every run is checked against `shapes` first
+    /// ([`Kernels::checked`]).
+    checked: bool,
 }
 
 /// A function of more statements than this is compiled in parts (see

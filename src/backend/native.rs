@@ -638,6 +638,9 @@ impl CompiledFunction {
             .work
             .check(&dims, || format!("running `{}`", f.name))
             .map_err(ArgError::too_large)?;
+        self.plan
+            .check_elements(&f.name, &dims)
+            .map_err(ArgError::too_large)?;
         // Resize in place: a buffer keeps its memory when it is big enough.
         ws.scratch.truncate(self.plan.scratch.len());
         for (k, (ty, &n)) in self.plan.scratch.iter().zip(&scratch_lens).enumerate() {

@@ -2,16 +2,19 @@
 //! inlined into its consumer's loop), which values get a buffer, and the
 //! state buffers and callee scratch of the loop statements.
 
+use super::index::MAX_NATIVE_ELEMENTS;
 use super::{
     access, homes, is_matrix_view, shifts, Access, Callee, LoopBufs, LoopPlan, Plan, Read,
     PART_STMTS, SPLIT_STMTS,
 };
 use crate::error::Error;
+use crate::ir::interp::Dims;
 use crate::ir::work::Work;
 use crate::ir::{Function, Loop, Stmt, VarId};
 use crate::ops::{Native, Op};
 use crate::types::{Dim, Type};
 use crate::vmath::VFn;
+use std::collections::HashSet;
 
 /// A value used more than once is recomputed in each consumer's loop when
 /// its element tree costs at most this many flops per element (a broadcast
@@ -170,10 +173,15 @@ fn read_whole(f: &Function, live: &[bool]) -> Vec<bool> {
 /// Which of egrad's own kernels native code may call (what
 /// `BackendOptions` turns on): the matrix kernels (`gemm`), the block
 /// kernels of the math functions (`wide`). An object file calls neither.
+/// And whether every run is checked against [`Plan::shapes`] first
+/// (`checked`: the JIT's, through `bind` and `prepare`; not an object
+/// file's, which C calls directly), so that an element's index divides
+/// by a run-time size through `f64` (`Translator::div_index`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Kernels {
     pub gemm: bool,
     pub wide: bool,
+    pub checked: bool,
 }
 
 /// The math function statement `s` computes with a block kernel when
@@ -367,10 +375,72 @@ impl Plan {
             param_of: Vec::new(),
             blocked: needs.blocked,
             work: Work::default(),
+            shapes: Vec::new(),
+            checked: kernels.checked,
         };
         plan.work = plan.count_work(f);
+        plan.shapes = plan.sized_shapes(f);
         plan.split(f);
         Ok(plan)
+    }
+
+    /// The shapes of `f`'s parameters and statements, and of its loops'
+    /// bodies and VJPs as planned, each once, but for those of literal
+    /// sizes below [`MAX_NATIVE_ELEMENTS`] (see [`Plan::shapes`]).
+    fn sized_shapes(&self, f: &Function) -> Vec<Vec<Dim>> {
+        let mut seen: HashSet<&[Dim]> = HashSet::new();
+        let mut shapes = Vec::new();
+        let own = f
+            .params
+            .iter()
+            .map(|p| p.var)
+            .chain(f.stmts.iter().map(|s| s.var));
+        let callees = self
+            .loops
+            .iter()
+            .flat_map(|l| l.body.iter().chain(l.vjp.iter()));
+        let all = own
+            .map(|v| f.ty(v).shape.as_slice())
+            .chain(callees.flat_map(|c| c.plan.shapes.iter().map(Vec::as_slice)));
+        for shape in all {
+            let literal = shape.iter().try_fold(1u64, |n, d| match d {
+                Dim::Lit(k) => n.checked_mul(*k),
+                _ => None,
+            });
+            if literal.is_some_and(|n| n < MAX_NATIVE_ELEMENTS) || !seen.insert(shape) {
+                continue;
+            }
+            shapes.push(shape.to_vec());
+        }
+        shapes
+    }
+
+    /// Refuse sizes that make a value of [`MAX_NATIVE_ELEMENTS`] elements
+    /// or more (the message names `f`): native code's element indices
+    /// stay below it.
+    pub fn check_elements(&self, f: &str, dims: &Dims) -> Result<(), String> {
+        let size = |p: &str| dims.get(p).copied();
+        for shape in &self.shapes {
+            // A size that has no value here is not this check's to refuse
+            // (binding the arguments checks the sizes it computes).
+            let Some(extents) = shape
+                .iter()
+                .map(|d| d.extent(&size))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            let n = extents.iter().try_fold(1u64, |n, &k| n.checked_mul(k));
+            if n.is_some_and(|n| n < MAX_NATIVE_ELEMENTS) {
+                continue;
+            }
+            let what = n.map_or_else(|| "more than 2^64".to_string(), |n| format!("{n}"));
+            return Err(format!(
+                "running `{f}` at these sizes makes an array of {what} elements; \
+                 native code takes arrays of fewer than 2^50 elements"
+            ));
+        }
+        Ok(())
     }
 
     /// The work of a run ([`crate::ir::work`]): each statement computed in

@@ -303,7 +303,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             Op::Repeat => {
                 // Element i reads i mod row.
                 let row = self.translate_len(self.f.ty(a).clone())?;
-                let j = self.b.ins().urem(i, row);
+                let (_, j) = self.div_index(i, row)?;
                 let end = self.b.ins().iadd_imm_s(j, w);
                 let fits = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, row);
                 self.translate_if(fits, vt, &mut |t| t.translate_leaf_vec(a, j), gather)
@@ -313,9 +313,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let out = self.f.ty(stmt.var);
                 let row = Type::array(dtype, out.shape.get(1..).unwrap_or(&[]).to_vec());
                 let row = self.translate_len(row)?;
-                let r = self.b.ins().udiv(i, row);
+                let (r, _) = self.div_index(i, row)?;
                 let last = self.b.ins().iadd_imm_s(i, w - 1);
-                let r_last = self.b.ins().udiv(last, row);
+                let (r_last, _) = self.div_index(last, row)?;
                 let one = self.b.ins().icmp(IntCC::Equal, r, r_last);
                 self.translate_if(
                     one,
