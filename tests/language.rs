@@ -141,10 +141,22 @@ fn literal_branches_under_a_condition_on_integers_keep_their_values() {
          fn settle[N](v: f64[N]) -> f64[N] = tabulate[N](i => iterate(3, v[i], q => 0.5))
          fn g32(x: f32, k: i64) -> f32 = x * (if k >= 2 { 0.5 } else { 1.5 })
          fn f32v[N](x: f32[N], k: i64) -> f32[N] = h(x, 2 * (if k >= 2 { 0.25 } else { 4 }))
-         fn r32(k: i64) -> f32 = if k > 0 { 0.5 } else { 1.5 }",
+         fn r32(k: i64) -> f32 = if k > 0 { 0.5 } else { 1.5 }
+         fn under32(k: i64, x: f32) -> f32 {
+           let a = if k > 0 { 0.25 } else { -0.5 }
+           x + (if x < 1.0 { a } else { 3.0 })
+         }",
     );
-    // With `f32` values the numbers are `f32` (like literals).
+    // (Soak seed 0xd1748ea83aaad259 under base seed 0x2911: a selection
+    // between numbers as a branch under a condition on `f32` values was an
+    // `f64` branch, "the condition compares f32 values but the branches are
+    // f64".)
     let f32s = |x: f64| Value::scalar(DType::F32, x);
+    for (k, x, want) in [(1.0, 0.5, 0.75), (0.0, 0.5, 0.0), (1.0, 2.0, 5.0)] {
+        let v = run_both(&p, "under32", &[i(k), f32s(x)]);
+        assert_eq!((v[0].dtype, v[0].as_scalar()), (DType::F32, want));
+    }
+    // With `f32` values the numbers are `f32` (like literals).
     let v = run_both(&p, "g32", &[f32s(2.0), i(3.0)]);
     assert_eq!((v[0].dtype, v[0].as_scalar()), (DType::F32, 1.0));
     let x32 = Value::array(DType::F32, vec![2], vec![1.0, 2.0]);

@@ -334,6 +334,26 @@ impl<'a> FnCx<'a> {
                 // is a number like any other here.
                 let (a, b) = (self.number(a), self.number(b));
                 let mask_ty = self.ty(m);
+                // Selections between two numbers under a condition on
+                // integers (`FnCx::picks`) take a float condition's
+                // precision, as numbers do, where no branch is a value of
+                // its own: `if x < 1.0 { a } else { 3.0 }` for an `f32` x.
+                let picked = |cx: &Self, v: &Val| match v {
+                    Val::Var(x) => cx.picks.contains_key(x),
+                    _ => true,
+                };
+                let (a, b) = if matches!(mask_ty.dtype, DType::F32 | DType::F64)
+                    && picked(self, &a)
+                    && picked(self, &b)
+                {
+                    let mut repicked = |v: Val| match v {
+                        Val::Var(x) => Val::Var(self.repick(x, mask_ty.dtype).unwrap_or(x)),
+                        v => v,
+                    };
+                    (repicked(a), repicked(b))
+                } else {
+                    (a, b)
+                };
                 // The branches' common type: a typed branch types a number,
                 // and a scalar branch (or condition) is broadcast to an array.
                 let widest = [&a, &b]
