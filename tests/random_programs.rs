@@ -549,10 +549,10 @@
 //! The rules generated here are finite wherever they are evaluated; the
 //! fuzzer's are finite (`tanh` of its values).
 //!
-//! Open: the language reference says `f32(...)` rounds the numbers drawn
-//! from a key, but egrad does not convert `f64` to `f32` ("converting f64
-//! to f32 is not supported yet"); the f32 copy rounds them through an
-//! integer instead.
+//! Fixed (issue 36): the language reference says `f32(...)` rounds the
+//! numbers drawn from a key, but egrad did not convert `f64` to `f32`
+//! ("converting f64 to f32 is not supported yet"), so the f32 copy rounded
+//! them through an integer. It now converts them with `f32(z)`.
 //!
 //! Fixed (derivatives with respect to a scan's sequence, reverse and
 //! forward, landed): a scan in a loop's step (a long `iterate`'s or a

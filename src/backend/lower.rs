@@ -330,9 +330,10 @@ pub(crate) struct Translator<'a, 'b> {
     simd: bool,
     /// `matmul` of operands in memory through a GEMM kernel call.
     gemm: bool,
-    /// Whether the function has an `i64` value at all (else no element
-    /// tree needs [`Translator::vectorizable`]'s walk).
-    ints: bool,
+    /// Whether the function has an `i64` value or a conversion between
+    /// `f32` and `f64` at all (else no element tree needs
+    /// [`Translator::vectorizable`]'s walk).
+    mixed: bool,
     /// The row being reduced, inside a `sumtail` or `sumlead` loop nest.
     row: Option<RowCtx>,
     /// The `pad`s and `unindex`es whose edges the segments of
@@ -390,7 +391,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             defs,
             simd: opts.simd,
             gemm: opts.gemm,
-            ints: f.vars.iter().any(|v| v.ty.dtype.is_int()),
+            mixed: f.vars.iter().any(|v| v.ty.dtype.is_int())
+                || f.stmts.iter().any(|s| elem::converts_floats(f, s)),
             row: None,
             edges: Default::default(),
             edges_inside: false,

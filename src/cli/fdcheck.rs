@@ -8,7 +8,7 @@ use egrad::error::{Error, Result};
 use egrad::interp;
 use egrad::DType;
 use egrad::Value;
-use egrad::{optimize_gradient, optimize_ir, JvpSpec, Program};
+use egrad::{optimize_gradient, optimize_ir, Function, JvpSpec, Program};
 use serde_json::json;
 
 /// The size that random inputs give a size parameter no `--dim` names:
@@ -30,6 +30,18 @@ fn default_tol(d: DType) -> f64 {
     match d {
         DType::F32 => 2e-2,
         _ => 1e-5,
+    }
+}
+
+/// The precision `f`'s differences are taken in: that of `d` (a
+/// parameter's or a result's), unless `f` computes in `f32` anywhere (an
+/// `f64` parameter narrowed with `f32(...)`): then `f32`'s step and
+/// tolerance, since its values move in `f32`'s steps.
+fn working(f: &Function, d: DType) -> DType {
+    if f.vars.iter().any(|v| v.ty.dtype == DType::F32) {
+        DType::F32
+    } else {
+        d
     }
 }
 
@@ -190,13 +202,14 @@ pub fn fdcheck(a: &FdcheckArgs) -> Result<Output> {
             ));
             continue;
         }
-        let tol = a.tol.unwrap_or_else(|| default_tol(dtype));
+        let prec = working(&primal, dtype);
+        let tol = a.tol.unwrap_or_else(|| default_tol(prec));
         tol_used.push(tol);
         let picked = sample(vals[i].len(), a.max_elements);
         let mut c = Compared::new(tol, picked.len(), &vals[i].shape);
         for &k in &picked {
             let x = vals[i].data[k];
-            let h = step(dtype) * x.abs().max(1.0);
+            let h = step(prec) * x.abs().max(1.0);
             let (up, down) = (dtype.round(x + h), dtype.round(x - h));
             moved[i].data[k] = up;
             let fu = eval(&moved)?;
@@ -274,7 +287,7 @@ fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Out
     let dtype = spec
         .pairs
         .first()
-        .map_or(DType::F64, |&(p, _)| vals[p].dtype);
+        .map_or(DType::F64, |&(p, _)| working(f, vals[p].dtype));
     let scale = spec
         .pairs
         .iter()
@@ -311,7 +324,7 @@ fn fdcheck_jvp(a: &FdcheckArgs, program: &Program, spec: &JvpSpec) -> Result<Out
                 )))
             }
         };
-        let tol = a.tol.unwrap_or_else(|| default_tol(got.dtype));
+        let tol = a.tol.unwrap_or_else(|| default_tol(working(f, got.dtype)));
         let picked = sample(got.len(), a.max_elements);
         let mut c = Compared::new(tol, picked.len(), &got.shape);
         for &k in &picked {

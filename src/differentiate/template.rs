@@ -169,8 +169,9 @@ impl Template {
                         }
                         b.push("", *op, &args, Some(t)).map_err(err)
                     }
-                    op if !op.is_elementwise() => {
-                        // Reductions, `index`, `matmul`, `transpose`: the
+                    op if !op.is_elementwise() || matches!(op, Op::Convert(_)) => {
+                        // Reductions, `index`, `matmul`, `transpose`, and a
+                        // conversion (to another element type): the
                         // operands' types come from the operands.
                         let mut args = Vec::with_capacity(cs.len());
                         for c in cs {

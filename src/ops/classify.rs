@@ -2,6 +2,7 @@
 //! element-wise or loops.
 
 use super::{Native, Op};
+use crate::types::DType;
 
 /// What native code calls to compute one element of an op
 /// ([`Op::element_call`]).
@@ -47,8 +48,11 @@ impl Op {
     pub fn is_piecewise_constant(&self) -> bool {
         match self {
             Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => true,
-            // Integers carry no derivative.
-            Op::Rem | Op::Convert(_) | Op::Iota | Op::Dim(_) => true,
+            // Integers carry no derivative (a conversion between `f32` and
+            // `f64` does: it rounds, and its derivative is the conversion
+            // back; from an integer its operand is never active).
+            Op::Rem | Op::Convert(DType::I64 | DType::Bool) | Op::Iota | Op::Dim(_) => true,
+            Op::Convert(DType::F32 | DType::F64) => false,
             Op::Threefry0 | Op::Threefry1 => true,
             Op::Gather(_) | Op::Scatter(_) => false,
             Op::Const(_)

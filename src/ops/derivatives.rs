@@ -2,6 +2,7 @@
 //! absorption ([`Op::zero_if_arg_zero`]).
 
 use super::Op;
+use crate::types::DType;
 
 impl Op {
     /// Reverse-mode rule: for each operand, a template for its cotangent
@@ -55,7 +56,12 @@ impl Op {
             Op::Reshape => &["(reshape ?g)"],
             Op::Rem => &["(zero)", "(zero)"],
             Op::Threefry0 | Op::Threefry1 => &["(zero)", "(zero)", "(zero)", "(zero)"],
-            Op::Convert(_) | Op::Dim(_) => &["(zero)"],
+            // Between floats, the conversion back (the operand of `tof64`
+            // is `f32`, of `tof32` `f64`; an integer operand is never
+            // active, so its template is never used).
+            Op::Convert(DType::F64) => &["(tof32 ?g)"],
+            Op::Convert(DType::F32) => &["(tof64 ?g)"],
+            Op::Convert(DType::I64 | DType::Bool) | Op::Dim(_) => &["(zero)"],
             // The adjoint of a gather is a scatter-add and the other way
             // round; the indices are integers (no derivative).
             Op::Gather(s) => return vec![format!("(scatter {s} ?b ?g)"), "(zero)".into()],
@@ -100,7 +106,7 @@ impl Op {
             | Op::Threefry0
             | Op::Threefry1
             | Op::Dim(_)
-            | Op::Convert(_) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
+            | Op::Convert(DType::I64 | DType::Bool) => self.vjp().iter().map(|t| t.replace("?g", "?t")).collect(),
             // Linear in the array operand.
             Op::Gather(s) => vec![format!("(gather {s} ?t ?b)"), "(zero)".into()],
             Op::Scatter(s) => vec!["(zero)".into(), format!("(scatter {s} ?a ?t)")],
@@ -117,7 +123,8 @@ impl Op {
             | Op::SumTail
             | Op::Transpose
             | Op::Reverse
-            | Op::Reshape => vec![format!("({self} ?t)")],
+            | Op::Reshape
+            | Op::Convert(DType::F32 | DType::F64) => vec![format!("({self} ?t)")],
             // The mean tangent of the elements equal to the extremum (the
             // transpose of the VJP, which shares the cotangent among them).
             Op::MaxAll | Op::MinAll => vec![
@@ -164,7 +171,9 @@ impl Op {
             Op::LoopVjp(..) => i == 1,
             Op::Gather(_) => i == 0,
             Op::Scatter(_) => i == 1,
-            Op::Rem | Op::Convert(_) | Op::Iota | Op::Dim(_) => false,
+            // Linear between floats.
+            Op::Convert(DType::F32 | DType::F64) => true,
+            Op::Rem | Op::Convert(DType::I64 | DType::Bool) | Op::Iota | Op::Dim(_) => false,
             Op::Threefry0 | Op::Threefry1 => false,
             Op::Loop(..) | Op::LoopTape(..) | Op::Custom(..) | Op::Kernel(..) => false,
             Op::Const(_)

@@ -4,9 +4,8 @@
 use super::*;
 
 /// The program for the f32 check: `f64` made `f32`, and each number drawn
-/// from a key (`let (z, k) = normal[..](key)`, `uniform[..]`: `f64`s, and
-/// egrad does not convert `f64` to `f32`) rounded to a multiple of 2^-20
-/// through an integer: `; let z = f32(i64(z * 1048576)) * 2^-20` after it.
+/// from a key (`let (z, k) = normal[..](key)`, `uniform[..]`: `f64`s)
+/// converted: `; let z = f32(z)` after it.
 pub(crate) fn to_f32(source: &str) -> String {
     let src = source.replace("f64", "f32");
     let mut out = String::with_capacity(src.len());
@@ -47,10 +46,7 @@ pub(crate) fn to_f32(source: &str) -> String {
             }
         }
         out.push_str(&rest[..end]);
-        let _ = write!(
-            out,
-            "; let {name} = f32(i64({name} * 1048576)) * 0.00000095367431640625"
-        );
+        let _ = write!(out, "; let {name} = f32({name})");
         rest = &rest[end..];
     }
 }

@@ -24,6 +24,19 @@ pub(super) enum Calls {
     Libm,
 }
 
+/// Is `s` a conversion between `f32` and `f64`? Its two sides have
+/// different lane counts (four `f32` or two `f64` in a vector), so a tree
+/// that holds one runs in scalar code ([`Translator::vectorizable`]).
+pub(super) fn converts_floats(f: &crate::ir::Function, s: &crate::ir::Stmt) -> bool {
+    match (s.op, s.args.first()) {
+        (Op::Convert(to), Some(&a)) => {
+            let from = f.ty(a).dtype;
+            to != from && !to.is_int() && !from.is_int()
+        }
+        _ => false,
+    }
+}
+
 impl<'a, 'b> Translator<'a, 'b> {
     /// One statement at its place in program order: a scalar is computed, a
     /// materialised array gets its own loop, anything else waits for its
@@ -100,13 +113,13 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Can `v`'s element tree run in SIMD vectors? Not when it computes
     /// or reads an `i64` value (integers run in scalar code; a `gather`'s
-    /// indices are read lane by lane). The walk goes on through index maps
+    /// indices are read lane by lane), or converts between `f32` and `f64`. The walk goes on through index maps
     /// (unlike [`Translator::tree_nodes`]): a row shift or a view computes
     /// its operand in place, at its own index, so the `f64(ix)` under
     /// `tabulate[N-1](i => f64(ix)[i])` is part of the tree, which then
     /// runs in scalar code.
     pub(super) fn vectorizable(&self, v: VarId) -> Result<bool, Error> {
-        if !self.ints {
+        if !self.mixed {
             return Ok(true);
         }
         if self.f.ty(v).dtype.is_int() {
@@ -120,7 +133,10 @@ impl<'a, 'b> Translator<'a, 'b> {
                 continue;
             };
             let st = &self.f.stmts[s];
-            if ints(&st.var) || (access(st.op) != Access::IndexMap && st.args.iter().any(ints)) {
+            if ints(&st.var)
+                || (access(st.op) != Access::IndexMap && st.args.iter().any(ints))
+                || converts_floats(self.f, st)
+            {
                 return Ok(false);
             }
             for (k, &a) in st.args.iter().enumerate() {

@@ -279,14 +279,8 @@ impl<'a> FnCx<'a> {
                 let from = self.ty(x).dtype;
                 if from == to {
                     Val::Var(x)
-                } else if from == DType::I64 || int {
-                    self.push(hint, Op::Convert(to), &[x], None)
                 } else {
-                    self.error(
-                        Diagnostic::unsupported(e.span, format!("converting {from} to {to} is not supported yet"))
-                            .with_note("`f64(...)`, `f32(...)` and `i64(...)` convert between integers and floating point"),
-                    );
-                    Val::Err
+                    self.push(hint, Op::Convert(to), &[x], None)
                 }
             }
             other => {
