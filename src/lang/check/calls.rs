@@ -50,6 +50,9 @@ impl<'a> FnCx<'a> {
         if let Some(op) = builtin(name).or_else(|| builtin2(name)) {
             return self.call_elementwise(e, op, name, args, hint);
         }
+        if let Some(want) = super::composite::composite(name) {
+            return self.call_composite(e, name, want, args, hint);
+        }
         if let Some(v) = self.call_special(e, callee, args, hints) {
             return v;
         }

@@ -35,6 +35,7 @@ mod arrays;
 mod body;
 mod builtins;
 mod calls;
+mod composite;
 mod counted_loop;
 mod custom;
 mod defer;

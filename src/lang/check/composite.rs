@@ -1,0 +1,170 @@
+//! Element-wise builtins written with other ops: `log_sigmoid(x)` and
+//! `logaddexp(a, b)`. Each is the numerically stable form, on numbers and
+//! arrays of any rank (scalars broadcast, as for `max`), and a `select`
+//! picks the branch whose derivative is right everywhere, so AD, the
+//! e-graph and the backend need nothing new:
+//!
+//! * `log_sigmoid(x) = x - log1p(exp(x))` where `x < 0`, else
+//!   `-log1p(exp(-x))`: no overflow at either end, and the derivative
+//!   `1 / (1 + e^x)` (a half at 0, where a `min` or an `abs` would give 0
+//!   or 1).
+//! * `logaddexp(a, b) = max(a, b) + log1p(exp(-|a - b|))` where `a != b`,
+//!   else `a / 2 + b / 2 + ln 2` (each operand's derivative a half at the
+//!   tie, and infinities of one sign give themselves).
+
+use super::{fold, FnCx, Val};
+use crate::error::span::{Diagnostic, Span};
+use crate::lang::ast::Expr;
+use crate::ops::{Math, Op};
+
+/// The composite builtins and their arities.
+pub const COMPOSITES: &[(&str, usize)] = &[("log_sigmoid", 1), ("logaddexp", 2)];
+
+/// The arity of composite builtin `name`, if it is one.
+pub(super) fn composite(name: &str) -> Option<usize> {
+    COMPOSITES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+impl<'a> FnCx<'a> {
+    /// A call of composite builtin `name` (of `want` arguments).
+    pub(super) fn call_composite(
+        &mut self,
+        e: &Expr,
+        name: &str,
+        want: usize,
+        args: &[Expr],
+        hint: &str,
+    ) -> Val {
+        if args.len() != want {
+            self.error(Diagnostic::new(
+                e.span,
+                super::arity_message(name, want, args.len()),
+            ));
+            return Val::Err;
+        }
+        let mut vals = Vec::with_capacity(want);
+        for a in args {
+            let v = self.lower(a, &[]);
+            let v = self.single(v, a.span);
+            let v = match self.number(v) {
+                Val::Int(i) => Val::Const(i as f64),
+                Val::Var(x) if self.ty(x).dtype.is_int() => {
+                    let t = self.ty(x);
+                    self.error(
+                        Diagnostic::new(
+                            a.span,
+                            format!(
+                                "`{name}` needs floating-point operands, but this has type {t}"
+                            ),
+                        )
+                        .with_note("convert integers with `f64(...)`"),
+                    );
+                    return Val::Err;
+                }
+                v @ (Val::Var(_) | Val::Const(_) | Val::Err) => v,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!("`{name}` needs numbers or arrays, but this has type {t}"),
+                    ));
+                    return Val::Err;
+                }
+            };
+            vals.push((v, a.span));
+        }
+        let c = Composite {
+            name,
+            span: e.span,
+            hint,
+        };
+        match (name, vals.as_slice()) {
+            ("log_sigmoid", [x]) => c.log_sigmoid(self, x.clone()),
+            ("logaddexp", [a, b]) => c.logaddexp(self, a.clone(), b.clone()),
+            _ => self.bug(format!(
+                "composite builtin `{name}` of {} operands",
+                vals.len()
+            )),
+        }
+    }
+}
+
+/// One composite's call: its name and place, for the errors of the ops
+/// it is made of.
+struct Composite<'n> {
+    name: &'n str,
+    span: Span,
+    /// The name of the result (its last statement).
+    hint: &'n str,
+}
+
+impl Composite<'_> {
+    fn un(&self, cx: &mut FnCx, op: Op, v: Val) -> Val {
+        match v {
+            Val::Const(c) => Val::Const(fold(op, &[c])),
+            Val::Var(x) => cx.push("", op, &[x], None),
+            _ => Val::Err,
+        }
+    }
+
+    fn bin(&self, cx: &mut FnCx, op: Op, a: Val, b: Val) -> Val {
+        cx.builtin2(op, self.name, self.span, (a, self.span), (b, self.span), "")
+    }
+
+    fn math(&self, cx: &mut FnCx, m: Math, v: Val) -> Val {
+        self.un(cx, Op::Math(m), v)
+    }
+
+    /// `m ? a : b`: picked if `m` is a number, else a `select` (every
+    /// operand then derives from the same variables, so each is one).
+    fn select(&self, cx: &mut FnCx, m: Val, a: Val, b: Val) -> Val {
+        match (m, a, b) {
+            (Val::Const(m), a, b) => {
+                if m != 0.0 {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Val::Var(m), Val::Var(a), Val::Var(b)) => {
+                cx.push(self.hint, Op::Select, &[m, a, b], None)
+            }
+            (Val::Err, ..) | (_, Val::Err, _) | (.., Val::Err) => Val::Err,
+            _ => cx.bug(format!(
+                "`{}`: a mask of a variable over numbers",
+                self.name
+            )),
+        }
+    }
+
+    /// `log1p(exp(v))`.
+    fn softplus(&self, cx: &mut FnCx, v: Val) -> Val {
+        let e = self.math(cx, Math::Exp, v);
+        self.math(cx, Math::Log1p, e)
+    }
+
+    fn log_sigmoid(&self, cx: &mut FnCx, (x, _): (Val, Span)) -> Val {
+        let neg = self.bin(cx, Op::Lt, x.clone(), Val::Const(0.0));
+        let sp = self.softplus(cx, x.clone());
+        let below = self.bin(cx, Op::Sub, x.clone(), sp);
+        let minus = self.un(cx, Op::Neg, x);
+        let sp = self.softplus(cx, minus);
+        let above = self.un(cx, Op::Neg, sp);
+        self.select(cx, neg, below, above)
+    }
+
+    fn logaddexp(&self, cx: &mut FnCx, (a, _): (Val, Span), (b, _): (Val, Span)) -> Val {
+        let tie = self.bin(cx, Op::Eq, a.clone(), b.clone());
+        let ha = self.bin(cx, Op::Mul, a.clone(), Val::Const(0.5));
+        let hb = self.bin(cx, Op::Mul, b.clone(), Val::Const(0.5));
+        let half = self.bin(cx, Op::Add, ha, hb);
+        let at_tie = self.bin(cx, Op::Add, half, Val::Const(std::f64::consts::LN_2));
+        let m = self.bin(cx, Op::Max, a.clone(), b.clone());
+        let d = self.bin(cx, Op::Sub, a, b);
+        let d = self.math(cx, Math::Abs, d);
+        let d = self.un(cx, Op::Neg, d);
+        let sp = self.softplus(cx, d);
+        let apart = self.bin(cx, Op::Add, m, sp);
+        self.select(cx, tie, at_tie, apart)
+    }
+}
