@@ -31,6 +31,8 @@ pub mod gradbench;
 pub mod ir;
 #[path = "lang/mod.rs"]
 pub mod lang;
+#[path = "linalg.rs"]
+pub(crate) mod linalg;
 #[path = "npy/mod.rs"]
 pub mod npy;
 #[path = "ops/mod.rs"]

@@ -48,8 +48,8 @@ mod internals;
 pub mod error;
 
 pub(crate) use internals::{
-    backend, cache, call, differentiate, extract, gemm, gemv, ir, lang, ops, pipeline, program,
-    residuals, rewrites, types, vmath,
+    backend, cache, call, differentiate, extract, gemm, gemv, ir, lang, linalg, ops, pipeline,
+    program, residuals, rewrites, types, vmath,
 };
 
 pub use backend::{clif_text, clif_text_with, compile};

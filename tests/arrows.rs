@@ -19,9 +19,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Kernels, shared by the interpreter and the generated code.
     ("vmath", &[]),
     ("gemm", &[]),
+    ("linalg", &[]),
     // The op table: types its ops with `types` and evaluates them on
     // `types::value`.
-    ("ops", &["error", "types", "gemm", "vmath"]),
+    ("ops", &["error", "types", "gemm", "linalg", "vmath"]),
     ("gemv", &["gemm", "ops"]),
     // The IR, its interpreter and the memory limit.
     ("ir", &["error", "types", "ops"]),

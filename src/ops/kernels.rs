@@ -161,7 +161,77 @@ struct Entry {
 
 fn registry() -> &'static RwLock<Vec<Entry>> {
     static R: OnceLock<RwLock<Vec<Entry>>> = OnceLock::new();
-    R.get_or_init(|| RwLock::new(Vec::new()))
+    R.get_or_init(|| {
+        let mut r = Vec::new();
+        for k in builtin_kernels() {
+            push_kernel(&mut r, k);
+        }
+        RwLock::new(r)
+    })
+}
+
+/// The kernels every program may call ([`crate::linalg`]): `cholesky(A)`,
+/// `solve_lower(L, B)` (`L⁻¹ B`) and `solve_lower_t(L, B)` (`L⁻ᵀ B`),
+/// with their VJPs.
+fn builtin_kernels() -> Vec<Kernel> {
+    use crate::linalg;
+    let solve = |name: &str, forward: KernelFn, vjp: [KernelFn; 2]| Kernel {
+        name: name.into(),
+        arity: 2,
+        shape: solve_shape,
+        forward,
+        vjp: vjp.to_vec(),
+        flops: 64.0,
+    };
+    vec![
+        Kernel {
+            name: "cholesky".into(),
+            arity: 1,
+            shape: square_shape,
+            forward: |a, out| linalg::cholesky(a[0], out),
+            vjp: vec![linalg::cholesky_vjp],
+            flops: 64.0,
+        },
+        solve(
+            "solve_lower",
+            |a, out| linalg::solve_lower(a[0], a[1], out),
+            [linalg::solve_lower_vjp_l, linalg::solve_lower_vjp_b],
+        ),
+        solve(
+            "solve_lower_t",
+            |a, out| linalg::solve_lower_t(a[0], a[1], out),
+            [linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
+        ),
+    ]
+}
+
+/// `cholesky`'s argument: a square matrix.
+fn square_shape(args: &[Type]) -> Result<Type, ShapeError> {
+    let a = &args[0];
+    if a.rank() != 2 || a.shape[0] != a.shape[1] {
+        return Err(ShapeError::Argument {
+            index: 0,
+            why: format!("a square matrix (`f64[N, N]`) is needed, but this is {a}"),
+        });
+    }
+    Ok(a.clone())
+}
+
+/// A triangular solve's arguments: a square matrix `f64[N, N]` and a
+/// right-hand side `f64[N]` or `f64[N, M]`, whose type the solution has.
+fn solve_shape(args: &[Type]) -> Result<Type, ShapeError> {
+    square_shape(&args[..1])?;
+    let (l, b) = (&args[0], &args[1]);
+    if b.rank() > 2 || b.shape[0] != l.shape[0] {
+        return Err(ShapeError::Argument {
+            index: 1,
+            why: format!(
+                "the right-hand side must be `f64[{}]` or `f64[{}, M]`, but it is {b}",
+                l.shape[0], l.shape[0]
+            ),
+        });
+    }
+    Ok(b.clone())
 }
 
 fn with<T>(f: impl FnOnce(&[Entry]) -> T) -> T {
@@ -198,6 +268,11 @@ pub fn register_kernel(kernel: Kernel) -> Result<u32, KernelError> {
     if r.iter().any(|e| e.kernel.name == kernel.name) {
         return Err(KernelError::Duplicate(kernel.name));
     }
+    Ok(push_kernel(&mut r, kernel))
+}
+
+/// Add `kernel` and its VJPs to the registry `r`; its id.
+fn push_kernel(r: &mut Vec<Entry>, kernel: Kernel) -> u32 {
     let id = r.len() as u32;
     let vjps = kernel.vjp.clone();
     let n = kernel.arity;
@@ -223,7 +298,7 @@ pub fn register_kernel(kernel: Kernel) -> Result<u32, KernelError> {
         });
     }
     r[id as usize].vjp_ids = ids;
-    Ok(id)
+    id
 }
 
 /// The type of a VJP's result: that of the argument it differentiates,

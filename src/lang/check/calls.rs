@@ -67,6 +67,19 @@ impl<'a> FnCx<'a> {
         self.call_fn(e, name, fi, args, hints)
     }
 
+    /// The error of an integer operand `t` at `span` of builtin `name`,
+    /// which takes floats only.
+    pub(super) fn not_float(&mut self, name: &str, span: Span, t: &Type) -> Val {
+        self.error(
+            Diagnostic::new(
+                span,
+                format!("`{name}` needs floating-point operands, but this has type {t}"),
+            )
+            .with_note("convert integers with `f64(...)`"),
+        );
+        Val::Err
+    }
+
     /// A call of the element-wise builtin `op` (`exp`, `max`, ...), named
     /// `name`: its number or array arguments checked, then folded if they
     /// are numbers, or the op applied.
@@ -92,16 +105,7 @@ impl<'a> FnCx<'a> {
             if let Val::Var(x) = v {
                 let t = self.ty(*x);
                 if t.dtype == DType::I64 && !takes_int(op) {
-                    self.error(
-                        Diagnostic::new(
-                            a.span,
-                            format!(
-                                "`{name}` needs floating-point operands, but this has type {t}"
-                            ),
-                        )
-                        .with_note("convert integers with `f64(...)`"),
-                    );
-                    return Val::Err;
+                    return self.not_float(name, a.span, &t);
                 }
             }
         }

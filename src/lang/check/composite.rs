@@ -50,16 +50,7 @@ impl<'a> FnCx<'a> {
                 Val::Int(i) => Val::Const(i as f64),
                 Val::Var(x) if self.ty(x).dtype.is_int() => {
                     let t = self.ty(x);
-                    self.error(
-                        Diagnostic::new(
-                            a.span,
-                            format!(
-                                "`{name}` needs floating-point operands, but this has type {t}"
-                            ),
-                        )
-                        .with_note("convert integers with `f64(...)`"),
-                    );
-                    return Val::Err;
+                    return self.not_float(name, a.span, &t);
                 }
                 v @ (Val::Var(_) | Val::Const(_) | Val::Err) => v,
                 other => {

@@ -1,0 +1,193 @@
+//! The builtin linear-algebra kernels (`cholesky`, `solve_lower`,
+//! `solve_lower_t`; `src/linalg.rs`): values against their definitions,
+//! native code equal to the interpreter bit for bit, reverse mode against
+//! central differences (the kernels' own rules, and a Gaussian-process
+//! negative log-likelihood through them), optimized at λ = 0 and 1e6, and
+//! the errors of wrong shapes and of the modes not supported yet.
+
+mod common;
+
+use common::{arr, check_gradient, err, eval, prog, run_both};
+use egrad::internals::types::DType;
+use egrad::Value;
+
+const SRC: &str = r#"
+fn chol[N](A: f64[N, N]) -> f64[N, N] = cholesky(A)
+fn lower[N, M](L: f64[N, N], B: f64[N, M]) -> f64[N, M] = solve_lower(L, B)
+fn lower_t[N](L: f64[N, N], b: f64[N]) -> f64[N] = solve_lower_t(L, b)
+fn chol_w[N](A: f64[N, N], W: f64[N, N]) -> f64 = +/flatten(cholesky(A) * W)
+@grad(A)
+fn dchol_w[N](A: f64[N, N], W: f64[N, N]) -> f64[N, N] = chol_w(A, W)
+fn solves[N, M](L: f64[N, N], B: f64[N, M], W: f64[N, M]) -> f64 =
+  +/flatten(solve_lower(L, B) * W) + +/flatten(tanh(solve_lower_t(L, B)))
+@grad(L, B)
+fn dsolves[N, M](L: f64[N, N], B: f64[N, M], W: f64[N, M]) -> (f64[N, N], f64[N, M]) = solves(L, B, W)
+
+// A Gaussian process's negative log-likelihood (RBF kernel plus noise).
+fn nll[N](x: f64[N], y: f64[N], ls: f64, sf: f64, noise: f64) -> f64 {
+  let d = tabulate[N](i => x[i] - x)
+  let K = sf * sf * exp(-0.5 * (d * d) / (ls * ls)) + tabulate[N](i => tabulate[N](j => noise * f64(i == j)))
+  let L = cholesky(K)
+  let a = solve_lower(L, y)
+  0.5 * +/(a .* a) + +/log(tabulate[N](i => L[i, i])) + 0.5 * f64(N) * log(2.0 * 3.141592653589793)
+}
+@grad(x, y, ls, sf, noise)
+fn dnll[N](x: f64[N], y: f64[N], ls: f64, sf: f64, noise: f64) -> (f64[N], f64[N], f64, f64, f64) =
+  nll(x, y, ls, sf, noise)
+"#;
+
+/// `B Bᵀ + n I`: symmetric positive definite.
+fn spd(n: usize, seed: u64) -> Value {
+    let b = arr(&[n, n], seed);
+    let mut a = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let s: f64 = (0..n).map(|k| b.data[i * n + k] * b.data[j * n + k]).sum();
+            a[i * n + j] = s + if i == j { n as f64 } else { 0.0 };
+        }
+    }
+    Value::array(DType::F64, vec![n, n], a)
+}
+
+fn num(x: f64) -> Value {
+    Value::scalar(DType::F64, x)
+}
+
+#[test]
+fn values_fit_their_definitions_and_native_code_gives_the_interpreters_bits() {
+    let p = prog(SRC);
+    for (s, &n) in [0usize, 1, 2, 3, 5, 17].iter().enumerate() {
+        let a = spd(n, s as u64);
+        let l = run_both(&p, "chol", std::slice::from_ref(&a))
+            .unwrap()
+            .remove(0);
+        for i in 0..n {
+            for j in 0..n {
+                let llt: f64 = (0..n).map(|k| l.data[i * n + k] * l.data[j * n + k]).sum();
+                let want = a.data[i * n + j];
+                assert!(
+                    (llt - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                    "n = {n}: L Lᵀ"
+                );
+                if j > i {
+                    assert_eq!(l.data[i * n + j], 0.0, "n = {n}: the upper triangle");
+                }
+            }
+        }
+        let b = arr(&[n, 3], s as u64 + 10);
+        let x = run_both(&p, "lower", &[l.clone(), b.clone()])
+            .unwrap()
+            .remove(0);
+        for i in 0..n {
+            for c in 0..3 {
+                let lx: f64 = (0..n).map(|k| l.data[i * n + k] * x.data[k * 3 + c]).sum();
+                assert!((lx - b.data[i * 3 + c]).abs() <= 1e-12, "n = {n}: L X = B");
+            }
+        }
+        let v = arr(&[n], s as u64 + 20);
+        let y = run_both(&p, "lower_t", &[l.clone(), v.clone()])
+            .unwrap()
+            .remove(0);
+        for i in 0..n {
+            let lty: f64 = (0..n).map(|k| l.data[k * n + i] * y.data[k]).sum();
+            assert!((lty - v.data[i]).abs() <= 1e-12, "n = {n}: Lᵀ y = v");
+        }
+        let w = arr(&[n, n], s as u64 + 30);
+        run_both(&p, "dchol_w", &[a.clone(), w]).unwrap();
+        let w3 = arr(&[n, 3], s as u64 + 40);
+        run_both(&p, "dsolves", &[l, b, w3]).unwrap();
+        // (An empty `tabulate` reading `L[i, i]` is an error at N = 0, in
+        // both alike.)
+        let (xs, ys) = (arr(&[n], s as u64 + 50), arr(&[n], s as u64 + 60));
+        let r = run_both(&p, "dnll", &[xs, ys, num(0.7), num(1.3), num(0.2)]);
+        assert_eq!(r.is_ok(), n > 0, "{r:?}");
+    }
+    // Not positive definite: NaN, in both.
+    let bad = Value::array(DType::F64, vec![2, 2], vec![1.0, 2.0, 2.0, 1.0]);
+    let l = run_both(&p, "chol", &[bad]).unwrap().remove(0);
+    assert!(l.data.iter().all(|x| x.is_nan()), "{l:?}");
+}
+
+#[test]
+fn gradients_match_finite_differences_optimized_or_not() {
+    let p = prog(SRC);
+    // A non-symmetric A: cholesky factors its symmetric part, so every
+    // element has a derivative (half of the symmetric one's).
+    let mut a = spd(4, 1);
+    a.data[1] += 0.3;
+    a.data[8] -= 0.2;
+    let w = arr(&[4, 4], 2);
+    check_gradient(
+        &p,
+        "dchol_w",
+        "chol_w",
+        1,
+        &[a.clone(), w.clone()],
+        "cholesky",
+    );
+    let mut l = eval(p.ir("chol").unwrap(), &[a])[0].clone();
+    // The upper triangle is not read: its gradient is zero.
+    l.data[1] = 5.0;
+    let b = arr(&[4, 3], 3);
+    let w3 = arr(&[4, 3], 4);
+    check_gradient(&p, "dsolves", "solves", 2, &[l, b, w3], "triangular solves");
+    let x = Value::array(DType::F64, vec![6], vec![0.0, 0.5, 1.2, 2.0, 3.1, 3.3]);
+    let y = arr(&[6], 5);
+    let args = [x, y, num(0.9), num(1.3), num(0.1)];
+    check_gradient(&p, "dnll", "nll", 5, &args, "GP negative log-likelihood");
+}
+
+/// The same likelihood computed by hand in Rust (the textbook formulas),
+/// as a check of the value that does not go through egrad's kernels.
+#[test]
+fn the_likelihood_is_the_textbook_one() {
+    let p = prog(SRC);
+    let x = [0.0, 0.5, 1.2, 2.0, 3.1];
+    let y = [0.1, -0.3, 0.7, 0.2, -0.5];
+    let (ls, sf, noise) = (0.9f64, 1.3f64, 0.1f64);
+    let n = x.len();
+    let mut k = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let d = x[i] - x[j];
+            k[i * n + j] =
+                sf * sf * (-0.5 * d * d / (ls * ls)).exp() + if i == j { noise } else { 0.0 };
+        }
+    }
+    // Cholesky and forward substitution, written out.
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = k[i * n + j] - (0..j).map(|m| l[i * n + m] * l[j * n + m]).sum::<f64>();
+            l[i * n + j] = if i == j { s.sqrt() } else { s / l[j * n + j] };
+        }
+    }
+    let mut a = [0.0; 5];
+    for i in 0..n {
+        a[i] = (y[i] - (0..i).map(|m| l[i * n + m] * a[m]).sum::<f64>()) / l[i * n + i];
+    }
+    let want = 0.5 * a.iter().map(|v| v * v).sum::<f64>()
+        + (0..n).map(|i| l[i * n + i].ln()).sum::<f64>()
+        + 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    let vec = |v: &[f64]| Value::array(DType::F64, vec![v.len()], v.to_vec());
+    let got = eval(
+        p.ir("nll").unwrap(),
+        &[vec(&x), vec(&y), num(ls), num(sf), num(noise)],
+    );
+    let got = got[0].as_scalar();
+    assert!((got - want).abs() <= 1e-12 * want.abs(), "{got} vs {want}");
+}
+
+#[test]
+fn wrong_shapes_and_unsupported_modes_are_errors() {
+    let e = err("fn f(A: f64[2, 3]) -> f64[2, 3] = cholesky(A)");
+    assert!(e.contains("square matrix"), "{e}");
+    let e = err("fn f[N](L: f64[N, N], b: f64[3]) -> f64[3] = solve_lower(L, b)");
+    assert!(e.contains("right-hand side"), "{e}");
+    let e = err("fn f(A: f32[2, 2]) -> f32[2, 2] = cholesky(A)");
+    assert!(e.contains("f64"), "{e}");
+    let e = err(
+        "fn f[N](A: f64[N, N]) -> f64 = +/flatten(cholesky(A))\n@jvp(A)\nfn t[N](A: f64[N, N], dA: f64[N, N]) -> f64 = f(A)",
+    );
+    assert!(e.contains("cholesky"), "{e}");
+}
