@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Programs written the natural way (issue 35), in JAX: the counterparts of
+"""Programs written the natural way (issues 35 and 36), in JAX: the counterparts of
 `examples/natural/*.eg`, float64, single-threaded, timed as
 `benches/jax_suite.py` times the suite (`steady`: median and min per call of
 `jit(grad(f))`, and of `jit(f)`).
@@ -70,6 +70,14 @@ def cnn(Kf, bf, Wd, bd, X, labels):
     return -jnp.mean(jax.nn.log_softmax(S)[jnp.arange(B), labels])
 
 
+def gp_nll(ls, sf, noise, x, y):
+    d = x[:, None] - x[None, :]
+    K = sf * sf * jnp.exp(-0.5 * (d * d) / (ls * ls)) + noise * jnp.eye(x.shape[0])
+    L = jnp.linalg.cholesky(K)
+    alpha = jax.scipy.linalg.solve_triangular(L, y, lower=True)
+    return 0.5 * alpha @ alpha + jnp.sum(jnp.log(jnp.diag(L))) + 0.5 * x.shape[0] * jnp.log(2.0 * jnp.pi)
+
+
 def inputs(key):
     """(function, {egrad parameter name: array}, differentiated positions)."""
     rng = np.random.default_rng(0)
@@ -98,10 +106,15 @@ def inputs(key):
             "X": u(B, 16, 16), "labels": rng.integers(0, C, B),
         }
         return cnn, args, (0, 1, 2, 3)
+    if key == "gp":
+        N = 256
+        x, y = u(N), u(N)
+        args = {"ls": np.float64(0.9), "sf": np.float64(1.3), "noise": np.float64(0.1), "x": x, "y": y}
+        return gp_nll, args, (0, 1, 2)
     raise KeyError(key)
 
 
-KEYS = ["embed_mlp", "cnn", "greeks", "huber_lse"]
+KEYS = ["embed_mlp", "cnn", "greeks", "huber_lse", "gp"]
 
 
 def main():

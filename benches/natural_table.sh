@@ -31,6 +31,7 @@ if [[ "${SKIP_RUN:-}" != 1 ]]; then
         "cnn cnn cnn_grad"
         "greeks book greeks"
         "huber_lse huber_lse huber_lse_grad"
+        "gp gp_nll gp_nll_grad"
     )
     for p in "${programs[@]}"; do
         read -r key loss grad <<<"$p"

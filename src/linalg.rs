@@ -4,8 +4,10 @@
 //! call these functions from native code and from the interpreter alike,
 //! so both give the same bits.
 //!
-//! Every loop runs in a fixed order (a sum over `k` left to right), so a
-//! result does not depend on the machine or the thread. A matrix's size
+//! The factorization, the solves and the products are faer's, run
+//! sequentially (`Par::Seq`): blocked and vectorized for the CPU it runs
+//! on, and the same sums in the same order at every call on that CPU,
+//! whoever calls. A matrix's size
 //! is read from its element count (`n x n`), a right-hand side's column
 //! count from its own (`n x m`, a vector being `m = 1`).
 //!
@@ -24,6 +26,11 @@
 //! * `solve_lower_t(L, B)` is `X = L⁻ᵀ B` (back substitution with `Lᵀ`):
 //!   `B̄ = L⁻¹ X̄`, `L̄ = -tril(X B̄ᵀ)`.
 
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor as llt;
+use faer::linalg::{matmul, triangular_solve};
+use faer::{Accum, MatMut, MatRef, Par};
+
 /// The side of a square matrix of `len` elements, if it is one.
 pub fn side(len: usize) -> Option<usize> {
     let n = (len as f64).sqrt().round() as usize;
@@ -40,6 +47,23 @@ fn dims(l_len: usize, b_len: usize) -> Option<(usize, usize)> {
     b_len.is_multiple_of(n).then_some((n, b_len / n))
 }
 
+/// `x` (`r x c`, row-major) as a matrix.
+fn view(x: &[f64], r: usize, c: usize) -> MatRef<'_, f64> {
+    MatRef::from_row_major_slice(x, r, c)
+}
+
+/// `x` (`r x c`, row-major) as a matrix to write.
+fn view_mut(x: &mut [f64], r: usize, c: usize) -> MatMut<'_, f64> {
+    MatMut::from_row_major_slice_mut(x, r, c)
+}
+
+/// Zero the strict upper triangle of an `n x n` matrix.
+fn zero_upper(x: &mut [f64], n: usize) {
+    for i in 0..n {
+        x[i * n + i + 1..(i + 1) * n].fill(0.0);
+    }
+}
+
 /// The lower Cholesky factor of `(A + Aᵀ)/2` into `out` (`n x n`, the
 /// upper triangle zero); all NaN if it is not positive definite.
 pub fn cholesky(a: &[f64], out: &mut [f64]) {
@@ -47,31 +71,32 @@ pub fn cholesky(a: &[f64], out: &mut [f64]) {
         out.fill(f64::NAN);
         return;
     };
-    out.fill(0.0);
-    for j in 0..n {
-        for i in j..n {
-            let sym = if i == j {
+    for i in 0..n {
+        for j in 0..=i {
+            let s = if i == j {
                 a[i * n + j]
             } else {
                 0.5 * (a[i * n + j] + a[j * n + i])
             };
-            let (ri, rj) = (&out[i * n..i * n + j], &out[j * n..j * n + j]);
-            let mut s = sym;
-            for (x, y) in ri.iter().zip(rj) {
-                s -= x * y;
-            }
-            if i == j {
-                // Not `s <= 0.0` alone: a NaN pivot fails too.
-                if s.is_nan() || s <= 0.0 {
-                    out.fill(f64::NAN);
-                    return;
-                }
-                out[j * n + j] = s.sqrt();
-            } else {
-                out[i * n + j] = s / out[j * n + j];
-            }
+            out[i * n + j] = s;
         }
     }
+    zero_upper(out, n);
+    let params = Default::default();
+    let mut buf = MemBuffer::new(llt::cholesky_in_place_scratch::<f64>(n, Par::Seq, params));
+    let done = llt::cholesky_in_place(
+        view_mut(out, n, n),
+        Default::default(),
+        Par::Seq,
+        MemStack::new(&mut buf),
+        params,
+    );
+    // A NaN anywhere may pass the factorization's pivot test.
+    if done.is_err() || out.iter().any(|x| x.is_nan()) {
+        out.fill(f64::NAN);
+        return;
+    }
+    zero_upper(out, n);
 }
 
 /// `X = L⁻¹ B` into `out` (`n x m`), reading `L`'s lower triangle.
@@ -81,18 +106,7 @@ pub fn solve_lower(l: &[f64], b: &[f64], out: &mut [f64]) {
         return;
     };
     out.copy_from_slice(b);
-    for i in 0..n {
-        let (done, rest) = out.split_at_mut(i * m);
-        let row = &mut rest[..m];
-        for k in 0..i {
-            let c = l[i * n + k];
-            for (x, y) in row.iter_mut().zip(&done[k * m..k * m + m]) {
-                *x -= c * y;
-            }
-        }
-        let d = l[i * n + i];
-        row.iter_mut().for_each(|x| *x /= d);
-    }
+    triangular_solve::solve_lower_triangular_in_place(view(l, n, n), view_mut(out, n, m), Par::Seq);
 }
 
 /// `X = L⁻ᵀ B` into `out` (`n x m`), reading `L`'s lower triangle.
@@ -102,19 +116,11 @@ pub fn solve_lower_t(l: &[f64], b: &[f64], out: &mut [f64]) {
         return;
     };
     out.copy_from_slice(b);
-    for i in (0..n).rev() {
-        let (head, done) = out.split_at_mut((i + 1) * m);
-        let row = &mut head[i * m..];
-        for k in i + 1..n {
-            let c = l[k * n + i];
-            let xk = &done[(k - i - 1) * m..(k - i) * m];
-            for (x, y) in row.iter_mut().zip(xk) {
-                *x -= c * y;
-            }
-        }
-        let d = l[i * n + i];
-        row.iter_mut().for_each(|x| *x /= d);
-    }
+    triangular_solve::solve_upper_triangular_in_place(
+        view(l, n, n).transpose(),
+        view_mut(out, n, m),
+        Par::Seq,
+    );
 }
 
 /// The transpose of an `r x c` matrix.
@@ -137,17 +143,22 @@ pub fn cholesky_vjp(args: &[&[f64]], out: &mut [f64]) {
     };
     let mut l = vec![0.0; a.len()];
     cholesky(a, &mut l);
-    // P = Φ(Lᵀ L̄): (Lᵀ L̄)[i][j] = Σ_k L[k][i] L̄[k][j], lower triangle,
-    // diagonal halved.
+    // P = Φ(Lᵀ L̄) (L̄'s upper triangle is not an output: ignored), the
+    // lower triangle with the diagonal halved.
+    let mut lbar_low = lbar.to_vec();
+    zero_upper(&mut lbar_low, n);
     let mut p = vec![0.0; a.len()];
+    matmul::matmul(
+        view_mut(&mut p, n, n),
+        Accum::Replace,
+        view(&l, n, n).transpose(),
+        view(&lbar_low, n, n),
+        1.0,
+        Par::Seq,
+    );
+    zero_upper(&mut p, n);
     for i in 0..n {
-        for j in 0..=i {
-            let mut s = 0.0;
-            for k in i..n {
-                s += l[k * n + i] * lbar[k * n + j];
-            }
-            p[i * n + j] = if i == j { 0.5 * s } else { s };
-        }
+        p[i * n + i] *= 0.5;
     }
     // S = L⁻ᵀ P L⁻¹: T = L⁻ᵀ P, then S = (L⁻ᵀ Tᵀ)ᵀ.
     let mut t = vec![0.0; a.len()];
@@ -165,16 +176,15 @@ pub fn cholesky_vjp(args: &[&[f64]], out: &mut [f64]) {
 
 /// `-tril(U Vᵀ)` of two `n x m` matrices into `out` (`n x n`).
 fn neg_tril_outer(u: &[f64], v: &[f64], n: usize, m: usize, out: &mut [f64]) {
-    out.fill(0.0);
-    for i in 0..n {
-        for j in 0..=i {
-            let mut s = 0.0;
-            for (x, y) in u[i * m..i * m + m].iter().zip(&v[j * m..j * m + m]) {
-                s += x * y;
-            }
-            out[i * n + j] = -s;
-        }
-    }
+    matmul::matmul(
+        view_mut(out, n, n),
+        Accum::Replace,
+        view(u, n, m),
+        view(v, n, m).transpose(),
+        -1.0,
+        Par::Seq,
+    );
+    zero_upper(out, n);
 }
 
 /// The cotangent of `L` in `solve_lower(L, B)`: `args` are `L`, `B`, `X̄`.

@@ -93,3 +93,17 @@ fn huber_of_a_hand_written_logsumexp() {
         "huber_lse",
     );
 }
+
+#[test]
+fn gaussian_process_likelihood() {
+    let n = 12;
+    let num = |x: f64| Value::scalar(DType::F64, x);
+    // Points spread over a few length scales, so the kernel matrix is well
+    // conditioned and far from diagonal.
+    let x = Value {
+        data: arr(&[n], 1).data.iter().map(|v| 2.5 * v).collect(),
+        ..arr(&[n], 1)
+    };
+    let args = vec![num(0.9), num(1.3), num(0.1), x, arr(&[n], 2)];
+    check_gradient(&program("gp"), "gp_nll_grad", "gp_nll", 3, &args, "gp");
+}
