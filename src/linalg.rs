@@ -28,6 +28,7 @@
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor as llt;
+use faer::linalg::solvers::{DenseSolveCore, PartialPivLu, Solve};
 use faer::linalg::{matmul, triangular_solve};
 use faer::{Accum, MatMut, MatRef, Par};
 
@@ -224,6 +225,174 @@ pub fn solve_lower_t_vjp_l(args: &[&[f64]], out: &mut [f64]) {
 /// The cotangent of `B` in `solve_lower_t(L, B)`: `L⁻¹ X̄`.
 pub fn solve_lower_t_vjp_b(args: &[&[f64]], out: &mut [f64]) {
     solve_lower(args[0], args[2], out);
+}
+
+/// `A`'s LU factorization with partial pivoting (`n x n`, row-major).
+fn lu(a: &[f64], n: usize) -> PartialPivLu<f64> {
+    view(a, n, n).partial_piv_lu()
+}
+
+/// `X = A⁻¹ B` into `out` (`n x m`), by LU with partial pivoting: a
+/// singular `A` gives infinities or NaN.
+pub fn solve(a: &[f64], b: &[f64], out: &mut [f64]) {
+    let Some((n, m)) = dims(a.len(), b.len()).filter(|_| out.len() == b.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    out.copy_from_slice(b);
+    if n > 0 {
+        lu(a, n).solve_in_place(view_mut(out, n, m));
+    }
+}
+
+/// `A⁻ᵀ G` into `out`, by `A`'s LU.
+fn solve_transposed(a: &[f64], g: &[f64], out: &mut [f64]) -> Option<(usize, usize)> {
+    let (n, m) = dims(a.len(), g.len()).filter(|_| out.len() == g.len())?;
+    out.copy_from_slice(g);
+    if n > 0 {
+        lu(a, n).solve_transpose_in_place(view_mut(out, n, m));
+    }
+    Some((n, m))
+}
+
+/// The cotangent of `A` in `solve(A, B)`: `-B̄ Xᵀ` with `B̄ = A⁻ᵀ X̄`;
+/// `args` are `A`, `B`, `X̄`.
+pub fn solve_vjp_a(args: &[&[f64]], out: &mut [f64]) {
+    let (a, b, g) = (args[0], args[1], args[2]);
+    let mut bbar = vec![0.0; g.len()];
+    let Some((n, m)) = solve_transposed(a, g, &mut bbar).filter(|_| b.len() == g.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; b.len()];
+    solve(a, b, &mut x);
+    matmul::matmul(
+        view_mut(out, n, n),
+        Accum::Replace,
+        view(&bbar, n, m),
+        view(&x, n, m).transpose(),
+        -1.0,
+        Par::Seq,
+    );
+}
+
+/// The cotangent of `B` in `solve(A, B)`: `A⁻ᵀ X̄`.
+pub fn solve_vjp_b(args: &[&[f64]], out: &mut [f64]) {
+    if solve_transposed(args[0], args[2], out).is_none() {
+        out.fill(f64::NAN);
+    }
+}
+
+/// `A⁻¹` into `out` (`n x n`).
+pub fn inv(a: &[f64], out: &mut [f64]) {
+    let Some(n) = side(a.len()).filter(|_| out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    if n == 0 {
+        return;
+    }
+    let x = lu(a, n).inverse();
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = x[(i, j)];
+        }
+    }
+}
+
+/// The cotangent of `A` in `inv(A)`: `-Xᵀ X̄ Xᵀ` with `X = A⁻¹`; `args`
+/// are `A`, `X̄`.
+pub fn inv_vjp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, g) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| g.len() == a.len() && out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; a.len()];
+    inv(a, &mut x);
+    let mut t = vec![0.0; a.len()];
+    matmul::matmul(
+        view_mut(&mut t, n, n),
+        Accum::Replace,
+        view(&x, n, n).transpose(),
+        view(g, n, n),
+        1.0,
+        Par::Seq,
+    );
+    matmul::matmul(
+        view_mut(out, n, n),
+        Accum::Replace,
+        view(&t, n, n),
+        view(&x, n, n).transpose(),
+        -1.0,
+        Par::Seq,
+    );
+}
+
+/// `[sign, log |det A|]` into `out` (two elements), from `A`'s LU: the
+/// sign is 0 and the logarithm -inf for a singular `A` (NaN for NaN).
+pub fn slogdet(a: &[f64], out: &mut [f64]) {
+    let Some(n) = side(a.len()).filter(|_| out.len() == 2) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    if n == 0 {
+        out.copy_from_slice(&[1.0, 0.0]);
+        return;
+    }
+    let f = lu(a, n);
+    let (fwd, _) = f.P().arrays();
+    // The permutation's sign: (-1)^(n - cycles).
+    let mut seen = vec![false; n];
+    let mut sign = 1.0;
+    for i in 0..n {
+        if seen[i] {
+            continue;
+        }
+        let mut j = i;
+        let mut len = 0;
+        while !seen[j] {
+            seen[j] = true;
+            j = fwd[j];
+            len += 1;
+        }
+        if len % 2 == 0 {
+            sign = -sign;
+        }
+    }
+    let u = f.U();
+    let mut log = 0.0;
+    for i in 0..n {
+        let d = u[(i, i)];
+        if d < 0.0 {
+            sign = -sign;
+        } else if d == 0.0 {
+            sign = 0.0;
+        } else if d.is_nan() {
+            sign = f64::NAN;
+        }
+        log += d.abs().ln();
+    }
+    out[0] = sign;
+    out[1] = log;
+}
+
+/// The cotangent of `A` in `slogdet(A)`: `ḡ A⁻ᵀ` for the logarithm's
+/// cotangent `ḡ` (the sign's derivative is zero); `args` are `A` and the
+/// two cotangents.
+pub fn slogdet_vjp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, g) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| g.len() == 2 && out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; a.len()];
+    inv(a, &mut x);
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = g[1] * x[j * n + i];
+        }
+    }
 }
 
 #[cfg(test)]

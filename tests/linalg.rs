@@ -23,6 +23,18 @@ fn solves[N, M](L: f64[N, N], B: f64[N, M], W: f64[N, M]) -> f64 =
 @grad(L, B)
 fn dsolves[N, M](L: f64[N, N], B: f64[N, M], W: f64[N, M]) -> (f64[N, N], f64[N, M]) = solves(L, B, W)
 
+fn gen_solve[N, M](A: f64[N, N], B: f64[N, M]) -> f64[N, M] = solve(A, B)
+fn inverse[N](A: f64[N, N]) -> f64[N, N] = inv(A)
+fn sld[N](A: f64[N, N]) -> (f64, f64) = slogdet(A)
+fn general[N, M](A: f64[N, N], B: f64[N, M], W: f64[N, N]) -> f64 =
+  +/flatten(solve(A, B) * B) + +/flatten(inv(A) * W) + logdet(A)
+@grad(A, B)
+fn dgeneral[N, M](A: f64[N, N], B: f64[N, M], W: f64[N, N]) -> (f64[N, N], f64[N, M]) = general(A, B, W)
+fn spd_logdet[N](A: f64[N, N]) -> (f64, f64) {
+  let L = cholesky(A)
+  (logdet(A), 2.0 * +/log(tabulate[N](i => L[i, i])))
+}
+
 // A Gaussian process's negative log-likelihood (RBF kernel plus noise).
 fn nll[N](x: f64[N], y: f64[N], ls: f64, sf: f64, noise: f64) -> f64 {
   let d = tabulate[N](i => x[i] - x)
@@ -190,4 +202,73 @@ fn wrong_shapes_and_unsupported_modes_are_errors() {
         "fn f[N](A: f64[N, N]) -> f64 = +/flatten(cholesky(A))\n@jvp(A)\nfn t[N](A: f64[N, N], dA: f64[N, N]) -> f64 = f(A)",
     );
     assert!(e.contains("cholesky"), "{e}");
+}
+
+/// A well-conditioned general matrix: `n I` plus a fixed pattern, not
+/// symmetric.
+fn general_matrix(n: usize, seed: u64) -> Value {
+    let mut a = arr(&[n, n], seed);
+    for i in 0..n {
+        a.data[i * n + i] += n as f64 + 1.0;
+    }
+    a
+}
+
+#[test]
+fn general_solves_inverses_and_determinants_fit_their_definitions() {
+    let p = prog(SRC);
+    for (s, &n) in [0usize, 1, 2, 3, 5, 17].iter().enumerate() {
+        let a = general_matrix(n, s as u64);
+        let b = arr(&[n, 2], s as u64 + 10);
+        let x = run_both(&p, "gen_solve", &[a.clone(), b.clone()])
+            .unwrap()
+            .remove(0);
+        let xi = run_both(&p, "inverse", std::slice::from_ref(&a))
+            .unwrap()
+            .remove(0);
+        for i in 0..n {
+            for c in 0..2 {
+                let ax: f64 = (0..n).map(|k| a.data[i * n + k] * x.data[k * 2 + c]).sum();
+                assert!((ax - b.data[i * 2 + c]).abs() <= 1e-12, "n = {n}: A X = B");
+            }
+            for j in 0..n {
+                let aai: f64 = (0..n).map(|k| a.data[i * n + k] * xi.data[k * n + j]).sum();
+                let id = if i == j { 1.0 } else { 0.0 };
+                assert!((aai - id).abs() <= 1e-12, "n = {n}: A A⁻¹ = I");
+            }
+        }
+        // The log-determinant of an SPD matrix, from LU and from Cholesky
+        // (at N = 0 the diagonal's `tabulate` is an error, in both alike).
+        let both = run_both(&p, "spd_logdet", &[spd(n, s as u64)]);
+        if let (Ok(both), true) = (&both, n > 0) {
+            let (lu, chol) = (both[0].as_scalar(), both[1].as_scalar());
+            assert!(
+                (lu - chol).abs() <= 1e-12 * (1.0 + chol.abs()),
+                "n = {n}: {lu} vs {chol}"
+            );
+        } else {
+            assert_eq!(n, 0, "{both:?}");
+        }
+        let w = arr(&[n, n], s as u64 + 20);
+        run_both(&p, "dgeneral", &[a, b, w]).unwrap();
+    }
+    let m = |d: &[f64]| Value::array(DType::F64, vec![2, 2], d.to_vec());
+    // A swap: sign -1, |det| 1; singular: sign 0, -inf.
+    let sd = run_both(&p, "sld", &[m(&[0.0, 1.0, 1.0, 0.0])]).unwrap();
+    assert_eq!((sd[0].as_scalar(), sd[1].as_scalar()), (-1.0, 0.0));
+    let sd = run_both(&p, "sld", &[m(&[1.0, 2.0, 2.0, 4.0])]).unwrap();
+    assert_eq!(
+        (sd[0].as_scalar(), sd[1].as_scalar()),
+        (0.0, f64::NEG_INFINITY)
+    );
+    let sd = run_both(&p, "sld", &[m(&[-2.0, 0.0, 0.0, 3.0])]).unwrap();
+    assert_eq!(sd[0].as_scalar(), -1.0);
+    assert!((sd[1].as_scalar() - 6f64.ln()).abs() <= 1e-15);
+}
+
+#[test]
+fn general_gradients_match_finite_differences_optimized_or_not() {
+    let p = prog(SRC);
+    let args = [general_matrix(4, 7), arr(&[4, 2], 8), arr(&[4, 4], 9)];
+    check_gradient(&p, "dgeneral", "general", 2, &args, "solve, inv and logdet");
 }

@@ -193,7 +193,7 @@ fn the_derivative_at_the_kinks_is_a_half() {
 }
 
 #[test]
-fn integers_and_wrong_arities_are_errors() {
+fn integers_and_wrong_arities_are_errors_and_own_functions_come_first() {
     let e = err("fn f(k: i64) -> f64 = log_sigmoid(k)");
     assert!(
         e.contains("`log_sigmoid` needs floating-point operands"),
@@ -203,6 +203,8 @@ fn integers_and_wrong_arities_are_errors() {
     assert!(e.contains("logaddexp"), "{e}");
     let e = err("fn f(x: f64[3], y: f32[3]) -> f64[3] = logaddexp(x, y)");
     assert!(e.contains("mixes element types"), "{e}");
-    let e = err("fn log_sigmoid(x: f64) -> f64 = x");
-    assert!(e.contains("log_sigmoid"), "{e}");
+    // A program's own function of the name replaces the builtin.
+    let own = prog("fn log_sigmoid(x: f64) -> f64 = 2.0 * x\nfn f(x: f64) -> f64 = log_sigmoid(x)");
+    let got = eval(own.ir("f").unwrap(), &[Value::scalar(DType::F64, 3.0)]);
+    assert_eq!(got[0].as_scalar(), 6.0);
 }

@@ -280,10 +280,10 @@ impl AdLimit {
                 "forward mode through this use of a loop's gradient is not supported yet"
             }
             AdLimit::KernelWithoutVjp => {
-                "it calls a native kernel that has no VJP (or a kernel's VJP, which has none: a second derivative through `cholesky`, `solve_lower` or `solve_lower_t` too)"
+                "it calls a native kernel that has no VJP (or a kernel's VJP, which has none: a second derivative through a builtin linear-algebra function too)"
             }
             AdLimit::ForwardKernel => {
-                "forward mode through a native kernel (a registered one, or `cholesky`, `solve_lower` or `solve_lower_t`) is not supported yet"
+                "forward mode through a native kernel (a registered one, or a builtin linear-algebra function: `cholesky`, `solve`, ...) is not supported yet"
             }
             AdLimit::CapturingLoop => {
                 "this derivative of a loop whose step reads values of other shapes is not supported yet"

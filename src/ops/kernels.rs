@@ -171,8 +171,9 @@ fn registry() -> &'static RwLock<Vec<Entry>> {
 }
 
 /// The kernels every program may call ([`crate::linalg`]): `cholesky(A)`,
-/// `solve_lower(L, B)` (`L⁻¹ B`) and `solve_lower_t(L, B)` (`L⁻ᵀ B`),
-/// with their VJPs.
+/// `solve_lower(L, B)` (`L⁻¹ B`), `solve_lower_t(L, B)` (`L⁻ᵀ B`),
+/// `solve(A, B)` (`A⁻¹ B`), `inv(A)` and the one behind `slogdet`, with
+/// their VJPs.
 fn builtin_kernels() -> Vec<Kernel> {
     use crate::linalg;
     let solve = |name: &str, forward: KernelFn, vjp: [KernelFn; 2]| Kernel {
@@ -202,8 +203,38 @@ fn builtin_kernels() -> Vec<Kernel> {
             |a, out| linalg::solve_lower_t(a[0], a[1], out),
             [linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
         ),
+        solve(
+            "solve",
+            |a, out| linalg::solve(a[0], a[1], out),
+            [linalg::solve_vjp_a, linalg::solve_vjp_b],
+        ),
+        Kernel {
+            name: "inv".into(),
+            arity: 1,
+            shape: square_shape,
+            forward: |a, out| linalg::inv(a[0], out),
+            vjp: vec![linalg::inv_vjp],
+            flops: 64.0,
+        },
+        // `[sign, log |det A|]`, which `slogdet(A)` and `logdet(A)` read
+        // (`lang::check`); its name is no identifier, so no program calls
+        // it directly.
+        Kernel {
+            name: SLOGDET.into(),
+            arity: 1,
+            shape: |args| {
+                square_shape(args)?;
+                Ok(Type::array(DType::F64, vec![crate::types::Dim::Lit(2)]))
+            },
+            forward: |a, out| linalg::slogdet(a[0], out),
+            vjp: vec![linalg::slogdet_vjp],
+            flops: 64.0,
+        },
     ]
 }
+
+/// The builtin kernel behind `slogdet` and `logdet`.
+pub const SLOGDET: &str = "slogdet.lu";
 
 /// `cholesky`'s argument: a square matrix.
 fn square_shape(args: &[Type]) -> Result<Type, ShapeError> {

@@ -82,7 +82,6 @@ pub(super) fn is_reserved(name: &str) -> bool {
         || matrix_builtin(name).is_some()
         || ARRAY_BUILTINS.contains(&name)
         || conversion(name).is_some()
-        || super::composite::composite(name).is_some()
         || SPECIAL_FORMS.contains(&name)
 }
 

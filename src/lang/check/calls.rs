@@ -50,8 +50,12 @@ impl<'a> FnCx<'a> {
         if let Some(op) = builtin(name).or_else(|| builtin2(name)) {
             return self.call_elementwise(e, op, name, args, hint);
         }
+        // Like a kernel or a prelude function, a composite builtin yields to
+        // a program's own function of its name.
         if let Some(want) = super::composite::composite(name) {
-            return self.call_composite(e, name, want, args, hint);
+            if !self.by_name.contains_key(name) {
+                return self.call_composite(e, name, want, args, hint);
+            }
         }
         if let Some(v) = self.call_special(e, callee, args, hints) {
             return v;

@@ -1,5 +1,6 @@
-//! Element-wise builtins written with other ops: `log_sigmoid(x)` and
-//! `logaddexp(a, b)`. Each is the numerically stable form, on numbers and
+//! Builtins written with other ops: `slogdet(A)` and `logdet(A)` read the
+//! two elements of a builtin kernel; the element-wise `log_sigmoid(x)` and
+//! `logaddexp(a, b)` are each the numerically stable form, on numbers and
 //! arrays of any rank (scalars broadcast, as for `max`), and a `select`
 //! picks the branch whose derivative is right everywhere, so AD, the
 //! e-graph and the backend need nothing new:
@@ -15,10 +16,15 @@
 use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::lang::ast::Expr;
-use crate::ops::{Math, Op};
+use crate::ops::{kernels, Math, Op};
 
 /// The composite builtins and their arities.
-pub const COMPOSITES: &[(&str, usize)] = &[("log_sigmoid", 1), ("logaddexp", 2)];
+pub const COMPOSITES: &[(&str, usize)] = &[
+    ("log_sigmoid", 1),
+    ("logaddexp", 2),
+    ("slogdet", 1),
+    ("logdet", 1),
+];
 
 /// The arity of composite builtin `name`, if it is one.
 pub(super) fn composite(name: &str) -> Option<usize> {
@@ -41,6 +47,9 @@ impl<'a> FnCx<'a> {
                 super::arity_message(name, want, args.len()),
             ));
             return Val::Err;
+        }
+        if let "slogdet" | "logdet" = name {
+            return self.slogdet(e, name, args, hint);
         }
         let mut vals = Vec::with_capacity(want);
         for a in args {
@@ -77,6 +86,31 @@ impl<'a> FnCx<'a> {
                 vals.len()
             )),
         }
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `slogdet(A)`, the pair `(sign, log |det A|)`, and `logdet(A)`, its
+    /// second part: the two elements of the builtin kernel
+    /// [`kernels::SLOGDET`] (LU with partial pivoting).
+    fn slogdet(&mut self, e: &Expr, name: &str, args: &[Expr], hint: &str) -> Val {
+        let Some(k) = kernels::kernel_id(kernels::SLOGDET) else {
+            return self.bug("the builtin kernel of `slogdet` is not registered");
+        };
+        let Val::Var(both) = self.call_kernel(e, k, name, args, "") else {
+            return Val::Err;
+        };
+        let log = self.push(
+            if name == "logdet" { hint } else { "" },
+            Op::Index(1),
+            &[both],
+            None,
+        );
+        if name == "logdet" {
+            return log;
+        }
+        let sign = self.push("", Op::Index(0), &[both], None);
+        Val::Tuple(vec![sign, log])
     }
 }
 
