@@ -1,8 +1,9 @@
 //! Dense linear algebra on row-major `f64` matrices: the Cholesky factor,
-//! triangular solves, and their reverse-mode rules. The builtin kernels
-//! `cholesky`, `solve_lower` and `solve_lower_t` ([`crate::ops::kernels`])
-//! call these functions from native code and from the interpreter alike,
-//! so both give the same bits.
+//! triangular and general solves, the inverse, the log-determinant, the
+//! symmetric eigendecomposition, and their reverse-mode rules. The builtin
+//! kernels ([`crate::ops::kernels`]: `cholesky`, `solve`, ...) call these
+//! functions from native code and from the interpreter alike, so both give
+//! the same bits.
 //!
 //! The factorization, the solves and the products are faer's, run
 //! sequentially (`Par::Seq`): blocked and vectorized for the CPU it runs
@@ -25,12 +26,16 @@
 //!   (Giles 2008).
 //! * `solve_lower_t(L, B)` is `X = L⁻ᵀ B` (back substitution with `Lᵀ`):
 //!   `B̄ = L⁻¹ X̄`, `L̄ = -tril(X B̄ᵀ)`.
+//! * `solve(A, B)`, `inv(A)` and `slogdet(A)` go through `A`'s LU with
+//!   partial pivoting: `Ā = -B̄ Xᵀ` with `B̄ = A⁻ᵀ X̄`; `Ā = -Xᵀ X̄ Xᵀ`;
+//!   `Ā = ḡ A⁻ᵀ` (Giles 2008).
+//! * `eigh(A)`: see [`eigh_vjp`].
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor as llt;
 use faer::linalg::solvers::{DenseSolveCore, PartialPivLu, Solve};
 use faer::linalg::{matmul, triangular_solve};
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{Accum, MatMut, MatRef, Par, Side};
 
 /// The side of a square matrix of `len` elements, if it is one.
 pub fn side(len: usize) -> Option<usize> {
@@ -391,6 +396,99 @@ pub fn slogdet_vjp(args: &[&[f64]], out: &mut [f64]) {
     for i in 0..n {
         for j in 0..n {
             out[i * n + j] = g[1] * x[j * n + i];
+        }
+    }
+}
+
+/// The eigendecomposition of the symmetric part of `A`, packed into `out`
+/// (`(n + 1) x n`): row 0 the eigenvalues in nondecreasing order, rows
+/// `1..` the matrix `V` whose column `j` is eigenvalue `j`'s unit
+/// eigenvector (its sign is faer's). NaN if it does not converge.
+pub fn eigh(a: &[f64], out: &mut [f64]) {
+    let Some(n) = side(a.len()).filter(|&n| out.len() == (n + 1) * n) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    if n == 0 {
+        return;
+    }
+    let mut sym = vec![0.0; a.len()];
+    for i in 0..n {
+        for j in 0..n {
+            sym[i * n + j] = 0.5 * (a[i * n + j] + a[j * n + i]);
+        }
+    }
+    let Ok(e) = view(&sym, n, n).self_adjoint_eigen(Side::Lower) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let (w, v) = (e.S().column_vector(), e.U());
+    for j in 0..n {
+        out[j] = w[j];
+        for i in 0..n {
+            out[(i + 1) * n + j] = v[(i, j)];
+        }
+    }
+}
+
+/// The cotangent of `A` in `eigh(A)`: `args` are `A` and the packed
+/// cotangent (`w̄` in row 0, `V̄` below). With `F[i][j] = 1/(w_j - w_i)`
+/// off the diagonal and 0 on it, `Ā = V (diag(w̄) + F ∘ (Vᵀ V̄)) Vᵀ`,
+/// symmetrized: infinite or NaN where two eigenvalues are equal (their
+/// eigenvectors are not determined).
+pub fn eigh_vjp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, g) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|&n| g.len() == (n + 1) * n && out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    if n == 0 {
+        return;
+    }
+    let mut packed = vec![0.0; (n + 1) * n];
+    eigh(a, &mut packed);
+    let (w, v) = packed.split_at(n);
+    let (wbar, vbar) = g.split_at(n);
+    // Vᵀ V̄, then the middle matrix in place.
+    let mut m = vec![0.0; a.len()];
+    matmul::matmul(
+        view_mut(&mut m, n, n),
+        Accum::Replace,
+        view(v, n, n).transpose(),
+        view(vbar, n, n),
+        1.0,
+        Par::Seq,
+    );
+    for i in 0..n {
+        for j in 0..n {
+            m[i * n + j] = if i == j {
+                wbar[i]
+            } else {
+                m[i * n + j] / (w[j] - w[i])
+            };
+        }
+    }
+    let mut t = vec![0.0; a.len()];
+    matmul::matmul(
+        view_mut(&mut t, n, n),
+        Accum::Replace,
+        view(v, n, n),
+        view(&m, n, n),
+        1.0,
+        Par::Seq,
+    );
+    let mut full = vec![0.0; a.len()];
+    matmul::matmul(
+        view_mut(&mut full, n, n),
+        Accum::Replace,
+        view(&t, n, n),
+        view(v, n, n).transpose(),
+        1.0,
+        Par::Seq,
+    );
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = 0.5 * (full[i * n + j] + full[j * n + i]);
         }
     }
 }

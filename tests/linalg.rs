@@ -35,6 +35,16 @@ fn spd_logdet[N](A: f64[N, N]) -> (f64, f64) {
   (logdet(A), 2.0 * +/log(tabulate[N](i => L[i, i])))
 }
 
+fn eig[N](A: f64[N, N]) -> (f64[N], f64[N, N]) = eigh(A)
+// Invariant to each eigenvector's sign.
+fn spectral[N](A: f64[N, N], c: f64[N]) -> f64 {
+  let (w, V) = eigh(A)
+  let p = tabulate[N](j => +/(transpose(V)[j] .* c))
+  +/(w .* w) + +/(tanh(w) .* p .* p)
+}
+@grad(A)
+fn dspectral[N](A: f64[N, N], c: f64[N]) -> f64[N, N] = spectral(A, c)
+
 // A Gaussian process's negative log-likelihood (RBF kernel plus noise).
 fn nll[N](x: f64[N], y: f64[N], ls: f64, sf: f64, noise: f64) -> f64 {
   let d = tabulate[N](i => x[i] - x)
@@ -271,4 +281,47 @@ fn general_gradients_match_finite_differences_optimized_or_not() {
     let p = prog(SRC);
     let args = [general_matrix(4, 7), arr(&[4, 2], 8), arr(&[4, 4], 9)];
     check_gradient(&p, "dgeneral", "general", 2, &args, "solve, inv and logdet");
+}
+
+#[test]
+fn eigenpairs_fit_their_definitions_and_their_gradient_matches_finite_differences() {
+    let p = prog(SRC);
+    for (s, &n) in [0usize, 1, 2, 3, 5, 17].iter().enumerate() {
+        // A symmetric matrix with well-separated eigenvalues, and its
+        // non-symmetric version (eigh reads the symmetric part).
+        let mut a = spd(n, s as u64);
+        for i in 0..n {
+            a.data[i * n + i] += 3.0 * i as f64;
+        }
+        let mut skew = a.clone();
+        if n > 1 {
+            skew.data[1] += 0.25;
+            skew.data[n] -= 0.25;
+        }
+        let got = run_both(&p, "eig", std::slice::from_ref(&skew)).unwrap();
+        let (w, v) = (&got[0].data, &got[1].data);
+        for j in 0..n {
+            if j > 0 {
+                assert!(w[j - 1] <= w[j], "n = {n}: ascending");
+            }
+            for i in 0..n {
+                let av: f64 = (0..n).map(|k| a.data[i * n + k] * v[k * n + j]).sum();
+                assert!(
+                    (av - w[j] * v[i * n + j]).abs() <= 1e-10 * (1.0 + w[j].abs()),
+                    "n = {n}: A v = w v"
+                );
+                let vtv: f64 = (0..n).map(|k| v[k * n + i] * v[k * n + j]).sum();
+                let id = if i == j { 1.0 } else { 0.0 };
+                assert!((vtv - id).abs() <= 1e-12, "n = {n}: Vᵀ V = I");
+            }
+        }
+        let c = arr(&[n], s as u64 + 70);
+        run_both(&p, "dspectral", &[skew, c]).unwrap();
+    }
+    let mut a = spd(4, 3);
+    for i in 0..4 {
+        a.data[i * 4 + i] += 2.0 * i as f64;
+    }
+    a.data[2] += 0.1;
+    check_gradient(&p, "dspectral", "spectral", 1, &[a, arr(&[4], 4)], "eigh");
 }

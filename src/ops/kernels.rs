@@ -230,11 +230,30 @@ fn builtin_kernels() -> Vec<Kernel> {
             vjp: vec![linalg::slogdet_vjp],
             flops: 64.0,
         },
+        // The eigenvalues (row 0) and eigenvectors (below) that `eigh(A)`
+        // reads, hidden as `slogdet`'s.
+        Kernel {
+            name: EIGH.into(),
+            arity: 1,
+            shape: |args| {
+                let a = square_shape(args)?;
+                let rows = a.shape[0].plus(&crate::types::Dim::Lit(1)).ok_or_else(|| {
+                    ShapeError::Other(format!("`eigh` of {a}: its size overflows"))
+                })?;
+                Ok(Type::array(DType::F64, vec![rows, a.shape[1].clone()]))
+            },
+            forward: |a, out| linalg::eigh(a[0], out),
+            vjp: vec![linalg::eigh_vjp],
+            flops: 256.0,
+        },
     ]
 }
 
 /// The builtin kernel behind `slogdet` and `logdet`.
 pub const SLOGDET: &str = "slogdet.lu";
+
+/// The builtin kernel behind `eigh`.
+pub const EIGH: &str = "eigh.packed";
 
 /// `cholesky`'s argument: a square matrix.
 fn square_shape(args: &[Type]) -> Result<Type, ShapeError> {

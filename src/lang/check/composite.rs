@@ -1,5 +1,5 @@
-//! Builtins written with other ops: `slogdet(A)` and `logdet(A)` read the
-//! two elements of a builtin kernel; the element-wise `log_sigmoid(x)` and
+//! Builtins written with other ops: `slogdet(A)`, `logdet(A)` and
+//! `eigh(A)` read the parts of a builtin kernel's result; the element-wise `log_sigmoid(x)` and
 //! `logaddexp(a, b)` are each the numerically stable form, on numbers and
 //! arrays of any rank (scalars broadcast, as for `max`), and a `select`
 //! picks the branch whose derivative is right everywhere, so AD, the
@@ -24,6 +24,7 @@ pub const COMPOSITES: &[(&str, usize)] = &[
     ("logaddexp", 2),
     ("slogdet", 1),
     ("logdet", 1),
+    ("eigh", 1),
 ];
 
 /// The arity of composite builtin `name`, if it is one.
@@ -50,6 +51,9 @@ impl<'a> FnCx<'a> {
         }
         if let "slogdet" | "logdet" = name {
             return self.slogdet(e, name, args, hint);
+        }
+        if name == "eigh" {
+            return self.eigh(e, args);
         }
         let mut vals = Vec::with_capacity(want);
         for a in args {
@@ -111,6 +115,25 @@ impl<'a> FnCx<'a> {
         }
         let sign = self.push("", Op::Index(0), &[both], None);
         Val::Tuple(vec![sign, log])
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `eigh(A)`, the pair `(w, V)` of eigenvalues and eigenvectors: row 0
+    /// and the rows below of the builtin kernel [`kernels::EIGH`].
+    fn eigh(&mut self, e: &Expr, args: &[Expr]) -> Val {
+        let Some(k) = kernels::kernel_id(kernels::EIGH) else {
+            return self.bug("the builtin kernel of `eigh` is not registered");
+        };
+        let Val::Var(packed) = self.call_kernel(e, k, "eigh", args, "") else {
+            return Val::Err;
+        };
+        let t = self.ty(packed);
+        let n = t.shape[1].clone();
+        let w = self.push("", Op::Index(0), &[packed], None);
+        let square = crate::types::Type::array(t.dtype, vec![n.clone(), n]);
+        let v = self.push("", Op::Slice(1), &[packed], Some(&square));
+        Val::Tuple(vec![w, v])
     }
 }
 
