@@ -154,18 +154,8 @@ pub fn cholesky_vjp(args: &[&[f64]], out: &mut [f64]) {
     let mut lbar_low = lbar.to_vec();
     zero_upper(&mut lbar_low, n);
     let mut p = vec![0.0; a.len()];
-    matmul::matmul(
-        view_mut(&mut p, n, n),
-        Accum::Replace,
-        view(&l, n, n).transpose(),
-        view(&lbar_low, n, n),
-        1.0,
-        Par::Seq,
-    );
-    zero_upper(&mut p, n);
-    for i in 0..n {
-        p[i * n + i] *= 0.5;
-    }
+    product(&mut p, (&l, true), (&lbar_low, false), (n, n, n), 1.0);
+    phi(&mut p, n);
     // S = L⁻ᵀ P L⁻¹: T = L⁻ᵀ P, then S = (L⁻ᵀ Tᵀ)ᵀ.
     let mut t = vec![0.0; a.len()];
     solve_lower_t(&l, &p, &mut t);
@@ -173,23 +163,12 @@ pub fn cholesky_vjp(args: &[&[f64]], out: &mut [f64]) {
     let mut st = vec![0.0; a.len()];
     solve_lower_t(&l, &tt, &mut st);
     // st is Sᵀ; Ā = (S + Sᵀ)/2.
-    for i in 0..n {
-        for j in 0..n {
-            out[i * n + j] = 0.5 * (st[j * n + i] + st[i * n + j]);
-        }
-    }
+    out.copy_from_slice(&symmetric(&st, n));
 }
 
 /// `-tril(U Vᵀ)` of two `n x m` matrices into `out` (`n x n`).
 fn neg_tril_outer(u: &[f64], v: &[f64], n: usize, m: usize, out: &mut [f64]) {
-    matmul::matmul(
-        view_mut(out, n, n),
-        Accum::Replace,
-        view(u, n, m),
-        view(v, n, m).transpose(),
-        -1.0,
-        Par::Seq,
-    );
+    product(out, (u, false), (v, true), (n, m, n), -1.0);
     zero_upper(out, n);
 }
 
@@ -271,14 +250,7 @@ pub fn solve_vjp_a(args: &[&[f64]], out: &mut [f64]) {
     };
     let mut x = vec![0.0; b.len()];
     solve(a, b, &mut x);
-    matmul::matmul(
-        view_mut(out, n, n),
-        Accum::Replace,
-        view(&bbar, n, m),
-        view(&x, n, m).transpose(),
-        -1.0,
-        Par::Seq,
-    );
+    product(out, (&bbar, false), (&x, true), (n, m, n), -1.0);
 }
 
 /// The cotangent of `B` in `solve(A, B)`: `A⁻ᵀ X̄`.
@@ -316,22 +288,8 @@ pub fn inv_vjp(args: &[&[f64]], out: &mut [f64]) {
     let mut x = vec![0.0; a.len()];
     inv(a, &mut x);
     let mut t = vec![0.0; a.len()];
-    matmul::matmul(
-        view_mut(&mut t, n, n),
-        Accum::Replace,
-        view(&x, n, n).transpose(),
-        view(g, n, n),
-        1.0,
-        Par::Seq,
-    );
-    matmul::matmul(
-        view_mut(out, n, n),
-        Accum::Replace,
-        view(&t, n, n),
-        view(&x, n, n).transpose(),
-        -1.0,
-        Par::Seq,
-    );
+    product(&mut t, (&x, true), (g, false), (n, n, n), 1.0);
+    product(out, (&t, false), (&x, true), (n, n, n), -1.0);
 }
 
 /// `[sign, log |det A|]` into `out` (two elements), from `A`'s LU: the
@@ -412,12 +370,7 @@ pub fn eigh(a: &[f64], out: &mut [f64]) {
     if n == 0 {
         return;
     }
-    let mut sym = vec![0.0; a.len()];
-    for i in 0..n {
-        for j in 0..n {
-            sym[i * n + j] = 0.5 * (a[i * n + j] + a[j * n + i]);
-        }
-    }
+    let sym = symmetric(a, n);
     let Ok(e) = view(&sym, n, n).self_adjoint_eigen(Side::Lower) else {
         out.fill(f64::NAN);
         return;
@@ -451,14 +404,7 @@ pub fn eigh_vjp(args: &[&[f64]], out: &mut [f64]) {
     let (wbar, vbar) = g.split_at(n);
     // Vᵀ V̄, then the middle matrix in place.
     let mut m = vec![0.0; a.len()];
-    matmul::matmul(
-        view_mut(&mut m, n, n),
-        Accum::Replace,
-        view(v, n, n).transpose(),
-        view(vbar, n, n),
-        1.0,
-        Par::Seq,
-    );
+    product(&mut m, (v, true), (vbar, false), (n, n, n), 1.0);
     for i in 0..n {
         for j in 0..n {
             m[i * n + j] = if i == j {
@@ -469,28 +415,216 @@ pub fn eigh_vjp(args: &[&[f64]], out: &mut [f64]) {
         }
     }
     let mut t = vec![0.0; a.len()];
-    matmul::matmul(
-        view_mut(&mut t, n, n),
-        Accum::Replace,
-        view(v, n, n),
-        view(&m, n, n),
-        1.0,
-        Par::Seq,
-    );
+    product(&mut t, (v, false), (&m, false), (n, n, n), 1.0);
     let mut full = vec![0.0; a.len()];
-    matmul::matmul(
-        view_mut(&mut full, n, n),
-        Accum::Replace,
-        view(&t, n, n),
-        view(v, n, n).transpose(),
-        1.0,
-        Par::Seq,
-    );
+    product(&mut full, (&t, false), (v, true), (n, n, n), 1.0);
+    out.copy_from_slice(&symmetric(&full, n));
+}
+
+// Forward-mode rules: `args` are the arguments, then their tangents (the
+// kernel registry passes zeros for an argument without one).
+
+/// `Φ(M)`: the lower triangle of an `n x n` matrix with the diagonal
+/// halved, in place.
+fn phi(m: &mut [f64], n: usize) {
+    zero_upper(m, n);
+    for i in 0..n {
+        m[i * n + i] *= 0.5;
+    }
+}
+
+/// `(X + Xᵀ)/2` of an `n x n` matrix.
+fn symmetric(x: &[f64], n: usize) -> Vec<f64> {
+    let mut s = vec![0.0; x.len()];
     for i in 0..n {
         for j in 0..n {
-            out[i * n + j] = 0.5 * (full[i * n + j] + full[j * n + i]);
+            s[i * n + j] = 0.5 * (x[i * n + j] + x[j * n + i]);
         }
     }
+    s
+}
+
+/// `scale · A B` into `out` (`r x c`), where `A` (`r x k`) and `B` (`k x
+/// c`) are each given as itself or, with its flag set, as its transpose.
+fn product(
+    out: &mut [f64],
+    (a, ta): (&[f64], bool),
+    (b, tb): (&[f64], bool),
+    (r, k, c): (usize, usize, usize),
+    scale: f64,
+) {
+    let lhs = if ta {
+        view(a, k, r).transpose()
+    } else {
+        view(a, r, k)
+    };
+    let rhs = if tb {
+        view(b, c, k).transpose()
+    } else {
+        view(b, k, c)
+    };
+    matmul::matmul(
+        view_mut(out, r, c),
+        Accum::Replace,
+        lhs,
+        rhs,
+        scale,
+        Par::Seq,
+    );
+}
+
+/// The tangent of `cholesky(A)`: `dL = L Φ(L⁻¹ dS L⁻ᵀ)`, `dS` the
+/// symmetric part of `dA`.
+pub fn cholesky_jvp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, da) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| da.len() == a.len() && out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut l = vec![0.0; a.len()];
+    cholesky(a, &mut l);
+    let ds = symmetric(da, n);
+    let mut t = vec![0.0; a.len()];
+    solve_lower(&l, &ds, &mut t);
+    let tt = transpose(&t, n, n);
+    let mut m = vec![0.0; a.len()];
+    solve_lower(&l, &tt, &mut m);
+    // m = L⁻¹ (L⁻¹ dS)ᵀ = L⁻¹ dS L⁻ᵀ (dS is symmetric).
+    phi(&mut m, n);
+    product(out, (&l, false), (&m, false), (n, n, n), 1.0);
+}
+
+/// The tangent of `solve_lower(L, B)`: `L⁻¹ (dB - tril(dL) X)`.
+pub fn solve_lower_jvp(args: &[&[f64]], out: &mut [f64]) {
+    solve_tri_jvp(args, out, false);
+}
+
+/// The tangent of `solve_lower_t(L, B)`: `L⁻ᵀ (dB - tril(dL)ᵀ X)`.
+pub fn solve_lower_t_jvp(args: &[&[f64]], out: &mut [f64]) {
+    solve_tri_jvp(args, out, true);
+}
+
+fn solve_tri_jvp(args: &[&[f64]], out: &mut [f64], t: bool) {
+    let (l, b, dl, db) = (args[0], args[1], args[2], args[3]);
+    let Some((n, m)) =
+        dims(l.len(), b.len()).filter(|_| out.len() == b.len() && dl.len() == l.len())
+    else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let solve = if t { solve_lower_t } else { solve_lower };
+    let mut x = vec![0.0; b.len()];
+    solve(l, b, &mut x);
+    let mut dlow = dl.to_vec();
+    zero_upper(&mut dlow, n);
+    let mut rhs = db.to_vec();
+    if n > 0 && m > 0 {
+        let lhs = if t {
+            view(&dlow, n, n).transpose()
+        } else {
+            view(&dlow, n, n)
+        };
+        matmul::matmul(
+            view_mut(&mut rhs, n, m),
+            Accum::Add,
+            lhs,
+            view(&x, n, m),
+            -1.0,
+            Par::Seq,
+        );
+    }
+    solve(l, &rhs, out);
+}
+
+/// The tangent of `solve(A, B)`: `A⁻¹ (dB - dA X)`.
+pub fn solve_jvp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, b, da, db) = (args[0], args[1], args[2], args[3]);
+    let Some((n, m)) =
+        dims(a.len(), b.len()).filter(|_| out.len() == b.len() && da.len() == a.len())
+    else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; b.len()];
+    solve(a, b, &mut x);
+    let mut rhs = db.to_vec();
+    if n > 0 && m > 0 {
+        matmul::matmul(
+            view_mut(&mut rhs, n, m),
+            Accum::Add,
+            view(da, n, n),
+            view(&x, n, m),
+            -1.0,
+            Par::Seq,
+        );
+    }
+    solve(a, &rhs, out);
+}
+
+/// The tangent of `inv(A)`: `-X dA X`.
+pub fn inv_jvp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, da) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| da.len() == a.len() && out.len() == a.len()) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; a.len()];
+    inv(a, &mut x);
+    let mut t = vec![0.0; a.len()];
+    product(&mut t, (&x, false), (da, false), (n, n, n), 1.0);
+    product(out, (&t, false), (&x, false), (n, n, n), -1.0);
+}
+
+/// The tangent of `slogdet(A)`: `[0, tr(A⁻¹ dA)]`.
+pub fn slogdet_jvp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, da) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| da.len() == a.len() && out.len() == 2) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    let mut x = vec![0.0; a.len()];
+    inv(a, &mut x);
+    let mut tr = 0.0;
+    for i in 0..n {
+        for k in 0..n {
+            tr += x[i * n + k] * da[k * n + i];
+        }
+    }
+    out[0] = 0.0;
+    out[1] = tr;
+}
+
+/// The tangent of `eigh(A)`, packed as its value: with `M = Vᵀ dS V`,
+/// `dw = diag(M)` and `dV = V (F ∘ M)` (`F` as in [`eigh_vjp`]).
+pub fn eigh_jvp(args: &[&[f64]], out: &mut [f64]) {
+    let (a, da) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|&n| da.len() == a.len() && out.len() == (n + 1) * n) else {
+        out.fill(f64::NAN);
+        return;
+    };
+    if n == 0 {
+        return;
+    }
+    let mut packed = vec![0.0; (n + 1) * n];
+    eigh(a, &mut packed);
+    let (w, v) = packed.split_at(n);
+    let ds = symmetric(da, n);
+    let mut t = vec![0.0; a.len()];
+    product(&mut t, (v, true), (&ds, false), (n, n, n), 1.0);
+    let mut m = vec![0.0; a.len()];
+    product(&mut m, (&t, false), (v, false), (n, n, n), 1.0);
+    let (dw, dv) = out.split_at_mut(n);
+    for i in 0..n {
+        dw[i] = m[i * n + i];
+        for j in 0..n {
+            m[i * n + j] = if i == j {
+                0.0
+            } else {
+                m[i * n + j] / (w[j] - w[i])
+            };
+        }
+    }
+    product(dv, (v, false), (&m, false), (n, n, n), 1.0);
 }
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ fn what_kernels_cannot_do_is_an_error() {
         ),
         (
             "fn f[N](x: f64[N]) -> f64 = +/gelu(x)\n@jvp(x)\nfn d[N](x: f64[N], dx: f64[N]) -> f64 = f(x)",
-            "forward mode through a native kernel",
+            "forward mode through a registered native kernel",
         ),
         (
             "fn f[N](x: f64[N]) -> f64[N, N] = tabulate[N](i => gelu(x * x[i]))",

@@ -4,7 +4,7 @@ use super::custom;
 use super::template::{self, Rule};
 use super::{AdBug, AdError, AdLimit, Unsized};
 use crate::ir::{Builder, Function, Loop, Param, Stmt, VarId, VarInfo};
-use crate::ops::{Op, VJP_RECOMPUTE};
+use crate::ops::{kernels, Op, VJP_RECOMPUTE};
 use crate::types::{Dim, Type};
 use std::collections::HashMap;
 
@@ -157,9 +157,9 @@ impl Fwd<'_> {
             .push(f.var_name(s.var), s.op, &args, Some(f.ty(s.var)))
             .map_err(AdError::from)?;
         self.map[s.var.index()] = Some(nv);
-        if let Op::Kernel(..) = s.op {
+        if let Op::Kernel(k, n) = s.op {
             if s.args.iter().any(|a| self.tan[a.index()].is_some()) {
-                return Err(AdError::Unsupported(AdLimit::ForwardKernel));
+                self.tan[s.var.index()] = Some(self.kernel_tangent(s, k, n, &args)?);
             }
             return Ok(());
         }
@@ -429,6 +429,37 @@ impl Fwd<'_> {
 
     /// The tangent of `s` (copied as `nv`, on the copied operands `args`)
     /// by its op's JVP rules: the sum of its operands' contributions.
+    /// The tangent of a call of kernel `k` on `n` arguments (copied:
+    /// `args`): its JVP kernel on the arguments and their tangents, zeros
+    /// for an argument without one. A kernel without a JVP (a user's) is
+    /// an error.
+    fn kernel_tangent(
+        &mut self,
+        s: &Stmt,
+        k: u32,
+        n: u32,
+        args: &[VarId],
+    ) -> Result<VarId, AdError> {
+        let jvp = kernels::kernel_jvp(k).ok_or(AdError::Unsupported(AdLimit::ForwardKernel))?;
+        let e = AdError::from;
+        let mut ins = args.to_vec();
+        for (a, &x) in s.args.iter().zip(args) {
+            let t = match self.tan[a.index()] {
+                Some(t) => t,
+                None => {
+                    let ty = self.b.ty(x).clone();
+                    let zero = self.b.constant(ty.dtype, 0.0);
+                    self.b.broadcast_to(zero, &ty).map_err(e)?
+                }
+            };
+            ins.push(t);
+        }
+        let ty = self.f.ty(s.var).clone();
+        self.b
+            .push("", Op::Kernel(jvp, 2 * n), &ins, Some(&ty))
+            .map_err(e)
+    }
+
     fn rule_tangent(&mut self, s: &Stmt, args: &[VarId], nv: VarId) -> Result<(), AdError> {
         let f = self.f;
         let b = &mut self.b;

@@ -257,7 +257,8 @@ pub enum AdLimit {
     /// Reverse mode through a native kernel registered without a VJP (or
     /// through a kernel's VJP: a second derivative).
     KernelWithoutVjp,
-    /// Forward mode through a native kernel.
+    /// Forward mode through a registered native kernel (the builtin ones
+    /// have JVPs).
     ForwardKernel,
     /// Through a loop whose step reads values of other shapes (its
     /// captures): with respect to a scan's sequence, through every state
@@ -283,7 +284,7 @@ impl AdLimit {
                 "it calls a native kernel that has no VJP (or a kernel's VJP, which has none: a second derivative through a builtin linear-algebra function too)"
             }
             AdLimit::ForwardKernel => {
-                "forward mode through a native kernel (a registered one, or a builtin linear-algebra function: `cholesky`, `solve`, ...) is not supported yet"
+                "forward mode through a registered native kernel is not supported"
             }
             AdLimit::CapturingLoop => {
                 "this derivative of a loop whose step reads values of other shapes is not supported yet"

@@ -157,14 +157,34 @@ struct Entry {
     vjp_of: Option<(u32, usize)>,
     /// For a kernel with a VJP: the ids of its VJP functions, by argument.
     vjp_ids: Vec<u32>,
+    /// For the JVP of kernel `k` (the builtin ones have one): `k`.
+    jvp_of: Option<u32>,
+    /// For a kernel with a JVP: its id.
+    jvp_id: Option<u32>,
 }
 
 fn registry() -> &'static RwLock<Vec<Entry>> {
     static R: OnceLock<RwLock<Vec<Entry>>> = OnceLock::new();
     R.get_or_init(|| {
         let mut r = Vec::new();
-        for k in builtin_kernels() {
-            push_kernel(&mut r, k);
+        for (k, jvp) in builtin_kernels() {
+            let id = push_kernel(&mut r, k.clone());
+            let jid = r.len() as u32;
+            r.push(Entry {
+                kernel: Kernel {
+                    name: format!("{}.jvp", k.name),
+                    arity: 2 * k.arity,
+                    shape: vjp_shape,
+                    forward: jvp,
+                    vjp: Vec::new(),
+                    flops: k.flops,
+                },
+                vjp_of: None,
+                vjp_ids: Vec::new(),
+                jvp_of: Some(id),
+                jvp_id: None,
+            });
+            r[id as usize].jvp_id = Some(jid);
         }
         RwLock::new(r)
     })
@@ -174,7 +194,7 @@ fn registry() -> &'static RwLock<Vec<Entry>> {
 /// `solve_lower(L, B)` (`L⁻¹ B`), `solve_lower_t(L, B)` (`L⁻ᵀ B`),
 /// `solve(A, B)` (`A⁻¹ B`), `inv(A)` and the one behind `slogdet`, with
 /// their VJPs.
-fn builtin_kernels() -> Vec<Kernel> {
+fn builtin_kernels() -> Vec<(Kernel, KernelFn)> {
     use crate::linalg;
     let solve = |name: &str, forward: KernelFn, vjp: [KernelFn; 2]| Kernel {
         name: name.into(),
@@ -185,67 +205,88 @@ fn builtin_kernels() -> Vec<Kernel> {
         flops: 64.0,
     };
     vec![
-        Kernel {
-            name: "cholesky".into(),
-            arity: 1,
-            shape: square_shape,
-            forward: |a, out| linalg::cholesky(a[0], out),
-            vjp: vec![linalg::cholesky_vjp],
-            flops: 64.0,
-        },
-        solve(
-            "solve_lower",
-            |a, out| linalg::solve_lower(a[0], a[1], out),
-            [linalg::solve_lower_vjp_l, linalg::solve_lower_vjp_b],
+        (
+            Kernel {
+                name: "cholesky".into(),
+                arity: 1,
+                shape: square_shape,
+                forward: |a, out| linalg::cholesky(a[0], out),
+                vjp: vec![linalg::cholesky_vjp],
+                flops: 64.0,
+            },
+            linalg::cholesky_jvp,
         ),
-        solve(
-            "solve_lower_t",
-            |a, out| linalg::solve_lower_t(a[0], a[1], out),
-            [linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
+        (
+            solve(
+                "solve_lower",
+                |a, out| linalg::solve_lower(a[0], a[1], out),
+                [linalg::solve_lower_vjp_l, linalg::solve_lower_vjp_b],
+            ),
+            linalg::solve_lower_jvp,
         ),
-        solve(
-            "solve",
-            |a, out| linalg::solve(a[0], a[1], out),
-            [linalg::solve_vjp_a, linalg::solve_vjp_b],
+        (
+            solve(
+                "solve_lower_t",
+                |a, out| linalg::solve_lower_t(a[0], a[1], out),
+                [linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
+            ),
+            linalg::solve_lower_t_jvp,
         ),
-        Kernel {
-            name: "inv".into(),
-            arity: 1,
-            shape: square_shape,
-            forward: |a, out| linalg::inv(a[0], out),
-            vjp: vec![linalg::inv_vjp],
-            flops: 64.0,
-        },
+        (
+            solve(
+                "solve",
+                |a, out| linalg::solve(a[0], a[1], out),
+                [linalg::solve_vjp_a, linalg::solve_vjp_b],
+            ),
+            linalg::solve_jvp,
+        ),
+        (
+            Kernel {
+                name: "inv".into(),
+                arity: 1,
+                shape: square_shape,
+                forward: |a, out| linalg::inv(a[0], out),
+                vjp: vec![linalg::inv_vjp],
+                flops: 64.0,
+            },
+            linalg::inv_jvp,
+        ),
         // `[sign, log |det A|]`, which `slogdet(A)` and `logdet(A)` read
         // (`lang::check`); its name is no identifier, so no program calls
         // it directly.
-        Kernel {
-            name: SLOGDET.into(),
-            arity: 1,
-            shape: |args| {
-                square_shape(args)?;
-                Ok(Type::array(DType::F64, vec![crate::types::Dim::Lit(2)]))
+        (
+            Kernel {
+                name: SLOGDET.into(),
+                arity: 1,
+                shape: |args| {
+                    square_shape(args)?;
+                    Ok(Type::array(DType::F64, vec![crate::types::Dim::Lit(2)]))
+                },
+                forward: |a, out| linalg::slogdet(a[0], out),
+                vjp: vec![linalg::slogdet_vjp],
+                flops: 64.0,
             },
-            forward: |a, out| linalg::slogdet(a[0], out),
-            vjp: vec![linalg::slogdet_vjp],
-            flops: 64.0,
-        },
+            linalg::slogdet_jvp,
+        ),
         // The eigenvalues (row 0) and eigenvectors (below) that `eigh(A)`
         // reads, hidden as `slogdet`'s.
-        Kernel {
-            name: EIGH.into(),
-            arity: 1,
-            shape: |args| {
-                let a = square_shape(args)?;
-                let rows = a.shape[0].plus(&crate::types::Dim::Lit(1)).ok_or_else(|| {
-                    ShapeError::Other(format!("`eigh` of {a}: its size overflows"))
-                })?;
-                Ok(Type::array(DType::F64, vec![rows, a.shape[1].clone()]))
+        (
+            Kernel {
+                name: EIGH.into(),
+                arity: 1,
+                shape: |args| {
+                    let a = square_shape(args)?;
+                    let rows = a.shape[0].plus(&crate::types::Dim::Lit(1)).ok_or_else(|| {
+                        ShapeError::Other(format!("`eigh` of {a}: its size overflows"))
+                    })?;
+                    Ok(Type::array(DType::F64, vec![rows, a.shape[1].clone()]))
+                },
+                forward: |a, out| linalg::eigh(a[0], out),
+                vjp: vec![linalg::eigh_vjp],
+                flops: 256.0,
             },
-            forward: |a, out| linalg::eigh(a[0], out),
-            vjp: vec![linalg::eigh_vjp],
-            flops: 256.0,
-        },
+            linalg::eigh_jvp,
+        ),
     ]
 }
 
@@ -330,6 +371,8 @@ fn push_kernel(r: &mut Vec<Entry>, kernel: Kernel) -> u32 {
         kernel: kernel.clone(),
         vjp_of: None,
         vjp_ids: Vec::new(),
+        jvp_of: None,
+        jvp_id: None,
     });
     let mut ids = Vec::new();
     for (i, f) in vjps.into_iter().enumerate() {
@@ -345,6 +388,8 @@ fn push_kernel(r: &mut Vec<Entry>, kernel: Kernel) -> u32 {
             },
             vjp_of: Some((id, i)),
             vjp_ids: Vec::new(),
+            jvp_of: None,
+            jvp_id: None,
         });
     }
     r[id as usize].vjp_ids = ids;
@@ -375,6 +420,12 @@ pub fn kernel(id: u32) -> Option<Kernel> {
     with(|r| r.get(id as usize).map(|e| e.kernel.clone()))
 }
 
+/// The id of kernel `id`'s JVP (the arguments, then their tangents, in;
+/// the result's tangent out), if it has one: the builtin kernels do.
+pub fn kernel_jvp(id: u32) -> Option<u32> {
+    with(|r| r.get(id as usize).and_then(|e| e.jvp_id))
+}
+
 /// The id of the VJP of argument `i` of kernel `id`, if it has one.
 pub fn kernel_vjp(id: u32, i: usize) -> Option<u32> {
     with(|r| r.get(id as usize).and_then(|e| e.vjp_ids.get(i).copied()))
@@ -384,9 +435,9 @@ pub fn kernel_vjp(id: u32, i: usize) -> Option<u32> {
 /// shape rule's (a VJP's: the argument's it differentiates), which must
 /// be an `f64` array, as must every argument.
 pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, ShapeError> {
-    let (k, vjp_of) = with(|r| {
+    let (k, vjp_of, jvp_of) = with(|r| {
         r.get(id as usize)
-            .map(|e| (e.kernel.clone(), e.vjp_of))
+            .map(|e| (e.kernel.clone(), e.vjp_of, e.jvp_of))
             .ok_or(ShapeError::Unknown(id))
     })?;
     if args.len() != k.arity {
@@ -402,9 +453,11 @@ pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, ShapeError> {
             got: a.clone(),
         });
     }
-    let t = match vjp_of {
-        Some((_, i)) => args[i].clone(),
-        None => (k.shape)(args)?,
+    let t = match (vjp_of, jvp_of) {
+        (Some((_, i)), _) => args[i].clone(),
+        // The tangent has the primal's type.
+        (None, Some(p)) => return kernel_type(p, &args[..k.arity / 2]),
+        (None, None) => (k.shape)(args)?,
     };
     if t.dtype != DType::F64 || t.is_scalar() {
         return Err(ShapeError::BadResult {
