@@ -28,7 +28,7 @@ use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
 use crate::error::span::Span;
 use crate::error::{Error, Result};
 use crate::ir::{Function, Param, Stmt, VarId, VarInfo};
-use crate::ops::Op;
+use crate::ops::{kernels, Op};
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
 use crate::program::Program;
 use crate::residuals::{cut, Cut};
@@ -150,10 +150,22 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
         )));
     }
     if let Ok(f) = program.ir(name) {
-        let kernel = |f: &Function| f.stmts.iter().any(|s| matches!(s.op, Op::Kernel(..)));
-        if kernel(f) || f.loops.iter().any(|l| kernel(&l.body)) {
+        let kernel = |f: &Function| {
+            f.stmts.iter().find_map(|s| match s.op {
+                Op::Kernel(k, _) => Some(k),
+                _ => None,
+            })
+        };
+        if let Some(k) = kernel(f).or_else(|| f.loops.iter().find_map(|l| kernel(&l.body))) {
+            let why = match kernels::kernel(k).filter(|_| kernels::is_builtin(k)) {
+                Some(b) => format!(
+                    "it calls `{}`, a builtin linear-algebra function, which object files cannot call yet: they would need a runtime library beside them",
+                    b.name.split('.').next().unwrap_or(&b.name)
+                ),
+                None => "it calls a native kernel, which lives in the process that registered it".to_string(),
+            };
             return Err(Error::Usage(format!(
-                "`egrad build` cannot compile `{name}`: it calls a native kernel, which lives in the process that registered it (use the library's JIT)"
+                "`egrad build` cannot compile `{name}`: {why} (use the library's JIT)"
             )));
         }
     }

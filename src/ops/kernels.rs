@@ -186,8 +186,19 @@ fn registry() -> &'static RwLock<Vec<Entry>> {
             });
             r[id as usize].jvp_id = Some(jid);
         }
+        BUILTIN_ENTRIES.get_or_init(|| r.len());
         RwLock::new(r)
     })
+}
+
+/// How many registry entries the builtin kernels take (their VJPs and
+/// JVPs included): they come first.
+static BUILTIN_ENTRIES: OnceLock<usize> = OnceLock::new();
+
+/// Is kernel `id` one of egrad's builtin ones (or one's VJP or JVP)?
+pub fn is_builtin(id: u32) -> bool {
+    let _ = registry();
+    (id as usize) < BUILTIN_ENTRIES.get().copied().unwrap_or(0)
 }
 
 /// The kernels every program may call ([`crate::linalg`]): `cholesky(A)`,
