@@ -207,6 +207,7 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             },
         ];
         unchecked(name, &entries)?;
+        own_functions(name, &entries)?;
         let code = backend::compile_object(&entries, &bopts)?;
         let header = gradient_header(opts, &g, &sp, &code.layouts)?;
         Ok(Built {
@@ -224,6 +225,7 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             keep: &[],
         }];
         unchecked(name, &entries)?;
+        own_functions(name, &entries)?;
         let code = backend::compile_object(&entries, &bopts)?;
         let header = function_header(opts, &f, &code.layouts[0])?;
         Ok(Built {
@@ -231,6 +233,29 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             header,
             symbols: vec![sym],
         })
+    }
+}
+
+/// The math functions that are egrad's own (`digamma`, `trigamma`) live in
+/// the process, for the JIT: an object file cannot call them until a
+/// runtime library ships beside it. The `entries` (a gradient's included,
+/// where `lgamma`'s derivative calls `digamma`) must not.
+fn own_functions(name: &str, entries: &[ObjectEntry<'_>]) -> Result<()> {
+    let own = |f: &Function| {
+        f.stmts.iter().find_map(|s| match s.op {
+            Op::Math(m) if !m.in_c_library() => Some(m),
+            _ => None,
+        })
+    };
+    let found = entries
+        .iter()
+        .find_map(|e| own(e.func).or_else(|| e.func.loops.iter().find_map(|l| own(&l.body))));
+    match found {
+        None => Ok(()),
+        Some(m) => Err(Error::Usage(format!(
+            "`egrad build` cannot compile `{name}`: it calls `{}`, egrad's own function, which object files cannot call yet: they would need a runtime library beside them (use the library's JIT)",
+            m.name()
+        ))),
     }
 }
 

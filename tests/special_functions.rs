@@ -6,6 +6,7 @@
 mod common;
 
 use common::{arr, check_both_modes_and_second_order, err, eval, prog, run_both};
+
 use egrad::internals::types::DType;
 use egrad::Value;
 
@@ -207,4 +208,119 @@ fn integers_and_wrong_arities_are_errors_and_own_functions_come_first() {
     let own = prog("fn log_sigmoid(x: f64) -> f64 = 2.0 * x\nfn f(x: f64) -> f64 = log_sigmoid(x)");
     let got = eval(own.ir("f").unwrap(), &[Value::scalar(DType::F64, 3.0)]);
     assert_eq!(got[0].as_scalar(), 6.0);
+}
+
+const GAMMA_SRC: &str = r#"
+fn lg[N](x: f64[N]) -> f64[N] = lgamma(x)
+fn dg[N](x: f64[N]) -> f64[N] = digamma(x)
+fn tg[N](x: f64[N]) -> f64[N] = trigamma(x)
+fn all32[N](x: f32[N]) -> f32[N] = lgamma(x) + digamma(x) + trigamma(x)
+fn loss[N](x: f64[N]) -> f64 = +/(lgamma(x) .* x + digamma(x))
+@grad(x)
+fn dloss[N](x: f64[N]) -> f64[N] = loss(x)
+@jvp(x)
+fn loss_along[N](x: f64[N], dx: f64[N]) -> f64 = loss(x)
+fn lgsum[N](x: f64[N]) -> f64 = +/(lgamma(x) .* x)
+@grad(x)
+fn dlgsum[N](x: f64[N]) -> f64[N] = lgsum(x)
+fn g[N](x: f64[N]) -> f64 = +/(dlgsum(x) .* x)
+@grad(x)
+fn dg2[N](x: f64[N]) -> f64[N] = g(x)
+@jvp(x)
+fn lgsum_along[N](x: f64[N], dx: f64[N]) -> f64 = lgsum(x)
+"#;
+
+/// `lgamma`, `digamma` and `trigamma`: known values, the recurrence and
+/// the reflection through native code (the interpreter's bits, f64 and
+/// f32), derivatives in both modes and the second order against central
+/// differences, and the errors of a third derivative and of an object file.
+#[test]
+fn gamma_functions_their_derivatives_and_their_limits() {
+    let p = prog(GAMMA_SRC);
+    let euler = 0.577_215_664_901_532_9;
+    let pi = std::f64::consts::PI;
+    let x = vec64(&[0.5, 1.0, 2.0, 10.0, -0.5, -2.5]);
+    let lg = run_both(&p, "lg", std::slice::from_ref(&x))
+        .unwrap()
+        .remove(0)
+        .data;
+    let want = [
+        pi.sqrt().ln(),
+        0.0,
+        0.0,
+        362_880f64.ln(),
+        (2.0 * pi.sqrt()).ln(),
+        (8.0 * pi.sqrt() / 15.0).ln(),
+    ];
+    for (g, w) in lg.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-14 * w.abs().max(1.0),
+            "lgamma: {g} vs {w}"
+        );
+    }
+    let dg = run_both(&p, "dg", std::slice::from_ref(&x))
+        .unwrap()
+        .remove(0)
+        .data;
+    let want = [-euler - 2.0 * 2f64.ln(), -euler, 1.0 - euler];
+    for (g, w) in dg.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-15 * w.abs().max(1.0),
+            "digamma: {g} vs {w}"
+        );
+    }
+    // ψ(1 - x) - ψ(x) = π cot(πx) at x = -0.5: ψ(1.5) - ψ(-0.5) = 0.
+    let d15 = eval(p.ir("dg").unwrap(), &[vec64(&[1.5])])[0].data[0];
+    assert!((d15 - dg[4]).abs() <= 1e-15, "{d15} vs {}", dg[4]);
+    let tg = run_both(&p, "tg", std::slice::from_ref(&x))
+        .unwrap()
+        .remove(0)
+        .data;
+    assert!((tg[0] - pi * pi / 2.0).abs() <= 1e-14 && (tg[1] - pi * pi / 6.0).abs() <= 1e-15);
+    // Poles: NaN.
+    let poles = run_both(&p, "dg", &[vec64(&[0.0, -1.0, -3.0])])
+        .unwrap()
+        .remove(0)
+        .data;
+    assert!(poles.iter().all(|v| v.is_nan()), "{poles:?}");
+    let x32 = Value::array(DType::F32, vec![4], vec![0.25, 1.5, 3.0, -0.75]);
+    run_both(&p, "all32", &[x32]).unwrap();
+    // Derivatives, both modes, negative inputs (the reflections) too.
+    let args = [vec64(&[0.4, 1.3, 2.7, 5.5, -0.3, -1.6])];
+    check_both_modes_and_second_order(
+        &p,
+        ["lgsum", "dlgsum", "lgsum_along", "g", "dg2"],
+        1,
+        &args,
+        "lgamma",
+    );
+    common::check_gradient(&p, "dloss", "loss", 1, &args, "digamma");
+    common::check_jvp(&p, "loss_along", "loss", 1, &args, "digamma");
+    // A third derivative of lgamma needs trigamma's.
+    let e = err(&format!(
+        "{GAMMA_SRC}\nfn h[N](x: f64[N]) -> f64 = +/(dg2(x) .* x)\n@grad(x)\nfn dh[N](x: f64[N]) -> f64[N] = h(x)"
+    ));
+    assert!(
+        e.contains("`trigamma`") && e.contains("no derivative yet"),
+        "{e}"
+    );
+    // Object files call the C library's `lgamma`, not egrad's own `digamma`.
+    for (f, ok) in [("lg", true), ("dg", false), ("dlgsum", false)] {
+        let opts = egrad::BuildOptions {
+            function: f.into(),
+            gradient: false,
+            options: Default::default(),
+            source: String::new(),
+        };
+        match egrad::build(&p, &opts) {
+            Ok(_) => assert!(ok, "{f} built"),
+            Err(e) => {
+                assert!(!ok, "{f}: {e}");
+                assert!(
+                    e.to_string().contains("`digamma`, egrad's own function"),
+                    "{f}: {e}"
+                );
+            }
+        }
+    }
 }

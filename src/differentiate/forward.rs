@@ -461,6 +461,9 @@ impl Fwd<'_> {
     }
 
     fn rule_tangent(&mut self, s: &Stmt, args: &[VarId], nv: VarId) -> Result<(), AdError> {
+        if !s.op.differentiable() {
+            return Err(AdError::Unsupported(AdLimit::NoDerivative));
+        }
         let f = self.f;
         let b = &mut self.b;
         let rules = template::parsed(s.op, Rule::Jvp);

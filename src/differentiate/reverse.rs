@@ -417,6 +417,9 @@ impl Rev<'_> {
     /// Statement `s` from its cotangent `g` by its op's VJP rules (one
     /// template per operand), guarded where the cotangent is masked.
     fn sweep_rule(&mut self, s: &Stmt, g: VarId) -> Result<(), AdError> {
+        if !s.op.differentiable() {
+            return Err(AdError::Unsupported(AdLimit::NoDerivative));
+        }
         let f = self.f;
         let rules = template::parsed(s.op, Rule::Vjp);
         for (i, a) in s.args.iter().enumerate() {

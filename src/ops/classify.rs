@@ -43,6 +43,12 @@ pub enum Family {
 }
 
 impl Op {
+    /// Does the op have derivative rules? Not a math function without one
+    /// yet (`trigamma`): AD refuses it.
+    pub fn differentiable(&self) -> bool {
+        !matches!(self, Op::Math(m) if !m.differentiable())
+    }
+
     /// Is the result piecewise constant in every operand (a comparison)?
     /// Such values are never active: reverse mode gives them no cotangent.
     pub fn is_piecewise_constant(&self) -> bool {

@@ -27,6 +27,9 @@ pub enum Native {
         f64: &'static str,
         /// The `f32` function's symbol.
         f32: &'static str,
+        /// Whether the C library has it (else it is egrad's own, which
+        /// the JIT links and object files cannot call yet).
+        libm: bool,
     },
 }
 
@@ -79,6 +82,22 @@ pub(crate) mod clib {
     }
     pub(super) fn erfcf(x: f32) -> f32 {
         unsafe { c_erfcf(x) }
+    }
+    extern "C" {
+        fn lgamma_r(x: f64, sign: *mut i32) -> f64;
+        fn lgammaf_r(x: f32, sign: *mut i32) -> f32;
+    }
+    // `lgamma` through the reentrant `lgamma_r` (what glibc's `lgamma`
+    // computes, without writing the global `signgam` from many threads).
+    pub(super) fn lgamma(x: f64) -> f64 {
+        let mut sign = 0;
+        // SAFETY: `sign` is a valid `int` to write.
+        unsafe { lgamma_r(x, &mut sign) }
+    }
+    pub(super) fn lgammaf(x: f32) -> f32 {
+        let mut sign = 0;
+        // SAFETY: as above.
+        unsafe { lgammaf_r(x, &mut sign) }
     }
     pub(super) fn tan(x: f64) -> f64 {
         x.tan()
@@ -158,11 +177,36 @@ const fn clib(
     flops: f64,
     vjp: &'static str,
 ) -> Row {
+    called(name, symbols, fns, flops, vjp, true)
+}
+
+/// A row computed by egrad's own scalar functions, called one lane at a
+/// time as a C library's are (under the symbols given; the JIT links
+/// them, object files cannot call them yet).
+const fn own(
+    name: &'static str,
+    symbols: (&'static str, &'static str),
+    fns: Fns,
+    vjp: &'static str,
+) -> Row {
+    called(name, symbols, fns, 40.0, vjp, false)
+}
+
+/// A row whose native code calls a function per lane.
+const fn called(
+    name: &'static str,
+    symbols: (&'static str, &'static str),
+    fns: Fns,
+    flops: f64,
+    vjp: &'static str,
+    libm: bool,
+) -> Row {
     Row {
         name,
         native: Native::CLib {
             f64: symbols.0,
             f32: symbols.1,
+            libm,
         },
         f64: fns.0,
         f32: fns.1,
@@ -219,6 +263,16 @@ math_table! {
     /// `1 - erf(x)`, accurate where `erf(x)` is near 1.
     Erfc => clib("erfc", ("erfc", "erfcf"), (clib::erfc, clib::erfcf), 30.0,
         "(neg (mul ?g (mul 1.1283791670955126 (exp (neg (mul ?a ?a))))))");
+    /// `log |Γ(x)|` (the C library's); its derivative is `digamma`.
+    Lgamma => clib("lgamma", ("lgamma", "lgammaf"), (clib::lgamma, clib::lgammaf), 40.0,
+        "(mul ?g (digamma ?a))");
+    /// `ψ(x) = Γ'(x)/Γ(x)` (egrad's own, [`super::special`]); its
+    /// derivative is `trigamma`.
+    Digamma => own("digamma", ("egrad_digamma", "egrad_digammaf"),
+        (super::special::digamma, super::special::digammaf), "(mul ?g (trigamma ?a))");
+    /// `ψ'(x)` (egrad's own); no derivative yet (an empty rule).
+    Trigamma => own("trigamma", ("egrad_trigamma", "egrad_trigammaf"),
+        (super::special::trigamma, super::special::trigammaf), "");
 }
 
 impl Math {
@@ -261,9 +315,24 @@ impl Math {
         self.row().flops
     }
 
-    /// The reverse-mode template (see [`super::Op::vjp`]).
+    /// The reverse-mode template (see [`super::Op::vjp`]); empty for a
+    /// function without a derivative yet.
     pub fn vjp(self) -> &'static str {
         self.row().vjp
+    }
+
+    /// Does it have a derivative (a rule)?
+    pub fn differentiable(self) -> bool {
+        !self.row().vjp.is_empty()
+    }
+
+    /// Can an object file call it (the C library has it)? egrad's own
+    /// functions live in the process, for the JIT.
+    pub fn in_c_library(self) -> bool {
+        match self.native() {
+            Native::CLib { libm, .. } => libm,
+            Native::Inst(_) | Native::Kernel(_) => true,
+        }
     }
 
     /// The function of `x` (held as `f64`) in `dtype`'s precision: the

@@ -34,6 +34,7 @@ mod lit;
 pub mod math;
 mod names;
 mod real;
+mod special;
 #[cfg(test)]
 mod tests;
 pub mod threefry;
