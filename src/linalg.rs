@@ -174,16 +174,7 @@ fn neg_tril_outer(u: &[f64], v: &[f64], n: usize, m: usize, out: &mut [f64]) {
 
 /// The cotangent of `L` in `solve_lower(L, B)`: `args` are `L`, `B`, `X̄`.
 pub fn solve_lower_vjp_l(args: &[&[f64]], out: &mut [f64]) {
-    let (l, b, g) = (args[0], args[1], args[2]);
-    let Some((n, m)) = dims(l.len(), b.len()).filter(|_| g.len() == b.len()) else {
-        out.fill(f64::NAN);
-        return;
-    };
-    let mut x = vec![0.0; b.len()];
-    solve_lower(l, b, &mut x);
-    let mut bbar = vec![0.0; b.len()];
-    solve_lower_t(l, g, &mut bbar);
-    neg_tril_outer(&bbar, &x, n, m, out);
+    solve_tri_vjp_l(args, out, false);
 }
 
 /// The cotangent of `B` in `solve_lower(L, B)`: `L⁻ᵀ X̄`.
@@ -194,21 +185,34 @@ pub fn solve_lower_vjp_b(args: &[&[f64]], out: &mut [f64]) {
 /// The cotangent of `L` in `solve_lower_t(L, B)`: `args` are `L`, `B`,
 /// `X̄`.
 pub fn solve_lower_t_vjp_l(args: &[&[f64]], out: &mut [f64]) {
+    solve_tri_vjp_l(args, out, true);
+}
+
+/// The cotangent of `B` in `solve_lower_t(L, B)`: `L⁻¹ X̄`.
+pub fn solve_lower_t_vjp_b(args: &[&[f64]], out: &mut [f64]) {
+    solve_lower(args[0], args[2], out);
+}
+
+/// The cotangent of `L` in `solve_lower(L, B)` (`t` false: `-tril(B̄ Xᵀ)`
+/// with `B̄ = L⁻ᵀ X̄`) or in `solve_lower_t(L, B)` (`t`: `-tril(X B̄ᵀ)`
+/// with `B̄ = L⁻¹ X̄`).
+fn solve_tri_vjp_l(args: &[&[f64]], out: &mut [f64], t: bool) {
     let (l, b, g) = (args[0], args[1], args[2]);
     let Some((n, m)) = dims(l.len(), b.len()).filter(|_| g.len() == b.len()) else {
         out.fill(f64::NAN);
         return;
     };
     let mut x = vec![0.0; b.len()];
-    solve_lower_t(l, b, &mut x);
     let mut bbar = vec![0.0; b.len()];
-    solve_lower(l, g, &mut bbar);
-    neg_tril_outer(&x, &bbar, n, m, out);
-}
-
-/// The cotangent of `B` in `solve_lower_t(L, B)`: `L⁻¹ X̄`.
-pub fn solve_lower_t_vjp_b(args: &[&[f64]], out: &mut [f64]) {
-    solve_lower(args[0], args[2], out);
+    if t {
+        solve_lower_t(l, b, &mut x);
+        solve_lower(l, g, &mut bbar);
+        neg_tril_outer(&x, &bbar, n, m, out);
+    } else {
+        solve_lower(l, b, &mut x);
+        solve_lower_t(l, g, &mut bbar);
+        neg_tril_outer(&bbar, &x, n, m, out);
+    }
 }
 
 /// `A`'s LU factorization with partial pivoting (`n x n`, row-major).

@@ -207,95 +207,98 @@ pub fn is_builtin(id: u32) -> bool {
 /// their VJPs.
 fn builtin_kernels() -> Vec<(Kernel, KernelFn)> {
     use crate::linalg;
-    let solve = |name: &str, forward: KernelFn, vjp: [KernelFn; 2]| Kernel {
-        name: name.into(),
-        arity: 2,
-        shape: solve_shape,
-        forward,
-        vjp: vjp.to_vec(),
-        flops: 64.0,
-    };
+    let kernel =
+        |name: &str, arity, shape: ShapeRule, forward: KernelFn, vjp: &[KernelFn]| Kernel {
+            name: name.into(),
+            arity,
+            shape,
+            forward,
+            vjp: vjp.to_vec(),
+            flops: 64.0,
+        };
     vec![
         (
-            Kernel {
-                name: "cholesky".into(),
-                arity: 1,
-                shape: square_shape,
-                forward: |a, out| linalg::cholesky(a[0], out),
-                vjp: vec![linalg::cholesky_vjp],
-                flops: 64.0,
-            },
+            kernel(
+                "cholesky",
+                1,
+                square_shape,
+                |a, out| linalg::cholesky(a[0], out),
+                &[linalg::cholesky_vjp],
+            ),
             linalg::cholesky_jvp,
         ),
         (
-            solve(
+            kernel(
                 "solve_lower",
+                2,
+                solve_shape,
                 |a, out| linalg::solve_lower(a[0], a[1], out),
-                [linalg::solve_lower_vjp_l, linalg::solve_lower_vjp_b],
+                &[linalg::solve_lower_vjp_l, linalg::solve_lower_vjp_b],
             ),
             linalg::solve_lower_jvp,
         ),
         (
-            solve(
+            kernel(
                 "solve_lower_t",
+                2,
+                solve_shape,
                 |a, out| linalg::solve_lower_t(a[0], a[1], out),
-                [linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
+                &[linalg::solve_lower_t_vjp_l, linalg::solve_lower_t_vjp_b],
             ),
             linalg::solve_lower_t_jvp,
         ),
         (
-            solve(
+            kernel(
                 "solve",
+                2,
+                solve_shape,
                 |a, out| linalg::solve(a[0], a[1], out),
-                [linalg::solve_vjp_a, linalg::solve_vjp_b],
+                &[linalg::solve_vjp_a, linalg::solve_vjp_b],
             ),
             linalg::solve_jvp,
         ),
         (
-            Kernel {
-                name: "inv".into(),
-                arity: 1,
-                shape: square_shape,
-                forward: |a, out| linalg::inv(a[0], out),
-                vjp: vec![linalg::inv_vjp],
-                flops: 64.0,
-            },
+            kernel(
+                "inv",
+                1,
+                square_shape,
+                |a, out| linalg::inv(a[0], out),
+                &[linalg::inv_vjp],
+            ),
             linalg::inv_jvp,
         ),
         // `[sign, log |det A|]`, which `slogdet(A)` and `logdet(A)` read
         // (`lang::check`); its name is no identifier, so no program calls
         // it directly.
         (
-            Kernel {
-                name: SLOGDET.into(),
-                arity: 1,
-                shape: |args| {
+            kernel(
+                SLOGDET,
+                1,
+                |args| {
                     square_shape(args)?;
                     Ok(Type::array(DType::F64, vec![crate::types::Dim::Lit(2)]))
                 },
-                forward: |a, out| linalg::slogdet(a[0], out),
-                vjp: vec![linalg::slogdet_vjp],
-                flops: 64.0,
-            },
+                |a, out| linalg::slogdet(a[0], out),
+                &[linalg::slogdet_vjp],
+            ),
             linalg::slogdet_jvp,
         ),
         // The eigenvalues (row 0) and eigenvectors (below) that `eigh(A)`
         // reads, hidden as `slogdet`'s.
         (
-            Kernel {
-                name: EIGH.into(),
-                arity: 1,
-                shape: |args| {
+            kernel(
+                EIGH,
+                1,
+                |args| {
                     let a = square_shape(args)?;
                     let rows = a.shape[0].plus(&crate::types::Dim::Lit(1)).ok_or_else(|| {
                         ShapeError::Other(format!("`eigh` of {a}: its size overflows"))
                     })?;
                     Ok(Type::array(DType::F64, vec![rows, a.shape[1].clone()]))
                 },
-                forward: |a, out| linalg::eigh(a[0], out),
-                vjp: vec![linalg::eigh_vjp],
-                flops: 256.0,
-            },
+                |a, out| linalg::eigh(a[0], out),
+                &[linalg::eigh_vjp],
+            ),
             linalg::eigh_jvp,
         ),
     ]
