@@ -284,16 +284,22 @@ pub fn inv(a: &[f64], out: &mut [f64]) {
 /// The cotangent of `A` in `inv(A)`: `-Xᵀ X̄ Xᵀ` with `X = A⁻¹`; `args`
 /// are `A`, `X̄`.
 pub fn inv_vjp(args: &[&[f64]], out: &mut [f64]) {
-    let (a, g) = (args[0], args[1]);
-    let Some(n) = side(a.len()).filter(|_| g.len() == a.len() && out.len() == a.len()) else {
+    inv_sandwich(args, out, true);
+}
+
+/// `-Y M Y` for `args` `A`, `M` and `Y = A⁻¹` (`A⁻ᵀ` if `t`): the inverse's
+/// tangent (`M = dA`) and, transposed, its cotangent (`M = X̄`).
+fn inv_sandwich(args: &[&[f64]], out: &mut [f64], t: bool) {
+    let (a, m) = (args[0], args[1]);
+    let Some(n) = side(a.len()).filter(|_| m.len() == a.len() && out.len() == a.len()) else {
         out.fill(f64::NAN);
         return;
     };
     let mut x = vec![0.0; a.len()];
     inv(a, &mut x);
-    let mut t = vec![0.0; a.len()];
-    product(&mut t, (&x, true), (g, false), (n, n, n), 1.0);
-    product(out, (&t, false), (&x, true), (n, n, n), -1.0);
+    let mut ym = vec![0.0; a.len()];
+    product(&mut ym, (&x, t), (m, false), (n, n, n), 1.0);
+    product(out, (&ym, false), (&x, t), (n, n, n), -1.0);
 }
 
 /// `[sign, log |det A|]` into `out` (two elements), from `A`'s LU: the
@@ -567,16 +573,7 @@ pub fn solve_jvp(args: &[&[f64]], out: &mut [f64]) {
 
 /// The tangent of `inv(A)`: `-X dA X`.
 pub fn inv_jvp(args: &[&[f64]], out: &mut [f64]) {
-    let (a, da) = (args[0], args[1]);
-    let Some(n) = side(a.len()).filter(|_| da.len() == a.len() && out.len() == a.len()) else {
-        out.fill(f64::NAN);
-        return;
-    };
-    let mut x = vec![0.0; a.len()];
-    inv(a, &mut x);
-    let mut t = vec![0.0; a.len()];
-    product(&mut t, (&x, false), (da, false), (n, n, n), 1.0);
-    product(out, (&t, false), (&x, false), (n, n, n), -1.0);
+    inv_sandwich(args, out, false);
 }
 
 /// The tangent of `slogdet(A)`: `[0, tr(A⁻¹ dA)]`.
