@@ -427,8 +427,6 @@ impl Fwd<'_> {
         Ok(())
     }
 
-    /// The tangent of `s` (copied as `nv`, on the copied operands `args`)
-    /// by its op's JVP rules: the sum of its operands' contributions.
     /// The tangent of a call of kernel `k` on `n` arguments (copied:
     /// `args`): its JVP kernel on the arguments and their tangents, zeros
     /// for an argument without one. A kernel without a JVP (a user's) is
@@ -460,6 +458,8 @@ impl Fwd<'_> {
             .map_err(e)
     }
 
+    /// The tangent of `s` (copied as `nv`, on the copied operands `args`)
+    /// by its op's JVP rules: the sum of its operands' contributions.
     fn rule_tangent(&mut self, s: &Stmt, args: &[VarId], nv: VarId) -> Result<(), AdError> {
         if !s.op.differentiable() {
             return Err(AdError::Unsupported(AdLimit::NoDerivative));

@@ -113,7 +113,8 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Can `v`'s element tree run in SIMD vectors? Not when it computes
     /// or reads an `i64` value (integers run in scalar code; a `gather`'s
-    /// indices are read lane by lane), or converts between `f32` and `f64`. The walk goes on through index maps
+    /// indices are read lane by lane), or converts between `f32` and
+    /// `f64`. The walk goes on through index maps
     /// (unlike [`Translator::tree_nodes`]): a row shift or a view computes
     /// its operand in place, at its own index, so the `f64(ix)` under
     /// `tabulate[N-1](i => f64(ix)[i])` is part of the tree, which then
