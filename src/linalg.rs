@@ -346,7 +346,8 @@ pub fn slogdet(a: &[f64], out: &mut [f64]) {
         }
         log += d.abs().ln();
     }
-    out[0] = sign;
+    // A NaN anywhere makes both NaN, whatever sign the pivots before it had.
+    out[0] = if log.is_nan() { f64::NAN } else { sign };
     out[1] = log;
 }
 

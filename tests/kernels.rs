@@ -215,3 +215,25 @@ fn what_kernels_cannot_do_is_an_error() {
     );
     assert!(e.to_string().contains("one per argument"), "{e}");
 }
+
+fn panics(_: &[&[f64]], _: &mut [f64]) {
+    panic!("a kernel that panics (tests/kernels.rs)");
+}
+
+/// A kernel that panics gives NaN, in the interpreter as in native code
+/// (where unwinding into JIT code is not an option), and egrad goes on.
+#[test]
+fn a_kernel_that_panics_gives_nan_everywhere() {
+    register_kernel(Kernel {
+        name: "panics_always".into(),
+        arity: 1,
+        shape: same_shape,
+        forward: panics,
+        vjp: vec![],
+        flops: 1.0,
+    })
+    .unwrap();
+    let p = prog("fn f[N](x: f64[N]) -> f64[N] = panics_always(x) + 1.0");
+    let got = run_both(&p, "f", &[vec64(&[1.0, 2.0, 3.0])]).unwrap();
+    assert!(got[0].data.iter().all(|v| v.is_nan()), "{got:?}");
+}

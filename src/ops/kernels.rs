@@ -483,11 +483,18 @@ pub fn kernel_type(id: u32, args: &[Type]) -> Result<Type, ShapeError> {
 }
 
 /// Run kernel `id`: `args` are the arguments' elements, `out` the
-/// result's. A missing kernel writes NaN (it cannot happen: ids come
-/// from the registry, which never shrinks).
+/// result's. A kernel that panics writes NaN, for the interpreter and
+/// native code alike (never unwinding into JIT code), and so does a
+/// missing kernel (it cannot happen: ids come from the registry, which
+/// never shrinks).
 pub fn call_kernel(id: u32, args: &[&[f64]], out: &mut [f64]) {
     match with(|r| r.get(id as usize).map(|e| e.kernel.forward)) {
-        Some(f) => f(args, out),
+        Some(f) => {
+            let run = std::panic::AssertUnwindSafe(|| f(args, &mut *out));
+            if std::panic::catch_unwind(run).is_err() {
+                out.fill(f64::NAN);
+            }
+        }
         None => out.fill(f64::NAN),
     }
 }
@@ -539,9 +546,6 @@ pub unsafe extern "C" fn egrad_kernel_call(
         // SAFETY: `out` points to `out_len` writable f64s (the contract).
         unsafe { std::slice::from_raw_parts_mut(out, out_len as usize) }
     };
-    // A kernel that panics gives NaN rather than unwinding into JIT code.
-    let run = std::panic::AssertUnwindSafe(|| call_kernel(id as u32, &args, &mut *out));
-    if std::panic::catch_unwind(run).is_err() {
-        out.fill(f64::NAN);
-    }
+    // (A kernel that panics gives NaN: `call_kernel` never unwinds.)
+    call_kernel(id as u32, &args, out);
 }
