@@ -849,7 +849,9 @@ mod tests {
     fn every_jvp_template_parses() {
         for op in ALL_OPS {
             let ts = op.jvp();
-            assert_eq!(ts.len(), op.arity(), "{op:?}");
+            // A function without a derivative yet (`trigamma`) has none.
+            let want = if op.differentiable() { op.arity() } else { 0 };
+            assert_eq!(ts.len(), want, "{op:?}");
             for t in ts {
                 Template::parse(&t).unwrap_or_else(|e| panic!("{op:?}: {e}"));
             }
