@@ -416,15 +416,7 @@ pub fn eigh_vjp(args: &[&[f64]], out: &mut [f64]) {
     // Vᵀ V̄, then the middle matrix in place.
     let mut m = vec![0.0; a.len()];
     product(&mut m, (v, true), (vbar, false), (n, n, n), 1.0);
-    for i in 0..n {
-        for j in 0..n {
-            m[i * n + j] = if i == j {
-                wbar[i]
-            } else {
-                m[i * n + j] / (w[j] - w[i])
-            };
-        }
-    }
+    by_gaps(&mut m, w, wbar);
     let mut t = vec![0.0; a.len()];
     product(&mut t, (v, false), (&m, false), (n, n, n), 1.0);
     let mut full = vec![0.0; a.len()];
@@ -616,17 +608,27 @@ pub fn eigh_jvp(args: &[&[f64]], out: &mut [f64]) {
     let mut m = vec![0.0; a.len()];
     product(&mut m, (&t, false), (v, false), (n, n, n), 1.0);
     let (dw, dv) = out.split_at_mut(n);
+    for (i, d) in dw.iter_mut().enumerate() {
+        *d = m[i * n + i];
+    }
+    by_gaps(&mut m, w, &vec![0.0; n]);
+    product(dv, (v, false), (&m, false), (n, n, n), 1.0);
+}
+
+/// `F ∘ M` with `diag` on the diagonal, in place (`n x n`, `n` the
+/// eigenvalues `w`): `F[i][j] = 1/(w_j - w_i)` off the diagonal, the
+/// eigenvector part of both `eigh` rules.
+fn by_gaps(m: &mut [f64], w: &[f64], diag: &[f64]) {
+    let n = w.len();
     for i in 0..n {
-        dw[i] = m[i * n + i];
         for j in 0..n {
             m[i * n + j] = if i == j {
-                0.0
+                diag[i]
             } else {
                 m[i * n + j] / (w[j] - w[i])
             };
         }
     }
-    product(dv, (v, false), (&m, false), (n, n, n), 1.0);
 }
 
 #[cfg(test)]
