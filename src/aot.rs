@@ -24,7 +24,7 @@
 //!
 //! For any other function the object holds one entry, `F`.
 
-use crate::backend::{self, BackendOptions, EntryLayout, ObjectEntry};
+use crate::backend::{self, BackendOptions, EntryLayout, ObjectCode, ObjectEntry};
 use crate::error::span::Span;
 use crate::error::{Error, Result};
 use crate::ir::{Function, Param, Stmt, VarId, VarInfo};
@@ -128,6 +128,12 @@ pub struct BuildOptions {
     pub options: Options,
     /// The source file, for the header's first comment.
     pub source: String,
+    /// Compile against egrad's runtime library even where the object could
+    /// do without: its matrix kernel and whole-array math kernels, as the
+    /// JIT runs them (faster, the same bits). A function that calls a
+    /// builtin kernel (`cholesky`, ...) or egrad's own math (`digamma`)
+    /// always does.
+    pub runtime: bool,
 }
 
 /// An object file and its C header.
@@ -139,6 +145,10 @@ pub struct Built {
     pub header: String,
     /// The exported symbols (the raw entries).
     pub symbols: Vec<String>,
+    /// The functions of egrad's runtime library the object calls (sorted);
+    /// when there are any, the C program links `libegrad_runtime.a` after
+    /// the object (the header says how).
+    pub runtime_calls: Vec<String>,
 }
 
 /// Compile `opts.function` of `program` ahead of time.
@@ -149,29 +159,14 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             "`{name}` is not a C identifier, so it cannot name the exported symbols"
         )));
     }
-    if let Ok(f) = program.ir(name) {
-        let kernel = |f: &Function| {
-            f.stmts.iter().find_map(|s| match s.op {
-                Op::Kernel(k, _) => Some(k),
-                _ => None,
-            })
-        };
-        if let Some(k) = kernel(f).or_else(|| f.loops.iter().find_map(|l| kernel(&l.body))) {
-            let why = match kernels::kernel(k).filter(|_| kernels::is_builtin(k)) {
-                Some(b) => format!(
-                    "it calls `{}`, a builtin linear-algebra function, which object files cannot call yet: they would need a runtime library beside them",
-                    b.name.split('.').next().unwrap_or(&b.name)
-                ),
-                None => "it calls a native kernel, which lives in the process that registered it".to_string(),
-            };
-            return Err(Error::Usage(format!(
-                "`egrad build` cannot compile `{name}`: {why} (use the library's JIT)"
-            )));
-        }
-    }
+    let calls_runtime = match program.ir(name) {
+        Ok(f) => runtime_needed(name, f)?,
+        Err(_) => false,
+    };
+    let runtime = opts.runtime || calls_runtime;
     let gradient = opts.gradient || program.grad_spec(name).is_some();
-    // The optimizer's backend options (`gemm` has no kernel to call in an
-    // object file: its loop nest gives the same bits).
+    // The optimizer's backend options (without the runtime library, the
+    // object runs the loop nest and inline math: the same bits).
     let bopts = BackendOptions {
         verify: BackendOptions::default().verify,
         ..opts.options.backend
@@ -207,13 +202,14 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             },
         ];
         unchecked(name, &entries)?;
-        own_functions(name, &entries)?;
-        let code = backend::compile_object(&entries, &bopts)?;
-        let header = gradient_header(opts, &g, &sp, &code.layouts)?;
+        let runtime = runtime || own_functions(&entries);
+        let code = backend::compile_object(&entries, &bopts, runtime)?;
+        let header = gradient_header(opts, &g, &sp, &code)?;
         Ok(Built {
             object: code.bytes,
             header,
             symbols: syms.to_vec(),
+            runtime_calls: code.runtime_calls,
         })
     } else {
         let f = program.ir(name)?.clone();
@@ -225,38 +221,56 @@ pub fn build(program: &Program, opts: &BuildOptions) -> Result<Built> {
             keep: &[],
         }];
         unchecked(name, &entries)?;
-        own_functions(name, &entries)?;
-        let code = backend::compile_object(&entries, &bopts)?;
-        let header = function_header(opts, &f, &code.layouts[0])?;
+        let runtime = runtime || own_functions(&entries);
+        let code = backend::compile_object(&entries, &bopts, runtime)?;
+        let header = function_header(opts, &f, &code)?;
         Ok(Built {
             object: code.bytes,
             header,
             symbols: vec![sym],
+            runtime_calls: code.runtime_calls,
         })
     }
 }
 
-/// The math functions that are egrad's own (`digamma`, `trigamma`) live in
-/// the process, for the JIT: an object file cannot call them until a
-/// runtime library ships beside it. The `entries` (a gradient's included,
-/// where `lgamma`'s derivative calls `digamma`) must not.
-fn own_functions(name: &str, entries: &[ObjectEntry<'_>]) -> Result<()> {
-    let own = |f: &Function| {
-        f.stmts.iter().find_map(|s| match s.op {
-            Op::Math(m) if !m.in_c_library() => Some(m),
-            _ => None,
-        })
+/// Does function `f` (before optimization) call egrad's runtime library
+/// for certain: a builtin kernel (`cholesky`, ...)? A native kernel a
+/// program registered lives in that process only: an error.
+fn runtime_needed(name: &str, f: &Function) -> Result<bool> {
+    let kernels = |f: &Function| -> Vec<u32> {
+        f.stmts
+            .iter()
+            .filter_map(|s| match s.op {
+                Op::Kernel(k, _) => Some(k),
+                _ => None,
+            })
+            .collect()
     };
-    let found = entries
-        .iter()
-        .find_map(|e| own(e.func).or_else(|| e.func.loops.iter().find_map(|l| own(&l.body))));
-    match found {
-        None => Ok(()),
-        Some(m) => Err(Error::Usage(format!(
-            "`egrad build` cannot compile `{name}`: it calls `{}`, egrad's own function, which object files cannot call yet: they would need a runtime library beside them (use the library's JIT)",
-            m.name()
-        ))),
+    let all: Vec<u32> = kernels(f)
+        .into_iter()
+        .chain(f.loops.iter().flat_map(|l| kernels(&l.body)))
+        .collect();
+    if let Some(&k) = all.iter().find(|&&k| !kernels::is_builtin(k)) {
+        let what = kernels::kernel(k).map_or(String::new(), |k| format!(" `{}`", k.name));
+        return Err(Error::Usage(format!(
+            "`egrad build` cannot compile `{name}`: it calls the native kernel{what}, which lives in the process that registered it (use the library's JIT)"
+        )));
     }
+    Ok(!all.is_empty())
+}
+
+/// Do the `entries` (a gradient's included, where `lgamma`'s derivative
+/// calls `digamma`) call a math function that is egrad's own (`digamma`,
+/// `trigamma`), which the runtime library holds, not the C library?
+fn own_functions(entries: &[ObjectEntry<'_>]) -> bool {
+    let own = |f: &Function| {
+        f.stmts
+            .iter()
+            .any(|s| matches!(s.op, Op::Math(m) if !m.in_c_library()))
+    };
+    entries
+        .iter()
+        .any(|e| own(e.func) || e.func.loops.iter().any(|l| own(&l.body)))
 }
 
 /// Native code reports an index out of range in status slots the JIT
@@ -662,10 +676,18 @@ fn emit_entry(
     Ok(())
 }
 
-fn header_start(opts: &BuildOptions, what: &str) -> String {
+fn header_start(opts: &BuildOptions, what: &str, code: &ObjectCode) -> String {
     let guard: String = format!("EGRAD_{}_H", opts.function.to_ascii_uppercase());
+    let link = if code.runtime_calls.is_empty() {
+        "Link the object file with the C math library: cc main.c OBJECT.o -lm".to_string()
+    } else {
+        format!(
+            "The object calls egrad's runtime library ({}), which `egrad build` writes beside it:\n * cc main.c OBJECT.o libegrad_runtime.a -lm -lpthread -ldl",
+            code.runtime_calls.join(", ")
+        )
+    };
     format!(
-        "/* Generated by `egrad build` from {} (function `{}`): {what}.\n * Do not edit. Link the object file with the C math library: cc main.c OBJECT.o -lm */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{SIZE_ARITHMETIC}#ifndef EGRAD_ROUND16\n#define EGRAD_ROUND16(n) egrad_round((n), (size_t)16)\n#endif\n\n",
+        "/* Generated by `egrad build` from {} (function `{}`): {what}.\n * Do not edit. {link} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{SIZE_ARITHMETIC}#ifndef EGRAD_ROUND16\n#define EGRAD_ROUND16(n) egrad_round((n), (size_t)16)\n#endif\n\n",
         opts.source, opts.function
     )
 }
@@ -747,9 +769,10 @@ fn sizes_of(f: &Function, namer: &mut Namer) -> Sizes {
     }
 }
 
-fn function_header(opts: &BuildOptions, f: &Function, layout: &EntryLayout) -> Result<String> {
+fn function_header(opts: &BuildOptions, f: &Function, code: &ObjectCode) -> Result<String> {
     let prefix = format!("{}_", opts.function);
-    let mut h = header_start(opts, "one entry point");
+    let layout = &code.layouts[0];
+    let mut h = header_start(opts, "one entry point", code);
     let mut namer = Namer::default();
     let sizes = sizes_of(f, &mut namer);
     emit_check(&mut h, &prefix, &sizes, &[f]);
@@ -795,8 +818,9 @@ fn gradient_header(
     opts: &BuildOptions,
     g: &GradProgram,
     sp: &Cut,
-    layouts: &[EntryLayout],
+    code: &ObjectCode,
 ) -> Result<String> {
+    let layouts = &code.layouts;
     let vg = g.value_and_grad_ir();
     let name = &opts.function;
     let prefix = format!("{name}_");
@@ -807,6 +831,7 @@ fn gradient_header(
             g.primal.name,
             g.wrt_text()
         ),
+        code,
     );
     let mut namer = Namer::default();
     let sizes = sizes_of(vg, &mut namer);

@@ -47,6 +47,11 @@ mod internals;
 
 pub mod error;
 
+// The runtime library's exports (`#[no_mangle]`), for C programs that link
+// an `egrad build` object; only with the `runtime` feature.
+#[cfg(feature = "runtime")]
+mod runtime;
+
 pub(crate) use internals::{
     backend, cache, call, differentiate, extract, gemm, gemv, ir, lang, linalg, ops, pipeline,
     program, residuals, rewrites, types, vmath,

@@ -26,17 +26,26 @@ fn egrad(args: &[&str]) -> std::process::Output {
 /// `egrad build`, then compile `main_c` against the object and run it;
 /// its stdout parsed as numbers, one per line.
 fn build_and_run(tag: &str, file: &str, function: &str, main_c: &str) -> Vec<f64> {
+    build_and_link(tag, file, function, &[], main_c)
+}
+
+/// [`build_and_run`] with more arguments to `egrad build`; an object that
+/// calls egrad's runtime library links the `libegrad_runtime.a` written
+/// beside it.
+fn build_and_link(tag: &str, file: &str, function: &str, extra: &[&str], main_c: &str) -> Vec<f64> {
     let dir = temp_dir(tag);
     let obj = dir.join("out.o");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let out = egrad(&[
+    let mut args = vec![
         "build",
         src.to_str().unwrap(),
         "--fn",
         function,
         "-o",
         obj.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let out = egrad(&args);
     assert!(
         out.status.success(),
         "egrad build failed: {}",
@@ -45,11 +54,16 @@ fn build_and_run(tag: &str, file: &str, function: &str, main_c: &str) -> Vec<f64
     assert!(dir.join("out.h").exists(), "no header next to the object");
     std::fs::write(dir.join("main.c"), main_c).unwrap();
     let exe = dir.join("main");
+    let runtime = dir.join("libegrad_runtime.a").exists();
+    let libs: &[&str] = match runtime {
+        true => &["libegrad_runtime.a", "-lm", "-lpthread", "-ldl"],
+        false => &["-lm"],
+    };
     let cc = Command::new("cc")
         .current_dir(&dir)
-        .args([
-            "-std=c99", "-Wall", "-Werror", "-O1", "main.c", "out.o", "-lm", "-o",
-        ])
+        .args(["-std=c99", "-Wall", "-Werror", "-O1", "main.c", "out.o"])
+        .args(libs)
+        .arg("-o")
         .arg(&exe)
         .output()
         .expect("run cc (a C compiler is needed for this test)");
@@ -574,4 +588,120 @@ fn the_header_grows_linearly_with_the_gradient() {
         .status()
         .expect("run cc");
     assert!(status.success());
+}
+
+const LINALG_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+
+int main(void) {
+    enum { N = 4, K = 3 };
+    double a[N * N], b[N * K], m[N * N];
+    for (int i = 0; i < N * N; i++) m[i] = 0.25 * ((i * 7) % 5) - 0.4;
+    /* a = m m^T + N I: symmetric positive definite */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = i == j ? N : 0.0;
+            for (int k = 0; k < N; k++) s += m[i * N + k] * m[j * N + k];
+            a[i * N + j] = s;
+        }
+    for (int i = 0; i < N * K; i++) b[i] = 0.5 - 0.125 * i;
+    double value, ga[N * N], gb[N * K];
+    void *scratch = malloc(loss_grad_value_and_grad_scratch_bytes(N, K) + 1);
+    if (loss_grad_value_and_grad(N, K, a, b, &value, ga, gb, scratch) != 0) return 1;
+    printf("%.17g\n", value);
+    for (int i = 0; i < N * N; i++) printf("%.17g\n", ga[i]);
+    for (int i = 0; i < N * K; i++) printf("%.17g\n", gb[i]);
+    for (int i = 0; i < N * N; i++) printf("%.17g\n", a[i]);
+    for (int i = 0; i < N * K; i++) printf("%.17g\n", b[i]);
+    free(scratch);
+    return 0;
+}
+"#;
+
+/// `cholesky`, `logdet` and `matmul` in an object file: `egrad build`
+/// writes the runtime library beside it, the C program links it, and the
+/// value and gradients are the JIT's, bit for bit.
+#[test]
+fn linear_algebra_links_with_the_runtime_library_and_matches_the_jit() {
+    let file = "tests/data/aot/linalg.eg";
+    let c = build_and_link("linalg", file, "loss_grad", &[], LINALG_MAIN);
+    let (n, k) = (4, 3);
+    assert_eq!(c.len(), 1 + n * n + n * k + n * n + n * k);
+    // The inputs the C program made, exactly.
+    let inputs = &c[1 + n * n + n * k..];
+    let a = Value::array(DType::F64, vec![n, n], inputs[..n * n].to_vec());
+    let b = Value::array(DType::F64, vec![n, k], inputs[n * n..].to_vec());
+    let (vg, _) = jit(file, "loss_grad", &[a, b], None);
+    assert!(vg.iter().all(|x| x.is_finite()), "{vg:?}");
+    assert_bits("value_and_grad", &c[..1 + n * n + n * k], &vg);
+}
+
+/// `--runtime` puts a plain `matmul` through the runtime library's kernel
+/// (the JIT's), with the same bits as the loop nest an object runs alone;
+/// without `--runtime` the object needs the C library only.
+#[test]
+fn runtime_flag_calls_the_matrix_kernel() {
+    let main_c = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+int main(void) {
+    enum { M = 3, K = 5, N = 2 };
+    double a[M * K], b[K * N], c[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = 0.1 * i - 0.7;
+    for (int i = 0; i < K * N; i++) b[i] = 1.0 / (i + 1);
+    void *scratch = malloc(mm_scratch_bytes(M, K, N) + 1);
+    if (mm(M, K, N, a, b, c, scratch) != 0) return 1;
+    for (int i = 0; i < M * N; i++) printf("%.17g\n", c[i]);
+    free(scratch);
+    return 0;
+}
+"#;
+    let dir = temp_dir("mm-src");
+    let src = dir.join("mm.eg");
+    std::fs::write(
+        &src,
+        "fn mm[M, K, N](a: f64[M, K], b: f64[K, N]) -> f64[M, N] = matmul(a, b)\n",
+    )
+    .unwrap();
+    let src = src.to_str().unwrap();
+    let kernel = build_and_link("mm-rt", src, "mm", &["--runtime"], main_c);
+    let nest = build_and_link("mm-nest", src, "mm", &[], main_c);
+    assert_bits("kernel vs loop nest", &kernel, &nest);
+    let a: Vec<f64> = (0..15).map(|i| 0.1 * i as f64 - 0.7).collect();
+    let b: Vec<f64> = (0..10).map(|i| 1.0 / (i + 1) as f64).collect();
+    let program = Program::parse(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let f = program.ir("mm").unwrap();
+    let jit = backend::compile(f, &BackendOptions::default()).unwrap();
+    let out = jit
+        .call(&[
+            &Value::array(DType::F64, vec![3, 5], a),
+            &Value::array(DType::F64, vec![5, 2], b),
+        ])
+        .unwrap();
+    assert_bits("C vs JIT", &kernel, &out[0].data);
+    // What each object calls, as `--json` reports it.
+    let obj = dir.join("mm.o");
+    let calls = |extra: &[&str]| {
+        let mut args = vec!["build", src, "--fn", "mm", "--json", "-o"];
+        args.push(obj.to_str().unwrap());
+        args.extend(extra);
+        let out = egrad(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (j["runtime_calls"].clone(), j["runtime_library"].clone())
+    };
+    let (none, no_lib) = calls(&[]);
+    assert_eq!(none, serde_json::json!([]));
+    assert!(no_lib.is_null());
+    let (gemm, lib) = calls(&["--runtime"]);
+    assert_eq!(gemm, serde_json::json!(["egrad_dgemm"]));
+    assert!(Path::new(lib.as_str().unwrap()).is_file());
+    let _ = std::fs::remove_dir_all(&dir);
 }

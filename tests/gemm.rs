@@ -240,17 +240,21 @@ fn every_backend_computes_the_interpreters_product_bit_for_bit() {
     assert!(checked > 10_000, "{checked}");
 }
 
-/// Object code runs the loop nest (no kernel to call): the same bits.
+/// Object code runs the loop nest (the same bits) unless it links egrad's
+/// runtime library, whose kernel it then calls, as the JIT does.
 #[test]
-fn object_files_use_the_loop_nest() {
+fn object_files_call_the_kernel_only_with_the_runtime_library() {
     let f = function(DType::F64, true, false, false);
     let entry = ObjectEntry {
         func: &f,
         symbol: "mm",
         keep: &[],
     };
-    let obj = compile_object(&[entry], &GEMM).unwrap();
-    assert!(!obj.bytes.is_empty());
+    let alone = compile_object(&[entry], &GEMM, false).unwrap();
+    assert!(!alone.bytes.is_empty());
+    assert!(alone.runtime_calls.is_empty(), "{:?}", alone.runtime_calls);
+    let linked = compile_object(&[entry], &GEMM, true).unwrap();
+    assert_eq!(linked.runtime_calls, ["egrad_dgemm"]);
 }
 
 /// The whole mlp2 gradient (three products, two of them with a transposed

@@ -130,7 +130,8 @@ impl Libm {
             (Cos, F64 | I64 | Bool) => "cos",
             (Pow, F64 | I64 | Bool) => "pow",
             (Math(m), dtype) => m.c_symbol(dtype).unwrap_or(m.name()),
-            // Not in the C library: `compile_object` refuses the option.
+            // Not in the C library: egrad's runtime library's
+            // (`runtime_symbols`).
             (Gemm, F32) => "egrad_sgemm",
             (Gemm, F64 | I64 | Bool) => "egrad_dgemm",
             (RowDot, F32) => "egrad_srowdot",
@@ -232,6 +233,25 @@ pub(crate) struct Lowered {
     pub id: FuncId,
     pub funcs: Vec<(FuncId, Context)>,
     pub plan: Plan,
+}
+
+/// The functions native code may call that are egrad's runtime library's,
+/// not the C library's, by their C names: what an object file that calls
+/// them links (`libegrad_runtime.a`, whose exports are `src/runtime.rs`).
+pub fn runtime_symbols() -> Vec<&'static str> {
+    let math = Math::ALL
+        .iter()
+        .filter(|m| !m.in_c_library())
+        .map(|&m| Libm::Math(m));
+    let mut v: Vec<&'static str> = LIBM
+        .into_iter()
+        .filter(|l| !matches!(l, Libm::Sin | Libm::Cos | Libm::Pow))
+        .chain(math)
+        .flat_map(|l| DTYPES.map(|d| l.c_symbol(d)))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Which names the libm imports get: the JIT's registered wrappers, or the

@@ -75,6 +75,7 @@ mod lower;
 mod native;
 mod object;
 
+pub use jit::runtime_symbols;
 pub use jit::{clif_text, clif_text_with, compile, compile_keeping, CompiledFunction, Prepared};
 pub use lower::range::checks_nothing;
 pub use native::{NativeArg, NativeOut, Workspace};
@@ -99,8 +100,9 @@ pub struct BackendOptions {
     /// has them; on by default) instead of the loop nest of Cranelift code.
     /// Both compute the same chain of fused multiply-adds per element (see
     /// `src/gemm.rs`), so the results are bit for bit the same and the
-    /// interpreter's; the kernel is faster. An object file has no kernel to
-    /// call, so `compile_object` always uses the loop nest.
+    /// interpreter's; the kernel is faster. An object file calls the kernel
+    /// only when it links egrad's runtime library (`compile_object`'s
+    /// `runtime`); the loop nest otherwise.
     pub gemm: bool,
     /// A math function with an all-arithmetic kernel (`exp`, `log`,
     /// `log1p`, `expm1`, `tanh`) over a float array is computed by its
@@ -108,8 +110,8 @@ pub struct BackendOptions {
     /// compiled by rustc for the widest vectors the CPU has (256-bit AVX2
     /// where it has them), instead of inline in Cranelift's 128-bit
     /// vectors; its operand and result are arrays in memory then. The
-    /// bits are the same either way. An object file has no kernel to
-    /// call, so `compile_object` always emits the kernels inline.
+    /// bits are the same either way. An object file calls the block kernels
+    /// only when it links egrad's runtime library; inline otherwise.
     pub wide: bool,
 }
 

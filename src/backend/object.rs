@@ -7,11 +7,14 @@
 //! [`crate::backend`]); the loop bodies and VJPs it calls are local
 //! functions of the same object (named `ENTRY.loopL.body` /
 //! `ENTRY.loopL.vjp`); libm calls are undefined symbols of the C library
-//! (`sin`, `expf`, ...), resolved with `-lm`. Code is position-independent
+//! (`sin`, `expf`, ...), resolved with `-lm`. With the runtime library
+//! (`compile_object`'s `runtime`), the object also calls what the JIT
+//! calls, by the names that library exports (`egrad_dgemm`, the builtin
+//! kernels, ...; [`runtime_symbols`]). Code is position-independent
 //! (it links into PIE executables and shared libraries) and compiled for the
 //! host CPU, like the JIT's.
 
-use super::jit::{cl_err, host_isa, lower, EntryDecl, LibmNames, Lowered};
+use super::jit::{cl_err, host_isa, lower, runtime_symbols, EntryDecl, LibmNames, Lowered};
 use super::BackendOptions;
 use crate::error::Error;
 use crate::ir::{Function, VarId};
@@ -49,19 +52,28 @@ pub struct ObjectCode {
     pub bytes: Vec<u8>,
     /// Per entry, in the order given.
     pub layouts: Vec<EntryLayout>,
+    /// The runtime library's functions the object calls (sorted); empty
+    /// when it links with the C library alone.
+    pub runtime_calls: Vec<String>,
 }
 
 /// Compile `entries` into one object file for the host.
+///
+/// With `runtime`, the object may call egrad's runtime library (the C
+/// program links it): the matrix kernel, the whole-array math kernels, the
+/// builtin kernels and egrad's own math functions, as the JIT does under
+/// `opts`. Without, it calls only the C library: the loop nest and the
+/// inline math kernels, which give the same bits (`BackendOptions::gemm`,
+/// `BackendOptions::wide`); a builtin kernel or an own math function is
+/// then the caller's to refuse.
 pub fn compile_object(
     entries: &[ObjectEntry<'_>],
     opts: &BackendOptions,
+    runtime: bool,
 ) -> Result<ObjectCode, Error> {
-    // No kernel to call from an object file: the loop nest and the inline
-    // math kernels, which give the same bits (`BackendOptions::gemm`,
-    // `BackendOptions::wide`).
     let opts = &BackendOptions {
-        gemm: false,
-        wide: false,
+        gemm: opts.gemm && runtime,
+        wide: opts.wide && runtime,
         ..*opts
     };
     let isa = host_isa(opts.verify, true)?;
@@ -93,11 +105,31 @@ pub fn compile_object(
             scratch: plan.scratch.clone(),
         });
     }
+    let known = runtime_symbols();
+    let mut runtime_calls: Vec<String> = module
+        .declarations()
+        .get_functions()
+        .filter(|(_, d)| d.linkage == Linkage::Import)
+        .filter_map(|(_, d)| d.name.clone())
+        .filter(|n| known.contains(&n.as_str()))
+        .collect();
+    runtime_calls.sort();
+    runtime_calls.dedup();
+    if !runtime && !runtime_calls.is_empty() {
+        return Err(Error::Internal(format!(
+            "an object file without the runtime library calls {}",
+            runtime_calls.join(", ")
+        )));
+    }
     let bytes = module
         .finish()
         .emit()
         .map_err(|e| cl_err("emit object", e))?;
-    Ok(ObjectCode { bytes, layouts })
+    Ok(ObjectCode {
+        bytes,
+        layouts,
+        runtime_calls,
+    })
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*`.

@@ -111,6 +111,11 @@ pub struct BuildArgs {
     /// parameters.
     #[arg(long)]
     pub grad: bool,
+    /// Call egrad's runtime library for matrix products and whole-array
+    /// math, as the JIT does (a function that calls `cholesky` and the
+    /// like always does); the library is written beside the object.
+    #[arg(long)]
+    pub runtime: bool,
     /// Print JSON (docs/json.md) instead of text.
     #[arg(long)]
     pub json: bool,

@@ -28,7 +28,7 @@ pub enum Native {
         /// The `f32` function's symbol.
         f32: &'static str,
         /// Whether the C library has it (else it is egrad's own, which
-        /// the JIT links and object files cannot call yet).
+        /// the JIT links and object files call in egrad's runtime library).
         libm: bool,
     },
 }
