@@ -27,6 +27,7 @@
 use crate::backend::{self, BackendOptions, EntryLayout, ObjectCode, ObjectEntry};
 use crate::error::span::Span;
 use crate::error::{Error, Result};
+use crate::ir::interp::is_count;
 use crate::ir::{Function, Param, Stmt, VarId, VarInfo};
 use crate::ops::{kernels, Op};
 use crate::pipeline::{optimize_gradient, optimize_ir, GradProgram, Options};
@@ -782,7 +783,8 @@ fn function_header(opts: &BuildOptions, f: &Function, code: &ObjectCode) -> Resu
     for p in &f.params {
         let (n, ty) = (f.var_name(p.var), f.ty(p.var));
         let c = namer.name(n);
-        let size = (ty.dtype == DType::I64).then(|| sizes.c(n).to_string());
+        // A run-time count is given once, as its size argument.
+        let size = is_count(f, p).then(|| sizes.c(n).to_string());
         push_input(
             &c,
             ty,
@@ -844,9 +846,7 @@ fn gradient_header(
     let counts: Vec<Option<String>> = vg
         .params
         .iter()
-        .map(|p| {
-            (vg.ty(p.var).dtype == DType::I64).then(|| sizes.c(vg.var_name(p.var)).to_string())
-        })
+        .map(|p| is_count(vg, p).then(|| sizes.c(vg.var_name(p.var)).to_string()))
         .collect();
     let value_ty = vg.ty(vg.rets[0]).clone();
     let value = namer.name("value");

@@ -84,7 +84,7 @@ pub use types::value::format_elem;
 /// The reference interpreter: runs an IR [`Function`] exactly as written,
 /// the oracle native code and every rewrite are checked against.
 pub mod interp {
-    pub use crate::ir::interp::{bind_args, run, ArgShape, Dims, MAX_COUNT};
+    pub use crate::ir::interp::{bind_args, is_count, run, ArgShape, Dims, MAX_COUNT};
 }
 
 /// The memory limit every run and compile checks its allocations against

@@ -705,3 +705,41 @@ int main(void) {
     assert!(Path::new(lib.as_str().unwrap()).is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `data` number is passed by value (it may be negative) and an `i64`
+/// array by pointer; a count is the size argument. The C program gets the
+/// JIT's bits.
+#[test]
+fn data_numbers_and_integer_arrays_link_and_match_the_jit() {
+    let dir = temp_dir("data-src");
+    let src = dir.join("pick.eg");
+    let text = "fn pick[N](x: f64[N], k: i64[N], data s: i64) -> f64 = +/(x .* f64(k)) * f64(s) + f64(s * N)\n";
+    std::fs::write(&src, text).unwrap();
+    let main_c = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "out.h"
+int main(void) {
+    double x[3] = {0.5, -1.25, 2.0}, out;
+    int64_t k[3] = {1, 2, 3};
+    void *scratch = malloc(pick_scratch_bytes(3) + 1);
+    if (pick(3, x, k, -2, &out, scratch) != 0) return 1;
+    printf("%.17g\n", out);
+    free(scratch);
+    return 0;
+}
+"#;
+    let c = build_and_link("data", src.to_str().unwrap(), "pick", &[], main_c);
+    let program = Program::parse(text).unwrap();
+    let jit = backend::compile(program.ir("pick").unwrap(), &BackendOptions::default()).unwrap();
+    let i64s = Value::array(DType::I64, vec![3], vec![1.0, 2.0, 3.0]);
+    let out = jit
+        .call(&[
+            &Value::f64(&[0.5, -1.25, 2.0]),
+            &i64s,
+            &Value::scalar(DType::I64, -2.0),
+        ])
+        .unwrap();
+    assert_bits("C vs JIT", &c, &out[0].data);
+    let _ = std::fs::remove_dir_all(&dir);
+}

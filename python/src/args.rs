@@ -14,7 +14,8 @@
 //!   the call raises `EgradTypeError` naming the parameter. With
 //!   `copy=False` every such conversion for an array parameter is refused
 //!   instead (a scalar parameter always takes a Python or NumPy number).
-//! * an `i64` scalar parameter (a run-time count) takes a Python `int` (or
+//! * an `i64` scalar parameter (a run-time count, or a value declared
+//!   `data`) takes a Python `int` (or
 //!   anything with `__index__`), never a float.
 //!
 //! Results are new arrays written by native code in place (a `bool` result

@@ -7,7 +7,8 @@
 use super::jit::{check_status, CompiledFunction, NativeBuf};
 use super::lower::STATUS_SLOTS;
 use crate::ir::interp::{
-    bind_args, check_bool, concrete_shape, count_problem, ArgError, ArgShape, MAX_COUNT,
+    bind_args, check_bool, concrete_shape, count_problem, data_problem, is_count, ArgError,
+    ArgShape, MAX_COUNT,
 };
 use crate::ir::memory;
 use crate::types::{DType, Type};
@@ -567,15 +568,20 @@ impl CompiledFunction {
         // reads; refuse it with `bind_args`'s own message.
         for (i, (p, a)) in f.params.iter().zip(args).enumerate() {
             if let NativeArg::I64(n) = *a {
-                if f.ty(p.var).dtype == DType::I64 && !(0..=MAX_COUNT as i64).contains(&n) {
+                let count = is_count(f, p);
+                let lowest = if count { 0 } else { -(MAX_COUNT as i64) };
+                if f.ty(p.var).dtype == DType::I64 && !(lowest..=MAX_COUNT as i64).contains(&n) {
                     let name = f.var_name(p.var);
+                    let problem = |x: f64| match count {
+                        true => count_problem(name, x, &n.to_string()),
+                        false => data_problem(name, x, &n.to_string()),
+                    };
                     return Err(ArgError {
                         limit: false,
                         site: None,
                         param: Some(i),
-                        message: count_problem(name, n as f64, &n.to_string()).unwrap_or_else(
-                            || count_problem(name, f64::MAX, &n.to_string()).unwrap_or_default(),
-                        ),
+                        message: problem(n as f64)
+                            .unwrap_or_else(|| problem(f64::MAX).unwrap_or_default()),
                     });
                 }
             }

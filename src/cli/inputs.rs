@@ -30,8 +30,9 @@ pub struct InputArgs {
     #[arg(long = "args", value_name = "@FILE.npz")]
     pub npz: Vec<String>,
     /// Fill every argument not given with --arg with uniform values in
-    /// [-1, 1) (bools true or false, i64 arrays 0 to 3; an i64 scalar is a
-    /// run-time count: give it with --dim NAME=N).
+    /// [-1, 1) (bools true or false, i64 arrays and `data` i64 numbers 0 to
+    /// 3; any other i64 number is a run-time count: give it with --dim
+    /// NAME=N).
     #[arg(long, conflicts_with = "suite")]
     pub random: bool,
     /// Fill the arguments (by position) with the inputs of a benchmark of the

@@ -567,7 +567,7 @@ fn random_args(
     let mut held: Option<u64> = Some(held_before);
     for (i, p) in f.params.iter().enumerate() {
         let (name, ty) = (f.var_name(p.var), f.ty(p.var));
-        if ty.dtype == DType::I64 && ty.shape.is_empty() {
+        if egrad::interp::is_count(f, p) {
             // A run-time count: its --dim value, not a random number.
             let n = *dims.get(name).ok_or_else(|| {
                 Error::Usage(format!(

@@ -112,6 +112,30 @@ pub fn count_problem(name: &str, x: f64, shown: &str) -> Option<String> {
     }
 }
 
+/// Why `x` (written `shown`) cannot be the value of the `i64` parameter
+/// `name` declared `data` (a value, not a count), if it cannot: not a whole
+/// number, or beyond ±[`MAX_COUNT`] (where `f64` is no longer exact).
+pub fn data_problem(name: &str, x: f64, shown: &str) -> Option<String> {
+    if x.is_nan() || x.fract() != 0.0 {
+        Some(format!(
+            "argument `{name}` is an i64 and must be a whole number, got {shown}"
+        ))
+    } else if x.abs() > MAX_COUNT as f64 {
+        Some(format!(
+            "argument `{name}` = {shown} is beyond ±2^53 = {MAX_COUNT}, the largest i64 number egrad takes (they must be exact in f64)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Is parameter `p` of `f` a count: a scalar `i64` that is the size
+/// parameter of its name (one declared `data` in the source is not)?
+pub fn is_count(f: &Function, p: &crate::ir::Param) -> bool {
+    let ty = f.ty(p.var);
+    ty.dtype == DType::I64 && ty.is_scalar() && f.size_params.iter().any(|s| s == f.var_name(p.var))
+}
+
 /// A `bool` argument must hold only 0 (false) and 1 (true): argument `i`
 /// of `f`, when that parameter is a bool.
 pub fn check_bool<A: ArgShape + ?Sized>(f: &Function, i: usize, a: &A) -> Result<(), ArgError> {
@@ -175,7 +199,8 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         let name = f.var_name(p.var);
         let ty = f.ty(p.var);
         if ty.dtype == DType::I64 && ty.is_scalar() {
-            // A run-time integer: the size parameter of its name.
+            // A run-time integer: the size parameter of its name (a count),
+            // or a value declared `data`.
             let x = match (a.shape().is_empty(), a.scalar()) {
                 (true, Some(x)) => x,
                 _ => {
@@ -187,7 +212,12 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                     })
                 }
             };
-            if let Some(message) = count_problem(name, x, &x.to_string()) {
+            let count = is_count(f, p);
+            let problem = match count {
+                true => count_problem(name, x, &x.to_string()),
+                false => data_problem(name, x, &x.to_string()),
+            };
+            if let Some(message) = problem {
                 return Err(ArgError {
                     limit: false,
                     site: None,
@@ -195,7 +225,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
                     message,
                 });
             }
-            if f.size_params.iter().any(|p| p == name) {
+            if count {
                 let (pattern, actual) = ([Dim::Param(name.to_string())], [Dim::Lit(x as u64)]);
                 if let Err(m) = unifier.add(i, &pattern, &actual) {
                     return Err(misfit(f, i, &m, &unifier, &[x as usize]));

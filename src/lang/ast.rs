@@ -46,6 +46,9 @@ pub struct ParamDecl {
     pub ty: TypeExpr,
     /// `static n: i64`: the value is known when the function is specialized.
     pub is_static: bool,
+    /// `data y: i64`: a run-time integer that is a value (a label, an
+    /// index), not a count: not a size parameter, and may be negative.
+    pub is_data: bool,
     pub span: Span,
 }
 
@@ -428,8 +431,9 @@ impl FnDef {
         for p in &self.params {
             let _ = writeln!(
                 out,
-                "  param {}{}: {} {}",
+                "  param {}{}{}: {} {}",
                 if p.is_static { "static " } else { "" },
+                if p.is_data { "data " } else { "" },
                 p.name.name,
                 type_text(&p.ty),
                 sp(p.span)

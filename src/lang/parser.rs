@@ -310,14 +310,24 @@ impl Parser {
             } else {
                 None
             };
+            // `data y: i64`: `data` is a word of its own only before a
+            // parameter's name (a parameter may be named `data`).
+            let data_span = match (self.peek(), self.toks.get(self.pos + 1).map(|t| &t.tok)) {
+                (Tok::Ident(w), Some(Tok::Ident(_))) if w == "data" => Some(self.bump().span),
+                _ => None,
+            };
             let pname = self.ident("a parameter name")?;
             self.expect(&Tok::Colon)?;
             let ty = self.ty()?;
             params.push(ParamDecl {
-                span: static_span.unwrap_or(pname.span).to(ty.span()),
+                span: static_span
+                    .or(data_span)
+                    .unwrap_or(pname.span)
+                    .to(ty.span()),
                 name: pname,
                 ty,
                 is_static: static_span.is_some(),
+                is_data: data_span.is_some(),
             });
             if !self.eat(&Tok::Comma) {
                 break;

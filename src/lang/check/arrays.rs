@@ -242,10 +242,6 @@ impl<'a> FnCx<'a> {
             };
             self.push("", Op::Unindex(n as u64), &[v], Some(&xt))
         } else {
-            if self.batched.contains(&idx) && !self.batched.contains(&v) {
-                self.error(Diagnostic::unsupported(e.span, "`scatter_add` at indices that depend on the index of `tabulate` of rows that do not is not supported yet"));
-                return Val::Err;
-            }
             let site = pack_site(args[1].span.start, args[1].span.end);
             self.push("", Op::Scatter(site), &[idx, v], Some(&xt))
         };

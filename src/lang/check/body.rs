@@ -91,7 +91,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let v = self.b.param(name, ty.clone(), *span);
-            if ty.dtype == DType::I64 && ty.is_scalar() {
+            if sig.is_count(k) {
                 self.env.push((name.clone(), Val::Count(name.clone(), v)));
             } else if ty.dtype == DType::Bool {
                 // A condition: computed with as an `i64` mask.

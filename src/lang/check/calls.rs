@@ -317,7 +317,7 @@ impl<'a> FnCx<'a> {
                 pty.clone()
             };
             let v = cx.b.param(pname, ty, *pspan);
-            let val = if pty.dtype == DType::I64 && pty.is_scalar() {
+            let val = if sig.is_count(k) {
                 Val::Count(pname.clone(), v)
             } else if pty.dtype == DType::Bool {
                 if stacked {

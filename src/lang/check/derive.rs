@@ -172,6 +172,7 @@ fn derived(f: &FnDef, attr: &Attr, errs: &mut Vec<Diagnostic>) -> Option<FnDef> 
                     name: ident(&name),
                     ty,
                     is_static: false,
+                    is_data: false,
                     span: at,
                 });
             }

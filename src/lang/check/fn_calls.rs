@@ -371,7 +371,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, pspan) = &sig.params[k];
-            if pty.dtype == DType::I64 && pty.is_scalar() {
+            if sig.is_count(k) {
                 // A run-time integer binds the callee's size parameter of
                 // its name: to the caller's one, or to a static value.
                 let d = match v {
@@ -398,7 +398,8 @@ impl<'a> FnCx<'a> {
                                 args[k].span,
                                 format!("argument `{pname}` of `{name}` must be a non-negative i64 (a count), but it is {t}"),
                             )
-                            .with_label(*pspan, format!("`{pname}` is declared here as i64")),
+                            .with_label(*pspan, format!("`{pname}` is declared here as i64"))
+                            .with_note(format!("if `{pname}` is a value (a label, an index) rather than a count, declare it `data {pname}: i64`")),
                         );
                     }
                 }
@@ -497,7 +498,7 @@ impl<'a> FnCx<'a> {
                 continue;
             }
             let (pname, pty, _) = &sig.params[k];
-            if pty.dtype == DType::I64 && pty.is_scalar() {
+            if sig.is_count(k) {
                 // Never read by the callee's statements (it gives a size).
                 arg_vars.push(match v {
                     Val::Count(_, x) => *x,

@@ -169,6 +169,15 @@ struct Sig {
     bounds: Vec<(String, Bound)>,
 }
 
+impl Sig {
+    /// Is parameter `k` a count: a run-time `i64` number that is the size
+    /// parameter of its name (not one declared `data`)?
+    fn is_count(&self, k: usize) -> bool {
+        let (name, ty, _) = &self.params[k];
+        ty.dtype == DType::I64 && ty.is_scalar() && self.size_params.contains(name)
+    }
+}
+
 /// A bound on an element-type parameter (`fn f[T: Float, N]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Bound {

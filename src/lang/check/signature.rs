@@ -231,6 +231,7 @@ pub(super) fn signature_with(
                 params
                     .iter()
                     .filter(|p| p.1.dtype == DType::I64 && p.1.is_scalar())
+                    .filter(|p| !f.params.iter().any(|d| d.is_data && d.name.name == p.0))
                     .map(|p| p.0.clone()),
             )
             .collect(),
@@ -277,7 +278,25 @@ fn resolve_params(
             );
         }
         let runtime_int = matches!(&p.ty, TypeExpr::Named { dtype, dims, .. } if dtype.name == "i64" && dims.is_empty());
-        if p.is_static {
+        if p.is_data && (p.is_static || !runtime_int) {
+            errs.push(
+                Diagnostic::new(
+                    p.span,
+                    format!(
+                        "`data` marks a run-time `i64` number as a value (a label, an index) rather than a count, but `{}` is {}",
+                        p.name.name,
+                        if p.is_static { "static" } else { "not an `i64` number" }
+                    ),
+                )
+                .with_note("arrays and floats are values already: drop `data`"),
+            );
+            continue;
+        }
+        if p.is_data {
+            // A run-time integer that is a value: no size parameter.
+            params.push((p.name.name.clone(), Type::scalar(DType::I64), p.span));
+            statics.push(None);
+        } else if p.is_static {
             if let Some(k) = static_kind(&p.ty, errs) {
                 params.push((p.name.name.clone(), Type::scalar(DType::F64), p.span));
                 statics.push(Some(k));

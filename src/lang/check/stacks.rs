@@ -106,6 +106,17 @@ impl<'a> FnCx<'a> {
                 self.scatter_each(x, w, annot?, site, hint)?
             }
             (Op::Scatter(s), [_, true]) => self.scatter_each(args[1], x, annot?, s, hint)?,
+            (Op::Scatter(s), [true, false]) => {
+                // Indices per element, values the same for each (a
+                // constant cotangent at a label's row): the values
+                // repeated for every element.
+                let t = raw(self, args[1]);
+                let mut shape = vec![total.clone()];
+                shape.extend(t.shape.iter().cloned());
+                let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
+                let v = self.plain(lift, &[args[1]], Some(&Type::array(t.dtype, shape)))?;
+                self.scatter_each(v, x, annot?, s, hint)?
+            }
             (Op::MatMul, [true, false]) => {
                 // The elements' rows are rows of one matrix.
                 let t = raw(self, x);

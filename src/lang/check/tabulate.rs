@@ -51,17 +51,61 @@ impl<'a> FnCx<'a> {
         let mark = self.env.len();
         self.env.push((param.name.clone(), Val::Idx(0)));
         let v = self.lower(body, hints);
-        let v = self.number(v);
         self.env.truncate(mark);
+        let hint = hints.first().copied().unwrap_or("");
+        // A tuple body (a function with several results, `@vmap` of one)
+        // builds a tuple of arrays, one per element.
+        let mut stacked = Vec::new();
+        let out = match v {
+            Val::Tuple(vs) => Val::Tuple(
+                vs.into_iter()
+                    .map(|v| self.tabulated(v, &len, body, hint, &mut stacked))
+                    .collect(),
+            ),
+            v => self.tabulated(v, &len, body, hint, &mut stacked),
+        };
+        match saved_env {
+            Some(env) => {
+                let Some(up) = self.outer.pop() else {
+                    return self.bug("leaving a nested `tabulate` that was not entered");
+                };
+                self.batch = Some(up.batch);
+                self.own_len = Some(up.own_len);
+                self.batched = up.batched;
+                self.lifted = up.lifted;
+                self.env = env;
+                self.batched.extend(stacked);
+            }
+            None => {
+                self.batch = None;
+                self.own_len = None;
+                self.batched.clear();
+                self.lifted.clear();
+            }
+        }
+        out
+    }
+
+    /// One value of `tabulate`'s body `v` (of length `len`), made the
+    /// array of its values per index: a stack as it is (reshaped to a
+    /// stack of the enclosing level inside a nested `tabulate`, pushed to
+    /// `stacked`), a value the same for every index repeated.
+    fn tabulated(
+        &mut self,
+        v: Val,
+        len: &Dim,
+        body: &Expr,
+        hint: &str,
+        stacked: &mut Vec<VarId>,
+    ) -> Val {
+        let v = self.number(v);
         // A value of an enclosing level returned as it is.
         let v = self.lift(v);
-        let hint = hints.first().copied().unwrap_or("");
         // A condition per index is a condition of the stack's shape.
         let (v, mask) = match v {
             Val::Mask(m) => (Val::Var(m), true),
             v => (v, false),
         };
-        let mut stacked = None;
         let out = match v {
             Val::Err => Val::Err,
             Val::Var(x) if self.batched.contains(&x) => match self.outer.last() {
@@ -78,7 +122,7 @@ impl<'a> FnCx<'a> {
                         Some(&Type::array(t.dtype, shape)),
                     );
                     if let Val::Var(r) = r {
-                        stacked = Some(r);
+                        stacked.push(r);
                     }
                     r
                 }
@@ -86,7 +130,7 @@ impl<'a> FnCx<'a> {
             Val::Var(x) => {
                 // The same value for every index.
                 let t = self.ty(x);
-                let mut shape = vec![len];
+                let mut shape = vec![len.clone()];
                 shape.extend(t.shape.iter().cloned());
                 let lift = if t.is_scalar() { Op::Bcast } else { Op::Repeat };
                 self.push_plain(hint, lift, &[x], Some(&Type::array(t.dtype, shape)))
@@ -104,27 +148,6 @@ impl<'a> FnCx<'a> {
                 Val::Err
             }
         };
-        match saved_env {
-            Some(env) => {
-                let Some(up) = self.outer.pop() else {
-                    return self.bug("leaving a nested `tabulate` that was not entered");
-                };
-                self.batch = Some(up.batch);
-                self.own_len = Some(up.own_len);
-                self.batched = up.batched;
-                self.lifted = up.lifted;
-                self.env = env;
-                if let Some(r) = stacked {
-                    self.batched.insert(r);
-                }
-            }
-            None => {
-                self.batch = None;
-                self.own_len = None;
-                self.batched.clear();
-                self.lifted.clear();
-            }
-        }
         match out {
             Val::Var(x) if mask => Val::Mask(x),
             out => out,
