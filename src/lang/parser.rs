@@ -305,17 +305,12 @@ impl Parser {
         let open = self.expect(&Tok::LParen)?;
         let mut params = Vec::new();
         while !self.at(&Tok::RParen) {
-            let static_span = if self.at(&Tok::Static) {
-                Some(self.bump().span)
-            } else {
-                None
-            };
+            let static_span = self.at(&Tok::Static).then(|| self.bump().span);
             // `data y: i64`: `data` is a word of its own only before a
             // parameter's name (a parameter may be named `data`).
-            let data_span = match (self.peek(), self.toks.get(self.pos + 1).map(|t| &t.tok)) {
-                (Tok::Ident(w), Some(Tok::Ident(_))) if w == "data" => Some(self.bump().span),
-                _ => None,
-            };
+            let data = matches!((self.peek(), self.toks.get(self.pos + 1).map(|t| &t.tok)),
+                (Tok::Ident(w), Some(Tok::Ident(_))) if w == "data");
+            let data_span = data.then(|| self.bump().span);
             let pname = self.ident("a parameter name")?;
             self.expect(&Tok::Colon)?;
             let ty = self.ty()?;
@@ -401,78 +396,6 @@ impl Parser {
             span = span.to(self.expect(&Tok::RBracket)?);
         }
         Ok(TypeExpr::Named { dtype, dims, span })
-    }
-
-    /// A dimension: `N`, `3`, `N-1`, or a size expression of them with
-    /// `+`, `-`, `*` and parentheses (`2*N+1`, `N*M`, `2*(N-1)`).
-    /// `name[d, ...]` of `reshape`, `uniform` and `normal` (at the name,
-    /// a bracket next): the shape.
-    fn named_shape(&mut self) -> PResult<Vec<DimExpr>> {
-        self.bump();
-        self.bump();
-        let mut shape = vec![self.dim()?];
-        while self.eat(&Tok::Comma) {
-            shape.push(self.dim()?);
-        }
-        self.expect(&Tok::RBracket)?;
-        Ok(shape)
-    }
-
-    fn dim(&mut self) -> PResult<DimExpr> {
-        self.enter()?;
-        let r = self.dim_sum();
-        self.leave();
-        r
-    }
-
-    fn dim_sum(&mut self) -> PResult<DimExpr> {
-        let mut l = self.dim_product()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Plus => DimOp::Add,
-                Tok::Minus => DimOp::Sub,
-                _ => return Ok(l),
-            };
-            self.bump();
-            let r = self.dim_product()?;
-            let span = l.span().to(r.span());
-            l = match (op, l, r) {
-                (DimOp::Sub, DimExpr::Name(id), DimExpr::Lit(k, _)) => DimExpr::Sub(id, k, span),
-                (op, l, r) => DimExpr::Bin(op, Box::new(l), Box::new(r), span),
-            };
-        }
-    }
-
-    fn dim_product(&mut self) -> PResult<DimExpr> {
-        let mut l = self.dim_atom()?;
-        while self.eat(&Tok::Star) {
-            let r = self.dim_atom()?;
-            let span = l.span().to(r.span());
-            l = DimExpr::Bin(DimOp::Mul, Box::new(l), Box::new(r), span);
-        }
-        Ok(l)
-    }
-
-    fn dim_atom(&mut self) -> PResult<DimExpr> {
-        match self.peek().clone() {
-            Tok::Num { int: Some(n), .. } => {
-                let s = self.bump().span;
-                Ok(DimExpr::Lit(n, s))
-            }
-            Tok::Ident(name) => {
-                let s = self.bump().span;
-                Ok(DimExpr::Name(Ident { name, span: s }))
-            }
-            Tok::LParen => {
-                self.bump();
-                let d = self.dim()?;
-                self.expect(&Tok::RParen)?;
-                Ok(d)
-            }
-            _ => Err(self.error_expected(
-                "a dimension (a size parameter, a non-negative integer, or a size expression such as `N-1`, `N+1` or `2*N`)",
-            )),
-        }
     }
 
     fn block(&mut self) -> PResult<Expr> {
@@ -1002,6 +925,10 @@ impl Parser {
         }
     }
 }
+
+// Dimensions and size expressions (`N`, `2*N+1`, `name[d, ...]`).
+#[path = "parser_dims.rs"]
+mod dims;
 
 #[cfg(test)]
 #[path = "parser_test.rs"]

@@ -206,6 +206,7 @@ pub fn is_builtin(id: u32) -> bool {
 /// `solve(A, B)` (`A⁻¹ B`), `inv(A)` and the one behind `slogdet`, with
 /// their VJPs.
 fn builtin_kernels() -> Vec<(Kernel, KernelFn)> {
+    use super::sort;
     use crate::linalg;
     let kernel =
         |name: &str, arity, shape: ShapeRule, forward: KernelFn, vjp: &[KernelFn]| Kernel {
@@ -301,7 +302,72 @@ fn builtin_kernels() -> Vec<(Kernel, KernelFn)> {
             ),
             linalg::eigh_jvp,
         ),
+        // Along the last axis (`super::sort`): the array and its last
+        // axis's length, hidden as `slogdet`'s; `sort`, `argsort`,
+        // `top_k`, `cumsum` and `cumprod` call them.
+        (
+            kernel(
+                SORT,
+                2,
+                along_last_shape,
+                sort::sort,
+                &[sort::sort_vjp, sort::zero],
+            ),
+            sort::sort_jvp,
+        ),
+        (
+            kernel(
+                ARGSORT,
+                2,
+                along_last_shape,
+                sort::argsort,
+                &[sort::zero, sort::zero],
+            ),
+            sort::zero,
+        ),
+        (
+            kernel(
+                CUMSUM,
+                2,
+                along_last_shape,
+                sort::cumsum,
+                &[sort::cumsum_vjp, sort::zero],
+            ),
+            sort::cumsum_jvp,
+        ),
+        (
+            kernel(
+                CUMPROD,
+                2,
+                along_last_shape,
+                sort::cumprod,
+                &[sort::cumprod_vjp, sort::zero],
+            ),
+            sort::cumprod_jvp,
+        ),
     ]
+}
+
+/// The builtin kernels along the last axis (see `builtin_kernels`).
+pub const SORT: &str = "sort.last";
+/// `argsort`'s kernel: the permutation as numbers.
+pub const ARGSORT: &str = "argsort.last";
+/// `cumsum`'s kernel.
+pub const CUMSUM: &str = "cumsum.last";
+/// `cumprod`'s kernel.
+pub const CUMPROD: &str = "cumprod.last";
+
+/// A kernel along the last axis: an array of rank 1 or more and the
+/// length of its last axis (`f64[1]`); the result has the array's type.
+fn along_last_shape(args: &[Type]) -> Result<Type, ShapeError> {
+    let a = &args[0];
+    if a.rank() == 0 {
+        return Err(ShapeError::Argument {
+            index: 0,
+            why: format!("an array is needed, but this is {a}"),
+        });
+    }
+    Ok(a.clone())
 }
 
 /// The builtin kernel behind `slogdet` and `logdet`.

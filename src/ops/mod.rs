@@ -34,6 +34,7 @@ mod lit;
 pub mod math;
 mod names;
 mod real;
+mod sort;
 mod special;
 #[cfg(test)]
 mod tests;

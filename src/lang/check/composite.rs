@@ -15,8 +15,10 @@
 
 use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
+use crate::ir::interp::pack_site;
 use crate::lang::ast::Expr;
 use crate::ops::{kernels, Math, Op};
+use crate::types::{DType, Dim, Type};
 
 /// The composite builtins and their arities.
 pub const COMPOSITES: &[(&str, usize)] = &[
@@ -25,6 +27,11 @@ pub const COMPOSITES: &[(&str, usize)] = &[
     ("slogdet", 1),
     ("logdet", 1),
     ("eigh", 1),
+    ("sort", 1),
+    ("argsort", 1),
+    ("cumsum", 1),
+    ("cumprod", 1),
+    ("top_k", 2),
 ];
 
 /// The arity of composite builtin `name`, if it is one.
@@ -54,6 +61,9 @@ impl<'a> FnCx<'a> {
         }
         if name == "eigh" {
             return self.eigh(e, args);
+        }
+        if let "sort" | "argsort" | "cumsum" | "cumprod" | "top_k" = name {
+            return self.along_last(e, name, args, hint);
         }
         let mut vals = Vec::with_capacity(want);
         for a in args {
@@ -134,6 +144,118 @@ impl<'a> FnCx<'a> {
         let square = crate::types::Type::array(t.dtype, vec![n.clone(), n]);
         let v = self.push("", Op::Slice(1), &[packed], Some(&square));
         Val::Tuple(vec![w, v])
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `sort(x)`, `argsort(x)`, `cumsum(x)` and `cumprod(x)` along the last
+    /// axis of an `f64` array (each row on its own), and `top_k(x, k)`, the
+    /// `k` largest elements of a vector and their indices (largest first,
+    /// the lower index first among equal ones): the builtin kernels of
+    /// `ops::sort`, given the array and its last axis's length.
+    fn along_last(&mut self, e: &Expr, name: &str, args: &[Expr], hint: &str) -> Val {
+        let v = self.lower(&args[0], &[]);
+        let x = match self.single(v, args[0].span) {
+            Val::Var(x) if self.ty(x).dtype == DType::F64 && self.ty(x).rank() > 0 => x,
+            Val::Err => return Val::Err,
+            other => {
+                let t = self.describe(&other);
+                self.error(Diagnostic::new(
+                    args[0].span,
+                    format!("`{name}` takes an f64 array (a vector, or rows along its last axis), but this is {t}"),
+                ));
+                return Val::Err;
+            }
+        };
+        let t = self.ty(x);
+        if self.batched.contains(&x) {
+            self.error(
+                Diagnostic::unsupported(
+                    e.span,
+                    format!("`{name}` of a value that depends on the index of `tabulate` (or a batch of `@vmap`) is not supported yet"),
+                )
+                .with_note("call it on the whole array: it sorts or scans each row along the last axis"),
+            );
+            return Val::Err;
+        }
+        let k = if name == "top_k" {
+            let kv = self.lower(&args[1], &[]);
+            let Some(k) = kv.as_static_int().filter(|&k| k >= 0) else {
+                self.error(Diagnostic::new(
+                    args[1].span,
+                    format!("`top_k`'s count must be a non-negative integer known at compile time, but this is {}", self.describe(&kv)),
+                ));
+                return Val::Err;
+            };
+            if t.rank() != 1 {
+                self.error(Diagnostic::new(
+                    args[0].span,
+                    format!("`top_k` takes a vector, but this is {t}"),
+                ));
+                return Val::Err;
+            }
+            if let Dim::Lit(n) = t.shape[0] {
+                if k as u64 > n {
+                    self.error(Diagnostic::new(
+                        args[1].span,
+                        format!("`top_k` of {k} elements of a vector of {n}"),
+                    ));
+                    return Val::Err;
+                }
+            }
+            Some(k as u64)
+        } else {
+            None
+        };
+        // The last axis's length, as the kernels take it: `f64[1]`.
+        let Val::Var(d) = self.push_plain("", Op::Dim(t.rank() as u64 - 1), &[x], None) else {
+            return Val::Err;
+        };
+        let Val::Var(f) = self.push_plain("", Op::Convert(DType::F64), &[d], None) else {
+            return Val::Err;
+        };
+        let one = Type::array(DType::F64, vec![Dim::Lit(1)]);
+        let Val::Var(n) = self.push_plain("", Op::Bcast, &[f], Some(&one)) else {
+            return Val::Err;
+        };
+        let kernel = |which: &str| kernels::kernel_id(which);
+        let which = match name {
+            "sort" => kernels::SORT,
+            "cumsum" => kernels::CUMSUM,
+            "cumprod" => kernels::CUMPROD,
+            _ => kernels::ARGSORT,
+        };
+        let Some(id) = kernel(which) else {
+            return self.bug(format!("the builtin kernel of `{name}` is not registered"));
+        };
+        let Some(k) = k else {
+            let h = if name == "argsort" { "" } else { hint };
+            let out = self.push_plain(h, Op::Kernel(id, 2), &[x, n], Some(&t));
+            return match (name, out) {
+                ("argsort", Val::Var(p)) => {
+                    self.push_plain(hint, Op::Convert(DType::I64), &[p], None)
+                }
+                (_, out) => out,
+            };
+        };
+        // top_k: the first k of the permutation sorting -x (stable, so
+        // the lower index first among equal elements), and x there.
+        let Val::Var(neg) = self.push_plain("", Op::Neg, &[x], None) else {
+            return Val::Err;
+        };
+        let Val::Var(p) = self.push_plain("", Op::Kernel(id, 2), &[neg, n], Some(&t)) else {
+            return Val::Err;
+        };
+        let Val::Var(p) = self.push_plain("", Op::Convert(DType::I64), &[p], None) else {
+            return Val::Err;
+        };
+        let first = Type::array(DType::I64, vec![Dim::Lit(k)]);
+        let Val::Var(idx) = self.push_plain("", Op::Slice(0), &[p], Some(&first)) else {
+            return Val::Err;
+        };
+        let site = pack_site(e.span.start, e.span.end);
+        let vals = self.push_plain(hint, Op::Gather(site), &[x, idx], None);
+        Val::Tuple(vec![vals, Val::Var(idx)])
     }
 }
 
