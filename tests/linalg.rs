@@ -218,7 +218,7 @@ fn wrong_shapes_and_unsupported_modes_are_errors() {
     assert!(e.contains("square matrix"), "{e}");
     let e = err("fn f[N](L: f64[N, N], b: f64[3]) -> f64[3] = solve_lower(L, b)");
     assert!(e.contains("right-hand side"), "{e}");
-    let e = err("fn f(A: f32[2, 2]) -> f32[2, 2] = cholesky(A)");
+    let e = err("fn f(A: f32[2, 2], b: f64[2]) -> f64[2] = solve(A, b)");
     assert!(e.contains("f64"), "{e}");
     // A second derivative through them (their rules have none).
     let e = err(&format!(
@@ -401,4 +401,78 @@ fn tangents_match_finite_differences() {
         &[s, arr(&[4], 19)],
         "eigh",
     );
+}
+
+/// On `f32` matrices the builtins compute in `f64` and round the result:
+/// `cholesky` of an `f32` matrix is the `f64` one's, rounded; gradients
+/// are `f32` and match central differences at `f32`'s tolerance.
+#[test]
+fn f32_matrices_compute_in_f64_and_round() {
+    let p = prog(
+        "fn c32[N](A: f32[N, N]) -> f32[N, N] = cholesky(A)
+fn c64[N](A: f64[N, N]) -> f64[N, N] = cholesky(A)
+fn l32[N](A: f32[N, N], b: f32[N]) -> f32 { let (w, V) = eigh(A); logdet(A) + +/solve(A, b) + +/w }
+@grad(A, b)
+fn dl32[N](A: f32[N, N], b: f32[N]) -> (f32[N, N], f32[N]) = l32(A, b)
+fn l64[N](A: f64[N, N], b: f64[N]) -> f64 { let (w, V) = eigh(A); logdet(A) + +/solve(A, b) + +/w }
+@grad(A, b)
+fn dl64[N](A: f64[N, N], b: f64[N]) -> (f64[N, N], f64[N]) = l64(A, b)",
+    );
+    let a = spd(4, 3);
+    let a32 = a.cast(DType::F32);
+    let got = run_both(&p, "c32", std::slice::from_ref(&a32)).unwrap();
+    let want = run_both(&p, "c64", &[a32.cast(DType::F64)]).unwrap();
+    assert_eq!(got[0].dtype, DType::F32);
+    assert!(got[0].bits_eq(&want[0].cast(DType::F32)));
+    let b = arr(&[4], 9);
+    let g32 = run_both(&p, "dl32", &[a32.clone(), b.cast(DType::F32)]).unwrap();
+    let g64 = run_both(
+        &p,
+        "dl64",
+        &[a32.cast(DType::F64), b.cast(DType::F32).cast(DType::F64)],
+    )
+    .unwrap();
+    for (x, y) in g32.iter().zip(&g64) {
+        assert_eq!(x.dtype, DType::F32);
+        for (u, v) in x.data.iter().zip(&y.data) {
+            assert!((u - v).abs() <= 1e-5 * (1.0 + v.abs()), "{u} vs {v}");
+        }
+    }
+}
+
+/// `solve_upper(U, B)` and `solve_upper_t(U, B)`: `U X = B` and `Uᵀ X = B`
+/// for the upper triangle of `U` (the lower one is not read), with
+/// gradients in both modes.
+#[test]
+fn upper_triangular_solves() {
+    let p = prog(
+        "fn su[N, M](U: f64[N, N], B: f64[N, M]) -> f64[N, M] = solve_upper(U, B)
+fn sut[N](U: f64[N, N], b: f64[N]) -> f64[N] = solve_upper_t(U, b)
+fn l[N](U: f64[N, N], b: f64[N]) -> f64 = +/(tanh(solve_upper(U, b)) .* solve_upper_t(U, b))
+@grad(U, b)
+fn dl[N](U: f64[N, N], b: f64[N]) -> (f64[N, N], f64[N]) = l(U, b)
+@jvp(U, b)
+fn l_along[N](U: f64[N, N], b: f64[N], dU: f64[N, N], db: f64[N]) -> f64 = l(U, b)",
+    );
+    let n = 4;
+    let mut u = arr(&[n, n], 21);
+    for i in 0..n {
+        u.data[i * n + i] += 3.0;
+    }
+    let b = arr(&[n, 2], 22);
+    let x = run_both(&p, "su", &[u.clone(), b.clone()]).unwrap();
+    let v = arr(&[n], 23);
+    let y = run_both(&p, "sut", &[u.clone(), v.clone()]).unwrap();
+    for i in 0..n {
+        for c in 0..2 {
+            let s: f64 = (i..n)
+                .map(|k| u.data[i * n + k] * x[0].data[k * 2 + c])
+                .sum();
+            assert!((s - b.data[i * 2 + c]).abs() < 1e-12, "U X = B at {i}, {c}");
+        }
+        let s: f64 = (0..=i).map(|k| u.data[k * n + i] * y[0].data[k]).sum();
+        assert!((s - v.data[i]).abs() < 1e-12, "Uᵀ y = v at {i}");
+    }
+    check_gradient(&p, "dl", "l", 2, &[u.clone(), v.clone()], "upper solves");
+    check_jvp(&p, "l_along", "l", 2, &[u, v], "upper solves");
 }

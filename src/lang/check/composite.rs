@@ -32,6 +32,8 @@ pub const COMPOSITES: &[(&str, usize)] = &[
     ("cumsum", 1),
     ("cumprod", 1),
     ("top_k", 2),
+    ("solve_upper", 2),
+    ("solve_upper_t", 2),
 ];
 
 /// The arity of composite builtin `name`, if it is one.
@@ -64,6 +66,9 @@ impl<'a> FnCx<'a> {
         }
         if let "sort" | "argsort" | "cumsum" | "cumprod" | "top_k" = name {
             return self.along_last(e, name, args, hint);
+        }
+        if let "solve_upper" | "solve_upper_t" = name {
+            return self.solve_upper(e, name, args, hint);
         }
         let mut vals = Vec::with_capacity(want);
         for a in args {
@@ -156,13 +161,17 @@ impl<'a> FnCx<'a> {
     fn along_last(&mut self, e: &Expr, name: &str, args: &[Expr], hint: &str) -> Val {
         let v = self.lower(&args[0], &[]);
         let x = match self.single(v, args[0].span) {
-            Val::Var(x) if self.ty(x).dtype == DType::F64 && self.ty(x).rank() > 0 => x,
+            Val::Var(x)
+                if matches!(self.ty(x).dtype, DType::F32 | DType::F64) && self.ty(x).rank() > 0 =>
+            {
+                x
+            }
             Val::Err => return Val::Err,
             other => {
                 let t = self.describe(&other);
                 self.error(Diagnostic::new(
                     args[0].span,
-                    format!("`{name}` takes an f64 array (a vector, or rows along its last axis), but this is {t}"),
+                    format!("`{name}` takes a float array (a vector, or rows along its last axis), but this is {t}"),
                 ));
                 return Val::Err;
             }
@@ -207,6 +216,17 @@ impl<'a> FnCx<'a> {
         } else {
             None
         };
+        // An `f32` array is sorted or scanned in `f64` (exactly: every
+        // `f32` is an `f64`), and the values rounded back.
+        let (original, single) = (x, t.dtype == DType::F32);
+        let (x, t) = if single {
+            let Val::Var(w) = self.push_plain("", Op::Convert(DType::F64), &[x], None) else {
+                return Val::Err;
+            };
+            (w, Type::array(DType::F64, t.shape.clone()))
+        } else {
+            (x, t)
+        };
         // The last axis's length, as the kernels take it: `f64[1]`.
         let Val::Var(d) = self.push_plain("", Op::Dim(t.rank() as u64 - 1), &[x], None) else {
             return Val::Err;
@@ -229,11 +249,15 @@ impl<'a> FnCx<'a> {
             return self.bug(format!("the builtin kernel of `{name}` is not registered"));
         };
         let Some(k) = k else {
-            let h = if name == "argsort" { "" } else { hint };
+            let plain = name != "argsort" && !single;
+            let h = if plain { hint } else { "" };
             let out = self.push_plain(h, Op::Kernel(id, 2), &[x, n], Some(&t));
             return match (name, out) {
                 ("argsort", Val::Var(p)) => {
                     self.push_plain(hint, Op::Convert(DType::I64), &[p], None)
+                }
+                (_, Val::Var(v)) if single => {
+                    self.push_plain(hint, Op::Convert(DType::F32), &[v], None)
                 }
                 (_, out) => out,
             };
@@ -254,8 +278,54 @@ impl<'a> FnCx<'a> {
             return Val::Err;
         };
         let site = pack_site(e.span.start, e.span.end);
-        let vals = self.push_plain(hint, Op::Gather(site), &[x, idx], None);
+        let vals = self.push_plain(hint, Op::Gather(site), &[original, idx], None);
         Val::Tuple(vec![vals, Val::Var(idx)])
+    }
+}
+
+impl<'a> FnCx<'a> {
+    /// `solve_upper(U, B)` (`U⁻¹ B`) and `solve_upper_t(U, B)` (`U⁻ᵀ B`)
+    /// for an upper triangular `U` (its lower triangle not read): the
+    /// lower solves of `Uᵀ`, `solve_lower_t(Uᵀ, B)` and `solve_lower(Uᵀ,
+    /// B)`.
+    fn solve_upper(&mut self, e: &Expr, name: &str, args: &[Expr], hint: &str) -> Val {
+        let lower = if name == "solve_upper" {
+            "solve_lower_t"
+        } else {
+            "solve_lower"
+        };
+        let Some(k) = kernels::kernel_id(lower) else {
+            return self.bug(format!("the builtin kernel `{lower}` is not registered"));
+        };
+        let mut xs = Vec::with_capacity(2);
+        for a in args {
+            let v = self.lower(a, &[]);
+            match self.single(v, a.span) {
+                Val::Var(x) if self.ty(x).rank() > 0 => xs.push(x),
+                Val::Err => return Val::Err,
+                other => {
+                    let t = self.describe(&other);
+                    self.error(Diagnostic::new(
+                        a.span,
+                        format!("`{name}` takes a matrix and a vector or matrix, but this is {t}"),
+                    ));
+                    return Val::Err;
+                }
+            }
+        }
+        if self.ty(xs[0]).rank() != 2 {
+            let t = self.ty(xs[0]);
+            self.error(Diagnostic::new(
+                args[0].span,
+                format!("`{name}` needs a square matrix, but this is {t}"),
+            ));
+            return Val::Err;
+        }
+        let Val::Var(ut) = self.push("", Op::Transpose, &[xs[0]], None) else {
+            return Val::Err;
+        };
+        xs[0] = ut;
+        self.kernel_on(e, k, name, xs, hint)
     }
 }
 

@@ -15,6 +15,7 @@ use crate::error::span::Diagnostic;
 use crate::ir::{CustomRule, Function, VarId};
 use crate::lang::ast::{Expr, FnDef};
 use crate::ops::{kernels, Op};
+use crate::types::DType;
 use crate::types::Type;
 
 /// Types separated by commas.
@@ -56,6 +57,18 @@ impl<'a> FnCx<'a> {
         if !ok {
             return Val::Err;
         }
+        self.kernel_on(e, k, name, xs, hint)
+    }
+
+    /// [`Self::call_kernel`] on its arguments' values `xs`.
+    pub(super) fn kernel_on(
+        &mut self,
+        e: &Expr,
+        k: u32,
+        name: &str,
+        mut xs: Vec<VarId>,
+        hint: &str,
+    ) -> Val {
         if xs.iter().any(|x| self.batched.contains(x)) {
             self.error(
                 Diagnostic::unsupported(
@@ -66,8 +79,25 @@ impl<'a> FnCx<'a> {
             );
             return Val::Err;
         }
+        // A builtin kernel (`cholesky`, ...) of `f32` arrays computes in
+        // `f64`: its arguments converted, its result rounded back.
+        let single = kernels::is_builtin(k) && xs.iter().all(|x| self.ty(*x).dtype == DType::F32);
+        if single {
+            for x in xs.iter_mut() {
+                let Val::Var(w) = self.push_plain("", Op::Convert(DType::F64), &[*x], None) else {
+                    return Val::Err;
+                };
+                *x = w;
+            }
+        }
         let tys: Vec<Type> = xs.iter().map(|x| self.ty(*x)).collect();
         match kernels::kernel_type(k, &tys) {
+            Ok(t) if single => {
+                match self.push_plain("", Op::Kernel(k, xs.len() as u32), &xs, Some(&t)) {
+                    Val::Var(r) => self.push_plain(hint, Op::Convert(DType::F32), &[r], None),
+                    other => other,
+                }
+            }
             Ok(t) => self.push(hint, Op::Kernel(k, xs.len() as u32), &xs, Some(&t)),
             Err(m) => {
                 self.error(Diagnostic::new(e.span, m.to_string()));
