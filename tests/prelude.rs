@@ -256,6 +256,20 @@ fn matvec_size_errors_point_at_the_call() {
 /// What the prelude offers (as docs/language.md lists it).
 const PRELUDE: &[&str] = prelude::NAMES;
 
+/// Every helper docs/language.md lists under "Prelude": the prelude's
+/// functions and the builtins (`mean`, `softmax`, ...) that take any rank.
+const HELPERS: &[&str] = &[
+    "dot",
+    "outer",
+    "mean",
+    "norm",
+    "logsumexp",
+    "softmax",
+    "log_softmax",
+    "sigmoid",
+    "softplus",
+];
+
 #[test]
 fn the_prelude_checks_and_every_function_is_generic() {
     let items = prelude::items().unwrap();
@@ -369,7 +383,7 @@ fn prelude_values_match_a_direct_computation() {
         for x in xs {
             let x = vector(dtype, x);
             let y = vector(dtype, &x.data.iter().map(|v| 0.5 - v).collect::<Vec<_>>());
-            for name in PRELUDE {
+            for name in HELPERS {
                 if *name == "norm" && x.data.iter().any(|v| v.abs() > 100.0) {
                     continue; // not scaled: x .* x may overflow in f32
                 }
@@ -441,7 +455,7 @@ fn l_softplus[N](x: f64[N], w: f64[N]) -> f64 = +/(softplus(x) .* w)
 fn prelude_gradients_match_finite_differences() {
     let p = prog(LOSSES);
     let names: Vec<&str> = p.function_names();
-    assert_eq!(names.len(), PRELUDE.len());
+    assert_eq!(names.len(), HELPERS.len());
     for name in names {
         let ir = p.ir(name).unwrap();
         for (n, t) in [(1, 0.5), (4, 1.5), (9, 4.0)] {
@@ -533,11 +547,13 @@ fn a_program_function_shadows_the_prelude_one() {
     assert_eq!(p.function_names(), ["dot", "_ones", "f"]);
     assert!(p.ir("dot").is_ok());
     // The prelude is for real numbers.
-    let e = err("fn f[N](k: i64[N]) -> i64 = mean(k)");
+    let e = err("fn f[N](k: i64[N]) -> i64 = norm(k)");
     assert!(
-        e.contains("the prelude's `mean` takes f32 or f64 values"),
+        e.contains("the prelude's `norm` takes f32 or f64 values"),
         "{e}"
     );
+    let e = err("fn f[N](k: i64[N]) -> i64 = mean(k)");
+    assert!(e.contains("`mean` needs floating-point operands"), "{e}");
     // The prelude's private helper is not the program's to call.
     let e = err("fn f[N](x: f64[N]) -> f64[N] = _ones(x)");
     assert!(e.contains("unknown function `_ones`"), "{e}");
@@ -561,25 +577,30 @@ fn the_prelude_costs_nothing_where_unused_and_is_not_dumped() {
         );
     }
     // A program that calls the prelude: its syntax tree is its own.
-    let p = prog("fn f[N](x: f64[N]) -> f64 = mean(x)");
+    let p = prog("fn f[N](x: f64[N]) -> f64 = norm(x)");
     let ast = p.dump_ast();
-    assert!(!ast.contains("fn mean") && !ast.contains("_ones"), "{ast}");
+    assert!(!ast.contains("fn norm"), "{ast}");
     // Prelude functions are not the program's functions to run.
-    let e = p.ir("mean").unwrap_err().to_string();
+    let e = p.ir("norm").unwrap_err().to_string();
     assert!(
-        e.contains("no function named `mean`") && e.contains("the prelude's"),
+        e.contains("no function named `norm`") && e.contains("the prelude's"),
         "{e}"
     );
 }
 
 #[test]
 fn the_prelude_can_be_left_out() {
-    let src = "fn f[N](x: f64[N]) -> f64 = mean(x)";
+    // (`mean` and the other builtins among the helpers stay.)
+    let with_mean = "fn f[N](x: f64[N]) -> f64 = mean(x)";
+    assert!(
+        Program::parse_with("a.eg", with_mean, &ParseOptions::default().prelude(false)).is_ok()
+    );
+    let src = "fn f[N](x: f64[N]) -> f64 = norm(x)";
     let e = Program::parse_with("a.eg", src, &ParseOptions::default().prelude(false))
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("unknown function `mean`") && e.contains("checked without"),
+        e.contains("unknown function `norm`") && e.contains("checked without"),
         "{e}"
     );
     let path = std::env::temp_dir().join(format!("egrad-prelude-{}.eg", std::process::id()));
@@ -598,7 +619,7 @@ fn the_prelude_can_be_left_out() {
     assert_eq!(egrad(&["check"]).0, Some(0));
     let (code, stderr) = egrad(&["check", "--no-prelude"]);
     assert_eq!(code, Some(1));
-    assert!(stderr.contains("unknown function `mean`"), "{stderr}");
+    assert!(stderr.contains("unknown function `norm`"), "{stderr}");
     let (code, stderr) = egrad(&["grad", "--fn", "f", "--no-prelude"]);
     assert_eq!(code, Some(1), "{stderr}");
     std::fs::remove_file(&path).unwrap();
@@ -633,4 +654,73 @@ fn errors_at_the_prelude_show_its_lines() {
     assert!(shown.contains("--> a.eg:1:26"), "{shown}");
     assert!(shown.contains("--> <prelude>:1:"), "{shown}");
     assert!(shown.contains("in `bad`, from the prelude"), "{shown}");
+}
+
+/// `mean`, `logsumexp`, `softmax`, `log_softmax`, `sigmoid` and
+/// `softplus` on numbers and arrays of rank 2 and 3: row by row (softmax)
+/// the vector's bits, over every element (mean, logsumexp) the flattened
+/// vector's, element by element the same; gradients in both modes.
+#[test]
+fn helpers_take_any_rank() {
+    let p = prog(
+        "fn rows[M, K](x: f64[M, K]) -> (f64[M, K], f64[M, K]) =
+  (softmax(x), log_softmax(x))
+fn by_row[M, K](x: f64[M, K]) -> (f64[M, K], f64[M, K]) =
+  (tabulate[M](i => softmax(x[i])), tabulate[M](i => log_softmax(x[i])))
+fn cube[L, M, K](x: f64[L, M, K]) -> (f64[L, M, K], f64, f64, f64[L, M, K], f64[L, M, K]) =
+  (softmax(x), mean(x), logsumexp(x), sigmoid(x), softplus(x))
+fn flat[L, M, K](x: f64[L, M, K]) -> (f64, f64, f64[L, M, K], f64[L, M, K]) {
+  let v = flatten(x)
+  (mean(v), logsumexp(v), reshape[L, M, K](sigmoid(v)), reshape[L, M, K](softplus(v)))
+}
+fn nums(x: f64) -> (f64, f64, f64, f64, f64, f64) =
+  (mean(x), logsumexp(x), softmax(x), log_softmax(x), sigmoid(x), softplus(x))
+fn loss[M, K](x: f64[M, K]) -> f64 =
+  +/(log_softmax(x) .* sigmoid(x)) + logsumexp(x) * mean(x) + +/(softmax(x) .* softplus(x))
+@grad(x)
+fn dloss[M, K](x: f64[M, K]) -> f64[M, K] = loss(x)
+@jvp(x)
+fn loss_along[M, K](x: f64[M, K], dx: f64[M, K]) -> f64 = loss(x)
+fn f32s[M, K](x: f32[M, K]) -> (f32[M, K], f32) = (softmax(x), mean(x))",
+    );
+    let x = Value::array(
+        DType::F64,
+        vec![3, 4],
+        vec![
+            0.5, -1.0, 800.0, 2.0, 0.0, 0.0, 0.0, 0.0, -3.0, 1.5, 0.25, -0.75,
+        ],
+    );
+    let rows = run_both(&p, "rows", std::slice::from_ref(&x));
+    let by_row = run_both(&p, "by_row", std::slice::from_ref(&x));
+    for (a, b) in rows.iter().zip(&by_row) {
+        assert!(a.bits_eq(b), "{a:?} vs {b:?}");
+    }
+    let c = Value::array(
+        DType::F64,
+        vec![2, 3, 2],
+        (0..12).map(|k| (k as f64 * 0.7).sin() * 3.0).collect(),
+    );
+    let cube = run_both(&p, "cube", std::slice::from_ref(&c));
+    let flat = run_both(&p, "flat", std::slice::from_ref(&c));
+    assert!(cube[1].bits_eq(&flat[0]) && cube[2].bits_eq(&flat[1]));
+    assert!(cube[3].bits_eq(&flat[2]) && cube[4].bits_eq(&flat[3]));
+    for r in 0..6 {
+        let s: f64 = cube[0].data[2 * r..2 * r + 2].iter().sum();
+        assert!((s - 1.0).abs() < 1e-15, "row {r} sums to {s}");
+    }
+    let n = run_both(&p, "nums", &[Value::scalar(DType::F64, -0.5)]);
+    let got: Vec<f64> = n.iter().map(|v| v.as_scalar()).collect();
+    let sig = 1.0 / (1.0 + 0.5f64.exp());
+    assert_eq!(got[..4], [-0.5, -0.5, 1.0, 0.0]);
+    assert!((got[4] - sig).abs() < 1e-16 && (got[5] - (1.0 + (-0.5f64).exp()).ln()).abs() < 1e-15);
+    let m = Value::array(
+        DType::F64,
+        vec![3, 4],
+        (0..12).map(|k| (k as f64).cos()).collect(),
+    );
+    common::check_gradient(&p, "dloss", "loss", 1, std::slice::from_ref(&m), "any rank");
+    common::check_jvp(&p, "loss_along", "loss", 1, &[m.clone()], "any rank");
+    let m32 = m.cast(DType::F32);
+    let r = run_both(&p, "f32s", &[m32]);
+    assert_eq!((r[0].dtype, r[1].dtype), (DType::F32, DType::F32));
 }

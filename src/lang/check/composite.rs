@@ -16,6 +16,7 @@
 use super::{fold, FnCx, Val};
 use crate::error::span::{Diagnostic, Span};
 use crate::ir::interp::pack_site;
+use crate::ir::VarId;
 use crate::lang::ast::Expr;
 use crate::ops::{kernels, Math, Op};
 use crate::types::{DType, Dim, Type};
@@ -34,6 +35,12 @@ pub const COMPOSITES: &[(&str, usize)] = &[
     ("top_k", 2),
     ("solve_upper", 2),
     ("solve_upper_t", 2),
+    ("sigmoid", 1),
+    ("softplus", 1),
+    ("mean", 1),
+    ("logsumexp", 1),
+    ("softmax", 1),
+    ("log_softmax", 1),
 ];
 
 /// The arity of composite builtin `name`, if it is one.
@@ -100,6 +107,12 @@ impl<'a> FnCx<'a> {
         match (name, vals.as_slice()) {
             ("log_sigmoid", [x]) => c.log_sigmoid(self, x.clone()),
             ("logaddexp", [a, b]) => c.logaddexp(self, a.clone(), b.clone()),
+            ("sigmoid", [(x, _)]) => c.sigmoid(self, x.clone()),
+            ("softplus", [(x, _)]) => c.softplus_stable(self, x.clone()),
+            ("mean", [(x, _)]) => c.mean(self, x.clone()),
+            ("logsumexp", [(x, _)]) => c.logsumexp(self, x.clone()),
+            ("softmax", [(x, _)]) => c.softmax(self, x.clone(), false),
+            ("log_softmax", [(x, _)]) => c.softmax(self, x.clone(), true),
             _ => self.bug(format!(
                 "composite builtin `{name}` of {} operands",
                 vals.len()
@@ -358,6 +371,11 @@ impl Composite<'_> {
     /// `m ? a : b`: picked if `m` is a number, else a `select` (every
     /// operand then derives from the same variables, so each is one).
     fn select(&self, cx: &mut FnCx, m: Val, a: Val, b: Val) -> Val {
+        self.select_named(cx, m, a, b, self.hint)
+    }
+
+    /// [`Self::select`] with the result named `hint`.
+    fn select_named(&self, cx: &mut FnCx, m: Val, a: Val, b: Val, hint: &str) -> Val {
         match (m, a, b) {
             (Val::Const(m), a, b) => {
                 if m != 0.0 {
@@ -366,9 +384,7 @@ impl Composite<'_> {
                     b
                 }
             }
-            (Val::Var(m), Val::Var(a), Val::Var(b)) => {
-                cx.push(self.hint, Op::Select, &[m, a, b], None)
-            }
+            (Val::Var(m), Val::Var(a), Val::Var(b)) => cx.push(hint, Op::Select, &[m, a, b], None),
             (Val::Err, ..) | (_, Val::Err, _) | (.., Val::Err) => Val::Err,
             _ => cx.bug(format!(
                 "`{}`: a mask of a variable over numbers",
@@ -406,5 +422,169 @@ impl Composite<'_> {
         let sp = self.softplus(cx, d);
         let apart = self.bin(cx, Op::Add, m, sp);
         self.select(cx, tie, at_tie, apart)
+    }
+}
+
+/// The helpers that were the prelude's, on numbers and arrays of any rank:
+/// `sigmoid` and `softplus` element by element, `mean` and `logsumexp`
+/// over every element, `softmax` and `log_softmax` along the last axis
+/// (each row of a matrix on its own). On a vector each is the same ops
+/// the prelude's was, so the same bits.
+impl Composite<'_> {
+    /// `if x >= 0 { a } else { b }`, named `hint`.
+    fn by_sign(&self, cx: &mut FnCx, x: &Val, (a, b): (Val, Val), hint: &str) -> Val {
+        let pos = self.bin(cx, Op::Ge, x.clone(), Val::Const(0.0));
+        self.select_named(cx, pos, a, b, hint)
+    }
+
+    /// `exp(-|x|)`, written as the prelude wrote it: `exp(if x >= 0 { -x }
+    /// else { x })` (never overflows, and its gradient is never NaN).
+    fn exp_minus_abs(&self, cx: &mut FnCx, x: &Val) -> Val {
+        let neg = self.un(cx, Op::Neg, x.clone());
+        let arg = self.by_sign(cx, x, (neg, x.clone()), "");
+        self.math(cx, Math::Exp, arg)
+    }
+
+    fn sigmoid(&self, cx: &mut FnCx, x: Val) -> Val {
+        let e = self.exp_minus_abs(cx, &x);
+        let d = self.bin(cx, Op::Add, Val::Const(1.0), e.clone());
+        let a = self.bin(cx, Op::Div, Val::Const(1.0), d.clone());
+        let b = self.bin(cx, Op::Div, e, d);
+        self.by_sign(cx, &x, (a, b), self.hint)
+    }
+
+    /// `max(x, 0) + log1p(exp(-|x|))`.
+    fn softplus_stable(&self, cx: &mut FnCx, x: Val) -> Val {
+        let m = self.bin(cx, Op::Max, x.clone(), Val::Const(0.0));
+        let e = self.exp_minus_abs(cx, &x);
+        let l = self.math(cx, Math::Log1p, e);
+        self.bin(cx, Op::Add, m, l)
+    }
+
+    /// An array's type, or None for a number (whose mean, `logsumexp`
+    /// and softmax are itself, itself and 1).
+    fn array(&self, cx: &mut FnCx, x: &Val) -> Option<(VarId, Type)> {
+        match x {
+            Val::Var(v) if cx.ty(*v).rank() > 0 => Some((*v, cx.ty(*v))),
+            _ => None,
+        }
+    }
+
+    /// `+/x` divided by the number of elements (NaN for none).
+    fn mean(&self, cx: &mut FnCx, x: Val) -> Val {
+        let Some((v, t)) = self.array(cx, &x) else {
+            return x;
+        };
+        let sum = cx.push("", Op::Sum, &[v], None);
+        // The number of elements, read (`dim`) from an `iota` of that
+        // length, which is never computed, rather than from `x`, which
+        // would keep `x` alive where only its gradient is wanted.
+        let Some(all) = Dim::product(&t.shape) else {
+            cx.error(Diagnostic::new(
+                self.span,
+                format!("`mean` of {t}: its size overflows"),
+            ));
+            return Val::Err;
+        };
+        let Val::Var(i) =
+            cx.push_plain("", Op::Iota, &[], Some(&Type::array(DType::I64, vec![all])))
+        else {
+            return Val::Err;
+        };
+        let Val::Var(c) = cx.push_plain("", Op::Dim(0), &[i], None) else {
+            return Val::Err;
+        };
+        let Val::Var(n) = cx.push_plain("", Op::Convert(t.dtype), &[c], None) else {
+            return Val::Err;
+        };
+        self.bin(cx, Op::Div, sum, Val::Var(n))
+    }
+
+    /// `m + log(+/exp(x - m))`, `m = max/x` unless that is infinite or
+    /// NaN (then 0): the prelude's.
+    fn logsumexp(&self, cx: &mut FnCx, x: Val) -> Val {
+        let Some((v, _)) = self.array(cx, &x) else {
+            return x;
+        };
+        let top = cx.push("", Op::MaxAll, &[v], None);
+        let gap = self.bin(cx, Op::Sub, top.clone(), top.clone());
+        let finite = self.bin(cx, Op::Eq, gap, Val::Const(0.0));
+        let zero = self.bin(cx, Op::Mul, finite.clone(), Val::Const(0.0));
+        let m = self.select(cx, finite, top, zero);
+        let s = self.bin(cx, Op::Sub, x, m.clone());
+        let e = self.math(cx, Math::Exp, s);
+        let Val::Var(e) = e else {
+            return Val::Err;
+        };
+        let total = cx.push("", Op::Sum, &[e], None);
+        let l = self.math(cx, Math::Log, total);
+        self.bin(cx, Op::Add, m, l)
+    }
+
+    /// `exp(s) / +/exp(s)` or (`log`) `s - log(+/exp(s))`, `s = x - max/x`,
+    /// along the last axis: an array of higher rank as rows of its last
+    /// axis, each row's maximum and sum spread over it.
+    fn softmax(&self, cx: &mut FnCx, x: Val, log: bool) -> Val {
+        let Some((v, t)) = self.array(cx, &x) else {
+            // One element: 1 (its log 0), with the derivative of the form.
+            let s = self.bin(cx, Op::Sub, x.clone(), x);
+            let e = self.math(cx, Math::Exp, s.clone());
+            return match log {
+                true => s,
+                false => self.bin(cx, Op::Div, e.clone(), e),
+            };
+        };
+        if t.rank() == 1 {
+            let top = cx.push("", Op::MaxAll, &[v], None);
+            let s = self.bin(cx, Op::Sub, x, top);
+            let e = self.math(cx, Math::Exp, s.clone());
+            let Val::Var(ev) = e else {
+                return Val::Err;
+            };
+            let total = cx.push("", Op::Sum, &[ev], None);
+            return match log {
+                true => {
+                    let l = self.math(cx, Math::Log, total);
+                    self.bin(cx, Op::Sub, s, l)
+                }
+                false => self.bin(cx, Op::Div, e, total),
+            };
+        }
+        let last = t.shape[t.rank() - 1].clone();
+        let Some(rows) = Dim::product(&t.shape[..t.rank() - 1]) else {
+            cx.error(Diagnostic::new(
+                self.span,
+                format!("`{}` of {t}: its size overflows", self.name),
+            ));
+            return Val::Err;
+        };
+        let flat = Type::array(t.dtype, vec![rows.clone(), last]);
+        let Val::Var(x2) = cx.push("", Op::Reshape, &[v], Some(&flat)) else {
+            return Val::Err;
+        };
+        let spread = |cx: &mut FnCx, r: Val| match r {
+            Val::Var(r) => cx.push("", Op::Spread, &[r], Some(&flat)),
+            other => other,
+        };
+        let top = cx.push("", Op::MaxTail, &[x2], None);
+        let top = spread(cx, top);
+        let s = self.bin(cx, Op::Sub, Val::Var(x2), top);
+        let e = self.math(cx, Math::Exp, s.clone());
+        let Val::Var(ev) = e else {
+            return Val::Err;
+        };
+        let total = cx.push("", Op::SumTail, &[ev], None);
+        let total = spread(cx, total);
+        let r = match log {
+            true => {
+                let l = self.math(cx, Math::Log, total);
+                self.bin(cx, Op::Sub, s, l)
+            }
+            false => self.bin(cx, Op::Div, e, total),
+        };
+        match r {
+            Val::Var(r) => cx.push(self.hint, Op::Reshape, &[r], Some(&t)),
+            other => other,
+        }
     }
 }
