@@ -719,7 +719,14 @@ fn f32s[M, K](x: f32[M, K]) -> (f32[M, K], f32) = (softmax(x), mean(x))",
         (0..12).map(|k| (k as f64).cos()).collect(),
     );
     common::check_gradient(&p, "dloss", "loss", 1, std::slice::from_ref(&m), "any rank");
-    common::check_jvp(&p, "loss_along", "loss", 1, &[m.clone()], "any rank");
+    common::check_jvp(
+        &p,
+        "loss_along",
+        "loss",
+        1,
+        std::slice::from_ref(&m),
+        "any rank",
+    );
     let m32 = m.cast(DType::F32);
     let r = run_both(&p, "f32s", &[m32]);
     assert_eq!((r[0].dtype, r[1].dtype), (DType::F32, DType::F32));
