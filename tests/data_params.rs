@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{arr, check_gradient, egrad, err, finite_differences, prog, run_both};
+use common::{arr, check_gradient, egrad, err, finite_differences, prog, row, run_both};
 use egrad::internals::types::value::Value;
 use egrad::internals::types::DType;
 use egrad::Program;
@@ -23,15 +23,6 @@ fn ints(data: &[i64]) -> Value {
 
 fn label(k: i64) -> Value {
     Value::scalar(DType::I64, k as f64)
-}
-
-fn row(v: &Value, i: usize) -> Value {
-    let n: usize = v.shape[1..].iter().product();
-    Value::array(
-        v.dtype,
-        v.shape[1..].to_vec(),
-        v.data[i * n..(i + 1) * n].to_vec(),
-    )
 }
 
 fn close(got: &Value, want: &Value, tol: f64, what: &str) {

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{
-    assert_close, assert_jit_equals_interpreter, check_gradient, check_jvp, err, eval, prog,
+    assert_close, assert_jit_equals_interpreter, check_gradient, check_jvp, err, eval, prog, row,
 };
 use egrad::internals::ir::Function;
 use egrad::internals::ops::Op;
@@ -138,16 +138,6 @@ fn scalar(x: f64) -> Value {
 
 fn count(n: u64) -> Value {
     Value::scalar(DType::I64, n as f64)
-}
-
-/// Row `i` of `x` (an array of rank 1 or more).
-fn row(x: &Value, i: usize) -> Value {
-    let w: usize = x.shape[1..].iter().product();
-    Value::array(
-        x.dtype,
-        x.shape[1..].to_vec(),
-        x.data[i * w..(i + 1) * w].to_vec(),
-    )
 }
 
 /// The statements of `f` that run a loop (`loop`, `scan`), and `f`'s loops.

@@ -27,6 +27,19 @@ fn rows(args: &[&[f64]], len: usize, out: &mut [f64]) -> Option<usize> {
     Some(n as usize)
 }
 
+/// The rows' length and the two arrays of a derivative's arguments `(x,
+/// n, y)` (`y` a cotangent or a tangent, `x`'s length), if they fit.
+fn paired<'a>(args: &[&'a [f64]], out: &mut [f64]) -> Option<(usize, &'a [f64], &'a [f64])> {
+    let (x, y) = (args[0], *args.get(2)?);
+    match rows(args, x.len(), out).filter(|_| y.len() == x.len()) {
+        Some(n) => Some((n, x, y)),
+        None => {
+            out.fill(f64::NAN);
+            None
+        }
+    }
+}
+
 /// Ascending, NaN last (of any sign), equal elements in their order.
 fn order(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
@@ -84,9 +97,7 @@ pub fn argsort(args: &[&[f64]], out: &mut [f64]) {
 
 /// `sort`'s cotangent `(x, n, ḡ)`: `ḡ[k]` back to the element sorted to `k`.
 pub fn sort_vjp(args: &[&[f64]], out: &mut [f64]) {
-    let (x, g) = (args[0], args[2]);
-    let Some(n) = rows(args, x.len(), out).filter(|_| g.len() == x.len()) else {
-        out.fill(f64::NAN);
+    let Some((n, x, g)) = paired(args, out) else {
         return;
     };
     each_permuted(x, n, out, |perm, at, o| {
@@ -98,9 +109,7 @@ pub fn sort_vjp(args: &[&[f64]], out: &mut [f64]) {
 
 /// `sort`'s tangent `(x, n, ẋ, ṅ)`: `ẋ` sorted as `x` is.
 pub fn sort_jvp(args: &[&[f64]], out: &mut [f64]) {
-    let (x, t) = (args[0], args[2]);
-    let Some(n) = rows(args, x.len(), out).filter(|_| t.len() == x.len()) else {
-        out.fill(f64::NAN);
+    let Some((n, x, t)) = paired(args, out) else {
         return;
     };
     each_permuted(x, n, out, |perm, at, o| {
@@ -128,9 +137,7 @@ pub fn cumsum(args: &[&[f64]], out: &mut [f64]) {
 /// `cumsum`'s cotangent `(x, n, ḡ)`: the running sums of each row of `ḡ`
 /// from its end.
 pub fn cumsum_vjp(args: &[&[f64]], out: &mut [f64]) {
-    let (x, g) = (args[0], args[2]);
-    let Some(n) = rows(args, x.len(), out).filter(|_| g.len() == x.len()) else {
-        out.fill(f64::NAN);
+    let Some((n, _, g)) = paired(args, out) else {
         return;
     };
     for (gr, o) in g.chunks(n).zip(out.chunks_mut(n)) {
@@ -167,9 +174,7 @@ pub fn cumprod(args: &[&[f64]], out: &mut [f64]) {
 /// the products from `i` on, each times the elements after `i` it
 /// includes): no division, so a zero element is no special case.
 pub fn cumprod_vjp(args: &[&[f64]], out: &mut [f64]) {
-    let (x, g) = (args[0], args[2]);
-    let Some(n) = rows(args, x.len(), out).filter(|_| g.len() == x.len()) else {
-        out.fill(f64::NAN);
+    let Some((n, x, g)) = paired(args, out) else {
         return;
     };
     for ((xr, gr), o) in x.chunks(n).zip(g.chunks(n)).zip(out.chunks_mut(n)) {
@@ -188,9 +193,7 @@ pub fn cumprod_vjp(args: &[&[f64]], out: &mut [f64]) {
 
 /// `cumprod`'s tangent `(x, n, ẋ, ṅ)`: `Ḋⱼ = Ḋⱼ₋₁ xⱼ + Pⱼ₋₁ ẋⱼ`.
 pub fn cumprod_jvp(args: &[&[f64]], out: &mut [f64]) {
-    let (x, t) = (args[0], args[2]);
-    let Some(n) = rows(args, x.len(), out).filter(|_| t.len() == x.len()) else {
-        out.fill(f64::NAN);
+    let Some((n, x, t)) = paired(args, out) else {
         return;
     };
     for ((xr, tr), o) in x.chunks(n).zip(t.chunks(n)).zip(out.chunks_mut(n)) {

@@ -395,6 +395,18 @@ pub fn arr(shape: &[usize], seed: u64) -> egrad::Value {
     egrad::Value::array(DType::F64, shape.to_vec(), data)
 }
 
+/// Row `i` of `x` (an array of rank 1 or more): its element `i` along the
+/// first axis.
+#[allow(dead_code)]
+pub fn row(x: &egrad::Value, i: usize) -> egrad::Value {
+    let w: usize = x.shape[1..].iter().product();
+    egrad::Value::array(
+        x.dtype,
+        x.shape[1..].to_vec(),
+        x.data[i * w..(i + 1) * w].to_vec(),
+    )
+}
+
 /// An `i64` scalar argument (a run-time count).
 #[allow(dead_code)]
 pub fn int(k: i64) -> egrad::Value {
