@@ -262,7 +262,7 @@ fn runtime_needed(name: &str, f: &Function) -> Result<bool> {
 
 /// Do the `entries` (a gradient's included, where `lgamma`'s derivative
 /// calls `digamma`) call a math function that is egrad's own (`digamma`,
-/// `trigamma`), which the runtime library holds, not the C library?
+/// `trigamma`, `tetragamma`), which the runtime library holds, not the C library?
 fn own_functions(entries: &[ObjectEntry<'_>]) -> bool {
     let own = |f: &Function| {
         f.stmts

@@ -77,6 +77,7 @@ macro_rules! own_math {
 own_math! {
     egrad_digamma, egrad_digammaf = Digamma;
     egrad_trigamma, egrad_trigammaf = Trigamma;
+    egrad_tetragamma, egrad_tetragammaf = Tetragamma;
 }
 
 #[cfg(test)]
@@ -95,6 +96,8 @@ mod tests {
         "egrad_scolsum",
         "egrad_sgemm",
         "egrad_srowdot",
+        "egrad_tetragamma",
+        "egrad_tetragammaf",
         "egrad_trigamma",
         "egrad_trigammaf",
         "egrad_vmath_block_f32",

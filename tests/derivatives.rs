@@ -73,7 +73,7 @@ fn math_row(m: Math) -> (&'static str, f64, f64) {
         Math::Log1p => (-0.5, 2.0),
         Math::Erf | Math::Erfc => (-2.0, 2.0),
         // Away from the pole at 0 (negative inputs: tests/special_functions.rs).
-        Math::Lgamma | Math::Digamma | Math::Trigamma => (0.3, 4.0),
+        Math::Lgamma | Math::Digamma | Math::Trigamma | Math::Tetragamma => (0.3, 4.0),
     };
     let text = format!(
         "fn f[N](%a: f64[N]) -> f64 {{\n  %0: f64[N] = {} %a\n  %1: f64[N] = mul %0 %a\n  %2: f64 = sum %1\n  ret %2\n}}",
@@ -253,7 +253,7 @@ proptest! {
             let f = &parse_functions(text).unwrap()[0];
             prop_assert!(f.stmts.iter().any(|s| std::mem::discriminant(&s.op) == std::mem::discriminant(&op)));
             let wrt: Vec<usize> = (0..f.params.len()).collect();
-            // A function without a derivative yet (`trigamma`) is refused
+            // A function without a derivative yet (`tetragamma`) is refused
             // in both modes.
             if !op.differentiable() {
                 prop_assert!(reverse(f, &wrt).is_err() && jvp(f, &wrt, "j").is_err());

@@ -214,7 +214,7 @@ const GAMMA_SRC: &str = r#"
 fn lg[N](x: f64[N]) -> f64[N] = lgamma(x)
 fn dg[N](x: f64[N]) -> f64[N] = digamma(x)
 fn tg[N](x: f64[N]) -> f64[N] = trigamma(x)
-fn all32[N](x: f32[N]) -> f32[N] = lgamma(x) + digamma(x) + trigamma(x)
+fn all32[N](x: f32[N]) -> f32[N] = lgamma(x) + digamma(x) + trigamma(x) + tetragamma(x)
 fn loss[N](x: f64[N]) -> f64 = +/(lgamma(x) .* x + digamma(x))
 @grad(x)
 fn dloss[N](x: f64[N]) -> f64[N] = loss(x)
@@ -296,12 +296,18 @@ fn gamma_functions_their_derivatives_and_their_limits() {
     );
     common::check_gradient(&p, "dloss", "loss", 1, &args, "digamma");
     common::check_jvp(&p, "loss_along", "loss", 1, &args, "digamma");
-    // A third derivative of lgamma needs trigamma's.
-    let e = err(&format!(
+    // A third derivative of lgamma goes through tetragamma; a fourth is
+    // refused.
+    let third = format!(
         "{GAMMA_SRC}\nfn h[N](x: f64[N]) -> f64 = +/(dg2(x) .* x)\n@grad(x)\nfn dh[N](x: f64[N]) -> f64[N] = h(x)"
+    );
+    let p3 = common::prog(&third);
+    common::check_gradient(&p3, "dh", "h", 1, &args, "third derivative of lgamma");
+    let e = err(&format!(
+        "{third}\nfn k[N](x: f64[N]) -> f64 = +/(dh(x) .* x)\n@grad(x)\nfn dk[N](x: f64[N]) -> f64[N] = k(x)"
     ));
     assert!(
-        e.contains("`trigamma`") && e.contains("no derivative yet"),
+        e.contains("`tetragamma`") && e.contains("no derivative yet"),
         "{e}"
     );
     // Object files call the C library's `lgamma`, and egrad's own

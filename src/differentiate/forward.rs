@@ -849,7 +849,7 @@ mod tests {
     fn every_jvp_template_parses() {
         for op in ALL_OPS {
             let ts = op.jvp();
-            // A function without a derivative yet (`trigamma`) has none.
+            // A function without a derivative yet (`tetragamma`) has none.
             let want = if op.differentiable() { op.arity() } else { 0 };
             assert_eq!(ts.len(), want, "{op:?}");
             for t in ts {

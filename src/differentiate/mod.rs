@@ -260,7 +260,7 @@ pub enum AdLimit {
     /// Forward mode through a registered native kernel (the builtin ones
     /// have JVPs).
     ForwardKernel,
-    /// Through a math function without a derivative yet (`trigamma`).
+    /// Through a math function without a derivative yet (`tetragamma`).
     NoDerivative,
     /// Through a loop whose step reads values of other shapes (its
     /// captures): with respect to a scan's sequence, through every state
@@ -289,7 +289,7 @@ impl AdLimit {
                 "forward mode through a registered native kernel is not supported"
             }
             AdLimit::NoDerivative => {
-                "it differentiates `trigamma` (a third derivative of `lgamma`, a second of `digamma`), which has no derivative yet"
+                "it differentiates `tetragamma` (a fourth derivative of `lgamma`, a second of `trigamma`), which has no derivative yet"
             }
             AdLimit::CapturingLoop => {
                 "this derivative of a loop whose step reads values of other shapes is not supported yet"
@@ -313,7 +313,7 @@ impl AdLimit {
                 "differentiate it in reverse mode (`@grad`), or write it in the language with `@custom_jvp`"
             }
             AdLimit::NoDerivative => {
-                "`lgamma` and `digamma` have derivatives; take one derivative fewer, or write the function you need with `@custom_vjp`"
+                "`lgamma`, `digamma` and `trigamma` have derivatives; take one derivative fewer, or write the function you need with `@custom_vjp`"
             }
             AdLimit::CapturingLoop => {
                 "both modes go through such a loop, its every state (`scan_all`) and its gradient, with respect to its initial state, the values its step reads and a scan's sequence (in reverse mode, those of the state's element type)"

@@ -44,7 +44,7 @@ pub enum Family {
 
 impl Op {
     /// Does the op have derivative rules? Not a math function without one
-    /// yet (`trigamma`): AD refuses it.
+    /// yet (`tetragamma`): AD refuses it.
     pub fn differentiable(&self) -> bool {
         !matches!(self, Op::Math(m) if !m.differentiable())
     }

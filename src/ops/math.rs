@@ -270,9 +270,12 @@ math_table! {
     /// derivative is `trigamma`.
     Digamma => own("digamma", ("egrad_digamma", "egrad_digammaf"),
         (super::special::digamma, super::special::digammaf), "(mul ?g (trigamma ?a))");
-    /// `ψ'(x)` (egrad's own); no derivative yet (an empty rule).
+    /// `ψ'(x)` (egrad's own); its derivative is `tetragamma`.
     Trigamma => own("trigamma", ("egrad_trigamma", "egrad_trigammaf"),
-        (super::special::trigamma, super::special::trigammaf), "");
+        (super::special::trigamma, super::special::trigammaf), "(mul ?g (tetragamma ?a))");
+    /// `ψ''(x)` (egrad's own); no derivative yet (an empty rule).
+    Tetragamma => own("tetragamma", ("egrad_tetragamma", "egrad_tetragammaf"),
+        (super::special::tetragamma, super::special::tetragammaf), "");
 }
 
 impl Math {

@@ -1,4 +1,5 @@
-//! egrad's own special functions: `digamma` (ψ) and `trigamma` (ψ'), for
+//! egrad's own special functions: `digamma` (ψ), `trigamma` (ψ') and
+//! `tetragamma` (ψ''), for
 //! the math table's rows ([`super::math`]), which the interpreter calls and
 //! native code calls through the same functions, so both give the same
 //! bits. The `f32` versions compute in `f64` and round once.
@@ -6,11 +7,12 @@
 //! For `x >= 10`, the asymptotic series in `1/x²` (Abramowitz and Stegun
 //! 6.3.18 and 6.4.12, seven terms: the next is below 1e-17 relative
 //! there); below, the recurrences `ψ(x) = ψ(x + 1) - 1/x` and `ψ'(x) =
-//! ψ'(x + 1) + 1/x²` up to 10; for `x <= 0`, the reflections `ψ(x) = ψ(1 -
-//! x) - π / tan(πx)` and `ψ'(x) = π² / sin²(πx) - ψ'(1 - x)`, with `πx`
-//! reduced exactly to `π(x - round(x))`. The poles (0 and the negative
-//! integers) give NaN, as do NaN and `-inf`; `ψ(+inf) = +inf`, `ψ'(+inf)
-//! = 0`. The error is a few units in the last place of the largest term
+//! ψ'(x + 1) + 1/x²` (and `ψ''(x) = ψ''(x + 1) - 2/x³`) up to 10; for `x
+//! <= 0`, the reflections `ψ(x) = ψ(1 - x) - π / tan(πx)`, `ψ'(x) = π² /
+//! sin²(πx) - ψ'(1 - x)` and `ψ''(x) = ψ''(1 - x) - 2π³ cos(πx) /
+//! sin³(πx)`, with `πx` reduced exactly to `π(x - round(x))`. The poles
+//! (0 and the negative integers) give NaN, as do NaN and `-inf`; `ψ(+inf)
+//! = +inf`, `ψ'(+inf) = 0`, `ψ''(+inf) = -0`. The error is a few units in the last place of the largest term
 //! summed: near `ψ`'s positive root (1.4616...) that is an absolute error
 //! of about 1e-16, not a relative one.
 
@@ -90,6 +92,38 @@ pub(super) fn trigamma(x: f64) -> f64 {
     series + below
 }
 
+/// ψ''(x), the derivative of ψ'.
+pub(super) fn tetragamma(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY || is_pole(x) {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return -0.0;
+    }
+    if x < 0.0 {
+        // cos(πx)/sin³(πx): the signs (-1)^n cancel.
+        let (s, c, _) = sincospi(x);
+        return tetragamma(1.0 - x) - 2.0 * PI * PI * PI * c / (s * s * s);
+    }
+    let (y, below) = shift(x, |t| -2.0 / (t * t * t));
+    let r = 1.0 / y;
+    let z = r * r;
+    // -(1/y² + 1/y³ + Σ (2k+1) B_2k / y^(2k+2)).
+    let series = z
+        + r * z
+        + z * z
+            * (0.5
+                - z * (1.0 / 6.0
+                    - z * (1.0 / 6.0
+                        - z * (3.0 / 10.0
+                            - z * (5.0 / 6.0 - z * (691.0 / 210.0 - z * 35.0 / 2.0))))));
+    below - series
+}
+
+pub(super) fn tetragammaf(x: f32) -> f32 {
+    tetragamma(f64::from(x)) as f32
+}
+
 pub(super) fn digammaf(x: f32) -> f32 {
     digamma(f64::from(x)) as f32
 }
@@ -140,5 +174,36 @@ mod tests {
         }
         assert_eq!(digamma(f64::INFINITY), f64::INFINITY);
         assert_eq!(trigamma(f64::INFINITY), 0.0);
+    }
+
+    /// ψ'' at known values (`ψ''(1) = -2ζ(3)`, `ψ''(1/2) = -14ζ(3)`), its
+    /// recurrence and reflection, and trigamma's central differences.
+    #[test]
+    fn tetragamma_is_trigamma_s_derivative() {
+        const ZETA3: f64 = 1.202_056_903_159_594_2;
+        assert!(close(tetragamma(1.0), -2.0 * ZETA3, 1e-15));
+        assert!(close(tetragamma(0.5), -14.0 * ZETA3, 1e-15));
+        for &x in &[0.1f64, 0.7, 1.4616, 3.3, 9.99, 10.0, 25.5, 1e3] {
+            // (The sum cancels: the error is relative to its largest term.)
+            let step = 2.0 / (x * x * x);
+            let (a, b) = (tetragamma(x + 1.0), tetragamma(x) + step);
+            assert!(
+                (a - b).abs() <= 1e-14 * step.max(1.0),
+                "ψ'' at {x}: {a} vs {b}"
+            );
+        }
+        for &x in &[0.3f64, 2.5, 12.0, -0.5, -1.3, -2.75, -10.2] {
+            let h = 1e-6;
+            let fd = (trigamma(x + h) - trigamma(x - h)) / (2.0 * h);
+            assert!(
+                close(tetragamma(x), fd, 1e-7),
+                "ψ'' at {x}: {} vs {fd}",
+                tetragamma(x)
+            );
+        }
+        for &x in &[0.0, -1.0, -7.0, f64::NAN, f64::NEG_INFINITY] {
+            assert!(tetragamma(x).is_nan(), "{x}");
+        }
+        assert_eq!(tetragamma(f64::INFINITY), 0.0);
     }
 }
