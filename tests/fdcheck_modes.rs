@@ -79,3 +79,24 @@ fn erf_and_erfc_pass_in_reverse_and_forward_mode() {
     assert_eq!(outs[0], outs[1]);
     assert!(outs[0].contains("0.23755333"), "{}", outs[0]);
 }
+
+/// The numerics builtins (linear algebra, special functions, log-space
+/// builtins, conversions) pass `egrad fdcheck` in both modes at random
+/// inputs.
+#[test]
+fn numerics_builtins_pass_in_both_modes() {
+    let file = "tests/data/fdcheck/numerics.eg";
+    for (f, n, mode) in [
+        ("dl", "N=4", "gradient"),
+        ("l_along", "N=4", "tangents"),
+        ("dsp", "N=6", "gradient"),
+        ("sp_along", "N=6", "tangents"),
+    ] {
+        let (code, out, err) = egrad(&["fdcheck", file, "--fn", f, "--random", "--dim", n]);
+        assert_eq!(code, 0, "{f}: {out}{err}");
+        assert!(
+            out.contains(&format!("ok: the {mode} of `{f}`")),
+            "{f}: {out}"
+        );
+    }
+}
