@@ -743,3 +743,44 @@ int main(void) {
     assert_bits("C vs JIT", &c, &out[0].data);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The runtime library is found before anything is written: a missing
+/// one (`EGRAD_RUNTIME_LIB` naming no file) is a usage error that writes
+/// no object, and the one it names is copied beside the object.
+#[test]
+fn the_runtime_library_is_found_before_anything_is_written() {
+    let dir = temp_dir("rt-lookup");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/aot/linalg.eg");
+    let obj = dir.join("w.o");
+    let build = |lib: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_egrad"))
+            .args(["build", src.to_str().unwrap(), "--fn", "whitened", "-o"])
+            .arg(&obj)
+            .env("EGRAD_RUNTIME_LIB", lib)
+            .output()
+            .expect("run egrad")
+    };
+    let out = build(&dir.join("missing.a"));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("EGRAD_RUNTIME_LIB names") && e.contains("not a file"),
+        "{e}"
+    );
+    assert!(!obj.exists() && !dir.join("w.h").exists());
+    // Any file it names is what is copied (the linking is tested above).
+    let fake = dir.join("fake.a");
+    std::fs::write(&fake, b"!<arch>\n").unwrap();
+    let out = build(&fake);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(dir.join("libegrad_runtime.a")).unwrap(),
+        b"!<arch>\n"
+    );
+    assert!(obj.exists() && dir.join("w.h").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
