@@ -643,3 +643,32 @@ fn nonsense_flag_values_are_usage_errors_before_any_work() {
         assert!(err.contains("invalid value"), "{args:?}: {err}");
     }
 }
+
+/// `bench` times one λ: `explore`'s `--plot` and `--lambdas` are errors
+/// there (they were accepted and ignored), and still `explore`'s.
+#[test]
+fn bench_refuses_explore_s_options() {
+    let file = "examples/suite/rosenbrock.eg";
+    for extra in [["--plot", "x.svg"], ["--lambdas", "0,1"]] {
+        let mut args = vec!["bench", file, "--fn", "rosenbrock_grad", "--no-run"];
+        args.extend(extra);
+        let (code, _, err) = egrad(&args);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("unexpected argument '{}'", extra[0])),
+            "{err}"
+        );
+    }
+    let (code, out, err) = egrad(&[
+        "explore",
+        file,
+        "--fn",
+        "rosenbrock_grad",
+        "--no-run",
+        "--lambdas",
+        "0,1",
+        "--dim",
+        "N=50",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+}

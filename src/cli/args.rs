@@ -45,7 +45,7 @@ pub enum Command {
     Explore(ExploreArgs),
     /// Time a gradient optimized and unoptimized (AD straight to Cranelift)
     /// on the same inputs.
-    Bench(ExploreArgs),
+    Bench(BenchArgs),
     /// Compile ahead of time: an object file with native entry points (for
     /// a gradient: value_and_grad, forward, pullback) and a C header.
     Build(BuildArgs),
@@ -123,19 +123,14 @@ pub struct BuildArgs {
     pub opt: OptArgs,
 }
 
+/// `egrad bench`'s arguments, which `egrad explore` takes too.
 #[derive(Args, Debug)]
-pub struct ExploreArgs {
+pub struct BenchArgs {
     pub file: PathBuf,
     /// A @grad function, or a scalar function to differentiate.
     #[arg(long = "fn")]
     pub function: String,
-    /// λ values to try, comma-separated (flops per residual byte).
-    #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::DEFAULT_LAMBDAS.to_vec())]
-    pub lambdas: Vec<f64>,
-    /// Write an SVG plot of residual bytes against run time.
-    #[arg(long, value_name = "OUT.svg")]
-    pub plot: Option<PathBuf>,
-    /// Print JSON (docs/json.md) instead of the table.
+    /// Print JSON (docs/json.md) instead of text.
     #[arg(long)]
     pub json: bool,
     /// An argument to time on instead of a random or suite one:
@@ -161,6 +156,27 @@ pub struct ExploreArgs {
     pub time_ms: u64,
     #[command(flatten)]
     pub opt: OptArgs,
+}
+
+/// `egrad explore`'s arguments: `bench`'s, and the λ values and the plot.
+#[derive(Args, Debug)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// λ values to try, comma-separated (flops per residual byte).
+    #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::DEFAULT_LAMBDAS.to_vec())]
+    pub lambdas: Vec<f64>,
+    /// Write an SVG plot of residual bytes against run time.
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+impl std::ops::Deref for ExploreArgs {
+    type Target = BenchArgs;
+
+    fn deref(&self) -> &BenchArgs {
+        &self.bench
+    }
 }
 
 #[derive(Args, Debug)]

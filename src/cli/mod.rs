@@ -33,7 +33,8 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Run(a) => a.json,
         Command::Fdcheck(a) => a.json,
         Command::Grad(a) => a.json,
-        Command::Explore(a) | Command::Bench(a) => a.json,
+        Command::Explore(a) => a.json,
+        Command::Bench(a) => a.json,
         Command::Build(a) => a.json,
         Command::Explain(a) => a.json,
         Command::Gradbench => false,
@@ -112,7 +113,8 @@ fn opt_args(c: &Command) -> Option<&args::OptArgs> {
         Command::Run(a) => Some(&a.opt),
         Command::Fdcheck(a) => Some(&a.opt),
         Command::Grad(a) => Some(&a.opt),
-        Command::Explore(a) | Command::Bench(a) => Some(&a.opt),
+        Command::Explore(a) => Some(&a.opt),
+        Command::Bench(a) => Some(&a.opt),
         Command::Build(a) => Some(&a.opt),
         Command::Explain(a) => Some(&a.opt),
         Command::Check(_) | Command::Gradbench => None,
@@ -452,7 +454,7 @@ fn time_text(t: Duration) -> String {
     }
 }
 
-fn bench(a: &ExploreArgs) -> Result<Output> {
+fn bench(a: &BenchArgs) -> Result<Output> {
     let program = load(&a.file, a.opt.no_prelude)?;
     let (opts, inputs) = explore_inputs(&program, a)?;
     let inputs =
@@ -506,7 +508,7 @@ fn bench(a: &ExploreArgs) -> Result<Output> {
 /// The options and inputs `explore` and `bench` share: the function, the
 /// model's sizes, and the inputs (--arg/--args, else suite or random)
 /// unless --no-run.
-fn explore_inputs(program: &Program, a: &ExploreArgs) -> Result<(Options, Option<Vec<Value>>)> {
+fn explore_inputs(program: &Program, a: &BenchArgs) -> Result<(Options, Option<Vec<Value>>)> {
     let mut opts = options(&a.opt)?.function(a.function.clone());
     let primal = primal_of(program, &a.function)?;
     if a.no_run {
