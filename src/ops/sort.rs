@@ -69,17 +69,21 @@ fn each_permuted(
     }
 }
 
+/// Each row of `src` in the order that sorts the same row of `x`.
+fn in_sorted_order(x: &[f64], src: &[f64], n: usize, out: &mut [f64]) {
+    each_permuted(x, n, out, |perm, at, o| {
+        for (k, &p) in perm.iter().enumerate() {
+            o[k] = src[at + p];
+        }
+    });
+}
+
 /// `sort(x)`: each row ascending.
 pub fn sort(args: &[&[f64]], out: &mut [f64]) {
     let x = args[0];
-    let Some(n) = rows(args, x.len(), out) else {
-        return;
-    };
-    each_permuted(x, n, out, |perm, at, o| {
-        for (k, &p) in perm.iter().enumerate() {
-            o[k] = x[at + p];
-        }
-    });
+    if let Some(n) = rows(args, x.len(), out) {
+        in_sorted_order(x, x, n, out);
+    }
 }
 
 /// `argsort(x)`: each row's sorting permutation, as numbers.
@@ -109,14 +113,9 @@ pub fn sort_vjp(args: &[&[f64]], out: &mut [f64]) {
 
 /// `sort`'s tangent `(x, n, ẋ, ṅ)`: `ẋ` sorted as `x` is.
 pub fn sort_jvp(args: &[&[f64]], out: &mut [f64]) {
-    let Some((n, x, t)) = paired(args, out) else {
-        return;
-    };
-    each_permuted(x, n, out, |perm, at, o| {
-        for (k, &p) in perm.iter().enumerate() {
-            o[k] = t[at + p];
-        }
-    });
+    if let Some((n, x, t)) = paired(args, out) {
+        in_sorted_order(x, t, n, out);
+    }
 }
 
 /// `cumsum(x)`: each row's running sums.
