@@ -158,6 +158,39 @@ impl OptSpec {
         Ok(o)
     }
 
+    /// The options given, as the keywords that give them again (what a
+    /// pickle stores): `{"lam": 0.5, "dims": {"N": 64}}`.
+    pub fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        macro_rules! put {
+            ($($field:ident),*) => {
+                $(if let Some(v) = &self.$field {
+                    d.set_item(stringify!($field), v)?;
+                })*
+            };
+        }
+        put!(
+            lam,
+            no_optimize,
+            fast_math,
+            node_limit,
+            iter_limit,
+            time_limit,
+            simd,
+            gemm,
+            wide,
+            rules
+        );
+        if let Some(dims) = &self.dims {
+            let m = PyDict::new(py);
+            for (name, n) in dims {
+                m.set_item(name, n)?;
+            }
+            d.set_item("dims", m)?;
+        }
+        Ok(d)
+    }
+
     /// A text that is equal for two specs exactly when they compile the
     /// same way (defaults filled in): what compiled programs are cached
     /// under.

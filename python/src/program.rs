@@ -19,7 +19,7 @@ use egrad::{
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -65,6 +65,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A compiled plain function and what it was compiled from.
 struct FunctionEntry {
     program: Arc<Program>,
+    /// The options as given (the program's defaults filled in): what a
+    /// pickle stores.
+    spec: OptSpec,
     options: Options,
     /// The checked IR, before the e-graph.
     before: Function,
@@ -76,6 +79,8 @@ struct FunctionEntry {
 /// A compiled gradient and what it was compiled from.
 struct GradientEntry {
     program: Arc<Program>,
+    /// The options as given (the program's defaults filled in).
+    spec: OptSpec,
     /// With `function` and `wrt` set.
     options: Options,
     grad: GradProgram,
@@ -99,6 +104,8 @@ enum Shape {
 #[pyclass(frozen, module = "egrad", name = "Program")]
 pub struct PyProgram {
     program: Arc<Program>,
+    /// Whether it was checked with the prelude (`compile(prelude=...)`).
+    prelude: bool,
     defaults: OptSpec,
     copy: CopyPolicy,
     functions: Mutex<HashMap<String, Arc<FunctionEntry>>>,
@@ -152,14 +159,33 @@ fn with_wrt(
 }
 
 impl PyProgram {
-    pub fn new(program: Program, defaults: OptSpec, copy: CopyPolicy) -> PyProgram {
+    pub fn new(program: Program, prelude: bool, defaults: OptSpec, copy: CopyPolicy) -> PyProgram {
         PyProgram {
             program: Arc::new(program),
+            prelude,
             defaults,
             copy,
             functions: Mutex::new(HashMap::new()),
             gradients: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// What a pickle stores of the program, and what
+    /// `egrad._pickle._restore` compiles it again from: `(source, name,
+    /// prelude, copy, options)` (the text, not the path: a process that
+    /// unpickles it may not have the file).
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let file = self.program.file();
+        PyTuple::new(
+            py,
+            [
+                file.text.as_ref().into_pyobject(py)?.into_any(),
+                file.name.as_ref().into_pyobject(py)?.into_any(),
+                PyBool::new(py, self.prelude).to_owned().into_any(),
+                copy_value(py, self.copy),
+                self.defaults.to_dict(py)?.into_any(),
+            ],
+        )
     }
 
     fn copy_policy(&self, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CopyPolicy> {
@@ -189,6 +215,7 @@ impl PyProgram {
                 let native = compile(&optimized.after, &options.backend)?;
                 Ok(FunctionEntry {
                     program: program.clone(),
+                    spec: spec.clone(),
                     options,
                     before,
                     native,
@@ -221,6 +248,7 @@ impl PyProgram {
                 let compiled = grad.compile()?;
                 Ok(GradientEntry {
                     program: program.clone(),
+                    spec: spec.clone(),
                     options,
                     grad,
                     compiled,
@@ -269,11 +297,12 @@ impl PyProgram {
     /// program's.
     #[pyo3(signature = (name, **options))]
     fn function(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &str,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyFunction> {
+        let this = slf.get();
         if let Some(w) = options.and_then(|o| o.get_item("wrt").ok().flatten()) {
             return Err(PyTypeError::new_err(format!(
                 "function() takes no wrt (got {}): use grad(name, wrt=...) for a gradient",
@@ -281,9 +310,13 @@ impl PyProgram {
             )));
         }
         let spec = OptSpec::from_kwargs(options, &["copy"])?;
-        let copy = self.copy_policy(options)?;
-        let entry = self.function_entry(py, name, &spec)?;
-        Ok(PyFunction { entry, copy })
+        let copy = this.copy_policy(options)?;
+        let entry = this.function_entry(py, name, &spec)?;
+        Ok(PyFunction {
+            entry,
+            copy,
+            program: slf.clone().unbind(),
+        })
     }
 
     /// The gradient of `name`, optimized and compiled (the first time).
@@ -297,26 +330,33 @@ impl PyProgram {
     /// Keywords: `copy` and the compile options, as for `function`.
     #[pyo3(signature = (name, wrt=None, **options))]
     fn grad(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &str,
         wrt: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyGradient> {
+        let this = slf.get();
         let spec = OptSpec::from_kwargs(options, &["copy"])?;
-        let copy = self.copy_policy(options)?;
+        let copy = this.copy_policy(options)?;
         let wrt = wrt_names(wrt)?;
         let entry =
-            self.gradient_entry(py, name, wrt.as_ref().map(|(w, _)| w.as_slice()), &spec)?;
+            this.gradient_entry(py, name, wrt.as_ref().map(|(w, _)| w.as_slice()), &spec)?;
         let shape = match &wrt {
             Some((_, s)) => *s,
             // A @grad function returns what its signature says.
-            None if self.program.grad_spec(name).is_some() && entry.grad.wrt.len() == 1 => {
+            None if this.program.grad_spec(name).is_some() && entry.grad.wrt.len() == 1 => {
                 Shape::One
             }
             None => Shape::Tuple,
         };
-        Ok(PyGradient { entry, copy, shape })
+        Ok(PyGradient {
+            entry,
+            copy,
+            shape,
+            wrt_given: wrt.is_some(),
+            program: slf.clone().unbind(),
+        })
     }
 
     /// What `egrad explain` prints for `name`: its compile-cache key, one
@@ -346,6 +386,13 @@ impl PyProgram {
             })
         });
         py_result(py, text)
+    }
+
+    /// Pickle support: the source text, its name, `prelude`, `copy` and
+    /// the options; unpickling compiles it again, once per process
+    /// (`egrad.pickle_cache_info()`).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        reduce(py, ("program", self.state(py)?).into_pyobject(py)?)
     }
 
     fn __repr__(&self) -> String {
@@ -403,6 +450,8 @@ fn explain_text(
 pub struct PyFunction {
     entry: Arc<FunctionEntry>,
     copy: CopyPolicy,
+    /// The program it was compiled from (what a pickle stores).
+    program: Py<PyProgram>,
 }
 
 #[pymethods]
@@ -478,6 +527,39 @@ impl PyFunction {
         )
     }
 
+    /// The parameters' types, in order, as the source spells them
+    /// (`"f32[N]"`, `"i64"`, `"bool[N, M]"`).
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        param_types(&self.entry.before)
+    }
+
+    /// The results' types, as the source spells them.
+    #[getter]
+    fn result_types(&self) -> Vec<String> {
+        self.entry
+            .before
+            .ret_types()
+            .iter()
+            .map(Type::to_string)
+            .collect()
+    }
+
+    /// Pickle support: the program's state, the name, the options and
+    /// `copy`; unpickling compiles it again, once per process.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let e = &self.entry;
+        let state = self.program.get().state(py)?;
+        let args = (
+            "function",
+            state,
+            e.before.name.clone(),
+            e.spec.to_dict(py)?,
+            copy_value(py, self.copy),
+        );
+        reduce(py, args.into_pyobject(py)?)
+    }
+
     fn __repr__(&self) -> String {
         format!("<egrad.Function {}>", signature(&self.entry.before))
     }
@@ -491,6 +573,10 @@ pub struct PyGradient {
     entry: Arc<GradientEntry>,
     copy: CopyPolicy,
     shape: Shape,
+    /// Whether `grad` was given a `wrt` (else a pickle stores None).
+    wrt_given: bool,
+    /// The program it was compiled from (what a pickle stores).
+    program: Py<PyProgram>,
 }
 
 impl PyGradient {
@@ -630,6 +716,34 @@ impl PyGradient {
         py_result(py, text)
     }
 
+    /// The parameters' types, in order, as the source spells them.
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        param_types(&self.entry.grad.primal)
+    }
+
+    /// Pickle support: the program's state, the name, `wrt` as given (one
+    /// name, a list or None), the options and `copy`; unpickling compiles
+    /// it again, once per process.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let e = &self.entry;
+        let wrt = match (self.wrt_given, self.shape) {
+            (false, _) => py.None().into_bound(py),
+            (true, Shape::One) => e.grad.wrt[0].clone().into_pyobject(py)?.into_any(),
+            (true, Shape::Tuple) => PyList::new(py, &e.grad.wrt)?.into_any(),
+        };
+        let state = self.program.get().state(py)?;
+        let args = (
+            "gradient",
+            state,
+            e.grad.name.clone(),
+            wrt,
+            e.spec.to_dict(py)?,
+            copy_value(py, self.copy),
+        );
+        reduce(py, args.into_pyobject(py)?)
+    }
+
     fn __repr__(&self) -> String {
         let g = &self.entry.grad;
         format!(
@@ -638,6 +752,25 @@ impl PyGradient {
             g.wrt.join(", ")
         )
     }
+}
+
+/// The parameters' types of `f`, as the source spells them.
+fn param_types(f: &Function) -> Vec<String> {
+    f.params.iter().map(|p| f.ty(p.var).to_string()).collect()
+}
+
+/// The `copy=` keyword that gives `copy` again.
+fn copy_value(py: Python<'_>, copy: CopyPolicy) -> Bound<'_, PyAny> {
+    match copy {
+        CopyPolicy::IfNeeded => py.None().into_bound(py),
+        CopyPolicy::Never => PyBool::new(py, false).to_owned().into_any(),
+    }
+}
+
+/// `__reduce__`'s answer: `egrad._pickle._restore` and its arguments.
+fn reduce<'py>(py: Python<'py>, args: Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyTuple>> {
+    let restore = py.import("egrad._pickle")?.getattr("_restore")?;
+    PyTuple::new(py, [restore, args.into_any()])
 }
 
 /// Parse and check `source`; the module functions `compile` and
@@ -668,5 +801,5 @@ pub fn load(
     py_result(py, defaults.to_options())?;
     let parse = ParseOptions::default().prelude(prelude);
     let program = py_result(py, py.detach(|| guarded(|| read(&parse))))?;
-    Ok(PyProgram::new(program, defaults, copy))
+    Ok(PyProgram::new(program, prelude, defaults, copy))
 }

@@ -1,12 +1,23 @@
 """Shared fixtures: the repository's example programs, a small program of
 every dtype, and central finite differences in NumPy."""
 
+import importlib
+import os
 import pathlib
 
 import numpy as np
 import pytest
 
 import egrad
+
+def require(module):
+    """Import ``module`` for an interop test (JAX, Dask, PyTorch), or skip
+    the test when it is not installed; with ``EGRAD_REQUIRE_INTEROP=1`` in
+    the environment (CI) a missing module fails the test instead."""
+    if os.environ.get("EGRAD_REQUIRE_INTEROP") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -5,7 +5,7 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
+from conftest import require
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -18,7 +18,7 @@ def load(name):
 
 
 def test_jax_check_agrees_with_jax():
-    pytest.importorskip("jax")
+    require("jax")
     rows = load("jax_check").compare()
     assert len(rows) == 4
     for case, worst in rows:

@@ -16,11 +16,16 @@ when NumPy casts them with ``casting="same_kind"`` (``copy=False`` refuses
 any conversion). Results are NumPy arrays, a scalar a 0-d array. The GIL is
 released while egrad compiles and while native code runs. Errors are
 :class:`EgradError` subclasses carrying the CLI's message and place.
+Programs, functions and gradients pickle (as source text and options;
+unpickling compiles once per process). ``egrad.jax`` and ``egrad.torch``
+(imported on their own, needing JAX or PyTorch) make a function and its
+gradient usable inside ``jax.jit`` / ``torch.autograd``.
 See ``python/README.md`` for the whole API.
 """
 
 from . import errors
 from ._egrad import Function, Gradient, Program, __version__, compile, compile_file
+from ._pickle import pickle_cache_clear, pickle_cache_info
 from .errors import (
     EgradError,
     EgradInternalError,
@@ -49,5 +54,7 @@ __all__ = [
     "EgradRuntimeError",
     "EgradInternalError",
     "errors",
+    "pickle_cache_info",
+    "pickle_cache_clear",
     "__version__",
 ]

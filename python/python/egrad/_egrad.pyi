@@ -129,6 +129,8 @@ class Program:
     ) -> str:
         """What ``egrad explain`` prints: the compile-cache key, static and
         dynamic arguments, and for a gradient the residuals and choices."""
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickles as its source text, name, ``prelude``, ``copy`` and options."""
 
 class Function:
     """A compiled function; call it by position or by parameter name."""
@@ -140,9 +142,17 @@ class Function:
     def signature(self) -> str: ...
     @property
     def params(self) -> List[str]: ...
+    @property
+    def param_types(self) -> List[str]:
+        """The parameters' types as the source spells them: ``"f32[N]"``."""
+    @property
+    def result_types(self) -> List[str]:
+        """The results' types as the source spells them."""
     def dump(self, stage: str = "optimized") -> str:
         """``"ir"``, ``"optimized"`` or ``"clif"``."""
     def explain(self) -> str: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickles as the program's source text, the name and the options."""
 
 class Gradient:
     """A compiled value-and-gradient program."""
@@ -162,6 +172,11 @@ class Gradient:
     def signature(self) -> str: ...
     @property
     def params(self) -> List[str]: ...
+    @property
+    def param_types(self) -> List[str]:
+        """The parameters' types as the source spells them."""
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickles as the program's source text, the name, ``wrt`` and the options."""
     def report(self) -> str:
         """``egrad grad --report``'s text."""
     def explain(self) -> str: ...
