@@ -35,6 +35,18 @@
 
 #![warn(missing_docs)]
 
+// The Rust blocks of the user docs, compiled and run as doc tests
+// (`tests/docs.rs` checks that every doc with one is listed here).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDocTests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/quickstart.md")]
+struct QuickstartDocTests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/language.md")]
+struct LanguageDocTests;
+
 /// egrad's stages, one module each: public for egrad's tests and
 /// benches, **not a stable API**.
 #[doc(hidden)]

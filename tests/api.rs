@@ -86,7 +86,11 @@ fn an_array_of_the_wrong_size_is_an_error_at_its_parameter() {
     let e = affine
         .call(&[Arg::f64_matrix(&A, 3, 2), Arg::f64(&X), Arg::f64(&B)])
         .expect_err("N = 2 from `a`, but `x` has 3");
-    assert!(e.to_string().contains("argument `x` has length 3"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`a` gives 2 (axis 1 of its shape [3, 2]), `x` gives 3 (its length)"),
+        "{e}"
+    );
     // A shape whose element count overflows is an error too, not a panic.
     let e = affine
         .call(&[
@@ -127,7 +131,7 @@ fn an_argument_error_of_the_interpreter_becomes_a_diagnostic() {
     assert_eq!(e.param, Some(1));
     let text = e.into_error(f, program.file()).to_string();
     assert!(
-        text.contains("x: f64[N]") && text.contains("argument `x`"),
+        text.contains("x: f64[N]") && text.contains("`x` gives 2 (its length)"),
         "{text}"
     );
 }

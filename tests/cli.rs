@@ -84,9 +84,21 @@ fn size_expressions_in_parameters() {
     ]);
     let (code, out, err) = egrad(&args);
     assert_eq!(code, 0, "{err}");
-    // The gradients, of lengths 1, N, O*H*W and 2*N.
-    let lens: Vec<usize> = out.lines().map(|l| l.split(',').count()).collect();
-    assert_eq!(lens, vec![1, 5, 24, 10], "{out}");
+    // The gradients, of lengths 1, N, O*H*W (a matrix, a row per line)
+    // and 2*N, each labelled with its parameter.
+    let parts: Vec<(&str, usize)> = out
+        .split("grad_")
+        .skip(1)
+        .map(|p| {
+            let (name, value) = p.split_once(": ").unwrap();
+            (name, value.split(',').count())
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [("x0", 1), ("x", 5), ("Wt", 24), ("xy", 10)],
+        "{out}"
+    );
     let (code, _, err) = egrad(&["run", "examples/sizes.eg", "--fn", "norms", "--random"]);
     assert_eq!(code, 2, "a usage error");
     assert!(err.contains("--dim N=SIZE"), "{err}");
@@ -174,7 +186,10 @@ fn wrong_length_is_caught_before_native_code_runs() {
     assert!(out.is_empty());
     assert!(err.contains("examples/loss.eg:9:"), "{err}");
     assert!(err.contains("^"), "{err}");
-    assert!(err.contains("`N` = 3 from argument `w`"), "{err}");
+    assert!(
+        err.contains("arguments `w` and `x` disagree on `N`: `w` gives 3 (its length), `x` gives 2 (its length)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -289,7 +289,7 @@ fn large_results_print_a_summary_and_full_prints_every_element() {
         "full",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(m.starts_with('[') && m.lines().count() == 3, "{m}");
+    assert!(m.starts_with("result0: [") && m.lines().count() == 3, "{m}");
 }
 
 /// Each malformed file: the exit code and the parts of the message.
@@ -340,7 +340,12 @@ fn bad_files_are_refused_naming_the_file_and_the_parameter() {
             1,
             &["not_npy.npy", "not a .npy file", "`W`"],
         ),
-        ("v", "v4.npy", 1, &["v4.npy", "`v`", "length 4", "N"]),
+        (
+            "v",
+            "v4.npy",
+            1,
+            &["v4.npy", "`v` gives 4 (its length)", "`N`"],
+        ),
         ("v", "missing.npy", 1, &["missing.npy", "`v`"]),
     ];
     for (param, bad, want_code, parts) in cases {

@@ -59,7 +59,7 @@ fn seed_gradient_optimized_and_compiled() {
         .value_and_grad(&[Arg::f32(&w), Arg::f32(&x[..2]), Arg::scalar(0.5)])
         .unwrap_err();
     assert!(
-        err.to_string().contains("`N` = 3 from argument `w`"),
+        err.to_string().contains("arguments `w` and `x` disagree on `N`: `w` gives 3 (its length), `x` gives 2 (its length)"),
         "{err}"
     );
 }

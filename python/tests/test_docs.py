@@ -1,5 +1,5 @@
-"""The code blocks of python/README.md and of the repository's README.md's
-Python section: every ```python block runs, each in a fresh interpreter
+"""The code blocks of python/README.md, of the repository's README.md's
+Python section and of docs/quickstart.md: every ```python block runs, each in a fresh interpreter
 from the repository root (so `examples/...` paths resolve as documented);
 the ```sh blocks of python/README.md are the install and test commands
 this project documents.
@@ -17,6 +17,9 @@ import pytest
 
 from conftest import ROOT, require
 
+# The docs whose ```python blocks run here (tests/docs.rs checks that every
+# doc with a python block is named in this file).
+DOCS = ["python/README.md", "README.md", "docs/quickstart.md"]
 PY_README = ROOT / "python" / "README.md"
 ROOT_README = ROOT / "README.md"
 
@@ -42,8 +45,7 @@ def blocks(path, lang):
 
 
 def python_blocks():
-    found = [(PY_README, *b) for b in blocks(PY_README, "python")]
-    found += [(ROOT_README, *b) for b in blocks(ROOT_README, "python")]
+    found = [(ROOT / doc, *b) for doc in DOCS for b in blocks(ROOT / doc, "python")]
     return [pytest.param(p, line, req, code, id=f"{p.relative_to(ROOT)}:{line}") for p, line, req, code in found]
 
 
@@ -51,6 +53,7 @@ def test_the_readmes_have_python_blocks():
     ids = [p.id for p in python_blocks()]
     assert sum(i.startswith("README.md") for i in ids) >= 1, ids
     assert sum(i.startswith("python/README.md") for i in ids) >= 5, ids
+    assert sum(i.startswith("docs/quickstart.md") for i in ids) >= 1, ids
 
 
 @pytest.mark.parametrize("path, line, requirement, code", python_blocks())

@@ -452,11 +452,9 @@ pub fn show(v: &Value, mode: PrintMode) -> String {
         return v.to_string();
     }
     let elem = |x: f64| format_elem(v.dtype, x);
-    if mode == PrintMode::Full {
+    // A small matrix is printed as one, a row per line.
+    if mode == PrintMode::Full || v.len() <= SHOWN_WHOLE {
         return full(v, &elem);
-    }
-    if v.len() <= SHOWN_WHOLE {
-        return v.to_string();
     }
     let head: Vec<String> = v.data[..8].iter().map(|&x| elem(x)).collect();
     let tail: Vec<String> = v.data[v.len() - 2..].iter().map(|&x| elem(x)).collect();
@@ -642,11 +640,15 @@ pub fn write_outputs(path: &Path, results: &[(String, Value)]) -> Result<Vec<Pat
 pub fn emit(results: &[(String, Value)], mode: PrintMode, named: bool) -> String {
     let mut out = String::new();
     for (k, v) in results {
+        let shown = show(v, mode);
         if named {
-            out.push_str(k);
-            out.push_str(": ");
+            // A matrix's later rows line up under its first.
+            let label = format!("{k}: ");
+            out.push_str(&label);
+            out.push_str(&shown.replace('\n', &format!("\n{}", " ".repeat(label.chars().count()))));
+        } else {
+            out.push_str(&shown);
         }
-        out.push_str(&show(v, mode));
         out.push('\n');
     }
     out

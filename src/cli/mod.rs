@@ -351,12 +351,26 @@ fn suite_args(f: &egrad::Function, key: &str, dtype: DType) -> Result<Vec<Value>
 
 /// The names results are printed and saved under: `result` for one,
 /// `result0`, `result1`, ... for several.
-fn result_names(n: usize) -> Vec<String> {
+/// The names of `function`'s `n` results as `run` prints and writes them:
+/// `result` alone; the parts of a `@grad` or `@value_and_grad` function's
+/// tuple as `grad` names them (`value`, `grad_w`, ...); other tuples'
+/// parts `result0`, `result1`, ...
+fn result_names(program: &Program, function: &str, n: usize) -> Vec<String> {
     if n == 1 {
-        vec!["result".into()]
-    } else {
-        (0..n).map(|i| format!("result{i}")).collect()
+        return vec!["result".into()];
     }
+    let def = program.ast().items.iter().find(|d| d.name.name == function);
+    for a in def.map_or(&[][..], |d| &d.attrs[..]) {
+        let grads = a.args.iter().map(|p| format!("grad_{}", p.name));
+        match a.name.name.as_str() {
+            "grad" if n == a.args.len() => return grads.collect(),
+            "value_and_grad" if n == a.args.len() + 1 => {
+                return std::iter::once("value".to_string()).chain(grads).collect()
+            }
+            _ => {}
+        }
+    }
+    (0..n).map(|i| format!("result{i}")).collect()
 }
 
 /// Results as printed text and JSON, written to `--out` when given.
@@ -427,16 +441,18 @@ fn run(a: &RunArgs) -> Result<Output> {
         let native = egrad::compile(&opt.after, &opts.backend)?;
         inputs::call_native(&native, &args).map_err(|e| e.into_error(&opt.after, program.file()))?
     };
-    let named: Vec<(String, Value)> = result_names(results.len())
+    let named: Vec<(String, Value)> = result_names(&program, &a.function, results.len())
         .into_iter()
         .zip(results)
         .collect();
+    // A tuple's parts are labelled; a single result is printed bare.
+    let labelled = named.len() > 1;
     results_output(
         "run",
         &a.function,
         named,
         &a.output,
-        false,
+        labelled,
         a.json,
         json!({ "backend": if a.interp { "interpreter" } else { "native" } }),
     )

@@ -63,6 +63,9 @@ impl ArgError {
     }
 }
 
+/// So that `?` takes it into a `Box<dyn std::error::Error>`.
+impl std::error::Error for ArgError {}
+
 impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -228,7 +231,7 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
             if count {
                 let (pattern, actual) = ([Dim::Param(name.to_string())], [Dim::Lit(x as u64)]);
                 if let Err(m) = unifier.add(i, &pattern, &actual) {
-                    return Err(misfit(f, i, &m, &unifier, &[x as usize]));
+                    return Err(misfit(f, i, &m, &unifier, &shape_of(args)));
                 }
             }
             continue;
@@ -264,11 +267,11 @@ pub fn bind_args<A: ArgShape + ?Sized>(f: &Function, args: &[&A]) -> Result<Dims
         }
         let actual: Vec<Dim> = a.shape().iter().map(|&n| Dim::Lit(n as u64)).collect();
         if let Err(m) = unifier.add(i, &ty.shape, &actual) {
-            return Err(misfit(f, i, &m, &unifier, a.shape()));
+            return Err(misfit(f, i, &m, &unifier, &shape_of(args)));
         }
     }
     if let Some((i, m)) = unifier.finish().first() {
-        return Err(misfit(f, *i, m, &unifier, args[*i].shape()));
+        return Err(misfit(f, *i, m, &unifier, &shape_of(args)));
     }
     let mut dims = Dims::new();
     for p in &f.size_params {
@@ -376,12 +379,42 @@ fn check_bounds(f: &Function, dims: &Dims) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// The error for argument `i` of shape `shape` that does not fit its
+/// The shape of argument `j` as size binding reads it: a count (an `i64`
+/// scalar) is the one-axis shape of its value.
+fn shape_of<'a, A: ArgShape + ?Sized>(args: &'a [&'a A]) -> impl Fn(usize) -> Vec<usize> + 'a {
+    move |j| match (args[j].shape().is_empty(), args[j].scalar()) {
+        (true, Some(x)) => vec![x.max(0.0) as usize],
+        _ => args[j].shape().to_vec(),
+    }
+}
+
+/// Where argument `j` (of `shape`) gives a size parameter at `axis`: "its
+/// length", "axis 1 of its shape [2, 3]", or "its value" for a count.
+fn whence(f: &Function, j: usize, axis: usize, shape: &[usize]) -> String {
+    let ty = f.ty(f.params[j].var);
+    if ty.is_scalar() {
+        "its value".into()
+    } else if ty.rank() == 1 {
+        "its length".into()
+    } else {
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        format!("axis {axis} of its shape [{}]", dims.join(", "))
+    }
+}
+
+/// The error for argument `i` (shapes from `shapes`) that does not fit its
 /// parameter's type (see [`Misfit`]).
-fn misfit(f: &Function, i: usize, m: &Misfit, u: &Unifier, shape: &[usize]) -> ArgError {
+fn misfit(
+    f: &Function,
+    i: usize,
+    m: &Misfit,
+    u: &Unifier,
+    shapes: &dyn Fn(usize) -> Vec<usize>,
+) -> ArgError {
     let p = &f.params[i];
     let (name, ty) = (f.var_name(p.var), f.ty(p.var));
     let axis = m.axis();
+    let shape = shapes(i);
     let n = shape.get(axis).copied().unwrap_or(0);
     let d = ty
         .shape
@@ -417,9 +450,21 @@ fn misfit(f: &Function, i: usize, m: &Misfit, u: &Unifier, shape: &[usize]) -> A
             format!("argument `{name}` must have length {k}, got {n}")
         }
         (Misfit::Mismatch(_), Dim::Param(q)) => {
-            let other = u.from.get(q).map_or(name, |&j| f.var_name(f.params[j].var));
+            // Either argument may be the wrong one: name both, each with
+            // the axis it gives `q` from.
             let k = value(q).unwrap_or(0);
-            format!("argument `{name}` has length {n}, but `{q}` = {k} from argument `{other}`")
+            match u.from.get(q).filter(|&&j| j != i) {
+                Some(&j) => {
+                    let at = f.ty(f.params[j].var).shape.iter().position(|d| d == &Dim::Param(q.clone()));
+                    let other = f.var_name(f.params[j].var);
+                    format!(
+                        "arguments `{other}` and `{name}` disagree on `{q}`: `{other}` gives {k} ({}), `{name}` gives {n} ({})",
+                        whence(f, j, at.unwrap_or(0), &shapes(j)),
+                        whence(f, i, axis, &shape)
+                    )
+                }
+                None => format!("argument `{name}` has length {n}, but `{q}` = {k}"),
+            }
         }
         (Misfit::Mismatch(_), _) => {
             // The size at the bound parameters (`N*M` is 0 at `M` = 0).
@@ -926,6 +971,9 @@ mod tests {
         let short = Value::f32(&[4.0, 5.0]);
         let e = run(f, &[&w, &short, &y]).unwrap_err();
         assert_eq!(e.param, Some(1));
-        assert!(e.message.contains("`N` = 3 from argument `w`"), "{e}");
+        assert!(
+            e.message.contains("arguments `w` and `x` disagree on `N`: `w` gives 3 (its length), `x` gives 2 (its length)"),
+            "{e}"
+        );
     }
 }
