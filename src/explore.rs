@@ -144,19 +144,20 @@ pub fn time_interleaved(
     }
     let mut best = vec![Duration::MAX; gs.len()];
     let budget = timing.budget * gs.len() as u32;
-    let timing_event = |elapsed| ProgressEvent::Timing {
+    let timing_event = |elapsed, samples| ProgressEvent::Timing {
         programs: count,
         elapsed,
-        budget,
+        budget: timing_total(elapsed, samples, timing.min_calls, budget),
     };
-    progress.tell(|| timing_event(Duration::ZERO));
+    progress.tell(|| timing_event(Duration::ZERO, 0));
     let start = Instant::now();
     let mut told = start;
     let mut samples = 0;
     while samples < timing.min_calls || start.elapsed() < budget {
         if progress.is_some() && told.elapsed() >= Duration::from_millis(100) {
             told = Instant::now();
-            progress.tell(|| timing_event(start.elapsed()));
+            let elapsed = start.elapsed();
+            progress.tell(|| timing_event(elapsed, samples));
         }
         for (((p, &batch), b), g) in prepared.iter_mut().zip(&batches).zip(&mut best).zip(gs) {
             let file = &g.file;
@@ -177,6 +178,30 @@ pub fn time_interleaved(
             outputs: p.into_outputs(),
         })
         .collect())
+}
+
+/// About how long the timing loop runs in all, told `elapsed` into it after
+/// `samples` samples: it stops at the end of the first sample that finds
+/// at least `min_calls` samples done and `budget` passed, so the total is
+/// the budget only while a sample is short; slow programs (or many
+/// `min_calls`) run past it. Never less than `elapsed` nor `budget`, so
+/// "elapsed of total" never runs past its own total.
+pub(crate) fn timing_total(
+    elapsed: Duration,
+    samples: usize,
+    min_calls: usize,
+    budget: Duration,
+) -> Duration {
+    if samples == 0 {
+        return budget.max(elapsed);
+    }
+    // In nanoseconds, exactly (a mean sample's length, rounded up).
+    let per = elapsed.as_nanos().div_ceil(samples as u128).max(1);
+    let for_budget = budget.saturating_sub(elapsed).as_nanos().div_ceil(per);
+    let left = (min_calls.saturating_sub(samples) as u128).max(for_budget);
+    let end =
+        u64::try_from(elapsed.as_nanos() + per * left).map_or(Duration::MAX, Duration::from_nanos);
+    end.max(elapsed).max(budget)
 }
 
 /// Optimize `options.function`'s gradient at every λ of `lambdas`; with
@@ -512,6 +537,22 @@ mod tests {
         mark_pareto(&mut ps);
         let marks: Vec<bool> = ps.iter().map(|p| p.pareto).collect();
         assert_eq!(marks, [true, true, false, true]);
+    }
+
+    #[test]
+    fn the_timing_total_is_never_passed() {
+        let ms = Duration::from_millis;
+        // Before a sample, and while samples are short: the budget.
+        assert_eq!(timing_total(ms(0), 0, 3, ms(300)), ms(300));
+        assert_eq!(timing_total(ms(100), 10, 3, ms(300)), ms(300));
+        // Samples of 200 ms and 5 to take: 1 s, not the 300 ms budget.
+        assert_eq!(timing_total(ms(200), 1, 5, ms(300)), ms(1000));
+        // Past the budget with the last sample under way.
+        assert_eq!(timing_total(ms(450), 3, 3, ms(300)), ms(450));
+        for (e, s) in [(0, 0), (50, 1), (299, 7), (301, 2), (5000, 4)] {
+            let t = timing_total(ms(e), s, 4, ms(300));
+            assert!(t >= ms(e) && t >= ms(300), "{e} ms, {s} samples: {t:?}");
+        }
     }
 
     #[test]
