@@ -8,6 +8,7 @@
 
 use crate::call::arg_error;
 use crate::error::{Error, Result};
+use crate::extract::ResidualChoice;
 use crate::pipeline::{optimize_gradient, GradProgram, Options, Progress, ProgressEvent};
 use crate::program::Program;
 use crate::types::value::Value;
@@ -31,6 +32,9 @@ pub struct Point {
     pub stored: usize,
     /// Residuals the pullback recomputes.
     pub recomputed: usize,
+    /// The residual plan: each primal value the pullback reads, stored or
+    /// recomputed, with the model's figures behind the choice.
+    pub choices: Vec<ResidualChoice>,
     /// Best measured time of one call (None when not timed).
     pub time: Option<Duration>,
     /// Bytes of intermediate arrays the compiled program allocates on the
@@ -246,6 +250,7 @@ pub fn explore(
             residual_bytes: o.bytes_after,
             stored: o.residual_choices.iter().filter(|c| c.stored).count(),
             recomputed: o.residual_choices.iter().filter(|c| !c.stored).count(),
+            choices: o.residual_choices.clone(),
             time: None,
             buffer_bytes: None,
             same_as,
@@ -414,97 +419,6 @@ impl Exploration {
         s.push_str("]}\n");
         s
     }
-
-    /// An SVG plot of residual bytes (x) against run time (y; the model's
-    /// flops when not timed), the Pareto front joined by a line.
-    pub fn to_svg(&self) -> String {
-        let (w, h, m) = (640.0, 420.0, 70.0);
-        let pts: Vec<&Point> = self.points.iter().filter(|p| p.same_as.is_none()).collect();
-        let timed = pts.iter().all(|p| p.time.is_some());
-        let ys: Vec<f64> = pts
-            .iter()
-            .map(|p| if timed { speed_key(p) * 1e6 } else { p.flops })
-            .collect();
-        let xs: Vec<f64> = pts.iter().map(|p| p.residual_bytes).collect();
-        let max = |v: &[f64]| v.iter().cloned().fold(0.0f64, f64::max).max(1e-300);
-        let (xmax, ymax) = (max(&xs) * 1.1, max(&ys) * 1.1);
-        let px = |x: f64| m + (w - 2.0 * m) * x / xmax;
-        let py = |y: f64| h - m - (h - 2.0 * m) * y / ymax;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">"
-        );
-        let _ = writeln!(s, "<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>");
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\">store or recompute: {}</text>",
-            w / 2.0,
-            xml(&self.function)
-        );
-        // Axes with end labels.
-        let _ = writeln!(
-            s,
-            "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>",
-            h - m,
-            w - m,
-            h - m,
-            h - m
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">residual bytes (0 to {:.0})</text>",
-            w / 2.0,
-            h - 25.0,
-            xmax
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">{} (0 to {:.3})</text>",
-            h / 2.0,
-            h / 2.0,
-            if timed { "run time, µs" } else { "model flops" },
-            ymax
-        );
-        let mut front: Vec<(f64, f64)> = pts
-            .iter()
-            .zip(xs.iter().zip(&ys))
-            .filter(|(p, _)| p.pareto)
-            .map(|(_, (x, y))| (*x, *y))
-            .collect();
-        front.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if front.len() > 1 {
-            let path: Vec<String> = front
-                .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-                .collect();
-            let _ = writeln!(
-                s,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>",
-                path.join(" ")
-            );
-        }
-        for (p, (x, y)) in pts.iter().zip(xs.iter().zip(&ys)) {
-            let color = if p.pareto { "#c33" } else { "#888" };
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\">λ={}</text>",
-                px(*x),
-                py(*y),
-                px(*x) + 7.0,
-                py(*y) - 7.0,
-                p.lambda
-            );
-        }
-        s.push_str("</svg>\n");
-        s
-    }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -518,6 +432,7 @@ mod tests {
             residual_bytes: bytes,
             stored: 0,
             recomputed: 0,
+            choices: Vec::new(),
             time: None,
             buffer_bytes: None,
             same_as: None,
@@ -575,7 +490,8 @@ mod tests {
         assert_eq!(e.points[1].residual_bytes, 0.0);
         assert!(e.points[1].flops > e.points[0].flops);
         assert!(e.points.iter().all(|p| p.pareto));
-        assert!(e.to_svg().starts_with("<svg"));
+        assert!(e.points[0].choices.iter().any(|c| c.stored));
+        assert!(e.points[1].choices.iter().all(|c| !c.stored));
         assert!(e.to_json().contains("\"pareto\":true"));
     }
 }
