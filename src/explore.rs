@@ -8,6 +8,7 @@
 
 use crate::call::arg_error;
 use crate::error::{Error, Result};
+use crate::extract::ResidualChoice;
 use crate::pipeline::{optimize_gradient, GradProgram, Options, Progress, ProgressEvent};
 use crate::program::Program;
 use crate::types::value::Value;
@@ -31,6 +32,9 @@ pub struct Point {
     pub stored: usize,
     /// Residuals the pullback recomputes.
     pub recomputed: usize,
+    /// The residual plan: each primal value the pullback reads, stored or
+    /// recomputed, with the model's figures behind the choice.
+    pub choices: Vec<ResidualChoice>,
     /// Best measured time of one call (None when not timed).
     pub time: Option<Duration>,
     /// Bytes of intermediate arrays the compiled program allocates on the
@@ -144,19 +148,20 @@ pub fn time_interleaved(
     }
     let mut best = vec![Duration::MAX; gs.len()];
     let budget = timing.budget * gs.len() as u32;
-    let timing_event = |elapsed| ProgressEvent::Timing {
+    let timing_event = |elapsed, samples| ProgressEvent::Timing {
         programs: count,
         elapsed,
-        budget,
+        budget: timing_total(elapsed, samples, timing.min_calls, budget),
     };
-    progress.tell(|| timing_event(Duration::ZERO));
+    progress.tell(|| timing_event(Duration::ZERO, 0));
     let start = Instant::now();
     let mut told = start;
     let mut samples = 0;
     while samples < timing.min_calls || start.elapsed() < budget {
         if progress.is_some() && told.elapsed() >= Duration::from_millis(100) {
             told = Instant::now();
-            progress.tell(|| timing_event(start.elapsed()));
+            let elapsed = start.elapsed();
+            progress.tell(|| timing_event(elapsed, samples));
         }
         for (((p, &batch), b), g) in prepared.iter_mut().zip(&batches).zip(&mut best).zip(gs) {
             let file = &g.file;
@@ -177,6 +182,30 @@ pub fn time_interleaved(
             outputs: p.into_outputs(),
         })
         .collect())
+}
+
+/// About how long the timing loop runs in all, told `elapsed` into it after
+/// `samples` samples: it stops at the end of the first sample that finds
+/// at least `min_calls` samples done and `budget` passed, so the total is
+/// the budget only while a sample is short; slow programs (or many
+/// `min_calls`) run past it. Never less than `elapsed` nor `budget`, so
+/// "elapsed of total" never runs past its own total.
+pub(crate) fn timing_total(
+    elapsed: Duration,
+    samples: usize,
+    min_calls: usize,
+    budget: Duration,
+) -> Duration {
+    if samples == 0 {
+        return budget.max(elapsed);
+    }
+    // In nanoseconds, exactly (a mean sample's length, rounded up).
+    let per = elapsed.as_nanos().div_ceil(samples as u128).max(1);
+    let for_budget = budget.saturating_sub(elapsed).as_nanos().div_ceil(per);
+    let left = (min_calls.saturating_sub(samples) as u128).max(for_budget);
+    let end =
+        u64::try_from(elapsed.as_nanos() + per * left).map_or(Duration::MAX, Duration::from_nanos);
+    end.max(elapsed).max(budget)
 }
 
 /// Optimize `options.function`'s gradient at every λ of `lambdas`; with
@@ -221,6 +250,7 @@ pub fn explore(
             residual_bytes: o.bytes_after,
             stored: o.residual_choices.iter().filter(|c| c.stored).count(),
             recomputed: o.residual_choices.iter().filter(|c| !c.stored).count(),
+            choices: o.residual_choices.clone(),
             time: None,
             buffer_bytes: None,
             same_as,
@@ -389,97 +419,6 @@ impl Exploration {
         s.push_str("]}\n");
         s
     }
-
-    /// An SVG plot of residual bytes (x) against run time (y; the model's
-    /// flops when not timed), the Pareto front joined by a line.
-    pub fn to_svg(&self) -> String {
-        let (w, h, m) = (640.0, 420.0, 70.0);
-        let pts: Vec<&Point> = self.points.iter().filter(|p| p.same_as.is_none()).collect();
-        let timed = pts.iter().all(|p| p.time.is_some());
-        let ys: Vec<f64> = pts
-            .iter()
-            .map(|p| if timed { speed_key(p) * 1e6 } else { p.flops })
-            .collect();
-        let xs: Vec<f64> = pts.iter().map(|p| p.residual_bytes).collect();
-        let max = |v: &[f64]| v.iter().cloned().fold(0.0f64, f64::max).max(1e-300);
-        let (xmax, ymax) = (max(&xs) * 1.1, max(&ys) * 1.1);
-        let px = |x: f64| m + (w - 2.0 * m) * x / xmax;
-        let py = |y: f64| h - m - (h - 2.0 * m) * y / ymax;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">"
-        );
-        let _ = writeln!(s, "<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>");
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\">store or recompute: {}</text>",
-            w / 2.0,
-            xml(&self.function)
-        );
-        // Axes with end labels.
-        let _ = writeln!(
-            s,
-            "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>",
-            h - m,
-            w - m,
-            h - m,
-            h - m
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">residual bytes (0 to {:.0})</text>",
-            w / 2.0,
-            h - 25.0,
-            xmax
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">{} (0 to {:.3})</text>",
-            h / 2.0,
-            h / 2.0,
-            if timed { "run time, µs" } else { "model flops" },
-            ymax
-        );
-        let mut front: Vec<(f64, f64)> = pts
-            .iter()
-            .zip(xs.iter().zip(&ys))
-            .filter(|(p, _)| p.pareto)
-            .map(|(_, (x, y))| (*x, *y))
-            .collect();
-        front.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if front.len() > 1 {
-            let path: Vec<String> = front
-                .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-                .collect();
-            let _ = writeln!(
-                s,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>",
-                path.join(" ")
-            );
-        }
-        for (p, (x, y)) in pts.iter().zip(xs.iter().zip(&ys)) {
-            let color = if p.pareto { "#c33" } else { "#888" };
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\">λ={}</text>",
-                px(*x),
-                py(*y),
-                px(*x) + 7.0,
-                py(*y) - 7.0,
-                p.lambda
-            );
-        }
-        s.push_str("</svg>\n");
-        s
-    }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -493,6 +432,7 @@ mod tests {
             residual_bytes: bytes,
             stored: 0,
             recomputed: 0,
+            choices: Vec::new(),
             time: None,
             buffer_bytes: None,
             same_as: None,
@@ -515,6 +455,22 @@ mod tests {
     }
 
     #[test]
+    fn the_timing_total_is_never_passed() {
+        let ms = Duration::from_millis;
+        // Before a sample, and while samples are short: the budget.
+        assert_eq!(timing_total(ms(0), 0, 3, ms(300)), ms(300));
+        assert_eq!(timing_total(ms(100), 10, 3, ms(300)), ms(300));
+        // Samples of 200 ms and 5 to take: 1 s, not the 300 ms budget.
+        assert_eq!(timing_total(ms(200), 1, 5, ms(300)), ms(1000));
+        // Past the budget with the last sample under way.
+        assert_eq!(timing_total(ms(450), 3, 3, ms(300)), ms(450));
+        for (e, s) in [(0, 0), (50, 1), (299, 7), (301, 2), (5000, 4)] {
+            let t = timing_total(ms(e), s, 4, ms(300));
+            assert!(t >= ms(e) && t >= ms(300), "{e} ms, {s} samples: {t:?}");
+        }
+    }
+
+    #[test]
     fn explores_a_gradient_without_timing() {
         let p = Program::parse(
             "fn f[N](x: f64[N]) -> f64 = +/(sin(x) .* exp(x))\n\
@@ -534,7 +490,8 @@ mod tests {
         assert_eq!(e.points[1].residual_bytes, 0.0);
         assert!(e.points[1].flops > e.points[0].flops);
         assert!(e.points.iter().all(|p| p.pareto));
-        assert!(e.to_svg().starts_with("<svg"));
+        assert!(e.points[0].choices.iter().any(|c| c.stored));
+        assert!(e.points[1].choices.iter().all(|c| !c.stored));
         assert!(e.to_json().contains("\"pareto\":true"));
     }
 }

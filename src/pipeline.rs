@@ -79,7 +79,9 @@ pub enum ProgressEvent {
         programs: usize,
         /// Time spent timing so far.
         elapsed: Duration,
-        /// About how long timing takes in all.
+        /// About how long timing takes in all: the time asked for, or more
+        /// when the samples taken so far show that the calls each program
+        /// must make take longer. Never less than `elapsed`.
         budget: Duration,
     },
 }

@@ -687,3 +687,52 @@ fn bench_refuses_explore_s_options() {
     ]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// `--plot` and `--html` without timing: the same bytes each run; the
+/// bytes axis (544 to 31,984 bytes, more than a decade) logarithmic with
+/// ticks at decades; the legend; every λ in the page's table.
+#[test]
+fn explore_plots_are_deterministic_with_log_axes_and_a_legend() {
+    let dir = std::env::temp_dir().join(format!("egrad-explore-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |k: usize| {
+        let (svg, html) = (dir.join(format!("{k}.svg")), dir.join(format!("{k}.html")));
+        let (code, _, err) = egrad(&[
+            "explore",
+            "examples/suite/euler_ode.eg",
+            "--fn",
+            "euler_ode_grad",
+            "--lambdas",
+            "0,3,6,16,1e6",
+            "--no-run",
+            "--plot",
+            svg.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        (
+            std::fs::read_to_string(svg).unwrap(),
+            std::fs::read_to_string(html).unwrap(),
+        )
+    };
+    let (svg, html) = run(0);
+    assert_eq!(run(1), (svg.clone(), html.clone()), "not deterministic");
+    assert!(
+        svg.contains("residual bytes stored (B, log scale)"),
+        "{svg}"
+    );
+    assert!(svg.contains("model cost (flops"), "{svg}");
+    for tick in ["\n100\n", "\n1k\n", "\n10k\n"] {
+        assert!(svg.contains(tick), "no tick {tick:?}: {svg}");
+    }
+    assert!(svg.contains("Pareto front") && svg.contains("\ndominated\n"));
+    assert!(
+        svg.contains("\nλ=6, 16\n"),
+        "one point for λ = 6 and 16: {svg}"
+    );
+    assert_eq!(html.matches("<tr data-mark=").count(), 5);
+    assert_eq!(html.matches("class=\"hit\"").count(), 4);
+    assert!(html.contains("<svg id=\"plot\" ") && !html.contains("src="));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -130,7 +130,8 @@ fn explore_tells_each_lambda_then_compiling_then_timing() {
             panic!("not a timing event: {ev:?}")
         };
         assert_eq!(*programs, distinct);
-        assert_eq!(*budget, Duration::from_millis(150) * distinct as u32);
+        assert!(*budget >= Duration::from_millis(150) * distinct as u32);
+        assert!(elapsed <= budget, "past its own total: {ev:?}");
         match last {
             None => assert_eq!(*elapsed, Duration::ZERO),
             Some(l) => assert!(*elapsed >= l),
@@ -138,6 +139,38 @@ fn explore_tells_each_lambda_then_compiling_then_timing() {
         last = Some(*elapsed);
     }
     assert!(last.is_some(), "no timing event: {events:?}");
+}
+
+/// Timing that must take more samples than its budget allows (each sample
+/// lasts at least 100 µs a program) tells a total it does not run past:
+/// the line read "timing 3 programs: 0.4 of 0.0 s" before.
+#[test]
+fn timing_never_runs_past_its_own_total() {
+    let program = Program::parse(PROGRAM).unwrap();
+    let (options, log) = recording(Options::default().function("df").dim("N", 64));
+    let inputs = vec![egrad::Value::f64(&vec![0.5; 64])];
+    let timing = Timing {
+        budget: Duration::from_millis(1),
+        min_calls: 1500,
+    };
+    explore(&program, &options, &[0.0, 1e6], Some(&inputs), timing).unwrap();
+    let events = log.lock().unwrap().clone();
+    let timing: Vec<(Duration, Duration)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ProgressEvent::Timing {
+                elapsed, budget, ..
+            } => Some((*elapsed, *budget)),
+            _ => None,
+        })
+        .collect();
+    // 1500 samples of two programs take at least 0.3 s: told more than once.
+    assert!(timing.len() >= 2, "{events:?}");
+    for &(elapsed, total) in &timing {
+        assert!(elapsed <= total, "{elapsed:?} of {total:?}: {timing:?}");
+    }
+    // The totals told once samples were taken foresee the 0.3 s.
+    assert!(timing[1].1 >= Duration::from_millis(290), "{timing:?}");
 }
 
 /// What is computed is the same with and without a hook: the programs, the

@@ -41,7 +41,8 @@ pub enum Command {
     Grad(GradArgs),
     /// The memory-versus-recompute tradeoff of a gradient: for each λ, the
     /// chosen program's flops, residual bytes and run time, Pareto front
-    /// marked.
+    /// marked; --plot draws it as SVG, --html as a page with a tooltip per
+    /// point.
     Explore(ExploreArgs),
     /// Time a gradient optimized and unoptimized (AD straight to Cranelift)
     /// on the same inputs.
@@ -158,7 +159,8 @@ pub struct BenchArgs {
     pub opt: OptArgs,
 }
 
-/// `egrad explore`'s arguments: `bench`'s, and the λ values and the plot.
+/// `egrad explore`'s arguments: `bench`'s, and the λ values, the plot and
+/// the HTML report.
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
     #[command(flatten)]
@@ -166,9 +168,17 @@ pub struct ExploreArgs {
     /// λ values to try, comma-separated (flops per residual byte).
     #[arg(long, value_delimiter = ',', value_parser = flops_per_byte, default_values_t = egrad::DEFAULT_LAMBDAS.to_vec())]
     pub lambdas: Vec<f64>,
-    /// Write an SVG plot of residual bytes against run time.
+    /// Write an SVG plot of residual bytes against run time (the model's
+    /// flops with --no-run): log axes where the values span a decade,
+    /// ticks, a legend, the Pareto front joined, each point labelled
+    /// with its λ values.
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
+    /// Write a self-contained HTML report: the same plot, where hovering a
+    /// point shows its program (λ, run time, residual bytes, flops, cost,
+    /// residual plan), and a table of every λ.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
 }
 
 impl std::ops::Deref for ExploreArgs {

@@ -23,7 +23,10 @@ mod inputs;
 
 pub use args::*;
 mod json;
+mod labels;
 mod output;
+mod plot;
+mod report;
 use std::time::Duration;
 
 /// Run the CLI; returns the process exit code.
@@ -559,8 +562,17 @@ fn explore(a: &ExploreArgs) -> Result<Output> {
         ..Default::default()
     };
     let e = egrad::explore(&program, &opts, &a.lambdas, inputs.as_deref(), timing)?;
-    if let Some(path) = &a.plot {
-        std::fs::write(path, e.to_svg()).map_err(|err| Error::io("write", path.display(), err))?;
+    if a.plot.is_some() || a.html.is_some() {
+        let drawn = plot::draw(&e)?;
+        let write = |path: &PathBuf, text: &str| {
+            std::fs::write(path, text).map_err(|err| Error::io("write", path.display(), err))
+        };
+        if let Some(path) = &a.plot {
+            write(path, &drawn.svg)?;
+        }
+        if let Some(path) = &a.html {
+            write(path, &report::html(&e, &drawn))?;
+        }
     }
     let mut j: serde_json::Value = serde_json::from_str(&e.to_json())
         .map_err(|err| Error::internal(format!("explore's JSON does not parse: {err}")))?;
