@@ -40,7 +40,7 @@ fn quickstart_commands_run_verbatim() {
         }
     }
     assert!(ran >= 5, "ran {ran} blocks");
-    for written in ["mse.eg", "data.npz", "grads.npz", "mse.svg"] {
+    for written in ["mse.eg", "data.npz", "grads.npz", "mse.svg", "mse.html"] {
         assert!(
             shell.dir.join(written).exists(),
             "the quick start wrote no {written}"
