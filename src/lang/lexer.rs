@@ -4,7 +4,10 @@
 //! parentheses or brackets: the lexer keeps a stack of open delimiters and
 //! emits a [`Tok::Newline`] only when the innermost one is `{` or there is
 //! none. Consecutive line breaks collapse into one token. `//` starts a
-//! comment that runs to the end of the line.
+//! comment that runs to the end of the line; `#` is reported once (as
+//! Python's comment) and its line skipped. `**` and a lone `.` are tokens
+//! of their own, which no construct accepts, so that the parser can say
+//! what to write instead (`pow(x, 2)`, `exp(x)` for `np.exp(x)`).
 
 use crate::error::span::{Diagnostic, Span};
 use std::fmt;
