@@ -127,6 +127,10 @@ pub struct Diagnostic {
     pub labels: Vec<(Span, String)>,
     /// Free-standing hints printed after the snippet.
     pub notes: Vec<String>,
+    /// What to write instead, printed after the notes (`= help: write
+    /// `pow(x, 2)``): the form a habit of another language takes here,
+    /// or the name a misspelt one most likely means.
+    pub helps: Vec<String>,
 }
 
 impl Diagnostic {
@@ -138,6 +142,7 @@ impl Diagnostic {
             message: message.into(),
             labels: Vec::new(),
             notes: Vec::new(),
+            helps: Vec::new(),
         }
     }
 
@@ -174,6 +179,12 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a line saying what to write instead.
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.helps.push(help.into());
+        self
+    }
+
     /// Render as
     /// ```text
     /// error: message
@@ -190,6 +201,9 @@ impl Diagnostic {
         }
         for note in &self.notes {
             out.push_str(&format!("  = note: {note}\n"));
+        }
+        for help in &self.helps {
+            out.push_str(&format!("  = help: {help}\n"));
         }
         out
     }

@@ -4,7 +4,10 @@
 //! parentheses or brackets: the lexer keeps a stack of open delimiters and
 //! emits a [`Tok::Newline`] only when the innermost one is `{` or there is
 //! none. Consecutive line breaks collapse into one token. `//` starts a
-//! comment that runs to the end of the line.
+//! comment that runs to the end of the line; `#` is reported once (as
+//! Python's comment) and its line skipped. `**` and a lone `.` are tokens
+//! of their own, which no construct accepts, so that the parser can say
+//! what to write instead (`pow(x, 2)`, `exp(x)` for `np.exp(x)`).
 
 use crate::error::span::{Diagnostic, Span};
 use std::fmt;
@@ -46,6 +49,12 @@ pub enum Tok {
     Percent,
     DotStar,
     DotSlash,
+    /// `**`: no egrad operator, lexed whole so that the parser can say
+    /// what to write instead (`pow`).
+    StarStar,
+    /// `.` alone (not `.*` or `./`): no egrad syntax, lexed so that the
+    /// parser can recognize `np.exp(x)`, `x.sum()` and `x.T`.
+    Dot,
     /// `+/`, the sum reduction.
     PlusSlash,
     /// `max/` and `min/` (written without a space), the max and min reductions.
@@ -97,6 +106,8 @@ impl fmt::Display for Tok {
             Tok::Percent => "`%`",
             Tok::DotStar => "`.*`",
             Tok::DotSlash => "`./`",
+            Tok::StarStar => "`**`",
+            Tok::Dot => "`.`",
             Tok::PlusSlash => "`+/`",
             Tok::MaxSlash => "`max/`",
             Tok::MinSlash => "`min/`",
@@ -209,6 +220,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b'|' if at(i + 1) == b'|' => i += push(Tok::OrOr, 2, &mut toks),
             b'|' => i += push(Tok::Pipe, 1, &mut toks),
             b'@' => i += push(Tok::At, 1, &mut toks),
+            b'*' if at(i + 1) == b'*' => i += push(Tok::StarStar, 2, &mut toks),
             b'*' => i += push(Tok::Star, 1, &mut toks),
             b'/' => i += push(Tok::Slash, 1, &mut toks),
             b'%' => i += push(Tok::Percent, 1, &mut toks),
@@ -218,6 +230,21 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             b'-' => i += push(Tok::Minus, 1, &mut toks),
             b'.' if at(i + 1) == b'*' => i += push(Tok::DotStar, 2, &mut toks),
             b'.' if at(i + 1) == b'/' => i += push(Tok::DotSlash, 2, &mut toks),
+            b'.' => i += push(Tok::Dot, 1, &mut toks),
+            // A Python comment: one error, and the rest of the line is
+            // skipped as a comment (not lexed into follow-on errors).
+            b'#' => {
+                errs.push(
+                    Diagnostic::syntax(
+                        Span::new(i, i + 1),
+                        "egrad's comments start with `//`, not `#`",
+                    )
+                    .with_help("write `//`"),
+                );
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
             b'0'..=b'9' => {
                 let (tok, j) = lex_number(src, i, &mut errs);
                 toks.push(tok);
@@ -423,10 +450,13 @@ mod tests {
 
     #[test]
     fn bad_input_is_reported_not_fatal() {
-        let (t, e) = lex("a # 12x é");
-        assert_eq!(e.len(), 3);
-        assert_eq!(e[0].message, "unexpected character `#`");
+        let (t, e) = lex("a $ 12x é # 3y\nb");
+        assert_eq!(e.len(), 4);
+        assert_eq!(e[0].message, "unexpected character `$`");
         assert_eq!(e[1].message, "invalid number `12x`");
+        // `#` starts a (Python) comment: one error, the line skipped.
+        assert_eq!(e[3].message, "egrad's comments start with `//`, not `#`");
+        assert_eq!(t[t.len() - 2].tok, Tok::Ident("b".into()));
         assert_eq!(t.last().map(|t| &t.tok), Some(&Tok::Eof));
     }
 }

@@ -6,3 +6,4 @@ pub mod check;
 pub mod lexer;
 pub mod parser;
 pub mod prelude;
+pub mod suggest;

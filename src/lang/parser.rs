@@ -92,6 +92,8 @@ pub fn parse_at(src: &str, base: u32) -> (Module, Vec<Diagnostic>) {
         toks,
         pos: 0,
         depth: 0,
+        src,
+        base,
     };
     let mut items = Vec::new();
     loop {
@@ -109,7 +111,7 @@ pub fn parse_at(src: &str, base: u32) -> (Module, Vec<Diagnostic>) {
                 if p.pos == start {
                     p.pos += 1;
                 }
-                while !matches!(p.peek(), Tok::Eof | Tok::Fn | Tok::At) {
+                while !p.item_start() {
                     p.pos += 1;
                 }
             }
@@ -118,17 +120,21 @@ pub fn parse_at(src: &str, base: u32) -> (Module, Vec<Diagnostic>) {
     (Module { items }, errs)
 }
 
-struct Parser {
+struct Parser<'a> {
     toks: Vec<Token>,
     pos: usize,
     depth: usize,
+    /// The source, to quote in what a diagnostic suggests writing.
+    src: &'a str,
+    /// Where `src`'s spans start ([`parse_at`]).
+    base: u32,
 }
 
 fn describe(t: &Tok) -> String {
     t.to_string()
 }
 
-impl Parser {
+impl Parser<'_> {
     fn tok(&self) -> &Token {
         // The token list always ends with Eof, and pos never passes it.
         let i = self.pos.min(self.toks.len().saturating_sub(1));
@@ -269,6 +275,9 @@ impl Parser {
         while self.at(&Tok::At) {
             let at = self.bump().span;
             let name = self.ident("an attribute name after `@`")?;
+            if let Some(d) = self.habit_decorator(at) {
+                return Err(d);
+            }
             let mut args = Vec::new();
             if self.eat(&Tok::LParen) {
                 args = self.ident_list(&Tok::RParen, "a parameter name")?;
@@ -282,7 +291,9 @@ impl Parser {
             self.skip_newlines();
         }
         if !self.at(&Tok::Fn) {
-            return Err(self.error_expected("`fn`"));
+            return Err(self
+                .habit_item()
+                .unwrap_or_else(|| self.error_expected("`fn`")));
         }
         self.bump();
         let name = self.ident("a function name")?;
@@ -429,7 +440,11 @@ impl Parser {
             } else if self.at(&Tok::Eof) {
                 return Err(Diagnostic::syntax(open, "this `{` is never closed"));
             } else {
-                result = Some(self.expr()?);
+                let e = self.expr()?;
+                if !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::RBrace) {
+                    self.habit_statement(&e)?;
+                }
+                result = Some(e);
             }
             if !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::RBrace) {
                 return Err(self.error_expected("a line break, `;` or `}`"));
@@ -527,7 +542,7 @@ impl Parser {
         let saved = self.depth;
         while let Some((op, op_text)) = self.binop(level) {
             // Each link of a chain nests one level deeper (left spine).
-            if let Err(e) = self.enter() {
+            if let Err(e) = self.enter().and_then(|()| self.habit_compound(&lhs)) {
                 self.depth = saved;
                 return Err(e);
             }
@@ -561,6 +576,7 @@ impl Parser {
             };
         }
         self.depth = saved;
+        self.habit_after(level, &lhs)?;
         Ok(lhs)
     }
 
@@ -607,23 +623,30 @@ impl Parser {
         let start = self.expect(&Tok::If)?;
         let cond = self.expr()?;
         if !self.at(&Tok::LBrace) {
-            return Err(self.error_expected("`{` after the condition of `if`"));
+            return Err(self
+                .habit_colon(start)
+                .unwrap_or_else(|| self.error_expected("`{` after the condition of `if`")));
         }
         let then = self.block()?;
         self.skip_newlines_before(&Tok::Else);
         if !self.at(&Tok::Else) {
+            if let Some(d) = self.habit_else() {
+                return Err(d);
+            }
             return Err(Diagnostic::syntax(
                 start.to(then.span),
                 "this `if` has no `else`: an `if` is an expression, and both branches give its value",
             ));
         }
-        self.bump();
+        let else_span = self.bump().span;
         let els = if self.at(&Tok::If) {
             self.if_expr()?
         } else if self.at(&Tok::LBrace) {
             self.block()?
         } else {
-            return Err(self.error_expected("`{` or `if` after `else`"));
+            return Err(self
+                .habit_colon(else_span)
+                .unwrap_or_else(|| self.error_expected("`{` or `if` after `else`")));
         };
         Ok(Expr {
             span: start.to(els.span),
@@ -748,7 +771,7 @@ impl Parser {
         let mut e = self.primary()?;
         let saved = self.depth;
         while self.at(&Tok::LBracket) {
-            let link = self.enter().and_then(|()| self.index_link());
+            let link = self.enter().and_then(|()| self.index_link(&e));
             let (indices, end) = link.inspect_err(|_| self.depth = saved)?;
             let base = Box::new(e);
             let span = base.span.to(end);
@@ -758,15 +781,27 @@ impl Parser {
             };
         }
         self.depth = saved;
+        self.habit_postfix(&e)?;
         Ok(e)
     }
 
-    /// One `[i, ...]`: its indices and the closing bracket's span.
-    fn index_link(&mut self) -> PResult<(Vec<Expr>, Span)> {
+    /// One `[i, ...]` after `base`: its indices and the closing bracket's
+    /// span. A `:` in it is a slice (an error saying what to write).
+    fn index_link(&mut self, base: &Expr) -> PResult<(Vec<Expr>, Span)> {
+        let open = self.pos;
         self.bump();
-        let mut indices = vec![self.expr()?];
-        while self.eat(&Tok::Comma) {
+        let mut indices = Vec::new();
+        loop {
+            if self.at(&Tok::Colon) {
+                return Err(self.habit_slice(base, open));
+            }
             indices.push(self.expr()?);
+            if self.at(&Tok::Colon) {
+                return Err(self.habit_slice(base, open));
+            }
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
         }
         let end = self.expect(&Tok::RBracket)?;
         Ok((indices, end))
@@ -864,6 +899,7 @@ impl Parser {
                 })
             }
             Tok::Ident(name) => {
+                self.habit_word(&name)?;
                 self.bump();
                 if self.at(&Tok::LParen) {
                     let open = self.bump().span;
@@ -879,6 +915,7 @@ impl Parser {
                         }
                     }
                     let end = self.close(&Tok::RParen, open)?;
+                    self.habit_reduction(&name, start.to(end), &args)?;
                     return Ok(Expr {
                         kind: ExprKind::Call {
                             callee: Ident { name, span: start },
@@ -929,6 +966,10 @@ impl Parser {
 // Dimensions and size expressions (`N`, `2*N+1`, `name[d, ...]`).
 #[path = "parser_dims.rs"]
 mod dims;
+
+// Python's and NumPy's habits, and what to write instead.
+#[path = "parser_habits.rs"]
+mod habits;
 
 #[cfg(test)]
 #[path = "parser_test.rs"]

@@ -6,7 +6,7 @@ use super::{PResult, Parser};
 use crate::lang::ast::{DimExpr, DimOp, Ident};
 use crate::lang::lexer::Tok;
 
-impl Parser {
+impl Parser<'_> {
     /// A dimension: `N`, `3`, `N-1`, or a size expression of them with
     /// `+`, `-`, `*` and parentheses (`2*N+1`, `N*M`, `2*(N-1)`).
     /// `name[d, ...]` of `reshape`, `uniform` and `normal` (at the name,

@@ -57,7 +57,15 @@ impl<'a> FnCx<'a> {
         }
         match k {
             Val::Int(n) | Val::Idx(n) if n < 0 => {
-                self.error(Diagnostic::new(kspan, format!("index {n} is negative")));
+                self.error(
+                    Diagnostic::new(kspan, format!("index {n} is negative"))
+                        .with_note("egrad counts indices from 0 at the front only")
+                        .with_help(format!(
+                            "element {} from the end of an array `x` is `reverse(x)[{}]`",
+                            -n,
+                            -n - 1
+                        )),
+                );
                 Val::Err
             }
             Val::Int(n) => {

@@ -239,7 +239,7 @@ impl<'a> FnCx<'a> {
                 "`{name}` is the prelude's, and this program is checked without it"
             ))
         } else {
-            Diagnostic::new(callee.span, format!("unknown function `{name}`"))
+            self.unknown_call(callee, args)
         };
         self.error(d);
         Val::Err

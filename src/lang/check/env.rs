@@ -50,6 +50,11 @@ impl Env {
         self.entries.get(at).map(|(_, v)| v)
     }
 
+    /// The names bound (each once), for "did you mean".
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+
     /// Whether `name` is bound.
     pub(super) fn contains(&self, name: &str) -> bool {
         self.by_name.contains_key(name)

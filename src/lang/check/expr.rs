@@ -541,7 +541,7 @@ impl<'a> FnCx<'a> {
             Diagnostic::new(span, format!("`{n}` is a function, not a value"))
                 .with_note(format!("call it as `{n}(...)`"))
         } else {
-            Diagnostic::new(span, format!("unknown name `{n}`"))
+            self.unknown_name(n, span)
         };
         self.error(d);
         Val::Err

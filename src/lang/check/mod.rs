@@ -52,6 +52,7 @@ mod signature;
 mod sizes;
 mod stacks;
 mod tabulate;
+mod unknown;
 
 use super::ast::*;
 use super::prelude;
@@ -67,6 +68,7 @@ use std::collections::{HashMap, HashSet};
 use builtins::is_reserved;
 pub use builtins::{ARRAY_BUILTINS, BUILTINS2, CONVERSIONS, MATRIX_BUILTINS, SPECIAL_FORMS};
 pub use calls::MAX_SPECIALIZATION_DEPTH;
+pub use composite::COMPOSITES;
 pub(crate) use defer::expand;
 pub use derive::derived_name;
 use graph::{callee_first_order, collect_calls, through_templates};

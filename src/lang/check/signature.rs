@@ -75,10 +75,13 @@ fn resolve_type_with(
             {
                 Some(d) => Some(d),
                 None => {
-                    errs.push(
-                        Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
-                            .with_note("the element types are `f32`, `f64`, `i64` and `bool`"),
-                    );
+                    let d = Diagnostic::new(dtype.span, format!("unknown type `{}`", dtype.name))
+                        .with_note("the element types are `f32`, `f64`, `i64` and `bool`");
+                    let params = dtypes.keys().map(String::as_str);
+                    errs.push(match super::unknown::type_help(&dtype.name, params) {
+                        Some(h) => d.with_help(h),
+                        None => d,
+                    });
                     None
                 }
             };
@@ -88,13 +91,18 @@ fn resolve_type_with(
                     if sizes.iter().any(|s| s.name == id.name) {
                         return Some(Size::param(&id.name));
                     }
-                    errs.push(
+                    let d =
                         Diagnostic::new(id.span, format!("unknown size parameter `{}`", id.name))
                             .with_note(format!(
                             "declare it in brackets after the function name, as in `fn f[{}](...)`",
                             id.name
-                        )),
-                    );
+                        ));
+                    let near =
+                        super::unknown::size_help(&id.name, sizes.iter().map(|s| s.name.as_str()));
+                    errs.push(match near {
+                        Some(h) => d.with_help(h),
+                        None => d,
+                    });
                     None
                 });
                 match size.map(|s| (Dim::from_size(&s), s)) {
@@ -508,11 +516,13 @@ fn transform_attrs(
     for a in attrs {
         let attr = a.name.name.as_str();
         if attr != "grad" && attr != "value_and_grad" && attr != "jvp" {
-            errs.push(
-                Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
-                    "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)`, `@jvp(p, ...)`, `@vmap(p, ...)`, `@custom_vjp(rule)` and `@custom_jvp(rule)`",
-                ),
+            let d = Diagnostic::new(a.name.span, format!("unknown attribute `@{attr}`")).with_note(
+                "the known attributes are `@grad(p, ...)`, `@value_and_grad(p, ...)`, `@jvp(p, ...)`, `@vmap(p, ...)`, `@custom_vjp(rule)` and `@custom_jvp(rule)`",
             );
+            errs.push(match super::unknown::attribute_help(attr) {
+                Some(h) => d.with_help(h),
+                None => d,
+            });
             continue;
         }
         if several {
