@@ -467,7 +467,7 @@ fn cli_runs_a_function_on_suite_inputs() {
     let (code, _, err) = run("linreg_grad", &["--arg", "x=[1,2,3]"]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("argument `x`") && err.contains("linreg.eg:"),
+        err.contains("`x` gives 3") && err.contains("linreg.eg:"),
         "{err}"
     );
 }

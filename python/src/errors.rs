@@ -7,7 +7,7 @@
 //! `TypeError`, `EgradUsageError` a `ValueError`, ...). This module builds
 //! an instance with the text the CLI prints (`str(e)`) and the parts of it
 //! as attributes: `kind`, `message`, `file`, `line`, `column`, `location`,
-//! `notes`, `exit_code`.
+//! `notes`, `helps`, `exit_code`.
 
 use egrad::{Error, ErrorKind};
 use pyo3::exceptions::PyRuntimeError;
@@ -30,12 +30,14 @@ pub fn class_name(kind: ErrorKind) -> &'static str {
 }
 
 /// Where an error points: the file (the program's, or `<prelude>`), the
-/// 1-based line and column, the one-line message and the notes of its
+/// 1-based line and column, the one-line message, the notes and the help
+/// lines (the egrad form of a Python or NumPy habit, "did you mean") of its
 /// first diagnostic. Errors without a place have only the message.
 struct Parts {
     message: String,
     place: Option<(String, usize, usize)>,
     notes: Vec<String>,
+    helps: Vec<String>,
 }
 
 fn parts(err: &Error) -> Parts {
@@ -48,23 +50,27 @@ fn parts(err: &Error) -> Parts {
                     message: item.message.clone(),
                     place: Some((file.name.to_string(), line, col)),
                     notes: item.notes.clone(),
+                    helps: item.helps.clone(),
                 }
             }
             None => Parts {
                 message: err.to_string().trim_end().to_string(),
                 place: None,
                 notes: Vec::new(),
+            helps: Vec::new(),
             },
         },
         Error::Usage(m) | Error::Limit(m) | Error::Internal(m) => Parts {
             message: m.clone(),
             place: None,
             notes: Vec::new(),
+            helps: Vec::new(),
         },
         Error::Io { message, .. } => Parts {
             message: message.clone(),
             place: None,
             notes: Vec::new(),
+            helps: Vec::new(),
         },
     }
 }
@@ -91,6 +97,7 @@ fn build(py: Python<'_>, err: &Error, text: &str) -> PyResult<PyErr> {
     kw.set_item("message", &p.message)?;
     kw.set_item("exit_code", kind.exit_code())?;
     kw.set_item("notes", PyList::new(py, &p.notes)?)?;
+    kw.set_item("helps", PyList::new(py, &p.helps)?)?;
     if let Some((file, line, col)) = &p.place {
         kw.set_item("file", file)?;
         kw.set_item("line", line)?;

@@ -82,7 +82,7 @@ def test_wrong_shapes_point_at_the_parameter(loss_prog):
     with pytest.raises(egrad.EgradTypeError) as e:
         g.grad(np.ones(3, np.float32), np.ones(4, np.float32), 0.5)
     err = e.value
-    assert err.message == "argument `x` has length 4, but `N` = 3 from argument `w`"
+    assert err.message == "arguments `w` and `x` disagree on `N`: `w` gives 3 (its length), `x` gives 4 (its length)"
     path = str(EXAMPLES / "loss.eg")
     assert (err.file, err.line, err.column) == (path, 2, 23)
     assert str(err).splitlines()[1] == f" --> {path}:2:23"
@@ -173,3 +173,15 @@ def test_error_classes_by_kind():
         assert issubclass(cls, egrad.EgradError), kind
     e = egrad.EgradUsageError("error: x", kind="usage", message="x", exit_code=2)
     assert (str(e), e.location, e.notes) == ("error: x", None, [])
+
+
+def test_a_python_habit_gives_the_egrad_form_as_help():
+    with pytest.raises(egrad.EgradSyntaxError) as e:
+        egrad.compile("fn f(x: f64) -> f64 = x ** 2")
+    err = e.value
+    assert "`**`" in err.message, err.message
+    assert any("pow(x, 2)" in h for h in err.helps), err.helps
+    assert "= help: " in str(err)
+    with pytest.raises(egrad.EgradError) as e:
+        egrad.compile("fn f(alpha: f64) -> f64 = alpah * 2.0")
+    assert any("alpha" in h for h in e.value.helps + e.value.notes + [e.value.message]), str(e.value)

@@ -17,6 +17,10 @@ with a caret, and notes); the parts are attributes:
     ``"file:line:col"``, or None.
 ``notes``
     The notes printed after the source line (a list of str).
+``helps``
+    The help lines printed after the notes (a list of str): the egrad form
+    of a Python or NumPy habit (``pow(x, 2)`` for ``x ** 2``), or "did you
+    mean" for a misspelt name.
 ``exit_code``
     The CLI's exit code for this error: 1, 2 (usage) or 70 (internal).
 
@@ -52,6 +56,7 @@ class EgradError(Exception):
     line: Optional[int]
     column: Optional[int]
     notes: List[str]
+    helps: List[str]
     exit_code: int
 
     def __init__(
@@ -64,6 +69,7 @@ class EgradError(Exception):
         line: Optional[int] = None,
         column: Optional[int] = None,
         notes: Optional[List[str]] = None,
+        helps: Optional[List[str]] = None,
         exit_code: int = 70,
     ) -> None:
         super().__init__(text)
@@ -74,6 +80,7 @@ class EgradError(Exception):
         self.line = line
         self.column = column
         self.notes = list(notes or [])
+        self.helps = list(helps or [])
         self.exit_code = exit_code
 
     @property
