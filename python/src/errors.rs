@@ -57,7 +57,7 @@ fn parts(err: &Error) -> Parts {
                 message: err.to_string().trim_end().to_string(),
                 place: None,
                 notes: Vec::new(),
-            helps: Vec::new(),
+                helps: Vec::new(),
             },
         },
         Error::Usage(m) | Error::Limit(m) | Error::Internal(m) => Parts {

@@ -38,6 +38,7 @@
 //!   by themselves (`cargo build --release --timings` of a crate with
 //!   `ndarray-npy` and its `npz` feature), where the README's first
 //!   command has a 5-minute budget from a fresh clone.
+//!
 //! The format is small (about as much code as an adapter to a crate's
 //! types); compressed members are inflated with `miniz_oxide`.
 
