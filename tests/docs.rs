@@ -133,6 +133,7 @@ cargo() {
 }
 "#
     .into();
+    shell.need_numpy();
     let ran = run_commands("README.md", &shell);
     assert!(ran >= 4, "ran {ran} blocks");
     for written in ["grads.npz", "rb.o", "rb.h", "lg.o", "libegrad_runtime.a"] {

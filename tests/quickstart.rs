@@ -19,6 +19,7 @@ const SETUP: &[&str] = &["cargo install --locked --path .", "pip install ./pytho
 #[test]
 fn quickstart_commands_run_verbatim() {
     let shell = Shell::new("quickstart");
+    shell.need_numpy();
     let mut ran = 0;
     for b in blocks("docs/quickstart.md") {
         match (b.lang.as_str(), b.attr.as_deref()) {

@@ -109,6 +109,17 @@ impl Shell {
         }
     }
 
+    /// Fail with a clear message unless `python3` on this shell's PATH
+    /// imports NumPy (the docs' commands read and write `.npz` with it).
+    pub fn need_numpy(&self) {
+        let (code, text) = self.run("python3 -c 'import numpy'");
+        assert_eq!(
+            code, 0,
+            "the docs' commands need python3 with NumPy on PATH (.ci/run puts its venv first; \
+             locally: python3 -m venv v && v/bin/pip install numpy && PATH=$PWD/v/bin:$PATH cargo test ...):\n{text}"
+        );
+    }
+
     /// Write a block that names a file (`eg FILE`, `c FILE`) into the folder.
     pub fn write(&self, b: &Block) {
         let name = b.attr.as_deref().expect("a file name");
