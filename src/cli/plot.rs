@@ -146,14 +146,18 @@ impl Axis {
         }
     }
 
-    /// A tick's label.
+    /// A tick's label: on a linear axis with as many decimals as the
+    /// ticks' spacing needs (0.035 and 0.04, not 0.04 twice).
     pub fn label(&self, t: f64) -> String {
         if self.zero == Some(t) {
             "0".into()
         } else if self.log {
             si(10f64.powf(t))
         } else {
-            si(t)
+            match self.ticks.as_slice() {
+                [a, b, ..] => si_step(t, b - a),
+                _ => si(t),
+            }
         }
     }
 }
@@ -213,6 +217,34 @@ pub fn si(v: f64) -> String {
         2
     };
     let mut s = format!("{x:.digits$}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s + prefix
+}
+
+/// `v` with [`si`]'s prefix and at least the decimals that tell apart
+/// numbers `step` apart (ticks of that spacing).
+fn si_step(v: f64, step: f64) -> String {
+    let short = si(v);
+    let a = v.abs().max(step.abs());
+    if a < 1e-3 || short.contains('e') {
+        return short;
+    }
+    let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .iter()
+        .find(|(s, _)| a >= s * 0.9995)
+        .map_or((1.0, ""), |(s, p)| (*s, *p));
+    let needed = (-(step / scale).log10().floor()).clamp(0.0, 9.0) as usize;
+    let shown = short.trim_end_matches(prefix);
+    let has = shown.split_once('.').map_or(0, |(_, d)| d.len());
+    if has >= needed || !short.ends_with(prefix) {
+        return short;
+    }
+    let mut s = format!("{:.needed$}", v / scale);
     if s.contains('.') {
         s = s.trim_end_matches('0').trim_end_matches('.').to_string();
     }
@@ -536,6 +568,26 @@ mod tests {
                 let p = a.pos(*v);
                 assert!(a.lo < p && p < a.hi, "{v} outside {a:?}");
             }
+        }
+    }
+
+    /// Neighbouring ticks never share a label, however narrow the range.
+    #[test]
+    fn tick_labels_tell_neighbours_apart() {
+        for values in [
+            &[0.0351, 0.0352][..],
+            &[0.035][..],
+            &[1001.0, 1002.0][..],
+            &[12_345.0, 12_346.0][..],
+            &[2.5e6, 2.5001e6][..],
+            &[0.0, 1.0][..],
+        ] {
+            let a = Axis::new(values);
+            let labels: Vec<String> = a.ticks.iter().map(|t| a.label(*t)).collect();
+            assert!(
+                labels.windows(2).all(|w| w[0] != w[1]),
+                "{values:?}: {labels:?}"
+            );
         }
     }
 
