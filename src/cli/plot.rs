@@ -120,6 +120,14 @@ impl Axis {
             (lo - 0.1 * lo.abs(), hi + 0.1 * hi.abs())
         };
         let step = nice_step((hi - lo) / 5.0);
+        // Whole numbers (bytes, flops) get whole ticks, at least two: no
+        // "0.2 B".
+        let whole = values.iter().all(|v| v.fract() == 0.0) && step < 1.0;
+        let (lo, hi, step) = if whole {
+            (lo.floor(), hi.ceil().max(lo.floor() + 1.0), 1.0)
+        } else {
+            (lo, hi, step)
+        };
         let pad = 0.06 * (hi - lo);
         let (lo, hi) = (lo - pad, hi + pad);
         let nonnegative = values.iter().all(|v| *v >= 0.0);
@@ -587,6 +595,14 @@ mod tests {
             assert!(
                 labels.windows(2).all(|w| w[0] != w[1]),
                 "{values:?}: {labels:?}"
+            );
+        }
+        // Whole numbers (bytes) have whole ticks.
+        for values in [&[0.0][..], &[3.0, 4.0][..], &[0.0, 2.0][..]] {
+            let a = Axis::new(values);
+            assert!(
+                a.ticks.iter().all(|t| t.fract() == 0.0),
+                "{values:?}: {a:?}"
             );
         }
     }
