@@ -135,3 +135,28 @@ fn an_argument_error_of_the_interpreter_becomes_a_diagnostic() {
         "{text}"
     );
 }
+
+/// Arguments that disagree on a size are both named, each with the axis
+/// it gives the size from; one argument that gives a size twice,
+/// differently (a non-square matrix for `f64[N, N]`), says so.
+#[test]
+fn a_size_given_two_ways_names_both() {
+    let program =
+        Program::parse("fn quad[N](A: f64[N, N], x: f64[N]) -> f64 = +/(x .* matmul(A, x))")
+            .unwrap();
+    let f = program.ir("quad").unwrap();
+    let square = Value::array(egrad::DType::F64, vec![2, 2], vec![1.0; 4]);
+    let wide = Value::array(egrad::DType::F64, vec![2, 3], vec![1.0; 6]);
+    let e = interp::run(f, &[&wide, &Value::f64(&[1.0, 2.0])]).unwrap_err();
+    assert_eq!(e.param, Some(0));
+    assert_eq!(
+        e.message,
+        "argument `A` gives `N` twice, differently: 2 (axis 0) and 3 (axis 1) of its shape [2, 3]"
+    );
+    let e = interp::run(f, &[&square, &Value::f64(&[1.0, 2.0, 3.0])]).unwrap_err();
+    assert_eq!(e.param, Some(1));
+    assert_eq!(
+        e.message,
+        "arguments `A` and `x` disagree on `N`: `A` gives 2 (axis 0 of its shape [2, 2]), `x` gives 3 (its length)"
+    );
+}

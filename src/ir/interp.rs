@@ -463,7 +463,18 @@ fn misfit(
                         whence(f, i, axis, &shape)
                     )
                 }
-                None => format!("argument `{name}` has length {n}, but `{q}` = {k}"),
+                // `x: f64[N, N]` given a [2, 3]: `N` twice, differently.
+                None => match ty.shape.iter().position(|d| d == &Dim::Param(q.clone())) {
+                    Some(first) if first != axis => {
+                        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                        format!(
+                            "argument `{name}` gives `{q}` twice, differently: {} (axis {first}) and {n} (axis {axis}) of its shape [{}]",
+                            shape.get(first).copied().unwrap_or(0),
+                            dims.join(", ")
+                        )
+                    }
+                    _ => format!("argument `{name}` has length {n}, but `{q}` = {k}"),
+                },
             }
         }
         (Misfit::Mismatch(_), _) => {
