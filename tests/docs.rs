@@ -93,28 +93,6 @@ fn eg_blocks_check_and_eg_fail_blocks_are_rejected() {
     assert!(n >= 100, "found {n} blocks");
 }
 
-/// Run a doc's commands in order: `sh` and `console` blocks, with the
-/// files its `eg FILE` and `c FILE` blocks name written first.
-fn run_commands(doc: &str, shell: &Shell) -> usize {
-    let mut ran = 0;
-    for b in blocks(doc) {
-        let named = b.attr.as_deref().filter(|f| !Path::new(f).exists());
-        match (b.lang.as_str(), b.attr.as_deref()) {
-            ("eg" | "c", Some(_)) if named.is_some() => shell.write(&b),
-            ("sh", None) => {
-                shell.sh(&b);
-                ran += 1;
-            }
-            ("console", _) => {
-                shell.console(&b);
-                ran += 1;
-            }
-            _ => {}
-        }
-    }
-    ran
-}
-
 /// The README's commands, run as written: `cargo run --release -- ARGS`
 /// runs this build's `egrad ARGS`; the steps that built this test
 /// (`cargo test --release`, the runtime library's build) are done
@@ -134,7 +112,7 @@ cargo() {
 "#
     .into();
     shell.need_numpy();
-    let ran = run_commands("README.md", &shell);
+    let ran = shell.run_doc("README.md");
     assert!(ran >= 4, "ran {ran} blocks");
     for written in ["grads.npz", "rb.o", "rb.h", "lg.o", "libegrad_runtime.a"] {
         assert!(
@@ -147,6 +125,6 @@ cargo() {
 #[test]
 fn language_doc_commands_run() {
     let shell = Shell::new("language");
-    let ran = run_commands("docs/language.md", &shell);
+    let ran = shell.run_doc("docs/language.md");
     assert!(ran >= 3, "ran {ran} blocks");
 }

@@ -11,35 +11,13 @@
 #[path = "common/doc_blocks.rs"]
 mod doc_blocks;
 
-use doc_blocks::{blocks, Shell};
-
-/// What `sh setup` blocks may say (a comment after `#` aside).
-const SETUP: &[&str] = &["cargo install --locked --path .", "pip install ./python"];
+use doc_blocks::Shell;
 
 #[test]
 fn quickstart_commands_run_verbatim() {
     let shell = Shell::new("quickstart");
     shell.need_numpy();
-    let mut ran = 0;
-    for b in blocks("docs/quickstart.md") {
-        match (b.lang.as_str(), b.attr.as_deref()) {
-            ("sh", Some("setup")) => {
-                for line in b.body.lines() {
-                    let cmd = line.split('#').next().unwrap().trim();
-                    assert!(SETUP.contains(&cmd), "{}: `{cmd}` is no setup step", b.at());
-                }
-            }
-            ("sh", None) => {
-                shell.sh(&b);
-                ran += 1;
-            }
-            ("console", None) => {
-                shell.console(&b);
-                ran += 1;
-            }
-            _ => {}
-        }
-    }
+    let ran = shell.run_doc("docs/quickstart.md");
     assert!(ran >= 5, "ran {ran} blocks");
     for written in ["mse.eg", "data.npz", "grads.npz", "mse.svg", "mse.html"] {
         assert!(

@@ -365,16 +365,22 @@ fn result_names(program: &Program, function: &str, n: usize) -> Vec<String> {
     }
     let def = program.ast().items.iter().find(|d| d.name.name == function);
     for a in def.map_or(&[][..], |d| &d.attrs[..]) {
-        let grads = a.args.iter().map(|p| format!("grad_{}", p.name));
+        let names = value_and_grad_names(a.args.iter().map(|p| &p.name));
         match a.name.name.as_str() {
-            "grad" if n == a.args.len() => return grads.collect(),
-            "value_and_grad" if n == a.args.len() + 1 => {
-                return std::iter::once("value".to_string()).chain(grads).collect()
-            }
+            "grad" if n == a.args.len() => return names[1..].to_vec(),
+            "value_and_grad" if n == names.len() => return names,
             _ => {}
         }
     }
     (0..n).map(|i| format!("result{i}")).collect()
+}
+
+/// `value`, then `grad_w` for each parameter `w` differentiated: how
+/// `grad` and `run` name a gradient's results.
+fn value_and_grad_names<S: std::fmt::Display>(wrt: impl IntoIterator<Item = S>) -> Vec<String> {
+    std::iter::once("value".to_string())
+        .chain(wrt.into_iter().map(|w| format!("grad_{w}")))
+        .collect()
 }
 
 /// Results as printed text and JSON, written to `--out` when given.
@@ -760,9 +766,10 @@ fn grad(a: &GradArgs) -> Result<Output> {
             inputs::call_native(compiled.native(), &args)
                 .map_err(|e| e.into_error(vg, program.file()))?
         };
-        let names =
-            std::iter::once("value".to_string()).chain(g.wrt.iter().map(|w| format!("grad_{w}")));
-        let named: Vec<(String, Value)> = names.zip(results).collect();
+        let named: Vec<(String, Value)> = value_and_grad_names(&g.wrt)
+            .into_iter()
+            .zip(results)
+            .collect();
         if !out.is_empty() {
             out.push('\n');
         }

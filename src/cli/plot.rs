@@ -213,17 +213,33 @@ pub fn si(v: f64) -> String {
     if a != 0.0 && a < 1e-3 {
         return format!("{v:.0e}");
     }
-    let (x, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+    let (scale, p) = prefix(a);
+    let x = v / scale;
+    decimals(x, digits(x)) + p
+}
+
+/// The SI prefix for numbers of magnitude `a`: its scale and letter.
+fn prefix(a: f64) -> (f64, &'static str) {
+    [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
         .iter()
         .find(|(s, _)| a >= s * 0.9995)
-        .map_or((v, ""), |(s, p)| (v / s, *p));
-    let digits = if x.abs() >= 100.0 {
+        .map_or((1.0, ""), |(s, p)| (*s, *p))
+}
+
+/// The decimals of three significant digits at most for `x` (already
+/// scaled by its prefix).
+fn digits(x: f64) -> usize {
+    if x.abs() >= 100.0 {
         0
     } else if x.abs() >= 10.0 {
         1
     } else {
         2
-    };
+    }
+}
+
+/// `x` with `digits` decimals, trailing zeros and a negative zero dropped.
+fn decimals(x: f64, digits: usize) -> String {
     let mut s = format!("{x:.digits$}");
     if s.contains('.') {
         s = s.trim_end_matches('0').trim_end_matches('.').to_string();
@@ -231,35 +247,20 @@ pub fn si(v: f64) -> String {
     if s == "-0" {
         s = "0".into();
     }
-    s + prefix
+    s
 }
 
 /// `v` with [`si`]'s prefix and at least the decimals that tell apart
 /// numbers `step` apart (ticks of that spacing).
 fn si_step(v: f64, step: f64) -> String {
-    let short = si(v);
     let a = v.abs().max(step.abs());
-    if a < 1e-3 || short.contains('e') {
-        return short;
+    let (scale, p) = prefix(a);
+    if a < 1e-3 || (v != 0.0 && v.abs() < 1e-3) || prefix(v.abs()).1 != p {
+        return si(v);
     }
-    let (scale, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-        .iter()
-        .find(|(s, _)| a >= s * 0.9995)
-        .map_or((1.0, ""), |(s, p)| (*s, *p));
+    let x = v / scale;
     let needed = (-(step / scale).log10().floor()).clamp(0.0, 9.0) as usize;
-    let shown = short.trim_end_matches(prefix);
-    let has = shown.split_once('.').map_or(0, |(_, d)| d.len());
-    if has >= needed || !short.ends_with(prefix) {
-        return short;
-    }
-    let mut s = format!("{:.needed$}", v / scale);
-    if s.contains('.') {
-        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
-    }
-    if s == "-0" {
-        s = "0".into();
-    }
-    s + prefix
+    decimals(x, needed.max(digits(x))) + p
 }
 
 /// One distinct program on the plot.

@@ -397,8 +397,7 @@ fn whence(f: &Function, j: usize, axis: usize, shape: &[usize]) -> String {
     } else if ty.rank() == 1 {
         "its length".into()
     } else {
-        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        format!("axis {axis} of its shape [{}]", dims.join(", "))
+        format!("axis {axis} of its shape {shape:?}")
     }
 }
 
@@ -465,14 +464,10 @@ fn misfit(
                 }
                 // `x: f64[N, N]` given a [2, 3]: `N` twice, differently.
                 None => match ty.shape.iter().position(|d| d == &Dim::Param(q.clone())) {
-                    Some(first) if first != axis => {
-                        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                        format!(
-                            "argument `{name}` gives `{q}` twice, differently: {} (axis {first}) and {n} (axis {axis}) of its shape [{}]",
-                            shape.get(first).copied().unwrap_or(0),
-                            dims.join(", ")
-                        )
-                    }
+                    Some(first) if first != axis => format!(
+                        "argument `{name}` gives `{q}` twice, differently: {} (axis {first}) and {n} (axis {axis}) of its shape {shape:?}",
+                        shape.get(first).copied().unwrap_or(0),
+                    ),
                     _ => format!("argument `{name}` has length {n}, but `{q}` = {k}"),
                 },
             }

@@ -63,6 +63,11 @@ pub fn blocks(path: &str) -> Vec<Block> {
     out
 }
 
+/// What `sh setup` blocks may say (a comment after `#` aside): the steps
+/// that gave the tests their `egrad` (the build) and CI its Python
+/// package, which a test does not run again.
+pub const SETUP: &[&str] = &["cargo install --locked --path .", "pip install ./python"];
+
 /// The user docs whose blocks are tested: the READMEs and `docs/`.
 pub fn user_docs() -> Vec<String> {
     let mut docs = vec!["README.md".to_string(), "python/README.md".to_string()];
@@ -139,6 +144,37 @@ impl Shell {
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
         (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// Run a doc's commands in order: its `sh` and `console` blocks, with
+    /// the files its `eg FILE` and `c FILE` blocks name written first
+    /// (not one of the repository's: that block is checked against it in
+    /// `tests/docs.rs`). Its `sh setup` blocks are checked to say only
+    /// [`SETUP`]'s steps, not run. Returns how many blocks ran.
+    pub fn run_doc(&self, doc: &str) -> usize {
+        let mut ran = 0;
+        for b in blocks(doc) {
+            let named = b.attr.as_deref().filter(|f| !Path::new(f).exists());
+            match (b.lang.as_str(), b.attr.as_deref()) {
+                ("eg" | "c", Some(_)) if named.is_some() => self.write(&b),
+                ("sh", Some("setup")) => {
+                    for line in b.body.lines() {
+                        let cmd = line.split('#').next().unwrap().trim();
+                        assert!(SETUP.contains(&cmd), "{}: `{cmd}` is no setup step", b.at());
+                    }
+                }
+                ("sh", None) => {
+                    self.sh(&b);
+                    ran += 1;
+                }
+                ("console", _) => {
+                    self.console(&b);
+                    ran += 1;
+                }
+                _ => {}
+            }
+        }
+        ran
     }
 
     /// Run an `sh` block; it must succeed.
